@@ -1,0 +1,294 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# Validates ibcni on a real InfiniBand Kubernetes cluster (Multus + SR-IOV device plugin).
+# It creates two test pods that request the NetworkAttachmentDefinition and one IB VF each,
+# checks Multus's network-status annotation, the IPoIB interface inside each pod, pings between
+# the pods over that interface, runs ibv_devinfo if the image has it, deletes the pods and
+# checks that each VF's netdev is back in the node's host network namespace.
+#
+# See README.md next to this file for the parameters and what each check means.
+# Output: PASS/FAIL/SKIP lines, then "N passed, M failed". Exit 0 if nothing failed, 1 if a
+# check failed, 2 on a usage or setup error.
+set -uo pipefail
+
+usage() {
+  cat <<'EOF'
+Usage: validate-ib-cluster.sh --nad NAME [options]
+
+  -n, --nad NAME          NetworkAttachmentDefinition: NAME or NAMESPACE/NAME (required)
+  -r, --resource NAME     extended resource of the IB VFs (e.g. nvidia.com/mlnx_ib_vf);
+                          default: the NAD's k8s.v1.cni.cncf.io/resourceName annotation
+  -N, --namespace NS      namespace of the test pods (default: default)
+  -i, --image IMAGE       test image with sh, sleep, ip (iproute2), ping; ibv_devinfo optional
+                          (default: docker.io/nicolaka/netshoot:latest)
+      --node-a NODE       pin the first pod to NODE   (default: the scheduler decides)
+      --node-b NODE       pin the second pod to NODE  (use two nodes to cross the fabric)
+      --ifname NAME       ask Multus for this pod interface name (default: Multus's, net1)
+      --caps "CAP ..."    capabilities added to the test containers (default: "NET_RAW")
+  -t, --timeout SECONDS   wait for pods / deletion / VF return (default: 180)
+      --host-check MODE   pod: check VF return with a hostNetwork helper pod per node (default)
+                          skip: do not; print the manual check instead
+      --keep              leave the test pods running (for debugging); skips the return check
+      --kubectl CMD       kubectl to use (default: kubectl; e.g. "oc")
+  -h, --help
+EOF
+}
+
+die() { echo "validate-ib-cluster: $*" >&2; exit 2; }
+
+NAD="" RESOURCE="" NS=default IMAGE=docker.io/nicolaka/netshoot:latest NODE_A="" NODE_B=""
+IFNAME="" CAPS="NET_RAW" TIMEOUT=180 HOST_CHECK=pod KEEP=0 KUBECTL=kubectl
+
+while (($#)); do
+  case $1 in
+    -n | --nad) NAD=${2-}; shift ;;
+    -r | --resource) RESOURCE=${2-}; shift ;;
+    -N | --namespace) NS=${2-}; shift ;;
+    -i | --image) IMAGE=${2-}; shift ;;
+    --node-a) NODE_A=${2-}; shift ;;
+    --node-b) NODE_B=${2-}; shift ;;
+    --ifname) IFNAME=${2-}; shift ;;
+    --caps) CAPS=${2-}; shift ;;
+    -t | --timeout) TIMEOUT=${2-}; shift ;;
+    --host-check) HOST_CHECK=${2-}; shift ;;
+    --keep) KEEP=1 ;;
+    --kubectl) KUBECTL=${2-}; shift ;;
+    -h | --help) usage; exit 0 ;;
+    *) usage >&2; die "unknown argument: $1" ;;
+  esac
+  shift
+done
+
+[[ -n $NAD ]] || { usage >&2; die "--nad is required"; }
+[[ $TIMEOUT =~ ^[0-9]+$ ]] || die "--timeout must be a number of seconds"
+[[ $HOST_CHECK == pod || $HOST_CHECK == skip ]] || die "--host-check must be pod or skip"
+command -v jq >/dev/null 2>&1 || die "jq is required on this machine"
+read -r -a KC <<<"$KUBECTL"
+command -v "${KC[0]}" >/dev/null 2>&1 || die "'${KC[0]}' not found"
+kc() { "${KC[@]}" "$@"; }
+
+if [[ $NAD == */* ]]; then NAD_NS=${NAD%%/*} NAD_NAME=${NAD#*/}; else NAD_NS=$NS NAD_NAME=$NAD; fi
+
+RUN=$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
+LABEL=ibcni-validate-run
+POD_A=ibcni-val-a-$RUN
+POD_B=ibcni-val-b-$RUN
+PASSED=0 FAILED=0 SKIPPED=0
+
+pass() { PASSED=$((PASSED + 1)); echo "PASS $1${2:+: $2}"; }
+fail() { FAILED=$((FAILED + 1)); echo "FAIL $1: $2"; }
+skip() { SKIPPED=$((SKIPPED + 1)); echo "SKIP $1: $2"; }
+
+cleanup() {
+  if ((KEEP)); then
+    echo "kept: pods with label $LABEL=$RUN in namespace $NS (delete with: ${KUBECTL} -n $NS delete pod -l $LABEL=$RUN)"
+    kc -n "$NS" delete pod -l "$LABEL=$RUN,role=host-check" --ignore-not-found --wait=false >/dev/null 2>&1
+  else
+    kc -n "$NS" delete pod -l "$LABEL=$RUN" --ignore-not-found --wait=false >/dev/null 2>&1
+  fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+# --- preflight --------------------------------------------------------------------------------
+
+nad_json=$(kc -n "$NAD_NS" get network-attachment-definitions.k8s.cni.cncf.io "$NAD_NAME" -o json 2>&1) \
+  || die "cannot read NetworkAttachmentDefinition $NAD_NS/$NAD_NAME: $nad_json"
+if [[ -z $RESOURCE ]]; then
+  RESOURCE=$(jq -r '.metadata.annotations["k8s.v1.cni.cncf.io/resourceName"] // ""' <<<"$nad_json")
+  [[ -n $RESOURCE ]] || die "--resource not given and the NAD has no k8s.v1.cni.cncf.io/resourceName annotation"
+fi
+nad_type=$(jq -r '.spec.config // "{}" | fromjson | (.type // ([.plugins[]?.type] | join(",")))' <<<"$nad_json" 2>/dev/null)
+echo "NAD $NAD_NS/$NAD_NAME (plugin type: ${nad_type:-?}), resource $RESOURCE, namespace $NS, image $IMAGE, run $RUN"
+[[ $nad_type == *ibcni* ]] || echo "note: the NAD's config does not name type ibcni; validating whatever it uses"
+
+# --- pods -------------------------------------------------------------------------------------
+
+# pod_manifest NAME NODE
+pod_manifest() {
+  local name=$1 node=$2 caps_json net_json
+  caps_json=$(jq -cn --arg c "$CAPS" '$c | split(" ") | map(select(length > 0))')
+  net_json=$(jq -cn --arg n "$NAD_NAME" --arg ns "$NAD_NS" --arg i "$IFNAME" \
+    '[{name: $n, namespace: $ns} + (if $i == "" then {} else {interface: $i} end)]')
+  jq -n --arg name "$name" --arg ns "$NS" --arg run "$RUN" --arg lbl "$LABEL" --arg node "$node" \
+    --arg image "$IMAGE" --arg res "$RESOURCE" --arg nets "$net_json" --argjson caps "$caps_json" '{
+      apiVersion: "v1", kind: "Pod",
+      metadata: {name: $name, namespace: $ns, labels: {($lbl): $run, role: "test"},
+                 annotations: {"k8s.v1.cni.cncf.io/networks": $nets}},
+      spec: ({
+        restartPolicy: "Never",
+        terminationGracePeriodSeconds: 5,
+        containers: [{
+          name: "test", image: $image, command: ["sleep", "86400"],
+          securityContext: {capabilities: {add: $caps}},
+          resources: {requests: {($res): "1"}, limits: {($res): "1"}}
+        }]
+      } + (if $node == "" then {} else {nodeSelector: {"kubernetes.io/hostname": $node}} end))
+    }'
+}
+
+# host_pod_manifest NAME NODE: hostNetwork pod whose /sys shows the node's host netns.
+host_pod_manifest() {
+  jq -n --arg name "$1" --arg ns "$NS" --arg run "$RUN" --arg lbl "$LABEL" --arg node "$2" \
+    --arg image "$IMAGE" '{
+      apiVersion: "v1", kind: "Pod",
+      metadata: {name: $name, namespace: $ns, labels: {($lbl): $run, role: "host-check"}},
+      spec: {nodeName: $node, hostNetwork: true, restartPolicy: "Never",
+             terminationGracePeriodSeconds: 1, tolerations: [{operator: "Exists"}],
+             containers: [{name: "host", image: $image, command: ["sleep", "86400"]}]}
+    }'
+}
+
+for p in "$POD_A:$NODE_A" "$POD_B:$NODE_B"; do
+  out=$(pod_manifest "${p%%:*}" "${p#*:}" | kc apply -f - 2>&1) || die "creating ${p%%:*} failed: $out"
+done
+
+ready=1
+for p in "$POD_A" "$POD_B"; do
+  if ! kc -n "$NS" wait --for=condition=Ready "pod/$p" --timeout="${TIMEOUT}s" >/dev/null 2>&1; then
+    ready=0
+    fail "pod_ready_$p" "not Ready within ${TIMEOUT}s; last events:"
+    kc -n "$NS" get events --field-selector "involvedObject.name=$p" --sort-by=.lastTimestamp 2>/dev/null \
+      | tail -n 8 | sed 's/^/     /'
+  else
+    pass "pod_ready_$p" "on node $(kc -n "$NS" get pod "$p" -o jsonpath='{.spec.nodeName}')"
+  fi
+done
+if ((!ready)); then
+  echo "$PASSED passed, $FAILED failed"
+  exit 1
+fi
+
+# --- network-status and the interface in each pod ---------------------------------------------
+
+declare -A IFACE IPADDR NODE PCI
+for p in "$POD_A" "$POD_B"; do
+  NODE[$p]=$(kc -n "$NS" get pod "$p" -o jsonpath='{.spec.nodeName}')
+  ann=$(kc -n "$NS" get pod "$p" -o json | jq -r '.metadata.annotations["k8s.v1.cni.cncf.io/network-status"]
+          // .metadata.annotations["k8s.v1.cni.cncf.io/networks-status"] // ""')
+  entry=$(jq -c --arg a "$NAD_NS/$NAD_NAME" --arg b "$NAD_NAME" \
+    '[.[] | select(.name == $a or .name == $b)][0] // empty' <<<"$ann" 2>/dev/null)
+  if [[ -z $entry ]]; then
+    fail "network_status_$p" "no entry for $NAD_NS/$NAD_NAME in the network-status annotation: ${ann:-<none>}"
+    continue
+  fi
+  IFACE[$p]=$(jq -r '.interface // ""' <<<"$entry")
+  IPADDR[$p]=$(jq -r '[.ips[]? | select(test("^[0-9.]+$"))][0] // (.ips[0] // "")' <<<"$entry")
+  PCI[$p]=$(jq -r '.["device-info"].pci["pci-address"] // ""' <<<"$entry")
+  if [[ -z ${PCI[$p]} ]]; then
+    # The SR-IOV device plugin exports the allocated VF as PCIDEVICE_<RESOURCE NAME>.
+    var=PCIDEVICE_$(tr 'a-z./-' 'A-Z___' <<<"$RESOURCE")
+    PCI[$p]=$(kc -n "$NS" exec "$p" -- printenv "$var" 2>/dev/null | cut -d, -f1 | tr -d '\r')
+  fi
+  if [[ -z ${IFACE[$p]} || -z ${IPADDR[$p]} ]]; then
+    fail "network_status_$p" "entry lacks interface or ips: $entry"
+  else
+    pass "network_status_$p" "${IFACE[$p]} ${IPADDR[$p]} pci=${PCI[$p]:-unknown}"
+  fi
+done
+
+for p in "$POD_A" "$POD_B"; do
+  ifn=${IFACE[$p]:-${IFNAME:-net1}}
+  link=$(kc -n "$NS" exec "$p" -- ip -d link show dev "$ifn" 2>&1)
+  if [[ $link != *link/infiniband* ]]; then
+    fail "ipoib_interface_$p" "$ifn is not an IPoIB (link/infiniband) interface: $(head -n 2 <<<"$link" | tr '\n' ' ')"
+    continue
+  fi
+  if [[ $(head -n 1 <<<"$link") != *[\<,]UP[,\>]* ]]; then
+    fail "ipoib_interface_$p" "$ifn is not UP: $(head -n 1 <<<"$link")"
+    continue
+  fi
+  addrs=$(kc -n "$NS" exec "$p" -- ip -o addr show dev "$ifn" 2>&1)
+  if [[ -n ${IPADDR[$p]:-} && $addrs != *" ${IPADDR[$p]}/"* ]]; then
+    fail "ipoib_interface_$p" "$ifn lacks ${IPADDR[$p]}: $addrs"
+    continue
+  fi
+  pass "ipoib_interface_$p" "$(grep -o 'link/infiniband [^ ]*' <<<"$link" | cut -c1-60)... mtu $(grep -o 'mtu [0-9]*' <<<"$link" | head -n1 | cut -d' ' -f2)"
+done
+
+# --- traffic ----------------------------------------------------------------------------------
+
+for pair in "$POD_A:$POD_B" "$POD_B:$POD_A"; do
+  src=${pair%%:*} dst=${pair#*:}
+  if [[ -z ${IFACE[$src]:-} || -z ${IPADDR[$dst]:-} ]]; then
+    skip "ping_${src}_to_$dst" "interface or address unknown (see network_status)"
+    continue
+  fi
+  if out=$(kc -n "$NS" exec "$src" -- ping -c 3 -W 3 -I "${IFACE[$src]}" "${IPADDR[$dst]}" 2>&1); then
+    pass "ping_${src}_to_$dst" "$(grep -E 'packet loss' <<<"$out")"
+  else
+    fail "ping_${src}_to_$dst" "$(tail -n 2 <<<"$out" | tr '\n' ' ')"
+  fi
+done
+
+# --- RDMA view from inside the pod (optional) -------------------------------------------------
+
+for p in "$POD_A" "$POD_B"; do
+  if ! kc -n "$NS" exec "$p" -- sh -c 'command -v ibv_devinfo' >/dev/null 2>&1; then
+    skip "ibv_devinfo_$p" "ibv_devinfo not in the image (use an image with rdma-core/ibverbs-utils)"
+    continue
+  fi
+  out=$(kc -n "$NS" exec "$p" -- ibv_devinfo 2>&1)
+  if grep -q 'PORT_ACTIVE' <<<"$out" && grep -q 'link_layer:[[:space:]]*InfiniBand' <<<"$out"; then
+    pass "ibv_devinfo_$p" "$(grep -m1 'hca_id' <<<"$out" | tr -s ' \t' ' ') active IB port"
+  elif grep -q 'hca_id' <<<"$out"; then
+    fail "ibv_devinfo_$p" "RDMA device visible but no active InfiniBand port: $(grep -E 'hca_id|state|link_layer' <<<"$out" | tr -s ' \t\n' ' ')"
+  else
+    skip "ibv_devinfo_$p" "no RDMA device visible in the pod (RDMA not exposed to pods?): $(head -n 1 <<<"$out")"
+  fi
+done
+
+# --- teardown: the VF must come back to the host ----------------------------------------------
+
+if ((KEEP)); then
+  skip "vf_returned" "--keep given"
+else
+  if kc -n "$NS" delete pod "$POD_A" "$POD_B" --wait=true --timeout="${TIMEOUT}s" >/dev/null 2>&1; then
+    pass "pods_deleted"
+  else
+    fail "pods_deleted" "not gone within ${TIMEOUT}s (CNI DEL failing? check kubelet logs)"
+  fi
+
+  for p in "$POD_A" "$POD_B"; do
+    pci=${PCI[$p]:-} node=${NODE[$p]:-}
+    manual="on node $node: ls /sys/bus/pci/devices/${pci:-<VF PCI address>}/net/ must list the VF netdev (host netns), and 'ip -d link show dev <it>' must show link/infiniband"
+    if [[ -z $pci ]]; then
+      skip "vf_returned_$p" "VF PCI address unknown (no device-info, no PCIDEVICE_* env); manual: $manual"
+      continue
+    fi
+    if [[ $HOST_CHECK == skip ]]; then
+      skip "vf_returned_$p" "--host-check skip; manual: $manual"
+      continue
+    fi
+    hp=ibcni-val-host-$RUN-$([[ $p == "$POD_A" ]] && echo a || echo b)
+    if ! out=$(host_pod_manifest "$hp" "$node" | kc apply -f - 2>&1) \
+      || ! kc -n "$NS" wait --for=condition=Ready "pod/$hp" --timeout="${TIMEOUT}s" >/dev/null 2>&1; then
+      skip "vf_returned_$p" "cannot run a hostNetwork helper pod in $NS (pod security?): ${out//$'\n'/ }; manual: $manual"
+      continue
+    fi
+    netdev="" deadline=$((SECONDS + TIMEOUT))
+    while ((SECONDS < deadline)); do
+      netdev=$(kc -n "$NS" exec "$hp" -- ls "/sys/bus/pci/devices/$pci/net/" 2>/dev/null | head -n 1 | tr -d '\r')
+      [[ -n $netdev ]] && break
+      sleep 3
+    done
+    if [[ -z $netdev ]]; then
+      fail "vf_returned_$p" "VF $pci on $node has no netdev in the host netns after ${TIMEOUT}s"
+    else
+      link=$(kc -n "$NS" exec "$hp" -- ip -d link show dev "$netdev" 2>&1)
+      if [[ $link != *link/infiniband* ]]; then
+        fail "vf_returned_$p" "VF $pci is back as $netdev but not link/infiniband: $(head -n 2 <<<"$link" | tr '\n' ' ')"
+      elif [[ $netdev == "${IFACE[$p]:-}" ]]; then
+        fail "vf_returned_$p" "VF $pci is back but still named ${IFACE[$p]} (original name not restored)"
+      else
+        pass "vf_returned_$p" "VF $pci back on $node as $netdev"
+      fi
+    fi
+    kc -n "$NS" delete pod "$hp" --wait=false >/dev/null 2>&1
+  done
+fi
+
+((SKIPPED > 0)) && echo "$SKIPPED skipped"
+echo "$PASSED passed, $FAILED failed"
+((FAILED == 0))

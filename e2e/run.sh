@@ -1,0 +1,559 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# ibcni end-to-end suite: drives the plugin through libcni (e2e/cnitool, or upstream cnitool via
+# $CNITOOL) with veth ends standing in for SR-IOV netdevs, chained with Debian's Go reference
+# plugins (host-local, tuning).
+#
+# Everything runs in throwaway namespaces: the script re-executes itself under
+# `unshare --net --mount`, so the "host" namespace is a fresh netns and the machine's initial
+# netns is never touched; pods are `ip netns add` namespaces that a trap always deletes.
+#
+# Usage:  sudo e2e/run.sh                        (needs root)
+# Env:
+#   PLUGIN_TYPE      ibcni (default) | host-device (harness validation with the Go plugin)
+#   IBCNI_BIN_DIR    directory holding the ibcni binary (default: <repo>/build)
+#   REF_PLUGIN_DIR   Debian's reference plugins (default: /usr/lib/cni)
+#   CNITOOL          driver to use (e.g. upstream cnitool); default: build e2e/cnitool afresh
+#   E2E_ONLY         space-separated scenario names or letters to run (default: all)
+#   E2E_RUN_KNOWN_FAILURES=1   with host-device, also run what host-device is known to fail
+#   E2E_KEEP         work dir (configs, logs, outputs): kept on failure by default; 1 always, 0 never
+#   E2E_TIMEOUT      seconds per cnitool call (default 60)
+#
+# Output: one PASS/FAIL/SKIP line per scenario, then the last line "N passed, M failed".
+# Exit status: 0 if nothing failed, 1 if a scenario failed, 2 on a setup error.
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/.." && pwd)
+
+die() { echo "run.sh: $*" >&2; exit 2; }
+
+# Settings, checked in both halves (cheap) so that a missing binary fails before any build.
+PLUGIN_TYPE=${PLUGIN_TYPE:-ibcni}
+IBCNI_BIN_DIR=${IBCNI_BIN_DIR:-$repo/build}
+REF_PLUGIN_DIR=${REF_PLUGIN_DIR:-/usr/lib/cni}
+E2E_TIMEOUT=${E2E_TIMEOUT:-60}
+E2E_ONLY=${E2E_ONLY:-}
+E2E_RUN_KNOWN_FAILURES=${E2E_RUN_KNOWN_FAILURES:-0}
+
+case $IBCNI_BIN_DIR in /*) ;; *) IBCNI_BIN_DIR=$repo/$IBCNI_BIN_DIR ;; esac
+for p in host-local tuning; do
+  [[ -x $REF_PLUGIN_DIR/$p ]] || die "$REF_PLUGIN_DIR/$p missing (apt-get install -y containernetworking-plugins)"
+done
+case $PLUGIN_TYPE in
+  ibcni)
+    [[ -x $IBCNI_BIN_DIR/ibcni ]] || die "$IBCNI_BIN_DIR/ibcni not found or not executable (build it, or set IBCNI_BIN_DIR)"
+    E2E_CNI_PATH=$IBCNI_BIN_DIR:$REF_PLUGIN_DIR ;;
+  host-device)
+    [[ -x $REF_PLUGIN_DIR/host-device ]] || die "$REF_PLUGIN_DIR/host-device missing"
+    E2E_CNI_PATH=$REF_PLUGIN_DIR ;;
+  *) die "PLUGIN_TYPE must be ibcni or host-device, not '$PLUGIN_TYPE'" ;;
+esac
+
+# ---------------------------------------------------------------------------------------------
+# Outer half: checks, driver, then re-exec in a throwaway net + mount namespace.
+# ---------------------------------------------------------------------------------------------
+if [[ ${_IBCNI_E2E_INNER:-} != 1 ]]; then
+  [[ $(id -u) -eq 0 ]] || die "must run as root (it creates network namespaces)"
+  for tool in unshare ip jq sha512sum timeout find grep; do
+    command -v "$tool" >/dev/null 2>&1 || die "'$tool' not found"
+  done
+  drvdir=""
+  trap '[[ -z $drvdir ]] || rm -rf "$drvdir"' EXIT
+  trap 'exit 130' INT TERM HUP
+  if [[ -n ${CNITOOL:-} ]]; then
+    CNITOOL=$(command -v "$CNITOOL") || die "CNITOOL=$CNITOOL is not executable"
+    case $CNITOOL in /*) ;; *) CNITOOL=$PWD/$CNITOOL ;; esac
+  else
+    drvdir=$(mktemp -d "${TMPDIR:-/tmp}/ibcni-e2e-driver.XXXXXX")
+    "$here/build-driver.sh" "$drvdir/cnitool" || die "building the driver failed"
+    CNITOOL=$drvdir/cnitool
+  fi
+  export CNITOOL
+  _IBCNI_E2E_INNER=1 unshare --net --mount --propagation private -- bash "${BASH_SOURCE[0]}" "$@"
+  exit
+fi
+
+# ---------------------------------------------------------------------------------------------
+# Inner half: we are in a fresh netns ("the host") and a private mount namespace.
+# ---------------------------------------------------------------------------------------------
+unset NETCONFPATH CNI_ARGS CAP_ARGS CNI_IFNAME CNI_PATH CNI_COMMAND CNI_CONTAINERID CNI_NETNS
+NETNS_DIR=/var/run/netns          # where `ip netns` keeps its namespaces
+CACHE_DIR=/var/lib/cni/results    # libcni's result cache (fixed in cnitool)
+
+ip link set lo up || die "cannot set lo up in the throwaway netns"
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/ibcni-e2e.XXXXXX")
+RUNID=$$
+ALL_PODS=()      # netns names created by this run
+ALL_CIDS=()      # container IDs cnitool derives for them
+cache_dir_existed=0; [[ -d $CACHE_DIR ]] && cache_dir_existed=1
+varlib_existed=0;    [[ -d /var/lib/cni ]] && varlib_existed=1
+PASSED=0 FAILED=0 SKIPPED=0 KEEP_WORK=0
+
+cleanup() {
+  local ns cid
+  for ns in "${ALL_PODS[@]}"; do
+    [[ -e $NETNS_DIR/$ns ]] && ip netns del "$ns" 2>/dev/null
+  done
+  for cid in "${ALL_CIDS[@]}"; do
+    rm -f "$CACHE_DIR"/*-"$cid"-* 2>/dev/null
+  done
+  ((cache_dir_existed)) || rmdir "$CACHE_DIR" 2>/dev/null
+  ((varlib_existed)) || rmdir /var/lib/cni 2>/dev/null
+  ((KEEP_WORK)) || rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+# --- small utilities -------------------------------------------------------------------------
+
+# cnitool's container ID: "cnitool-" + hex of the first 10 bytes of sha512(netns path).
+cid_of() { printf 'cnitool-%s' "$(printf '%s' "$1" | sha512sum | cut -c1-20)"; }
+
+ip4_to_int() {
+  local IFS=. a b c d
+  read -r a b c d <<<"$1"
+  echo $(((a << 24) | (b << 16) | (c << 8) | d))
+}
+
+# in_subnet ADDR[/LEN] NET/LEN: IPv4 ADDR inside NET; a given LEN must equal the subnet's.
+in_subnet() {
+  local addr=${1%/*} net=${2%/*} len=${2#*/} mask a n
+  [[ $addr =~ ^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$ ]] || return 1
+  [[ $1 != */* || ${1#*/} == "$len" ]] || return 1
+  mask=$(((0xffffffff << (32 - len)) & 0xffffffff))
+  a=$(ip4_to_int "$addr")
+  n=$(ip4_to_int "$net")
+  (((a & mask) == (n & mask)))
+}
+
+REASON=""
+NOTES=""
+fail() { REASON=$*; return 1; }
+note() { NOTES+="${NOTES:+; }$*"; }
+
+# --- scenario resources ----------------------------------------------------------------------
+
+SCEN_PODS=()
+SCEN_VETHS=()
+
+# new_pod TAG -> sets POD (netns name) and NS (its path)
+new_pod() {
+  POD="ibe2e-$RUNID-$1"
+  ip netns add "$POD" || return 1
+  ALL_PODS+=("$POD")
+  SCEN_PODS+=("$POD")
+  NS=$NETNS_DIR/$POD
+  ALL_CIDS+=("$(cid_of "$NS")")
+}
+
+# new_veth NAME: NAME is the end handed to the plugin, NAME-p stays in the host.
+new_veth() {
+  ip link add "$1" type veth peer name "$1-p" || return 1
+  SCEN_VETHS+=("$1" "$1-p")
+}
+
+scenario_cleanup() {
+  local ns l
+  for ns in "${SCEN_PODS[@]}"; do
+    [[ -e $NETNS_DIR/$ns ]] && ip netns del "$ns" 2>/dev/null
+  done
+  for l in "${SCEN_VETHS[@]}"; do
+    ip link del "$l" 2>/dev/null
+  done
+  SCEN_PODS=() SCEN_VETHS=()
+}
+
+# --- configs ---------------------------------------------------------------------------------
+
+# hostlocal SUBNET [EXTRA-RANGE-JSON-FIELDS]
+hostlocal() {
+  local extra=${2:-}
+  printf '{"type":"host-local","ranges":[[{"subnet":"%s"%s}]],"dataDir":"%s"}' \
+    "$1" "${extra:+,$extra}" "$SDIR/ipam"
+}
+
+# plugin_conf DEVICE IPAM-JSON [EXTRA-JSON-FIELDS]: the plugin under test as one conflist entry.
+plugin_conf() {
+  local dev=$1 ipam=$2 extra=${3:-}
+  case $PLUGIN_TYPE in
+    ibcni)
+      printf '{"type":"ibcni","mode":"sriov","device":"%s","stateDir":"%s","logLevel":"debug","logFile":"%s","ipam":%s%s}' \
+        "$dev" "$SDIR/state" "$SDIR/ibcni.log" "$ipam" "${extra:+,$extra}" ;;
+    host-device)
+      printf '{"type":"host-device","device":"%s","ipam":%s}' "$dev" "$ipam" ;;
+  esac
+}
+
+# write_conflist NAME VERSION PLUGIN-JSON...
+write_conflist() {
+  local name=$1 ver=$2 plugins
+  shift 2
+  plugins=$(IFS=,; echo "$*")
+  printf '{"cniVersion":"%s","name":"%s","plugins":[%s]}\n' "$ver" "$name" "$plugins" \
+    | jq . >"$SDIR/net/$name.conflist" || return 1
+}
+
+# --- driver ----------------------------------------------------------------------------------
+
+CT_N=0
+# ct VERB NETWORK NETNS-PATH    (env: IFN = CNI_IFNAME, default net1; CARGS = CNI_ARGS)
+# Sets CT_RC, CT_OUT (stdout file), CT_ERR (stderr file).
+ct() {
+  local verb=$1 net=$2 ns=$3 ifn=${IFN:-net1}
+  CT_N=$((CT_N + 1))
+  CT_OUT=$SDIR/$CT_N-$verb-$net.out
+  CT_ERR=$SDIR/$CT_N-$verb-$net.err
+  local -a envs=(NETCONFPATH="$SDIR/net" CNI_PATH="$E2E_CNI_PATH" CNI_IFNAME="$ifn")
+  [[ -n ${CARGS:-} ]] && envs+=(CNI_ARGS="$CARGS")
+  env "${envs[@]}" timeout "$E2E_TIMEOUT" "$CNITOOL" "$verb" "$net" "$ns" >"$CT_OUT" 2>"$CT_ERR"
+  CT_RC=$?
+  printf '[%d] %s cnitool %s %s %s -> rc=%d\n' "$CT_N" "${envs[*]}" "$verb" "$net" "$ns" "$CT_RC" \
+    >>"$SDIR/trace.log"
+}
+
+ct_err() { tr '\n' ' ' <"$CT_ERR" | cut -c1-300; }
+ok() { ((CT_RC == 0)) || fail "$1 failed (rc=$CT_RC): $(ct_err)"; }
+not_ok() {
+  ((CT_RC != 0)) || fail "$1 unexpectedly succeeded"
+  ((CT_RC != 124)) || fail "$1 timed out after ${E2E_TIMEOUT}s"
+}
+
+# --- state inspection ------------------------------------------------------------------------
+
+host_has() { ip link show dev "$1" >/dev/null 2>&1; }
+pod_has() { ip -n "$1" link show dev "$2" >/dev/null 2>&1; }
+link_up() { ip -j ${1:+-n "$1"} link show dev "$2" | jq -e '.[0].flags | index("UP") != null' >/dev/null; }
+link_mtu() { ip -j ${1:+-n "$1"} link show dev "$2" | jq -r '.[0].mtu'; }
+link_mac() { ip -j ${1:+-n "$1"} link show dev "$2" | jq -r '.[0].address'; }
+pod_addrs() { ip -j -n "$1" addr show dev "$2" | jq -r '.[0].addr_info[] | "\(.local)/\(.prefixlen)"'; }
+
+# host-local reservation files of NETWORK held by CID (content "CID\r\nIFNAME").
+reservations_of() {
+  local d=$SDIR/ipam/$1
+  [[ -d $d ]] || return 0
+  find "$d" -maxdepth 1 -type f ! -name lock ! -name 'last_reserved_ip.*' -print0 \
+    | xargs -0 -r grep -lF -- "$2"
+}
+
+# ibcni records in stateDir that mention CID in their name or content; lock files do not count.
+state_records_of() {
+  [[ $PLUGIN_TYPE == ibcni && -d $SDIR/state ]] || return 0
+  local f
+  while IFS= read -r -d '' f; do
+    if [[ $f == *"$1"* ]] || grep -qF -- "$1" "$f" 2>/dev/null; then echo "$f"; fi
+  done < <(find "$SDIR/state" -type f ! -name '*lock*' ! -name '*.lck' -print0)
+}
+
+# expect_released NETWORK CID WHEN
+expect_released() {
+  local r
+  r=$(reservations_of "$1" "$2")
+  [[ -z $r ]] || fail "$3: host-local still holds a reservation for $2: ${r//$'\n'/ }" || return 1
+  r=$(state_records_of "$2")
+  [[ -z $r ]] || fail "$3: stateDir still has a record for $2: ${r//$'\n'/ }"
+}
+
+# check_add_result VERSION IFNAME NETNS-PATH SUBNET: CT_OUT is an ADD result; sets RES_IP.
+check_add_result() {
+  local ver=$1 ifn=$2 ns=$3 subnet=$4 idx
+  jq -e . "$CT_OUT" >/dev/null 2>&1 || fail "ADD result is not JSON: $(head -c 300 "$CT_OUT")" || return 1
+  [[ $(jq -r .cniVersion "$CT_OUT") == "$ver" ]] \
+    || fail "ADD result cniVersion $(jq -c .cniVersion "$CT_OUT"), want $ver" || return 1
+  jq -e --arg n "$ifn" --arg s "$ns" '[.interfaces[]? | select(.name == $n and .sandbox == $s)] | length == 1' \
+    "$CT_OUT" >/dev/null || fail "ADD result has no interface {name:$ifn, sandbox:$ns}: $(jq -c .interfaces "$CT_OUT")" || return 1
+  RES_IP=$(jq -r '[.ips[]? | .address | select(test("^[0-9.]+/"))][0] // ""' "$CT_OUT")
+  in_subnet "$RES_IP" "$subnet" || fail "ADD result IPv4 address '$RES_IP' not in $subnet" || return 1
+  idx=$(jq -r --arg a "$RES_IP" '.ips[] | select(.address == $a) | .interface // "none"' "$CT_OUT")
+  if [[ $idx != none ]]; then
+    [[ $(jq -r --argjson i "$idx" '.interfaces[$i].name // ""' "$CT_OUT") == "$ifn" ]] \
+      || fail "ADD result ips[].interface=$idx does not point at $ifn" || return 1
+  fi
+}
+
+# check_pod_iface NETNS-NAME IFNAME ADDR: exists, UP, has ADDR, MAC matches the result's.
+check_pod_iface() {
+  local pod=$1 ifn=$2 addr=$3 mac
+  pod_has "$pod" "$ifn" || fail "no $ifn in pod $pod" || return 1
+  link_up "$pod" "$ifn" || fail "$ifn in pod is not UP" || return 1
+  pod_addrs "$pod" "$ifn" | grep -qxF -- "$addr" \
+    || fail "$ifn in pod lacks $addr (has: $(pod_addrs "$pod" "$ifn" | tr '\n' ' '))" || return 1
+  mac=$(jq -r --arg n "$ifn" '.interfaces[] | select(.name == $n) | .mac // ""' "$CT_OUT")
+  if [[ -n $mac ]]; then
+    [[ ${mac,,} == "$(link_mac "$pod" "$ifn")" ]] \
+      || fail "result mac $mac != $ifn's $(link_mac "$pod" "$ifn")" || return 1
+  fi
+}
+
+# expect_back_in_host DEVICE POD IFNAME WHEN
+expect_back_in_host() {
+  host_has "$1" || fail "$4: $1 is not back in the host namespace under its name" || return 1
+  ! pod_has "$2" "$3" || fail "$4: $3 still present in the pod"
+}
+
+is_known_failure() { [[ $PLUGIN_TYPE == host-device && $E2E_RUN_KNOWN_FAILURES != 1 ]]; }
+
+CNI_ARGS_K8S="IgnoreUnknown=1;K8S_POD_NAMESPACE=ns;K8S_POD_NAME=p;K8S_POD_INFRA_CONTAINER_ID=x;K8S_POD_UID=u"
+
+# =============================================================================================
+# Scenarios. Each returns 0 (pass) or 1 with REASON set; run_scenario prints the verdict.
+# =============================================================================================
+
+# a. ibcni + tuning chain (cniVersion 1.0.0): a Go plugin must parse ibcni's result.
+scenario_a_chain_tuning() {
+  local net=e2e-a subnet=10.77.0.0/24 extra=""
+  [[ $PLUGIN_TYPE == ibcni ]] && extra='"mtu":1400'
+  new_pod a && new_veth e2ea0 || return 1
+  write_conflist "$net" 1.0.0 \
+    "$(plugin_conf e2ea0 "$(hostlocal "$subnet")" "$extra")" \
+    "{\"type\":\"tuning\",\"dataDir\":\"$SDIR/tuning\",\"sysctl\":{\"net.ipv4.conf.net1.arp_notify\":\"1\"}}" || return 1
+  local cid; cid=$(cid_of "$NS")
+
+  IFN=net1 ct add "$net" "$NS"; ok "add" || return 1
+  check_add_result 1.0.0 net1 "$NS" "$subnet" || return 1
+  check_pod_iface "$POD" net1 "$RES_IP" || return 1
+  [[ $(ip netns exec "$POD" cat /proc/sys/net/ipv4/conf/net1/arp_notify) == 1 ]] \
+    || fail "tuning's sysctl net.ipv4.conf.net1.arp_notify is not 1 in the pod" || return 1
+  if [[ $PLUGIN_TYPE == ibcni ]]; then
+    [[ $(link_mtu "$POD" net1) == 1400 ]] || fail "net1 mtu $(link_mtu "$POD" net1), want 1400" || return 1
+  fi
+  ! host_has e2ea0 || fail "e2ea0 still in the host after add" || return 1
+  [[ -f $CACHE_DIR/$net-$cid-net1 ]] \
+    || fail "libcni cache $CACHE_DIR/$net-$cid-net1 missing (driver container ID rule?)" || return 1
+
+  IFN=net1 ct check "$net" "$NS"; ok "check" || return 1
+
+  IFN=net1 ct del "$net" "$NS"; ok "del" || return 1
+  expect_back_in_host e2ea0 "$POD" net1 "after del" || return 1
+  expect_released "$net" "$cid" "after del" || return 1
+
+  if is_known_failure; then
+    note "second del skipped: host-device's DEL is not idempotent"
+  else
+    IFN=net1 ct del "$net" "$NS"; ok "second del" || return 1
+    host_has e2ea0 || fail "e2ea0 gone from the host after the second del" || return 1
+  fi
+}
+
+# b. plugin + host-local alone, per cniVersion, with Kubernetes-style CNI_ARGS.
+scenario_b_hostlocal() {
+  local ver=$1 net subnet=10.77.1.0/24 cid
+  net=e2e-b${ver//./}
+  new_pod "b${ver//./}" && new_veth e2eb0 || return 1
+  write_conflist "$net" "$ver" "$(plugin_conf e2eb0 "$(hostlocal "$subnet")")" || return 1
+  cid=$(cid_of "$NS")
+
+  IFN=net1 CARGS=$CNI_ARGS_K8S ct add "$net" "$NS"; ok "add" || return 1
+  check_add_result "$ver" net1 "$NS" "$subnet" || return 1
+  check_pod_iface "$POD" net1 "$RES_IP" || return 1
+  [[ -n $(reservations_of "$net" "$cid") ]] || fail "no host-local reservation for $cid after add" || return 1
+
+  if [[ $ver == 0.3.1 ]]; then
+    note "check skipped: libcni refuses CHECK below 0.4.0"
+  else
+    IFN=net1 CARGS=$CNI_ARGS_K8S ct check "$net" "$NS"; ok "check" || return 1
+  fi
+
+  IFN=net1 CARGS=$CNI_ARGS_K8S ct del "$net" "$NS"; ok "del" || return 1
+  expect_back_in_host e2eb0 "$POD" net1 "after del" || return 1
+  expect_released "$net" "$cid" "after del"
+}
+
+# c. DEL after the pod netns is gone: rc 0, IPAM released.
+scenario_c_del_netns_gone() {
+  local net=e2e-c subnet=10.77.2.0/24 cid
+  new_pod c && new_veth e2ec0 || return 1
+  write_conflist "$net" 1.0.0 "$(plugin_conf e2ec0 "$(hostlocal "$subnet")")" || return 1
+  cid=$(cid_of "$NS")
+
+  IFN=net1 ct add "$net" "$NS"; ok "add" || return 1
+  [[ -n $(reservations_of "$net" "$cid") ]] || fail "no host-local reservation after add" || return 1
+  ip netns del "$POD" || fail "ip netns del $POD failed" || return 1
+
+  IFN=net1 ct del "$net" "$NS"; ok "del after the netns was deleted" || return 1
+  expect_released "$net" "$cid" "after del" || return 1
+  IFN=net1 ct del "$net" "$NS"; ok "second del after the netns was deleted"
+}
+
+# d. A failing ADD leaves nothing behind. KIND: noipam | exhausted
+scenario_d_failed_add() {
+  local kind=$1 net subnet ipam cid up_before mtu_before blocker=e2e-blocker
+  net=e2e-d$kind
+  new_pod "d$kind" && new_veth e2ed0 || return 1
+  ip link set e2ed0-p up && ip link set e2ed0 up || return 1
+  case $kind in
+    noipam)
+      ipam='{"type":"e2e-no-such-ipam"}' ;;
+    exhausted)
+      subnet=10.77.3.0/30
+      ipam=$(hostlocal "$subnet" '"rangeStart":"10.77.3.2","rangeEnd":"10.77.3.2","gateway":"10.77.3.1"')
+      # Another container takes the only address (host-local called directly, same network).
+      printf '{"cniVersion":"1.0.0","name":"%s","ipam":%s}' "$net" "$ipam" \
+        | env -i PATH="$PATH" CNI_COMMAND=ADD CNI_CONTAINERID=$blocker CNI_NETNS=/dev/null \
+            CNI_IFNAME=eth0 CNI_PATH="$REF_PLUGIN_DIR" "$REF_PLUGIN_DIR/host-local" \
+            >"$SDIR/blocker-add.out" 2>&1 \
+        || fail "blocker host-local ADD failed: $(head -c 300 "$SDIR/blocker-add.out")" || return 1
+      [[ -n $(reservations_of "$net" "$blocker") ]] || fail "blocker has no reservation" || return 1 ;;
+  esac
+  write_conflist "$net" 1.0.0 "$(plugin_conf e2ed0 "$ipam")" || return 1
+  cid=$(cid_of "$NS")
+  up_before=$(link_up "" e2ed0 && echo up || echo down)
+  mtu_before=$(link_mtu "" e2ed0)
+
+  IFN=net1 ct add "$net" "$NS"; not_ok "add" || return 1
+  host_has e2ed0 || fail "after the failed add e2ed0 is not in the host under its name" || return 1
+  ! pod_has "$POD" net1 || fail "after the failed add net1 exists in the pod" || return 1
+  [[ $(link_up "" e2ed0 && echo up || echo down) == "$up_before" ]] \
+    || fail "after the failed add e2ed0 is no longer $up_before" || return 1
+  [[ $(link_mtu "" e2ed0) == "$mtu_before" ]] \
+    || fail "after the failed add e2ed0 mtu $(link_mtu "" e2ed0) != $mtu_before" || return 1
+  expect_released "$net" "$cid" "after the failed add" || return 1
+  if [[ $kind == exhausted ]]; then
+    [[ -n $(reservations_of "$net" "$blocker") ]] || fail "the failed add released the other container's address" || return 1
+  fi
+
+  IFN=net1 ct del "$net" "$NS"; ok "del after the failed add" || return 1
+  host_has e2ed0 || fail "after del e2ed0 is not in the host" || return 1
+  expect_released "$net" "$cid" "after del" || return 1
+  if [[ $kind == exhausted ]]; then
+    [[ -n $(reservations_of "$net" "$blocker") ]] || fail "del released the other container's address" || return 1
+    printf '{"cniVersion":"1.0.0","name":"%s","ipam":%s}' "$net" "$ipam" \
+      | env -i PATH="$PATH" CNI_COMMAND=DEL CNI_CONTAINERID=$blocker CNI_NETNS=/dev/null \
+          CNI_IFNAME=eth0 CNI_PATH="$REF_PLUGIN_DIR" "$REF_PLUGIN_DIR/host-local" >/dev/null 2>&1
+  fi
+  return 0
+}
+
+# e. CHECK detects a flushed address.
+scenario_e_check_detects() {
+  local net=e2e-e subnet=10.77.4.0/24 cid
+  new_pod e && new_veth e2ee0 || return 1
+  write_conflist "$net" 1.0.0 "$(plugin_conf e2ee0 "$(hostlocal "$subnet")")" || return 1
+  cid=$(cid_of "$NS")
+
+  IFN=net1 ct add "$net" "$NS"; ok "add" || return 1
+  IFN=net1 ct check "$net" "$NS"; ok "check before breaking" || return 1
+  ip -n "$POD" addr flush dev net1 || fail "addr flush failed" || return 1
+  IFN=net1 ct check "$net" "$NS"; not_ok "check after 'ip addr flush dev net1'" || return 1
+  IFN=net1 ct del "$net" "$NS"; ok "del" || return 1
+  expect_back_in_host e2ee0 "$POD" net1 "after del" || return 1
+  expect_released "$net" "$cid" "after del"
+}
+
+# f. Two attachments in one pod; deleting one leaves the other intact.
+scenario_f_two_attachments() {
+  local s1=10.77.5.0/24 s2=10.77.6.0/24 cid ip1 ip2
+  new_pod f && new_veth e2ef1 && new_veth e2ef2 || return 1
+  write_conflist e2e-f1 1.0.0 "$(plugin_conf e2ef1 "$(hostlocal "$s1")")" || return 1
+  write_conflist e2e-f2 1.0.0 "$(plugin_conf e2ef2 "$(hostlocal "$s2")")" || return 1
+  cid=$(cid_of "$NS")
+
+  IFN=net1 ct add e2e-f1 "$NS"; ok "add net1" || return 1
+  check_add_result 1.0.0 net1 "$NS" "$s1" || return 1
+  ip1=$RES_IP
+  IFN=net2 ct add e2e-f2 "$NS"; ok "add net2" || return 1
+  check_add_result 1.0.0 net2 "$NS" "$s2" || return 1
+  ip2=$RES_IP
+  check_pod_iface "$POD" net2 "$ip2" || return 1
+  pod_addrs "$POD" net1 | grep -qxF -- "$ip1" || fail "net1 lost $ip1 after adding net2" || return 1
+
+  IFN=net1 ct del e2e-f1 "$NS"; ok "del net1" || return 1
+  expect_back_in_host e2ef1 "$POD" net1 "after del net1" || return 1
+  [[ -z $(reservations_of e2e-f1 "$cid") ]] || fail "net1's reservation not released" || return 1
+  [[ -n $(reservations_of e2e-f2 "$cid") ]] || fail "del net1 released net2's reservation" || return 1
+  pod_has "$POD" net2 || fail "net2 vanished after del net1" || return 1
+  link_up "$POD" net2 || fail "net2 is down after del net1" || return 1
+  pod_addrs "$POD" net2 | grep -qxF -- "$ip2" || fail "net2 lost $ip2 after del net1" || return 1
+  IFN=net2 ct check e2e-f2 "$NS"; ok "check net2 after del net1" || return 1
+
+  IFN=net2 ct del e2e-f2 "$NS"; ok "del net2" || return 1
+  expect_back_in_host e2ef2 "$POD" net2 "after del net2" || return 1
+  expect_released e2e-f2 "$cid" "after del net2"
+}
+
+# g. "ipam": {} (layer 2 only): the interface moves, the result has no IPs.
+scenario_g_no_ipam() {
+  local net=e2e-g
+  new_pod g && new_veth e2eg0 || return 1
+  write_conflist "$net" 1.0.0 "$(plugin_conf e2eg0 '{}')" || return 1
+
+  IFN=net1 ct add "$net" "$NS"; ok "add" || return 1
+  jq -e --arg s "$NS" '[.interfaces[]? | select(.name == "net1" and .sandbox == $s)] | length == 1' \
+    "$CT_OUT" >/dev/null || fail "ADD result has no interface {name:net1, sandbox:$NS}" || return 1
+  jq -e '(.ips // []) | length == 0' "$CT_OUT" >/dev/null || fail "ADD result has ips without IPAM" || return 1
+  pod_has "$POD" net1 && link_up "$POD" net1 || fail "net1 missing or down in the pod" || return 1
+  [[ -z $(ip -n "$POD" -4 -o addr show dev net1) ]] || fail "net1 has an IPv4 address without IPAM" || return 1
+  IFN=net1 ct check "$net" "$NS"; ok "check" || return 1
+  IFN=net1 ct del "$net" "$NS"; ok "del" || return 1
+  expect_back_in_host e2eg0 "$POD" net1 "after del" || return 1
+  expect_released "$net" "$(cid_of "$NS")" "after del"
+}
+
+# =============================================================================================
+
+selected() {
+  local name=$1 w
+  [[ -z $E2E_ONLY ]] && return 0
+  for w in $E2E_ONLY; do
+    [[ $name == "$w" || $name == "$w"_* ]] && return 0
+  done
+  return 1
+}
+
+run_scenario() {
+  local name=$1
+  shift
+  selected "$name" || return 0
+  SDIR=$WORK/$name
+  mkdir -p "$SDIR/net" "$SDIR/state" "$SDIR/ipam" "$SDIR/tuning"
+  REASON="" NOTES=""
+  if "$@"; then
+    PASSED=$((PASSED + 1))
+    echo "PASS $name${NOTES:+ (note: $NOTES)}"
+  else
+    FAILED=$((FAILED + 1))
+    echo "FAIL $name: ${REASON:-setup error (see $SDIR/trace.log)}${NOTES:+ (note: $NOTES)}"
+    if [[ ${E2E_KEEP:-auto} != 0 ]]; then
+      echo "     details: $SDIR"
+      [[ -s $SDIR/ibcni.log ]] && echo "     ibcni log: $SDIR/ibcni.log"
+    fi
+  fi
+  scenario_cleanup
+}
+
+skip_scenario() {
+  selected "$1" || return 0
+  SKIPPED=$((SKIPPED + 1))
+  echo "SKIP $1: $2"
+}
+
+echo "ibcni e2e: PLUGIN_TYPE=$PLUGIN_TYPE CNI_PATH=$E2E_CNI_PATH CNITOOL=$CNITOOL"
+[[ $PLUGIN_TYPE == host-device ]] && ! is_known_failure \
+  && echo "note: E2E_RUN_KNOWN_FAILURES=1: running what host-device is known to fail"
+
+run_scenario a_chain_tuning scenario_a_chain_tuning
+for v in 1.0.0 0.4.0 0.3.1; do
+  run_scenario "b_hostlocal_$v" scenario_b_hostlocal "$v"
+done
+if is_known_failure; then
+  skip_scenario c_del_netns_gone "host-device's DEL fails once the netns is gone (known, not ibcni's contract)"
+  skip_scenario d_failed_add_noipam "host-device moves the device before IPAM and does not move it back on failure (known)"
+  skip_scenario d_failed_add_exhausted "host-device moves the device before IPAM and does not move it back on failure (known)"
+else
+  run_scenario c_del_netns_gone scenario_c_del_netns_gone
+  run_scenario d_failed_add_noipam scenario_d_failed_add noipam
+  run_scenario d_failed_add_exhausted scenario_d_failed_add exhausted
+fi
+run_scenario e_check_detects_breakage scenario_e_check_detects
+run_scenario f_two_attachments scenario_f_two_attachments
+run_scenario g_no_ipam scenario_g_no_ipam
+
+((SKIPPED > 0)) && echo "$SKIPPED skipped"
+if [[ ${E2E_KEEP:-auto} == 1 ]] || { ((FAILED > 0)) && [[ ${E2E_KEEP:-auto} != 0 ]]; }; then
+  KEEP_WORK=1
+  echo "work dir kept: $WORK"
+fi
+echo "$PASSED passed, $FAILED failed"
+((FAILED == 0))

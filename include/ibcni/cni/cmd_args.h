@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ibcni/cni/error.h"
+#include "ibcni/net/ip.h"
+
+namespace ibcni::cni {
+
+enum class Command { kAdd, kDel, kCheck, kVersion, kGc, kStatus };
+
+[[nodiscard]] const char* toString(Command c);
+
+/// The invocation's CNI_* environment, validated per verb.
+struct CmdArgs {
+  Command command = Command::kVersion;
+  std::string containerId;        ///< CNI_CONTAINERID
+  std::string netns;              ///< CNI_NETNS (may be empty on DEL)
+  std::string ifName;             ///< CNI_IFNAME
+  std::string rawArgs;            ///< CNI_ARGS as given
+  std::vector<std::string> path;  ///< CNI_PATH split on ':' (empty entries dropped)
+};
+
+/// The CNI_ARGS keys ibcni understands (CONVENTIONS.md and what Kubernetes runtimes and Multus
+/// send). Unknown keys are an error unless IgnoreUnknown=1|true is present.
+struct CniArgs {
+  bool ignoreUnknown = false;
+  std::vector<net::IpPrefix> ips;  ///< IP=10.1.2.3[/24][,...]
+  std::string mac;                 ///< MAC= (legacy Multus)
+  std::string podNamespace;        ///< K8S_POD_NAMESPACE
+  std::string podName;             ///< K8S_POD_NAME
+  std::string podUid;              ///< K8S_POD_UID
+  std::string podInfraContainerId; ///< K8S_POD_INFRA_CONTAINER_ID
+  std::map<std::string, std::string> unknown;  ///< kept (and ignored) under IgnoreUnknown
+};
+
+/// Parses CNI_ARGS ("K=V;K2=V2"). A pair without '=', a bad IP/MAC value, or an unknown key without
+/// IgnoreUnknown=1|true is error 4 naming CNI_ARGS, the key and the value.
+[[nodiscard]] Result<CniArgs> parseCniArgs(std::string_view text);
+
+}  // namespace ibcni::cni

@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ibcni/net/ip.h"
+#include "ibcni/os/netns.h"
+#include "ibcni/os/sys_error.h"
+
+namespace ibcni::nl {
+
+/// A network link as rtnetlink reports it.
+struct Link {
+  int index = 0;
+  std::string name;
+  std::string alias;           ///< IFLA_IFALIAS, empty when unset
+  std::uint32_t mtu = 0;
+  bool adminUp = false;        ///< IFF_UP
+  net::HwAddress mac;          ///< IFLA_ADDRESS (20 bytes for IPoIB)
+  std::uint16_t arpType = 0;   ///< ARPHRD_* (ARPHRD_INFINIBAND = 32)
+  std::string kind;            ///< IFLA_INFO_KIND ("veth", "ipoib"), empty for physical devices
+};
+
+/// An address assigned to a link.
+struct Address {
+  int ifIndex = 0;
+  net::IpPrefix prefix;
+  bool operator==(const Address&) const = default;
+};
+
+/// A unicast route. `table` 0 means the main table.
+struct Route {
+  net::IpPrefix dst;
+  std::optional<net::IpAddress> gw;
+  int ifIndex = 0;
+  std::optional<std::uint32_t> mtu;
+  std::optional<std::uint32_t> advmss;
+  std::optional<std::uint32_t> priority;
+  std::optional<std::uint32_t> table;
+  std::optional<std::uint32_t> scope;
+};
+
+/// rtnetlink operations on links, addresses and routes in a given network namespace. Every call
+/// names the namespace it acts in; the implementation talks to it through a netlink socket created
+/// inside that namespace, so the calling thread never leaves its own.
+/// Errors carry the errno and, where the kernel sent one, its extended-ACK text.
+class Netlink {
+ public:
+  virtual ~Netlink() = default;
+
+  /// @return the link, or ENODEV when `ns` has no link of that name.
+  [[nodiscard]] virtual os::SysResult<Link> linkByName(const os::Netns& ns, const std::string& name) = 0;
+  /// @return the link, or ENODEV when `ns` has no link with that index.
+  [[nodiscard]] virtual os::SysResult<Link> linkByIndex(const os::Netns& ns, int index) = 0;
+  /// Sets or clears IFF_UP.
+  [[nodiscard]] virtual os::SysResult<void> setLinkUp(const os::Netns& ns, int index, bool up) = 0;
+  /// Renames a link; the kernel requires it to be down. EEXIST when the name is taken.
+  [[nodiscard]] virtual os::SysResult<void> renameLink(const os::Netns& ns, int index,
+                                                       const std::string& newName) = 0;
+  [[nodiscard]] virtual os::SysResult<void> setMtu(const os::Netns& ns, int index, std::uint32_t mtu) = 0;
+  /// Sets IFLA_IFALIAS; an empty string clears it.
+  [[nodiscard]] virtual os::SysResult<void> setAlias(const os::Netns& ns, int index,
+                                                     const std::string& alias) = 0;
+  [[nodiscard]] virtual os::SysResult<void> setHwAddress(const os::Netns& ns, int index,
+                                                         const net::HwAddress& mac) = 0;
+  /// Moves link `index` of `from` into `to` (IFLA_NET_NS_FD). The link keeps its name; its index
+  /// may change if taken in `to`, so look it up again by name. EEXIST when `to` has that name.
+  [[nodiscard]] virtual os::SysResult<void> moveLink(const os::Netns& from, int index,
+                                                     const os::Netns& to) = 0;
+
+  /// Addresses of one link (both families).
+  [[nodiscard]] virtual os::SysResult<std::vector<Address>> listAddresses(const os::Netns& ns,
+                                                                          int index) = 0;
+  /// Adds an address; IPv6 addresses are added with IFA_F_NODAD so they are usable at once.
+  [[nodiscard]] virtual os::SysResult<void> addAddress(const os::Netns& ns, int index,
+                                                       const net::IpPrefix& prefix) = 0;
+  [[nodiscard]] virtual os::SysResult<void> deleteAddress(const os::Netns& ns, int index,
+                                                          const net::IpPrefix& prefix) = 0;
+
+  /// Unicast routes of every table in `ns` whose output link is `index` (0: all links).
+  [[nodiscard]] virtual os::SysResult<std::vector<Route>> listRoutes(const os::Netns& ns, int index) = 0;
+  /// Adds a route. EEXIST when it is already there.
+  [[nodiscard]] virtual os::SysResult<void> addRoute(const os::Netns& ns, const Route& route) = 0;
+  [[nodiscard]] virtual os::SysResult<void> deleteRoute(const os::Netns& ns, const Route& route) = 0;
+};
+
+}  // namespace ibcni::nl

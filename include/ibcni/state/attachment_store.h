@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ibcni/cni/result.h"
+#include "ibcni/os/sys_error.h"
+
+namespace ibcni::state {
+
+/// What ADD did to one attachment, kept so that DEL, CHECK and GC can undo or verify it without the
+/// runtime's cache and after a plugin upgrade. Keyed by (network, containerId, ifName).
+struct AttachmentRecord {
+  /// Format of the stored record; readers accept every version up to kCurrentFormat.
+  static constexpr int kCurrentFormat = 1;
+  int format = kCurrentFormat;
+
+  std::string network;
+  std::string containerId;
+  std::string ifName;
+  std::string netns;      ///< CNI_NETNS at ADD
+  std::string mode;       ///< "sriov"
+  std::string deviceKey;  ///< lock name of the device: "pci-<addr>" or "netdev-<ifindex>"
+
+  // The device in the host before ADD.
+  std::string pciAddress;  ///< empty for netdevs without a PCI function
+  std::string hostName;
+  int hostIndex = 0;
+  std::uint32_t hostMtu = 0;
+  bool hostUp = false;
+  std::string hostAlias;
+  std::string hostMac;
+
+  // What ADD changed in the pod.
+  int podIndex = 0;
+  std::optional<std::uint32_t> podMtu;  ///< set when ADD changed the MTU
+  std::string podMac;                   ///< set when ADD changed the MAC
+  std::string ipamType;                 ///< empty: no IPAM
+  cni::AddResult result;                ///< what ADD printed (in 1.1.0 form)
+  std::string createdAt;                ///< RFC 3339 UTC
+};
+
+/// Persistence of attachment records. Writes are atomic (write, fsync, rename, fsync dir).
+class AttachmentStore {
+ public:
+  virtual ~AttachmentStore() = default;
+  [[nodiscard]] virtual os::SysResult<void> save(const AttachmentRecord& record) = 0;
+  /// @return nullopt when there is no record; EINVAL when the file exists but cannot be decoded
+  ///         or was written by a newer, unknown format.
+  [[nodiscard]] virtual os::SysResult<std::optional<AttachmentRecord>> load(const std::string& network,
+                                                                            const std::string& containerId,
+                                                                            const std::string& ifName) = 0;
+  /// Removing a record that is not there succeeds.
+  [[nodiscard]] virtual os::SysResult<void> remove(const std::string& network, const std::string& containerId,
+                                                   const std::string& ifName) = 0;
+  /// Every readable record of `network` (empty: of all networks). Undecodable files are skipped.
+  [[nodiscard]] virtual os::SysResult<std::vector<AttachmentRecord>> list(const std::string& network) = 0;
+};
+
+}  // namespace ibcni::state

@@ -1,0 +1,189 @@
+// SPDX-License-Identifier: Apache-2.0
+// ADD: netns → device lock → mode setUp → IPAM → addresses and routes → record → result.
+// Every change registers its undo right after it succeeds; any failure undoes them all, newest
+// first, so a failed ADD leaves the host and the pod as they were and the IPAM allocation released.
+#include <cerrno>
+
+#include "commands/commands.h"
+#include "commands/common.h"
+#include "log/log.h"
+
+namespace ibcni::plugin {
+
+namespace {
+
+void logFailedUndo(const std::string& what, const os::SysError& err) {
+  log::warn("undo failed: {}: {}", what, err.describe());
+}
+
+// Says which attachment holds a device that is missing from the host, when a record knows.
+std::optional<cni::Error> busyError(const Invocation& inv, Deps& deps) {
+  auto store = deps.makeStore(inv.conf.stateDir);
+  auto records = store->list("");
+  if (!records) {
+    return std::nullopt;
+  }
+  for (const auto& r : *records) {
+    bool same = inv.conf.deviceId ? r.pciAddress == inv.conf.deviceId->text : r.hostName == inv.conf.device;
+    if (same) {
+      return cni::Error{cni::Errc::kDeviceBusy,
+                        (inv.conf.deviceId ? "deviceID = \"" + inv.conf.deviceId->text : "device = \"" + inv.conf.device) +
+                            "\" is attached to container " + r.containerId + " (network " + r.network + ", ifname " +
+                            r.ifName + ", netns " + r.netns + "); DEL that attachment first",
+                        {}};
+    }
+  }
+  return std::nullopt;
+}
+
+// Adds IPAM's addresses and routes to the pod link. A route without a gateway uses the gateway of
+// the first address of its family, as the reference plugins do.
+cni::Result<void> configureAddresses(const Invocation& inv, Deps& deps, const os::Netns& pod, int index,
+                                     const cni::AddResult& ipam, os::Rollback& rollback) {
+  auto& nl = deps.netlink;
+  const auto& ifName = inv.args.ifName;
+  for (const auto& ip : ipam.ips) {
+    if (auto r = nl.addAddress(pod, index, ip.address); !r) {
+      return std::unexpected(sysError(cni::Errc::kNetlinkFailure,
+                                      "cannot add address " + ip.address.toString() + " to " + ifName, r.error()));
+    }
+    rollback.add("remove address " + ip.address.toString(),
+                 [&nl, &pod, index, a = ip.address] { return nl.deleteAddress(pod, index, a); });
+  }
+  for (const auto& rt : ipam.routes) {
+    nl::Route route{rt.dst, rt.gw, index, rt.mtu, rt.advmss, rt.priority, rt.table, rt.scope};
+    if (!route.gw) {
+      for (const auto& ip : ipam.ips) {
+        if (ip.gateway && ip.address.address.family == rt.dst.address.family) {
+          route.gw = ip.gateway;
+          break;
+        }
+      }
+    }
+    if (auto r = nl.addRoute(pod, route); !r) {
+      std::string text = rt.dst.toString() + (route.gw ? " via " + route.gw->toString() : "");
+      return std::unexpected(sysError(cni::Errc::kNetlinkFailure,
+                                      "cannot add route " + text + " on " + ifName +
+                                          (r.error().err == EEXIST ? ": the pod already has that route; give it a "
+                                                                     "different priority or drop it from ipam.routes"
+                                                                   : ""),
+                                      r.error()));
+    }
+    rollback.add("remove route " + rt.dst.toString(), [&nl, &pod, route] { return nl.deleteRoute(pod, route); });
+  }
+  return {};
+}
+
+}  // namespace
+
+cni::Result<cni::AddResult> cmdAdd(const Invocation& inv, Deps& deps) {
+  const auto& conf = inv.conf;
+  auto host = deps.netns.current();
+  if (!host) {
+    return std::unexpected(sysError(cni::Errc::kNetnsFailure, "cannot open ibcni's own network namespace", host.error()));
+  }
+  auto pod = openPodNetns(inv, deps, *host);
+  if (!pod) {
+    return std::unexpected(pod.error());
+  }
+  ModeContext ctx{inv, deps, *host};
+  auto& mode = modeFor(conf.mode);
+  auto store = deps.makeStore(conf.stateDir);
+  auto existing = store->load(conf.name, inv.args.containerId, inv.args.ifName);
+  if (existing && *existing) {
+    return cni::fail(cni::Errc::kIfNameExists,
+                     "container " + inv.args.containerId + " already has " + inv.args.ifName + " on network " +
+                         conf.name + " (ADD twice without DEL)");
+  }
+
+  auto device = mode.resolve(ctx);
+  if (!device) {
+    if (device.error().code == cni::Errc::kDeviceNotFound) {
+      if (auto busy = busyError(inv, deps)) {
+        return std::unexpected(*busy);
+      }
+    }
+    return std::unexpected(device.error());
+  }
+  auto lock = lockDevice(inv, deps, device->deviceKey);
+  if (!lock) {
+    return std::unexpected(lock.error());
+  }
+  // Resolve again under the lock: another ADD may have taken the device while this one waited.
+  device = mode.resolve(ctx);
+  if (!device) {
+    if (auto busy = busyError(inv, deps)) {
+      return std::unexpected(*busy);
+    }
+    return std::unexpected(device.error());
+  }
+
+  if (auto clash = deps.netlink.linkByName(*pod, inv.args.ifName); clash) {
+    return cni::fail(cni::Errc::kIfNameExists,
+                     "CNI_IFNAME=" + inv.args.ifName + " already exists in netns " + inv.args.netns +
+                         ": pick another interface name");
+  }
+
+  os::Rollback rollback(logFailedUndo);
+  state::AttachmentRecord record;
+  record.network = conf.name;
+  record.containerId = inv.args.containerId;
+  record.ifName = inv.args.ifName;
+  record.netns = inv.args.netns;
+  record.mode = config::toString(conf.mode);
+  record.ipamType = conf.ipamType;
+
+  auto podLink = mode.setUp(ctx, *device, *pod, rollback, record);
+  if (!podLink) {
+    return std::unexpected(podLink.error());
+  }
+
+  cni::AddResult ipamResult;
+  if (!conf.ipamType.empty()) {
+    auto request = ipamRequest(inv);
+    auto allocated = deps.ipam.add(request);
+    if (!allocated) {
+      return std::unexpected(allocated.error());
+    }
+    ipamResult = std::move(*allocated);
+    rollback.add("release the IPAM allocation", [&deps, request]() -> os::SysResult<void> {
+      if (auto r = deps.ipam.del(request); !r) {
+        return os::sysFail(EIO, "ipam DEL: " + r.error().msg);
+      }
+      return {};
+    });
+    if (auto r = configureAddresses(inv, deps, *pod, podLink->index, ipamResult, rollback); !r) {
+      return std::unexpected(r.error());
+    }
+  }
+
+  // The result: a chained prevResult is passed through with ibcni's interface appended.
+  cni::AddResult result = conf.prevResult.value_or(cni::AddResult{});
+  const int ourIndex = static_cast<int>(result.interfaces.size());
+  result.interfaces.push_back(cni::Interface{inv.args.ifName, podLink->mac.text, inv.args.netns, podLink->mtu,
+                                             record.pciAddress, {}});
+  for (auto ip : ipamResult.ips) {
+    ip.interface = ourIndex;
+    result.ips.push_back(std::move(ip));
+  }
+  for (const auto& rt : ipamResult.routes) {
+    result.routes.push_back(rt);
+  }
+  if (!ipamResult.dns.empty()) {
+    result.dns = ipamResult.dns;
+  } else if (result.dns.empty()) {
+    result.dns = conf.dns;
+  }
+
+  record.result = result;
+  record.createdAt = deps.now ? deps.now() : "";
+  if (auto r = store->save(record); !r) {
+    return std::unexpected(sysError(cni::Errc::kStateFailure,
+                                    "cannot write the attachment record in stateDir = " + conf.stateDir, r.error()));
+  }
+  rollback.commit();
+  log::info("attached {} as {} in {}", record.hostName, inv.args.ifName, inv.args.netns);
+  return result;
+}
+
+}  // namespace ibcni::plugin

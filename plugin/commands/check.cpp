@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: Apache-2.0
+// CHECK: the attachment is still what ADD made — checked against prevResult (which may include
+// later plugins' changes), ibcni's record and the IPAM plugin.
+#include <algorithm>
+
+#include "commands/commands.h"
+#include "commands/common.h"
+#include "log/log.h"
+
+namespace ibcni::plugin {
+
+cni::Result<void> cmdCheck(const Invocation& inv, Deps& deps) {
+  const auto& conf = inv.conf;
+  const auto& ifName = inv.args.ifName;
+  if (!conf.prevResult) {
+    return cni::fail(cni::Errc::kInvalidConfig,
+                     "prevResult is missing: CHECK needs the ADD result, which the runtime passes from its cache");
+  }
+  auto host = deps.netns.current();
+  if (!host) {
+    return std::unexpected(sysError(cni::Errc::kNetnsFailure, "cannot open ibcni's own network namespace", host.error()));
+  }
+  auto pod = openPodNetns(inv, deps, *host);
+  if (!pod) {
+    return std::unexpected(pod.error());
+  }
+  auto store = deps.makeStore(conf.stateDir);
+  auto record = store->load(conf.name, inv.args.containerId, ifName);
+  if (!record) {
+    return std::unexpected(sysError(cni::Errc::kStateFailure, "cannot read the attachment record", record.error()));
+  }
+  if (!*record) {
+    return cni::fail(cni::Errc::kCheckFailed, "ibcni has no record of attaching " + ifName + " to container " +
+                                                  inv.args.containerId + " on network " + conf.name);
+  }
+
+  // Our interface in prevResult: by name and sandbox, not by position (later plugins may add some).
+  const auto& prev = *conf.prevResult;
+  int ourIndex = -1;
+  for (std::size_t i = 0; i < prev.interfaces.size(); ++i) {
+    if (prev.interfaces[i].name == ifName && prev.interfaces[i].sandbox == inv.args.netns) {
+      ourIndex = static_cast<int>(i);
+    }
+  }
+  if (ourIndex < 0) {
+    return cni::fail(cni::Errc::kCheckFailed,
+                     "prevResult has no interface " + ifName + " with sandbox " + inv.args.netns);
+  }
+
+  auto link = deps.netlink.linkByName(*pod, ifName);
+  if (!link) {
+    return std::unexpected(sysError(cni::Errc::kCheckFailed, "interface " + ifName + " is missing from netns " +
+                                                                 inv.args.netns,
+                                    link.error()));
+  }
+  const auto& ours = prev.interfaces[static_cast<std::size_t>(ourIndex)];
+  if (!ours.mac.empty() && ours.mac != link->mac.text) {
+    return cni::fail(cni::Errc::kCheckFailed,
+                     ifName + " has mac " + link->mac.text + ", prevResult says " + ours.mac);
+  }
+  ModeContext ctx{inv, deps, *host};
+  if (auto r = modeFor(conf.mode).check(ctx, **record, *link); !r) {
+    return r;
+  }
+
+  auto addrs = deps.netlink.listAddresses(*pod, link->index);
+  if (!addrs) {
+    return std::unexpected(sysError(cni::Errc::kNetlinkFailure, "cannot list the addresses of " + ifName, addrs.error()));
+  }
+  for (const auto& ip : prev.ips) {
+    if (ip.interface != ourIndex) {
+      continue;
+    }
+    bool present = std::any_of(addrs->begin(), addrs->end(),
+                               [&](const nl::Address& a) { return a.prefix == ip.address; });
+    if (!present) {
+      return cni::fail(cni::Errc::kCheckFailed,
+                       "address " + ip.address.toString() + " is missing from " + ifName);
+    }
+  }
+  auto routes = deps.netlink.listRoutes(*pod, 0);
+  if (!routes) {
+    return std::unexpected(sysError(cni::Errc::kNetlinkFailure, "cannot list the routes of netns " + inv.args.netns,
+                                    routes.error()));
+  }
+  for (const auto& rt : (*record)->result.routes) {
+    bool present = std::any_of(routes->begin(), routes->end(), [&](const nl::Route& r) {
+      return r.dst.network() == rt.dst.network() && (!rt.gw || (r.gw && *r.gw == *rt.gw));
+    });
+    if (!present) {
+      return cni::fail(cni::Errc::kCheckFailed, "route " + rt.dst.toString() +
+                                                    (rt.gw ? " via " + rt.gw->toString() : "") +
+                                                    " is missing from netns " + inv.args.netns);
+    }
+  }
+
+  if (!conf.ipamType.empty()) {
+    if (auto r = deps.ipam.check(ipamRequest(inv)); !r) {
+      return r;
+    }
+  }
+  return {};
+}
+
+}  // namespace ibcni::plugin

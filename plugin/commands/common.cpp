@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "commands/common.h"
+
+#include <cerrno>
+
+#include "log/log.h"
+
+namespace ibcni::plugin {
+
+cni::Error sysError(cni::Errc code, std::string msg, const os::SysError& err) {
+  return cni::Error{code, std::move(msg), err.describe()};
+}
+
+cni::Result<os::Netns> openPodNetns(const Invocation& inv, Deps& deps, const os::Netns& host) {
+  const std::string& path = inv.args.netns;
+  auto ns = deps.netns.open(path);
+  if (!ns) {
+    if (ns.error().err == ENOENT) {
+      return cni::fail(cni::Errc::kInvalidEnvironment,
+                       "CNI_NETNS=" + path + " does not exist: pass the path of the pod's network namespace",
+                       ns.error().describe());
+    }
+    if (ns.error().err == EINVAL) {
+      return cni::fail(cni::Errc::kInvalidEnvironment,
+                       "CNI_NETNS=" + path + " is not a network namespace: pass a path such as "
+                       "/var/run/netns/<name> or /proc/<pid>/ns/net",
+                       ns.error().describe());
+    }
+    return std::unexpected(sysError(cni::Errc::kInvalidEnvironment, "cannot open CNI_NETNS=" + path, ns.error()));
+  }
+  if (ns->sameAs(host)) {
+    return cni::fail(cni::Errc::kInvalidEnvironment,
+                     "CNI_NETNS=" + path + " is ibcni's own network namespace, not a pod's: refusing to move "
+                     "host devices into it");
+  }
+  return std::move(*ns);
+}
+
+std::optional<os::Netns> openPodNetnsIfAlive(const std::string& path, Deps& deps, const os::Netns& host) {
+  if (path.empty()) {
+    return std::nullopt;
+  }
+  auto ns = deps.netns.open(path);
+  if (!ns) {
+    log::info("pod netns {} is gone ({}): only host-side cleanup is done", path, ns.error().describe());
+    return std::nullopt;
+  }
+  if (ns->sameAs(host)) {
+    log::warn("CNI_NETNS={} is ibcni's own network namespace: treating the pod netns as gone", path);
+    return std::nullopt;
+  }
+  return std::move(*ns);
+}
+
+cni::Result<os::FileLock> lockDevice(const Invocation& inv, Deps& deps, const std::string& key) {
+  std::string path = inv.conf.stateDir + "/locks/" + key + ".lock";
+  auto lock = os::FileLock::acquire(path, deps.lockTimeout);
+  if (!lock) {
+    if (lock.error().err == ETIMEDOUT) {
+      return cni::fail(cni::Errc::kTryAgainLater,
+                       "device " + key + " is locked by another ibcni invocation; try again later",
+                       lock.error().describe());
+    }
+    return std::unexpected(sysError(cni::Errc::kStateFailure,
+                                    "cannot take the device lock in stateDir = " + inv.conf.stateDir +
+                                        ": make it a writable directory",
+                                    lock.error()));
+  }
+  log::debug("locked device {}", key);
+  return std::move(*lock);
+}
+
+std::string deviceKeyFromConfig(const config::NetConf& conf) {
+  if (conf.deviceId) {
+    return "pci-" + conf.deviceId->text;
+  }
+  return "netdev-" + conf.device;
+}
+
+ipam::Request ipamRequest(const Invocation& inv) {
+  return ipam::Request{inv.conf.ipamType, inv.rawStdin, inv.args, inv.conf.version};
+}
+
+cni::Error combine(const std::vector<cni::Error>& errors) {
+  cni::Error out = errors.front();
+  for (std::size_t i = 1; i < errors.size(); ++i) {
+    out.msg += "; " + errors[i].msg;
+    if (!errors[i].details.empty()) {
+      out.details += (out.details.empty() ? "" : "; ") + errors[i].details;
+    }
+  }
+  return out;
+}
+
+cni::Result<void> releaseAttachment(const Invocation& inv, Deps& deps, const os::Netns& host,
+                                    const std::optional<state::AttachmentRecord>& record, bool releaseIpam) {
+  std::vector<cni::Error> errors;
+  ModeContext ctx{inv, deps, host};
+  if (record) {
+    auto pod = openPodNetnsIfAlive(record->netns, deps, host);
+    auto& mode = modeFor(config::Mode::kSriov);
+    if (auto r = mode.tearDown(ctx, *record, pod ? &*pod : nullptr); !r) {
+      errors.push_back(r.error());
+    }
+  }
+  // The IPAM release runs even when the device could not be put back: the address must not leak.
+  if (releaseIpam && !inv.conf.ipamType.empty()) {
+    if (auto r = deps.ipam.del(ipamRequest(inv)); !r) {
+      errors.push_back(r.error());
+    }
+  }
+  if (!errors.empty()) {
+    return std::unexpected(combine(errors));
+  }
+  return {};
+}
+
+}  // namespace ibcni::plugin

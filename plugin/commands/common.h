@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: Apache-2.0
+// Pieces shared by the verbs.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "deps.h"
+#include "ibcni/cni/error.h"
+#include "ibcni/ipam/ipam.h"
+#include "ibcni/os/file_lock.h"
+#include "ibcni/os/netns.h"
+#include "ibcni/os/sys_error.h"
+#include "invocation.h"
+#include "modes/attachment_mode.h"
+
+namespace ibcni::plugin {
+
+/// A CNI error whose details carry the OS error (errno name, kernel ext-ack).
+[[nodiscard]] cni::Error sysError(cni::Errc code, std::string msg, const os::SysError& err);
+
+/// Opens CNI_NETNS for ADD and CHECK: it must exist, be a network namespace and not be ibcni's own.
+/// @return error 4 naming CNI_NETNS and what is wrong with it.
+[[nodiscard]] cni::Result<os::Netns> openPodNetns(const Invocation& inv, Deps& deps, const os::Netns& host);
+
+/// Opens `path` for DEL and GC, where a missing, empty or invalid path means "the pod is gone".
+[[nodiscard]] std::optional<os::Netns> openPodNetnsIfAlive(const std::string& path, Deps& deps,
+                                                           const os::Netns& host);
+
+/// Takes the lock that serializes all work on one device (<stateDir>/locks/<key>.lock).
+/// @return error 11 when another invocation held it for the whole timeout.
+[[nodiscard]] cni::Result<os::FileLock> lockDevice(const Invocation& inv, Deps& deps, const std::string& key);
+
+/// The lock name for a device known only from the configuration (DEL without a record).
+[[nodiscard]] std::string deviceKeyFromConfig(const config::NetConf& conf);
+
+/// The IPAM call for this invocation (the raw stdin passed on unchanged).
+[[nodiscard]] ipam::Request ipamRequest(const Invocation& inv);
+
+/// Undoes one attachment: mode tear-down, then delegated IPAM DEL, then the record. Keeps going
+/// after a failure so that as much as possible is released, and reports every failure.
+/// @param conf  the configuration whose IPAM to release (DEL: the request's; GC: the request's)
+[[nodiscard]] cni::Result<void> releaseAttachment(const Invocation& inv, Deps& deps, const os::Netns& host,
+                                                  const std::optional<state::AttachmentRecord>& record,
+                                                  bool releaseIpam);
+
+/// Combines several errors into one: the first error's code, every message joined.
+[[nodiscard]] cni::Error combine(const std::vector<cni::Error>& errors);
+
+}  // namespace ibcni::plugin

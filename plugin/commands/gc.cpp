@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: Apache-2.0
+// GC (1.1.0): release every attachment of this network that the runtime no longer lists as valid,
+// keep going past failures and report them together, then pass GC on to the IPAM plugin with the
+// same configuration (it releases the addresses of the attachments that are not listed).
+#include <algorithm>
+
+#include "commands/commands.h"
+#include "commands/common.h"
+#include "log/log.h"
+
+namespace ibcni::plugin {
+
+cni::Result<void> cmdGc(const Invocation& inv, Deps& deps) {
+  const auto& conf = inv.conf;
+  auto host = deps.netns.current();
+  if (!host) {
+    return std::unexpected(sysError(cni::Errc::kNetnsFailure, "cannot open ibcni's own network namespace", host.error()));
+  }
+  std::vector<cni::Error> errors;
+  auto store = deps.makeStore(conf.stateDir);
+  auto records = store->list(conf.name);
+  if (!records) {
+    errors.push_back(sysError(cni::Errc::kStateFailure, "cannot list attachment records", records.error()));
+  } else {
+    for (const auto& record : *records) {
+      config::AttachmentKey key{record.containerId, record.ifName};
+      if (std::find(conf.validAttachments.begin(), conf.validAttachments.end(), key) != conf.validAttachments.end()) {
+        continue;
+      }
+      log::info("gc: releasing stale attachment {}/{} (netns {})", record.containerId, record.ifName, record.netns);
+      auto lock = lockDevice(inv, deps, record.deviceKey.empty() ? "netdev-" + record.hostName : record.deviceKey);
+      if (!lock) {
+        errors.push_back(lock.error());
+        continue;
+      }
+      if (auto r = releaseAttachment(inv, deps, *host, record, /*releaseIpam=*/false); !r) {
+        errors.push_back(r.error());
+        continue;
+      }
+      if (auto r = store->remove(record.network, record.containerId, record.ifName); !r) {
+        errors.push_back(sysError(cni::Errc::kStateFailure, "cannot remove the record of " + record.containerId,
+                                  r.error()));
+      }
+    }
+  }
+  if (!conf.ipamType.empty()) {
+    if (auto r = deps.ipam.gc(ipamRequest(inv)); !r) {
+      errors.push_back(r.error());
+    }
+  }
+  if (!errors.empty()) {
+    return std::unexpected(combine(errors));
+  }
+  return {};
+}
+
+}  // namespace ibcni::plugin

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0
+// STATUS (1.1.0): can ADD be serviced? 50 when not. Never relied on by the other verbs.
+#include <cerrno>
+#include <algorithm>
+#include <filesystem>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "ibcni/os/unique_fd.h"
+
+#include "commands/commands.h"
+#include "commands/common.h"
+#include "ipam/exec.h"
+
+namespace ibcni::plugin {
+
+cni::Result<void> cmdStatus(const Invocation& inv, Deps& deps) {
+  const auto& conf = inv.conf;
+  // The state directory must be writable for ADD to record what it did: prove it with a probe file
+  // (root passes access(2) checks even where it cannot write).
+  std::error_code ec;
+  std::filesystem::create_directories(conf.stateDir, ec);
+  std::string probe = conf.stateDir + "/.status-probe-" + std::to_string(::getpid());
+  auto fd = ec ? os::SysResult<os::UniqueFd>(std::unexpected(os::SysError{ec.value(), "mkdir " + conf.stateDir, ""}))
+               : os::UniqueFd::open(probe, O_WRONLY | O_CREAT | O_EXCL, 0600);
+  if (!fd) {
+    return cni::fail(cni::Errc::kPluginNotAvailable,
+                     "stateDir = \"" + conf.stateDir + "\" cannot be written: ADD could not record attachments",
+                     fd.error().describe());
+  }
+  ::unlink(probe.c_str());
+  // A statically named device must be present (a deviceID normally arrives per pod at ADD time).
+  if (!conf.device.empty()) {
+    auto host = deps.netns.current();
+    if (host && !deps.netlink.linkByName(*host, conf.device)) {
+      auto store = deps.makeStore(conf.stateDir);
+      auto records = store->list("");
+      bool attached = records && std::any_of(records->begin(), records->end(), [&](const auto& r) {
+                        return r.hostName == conf.device;
+                      });
+      return cni::fail(cni::Errc::kPluginNotAvailable,
+                       "device = \"" + conf.device + "\" " +
+                           (attached ? "is attached to a pod: no further ADD can be serviced"
+                                     : "is not a network interface in the host namespace"));
+    }
+  }
+  if (!conf.ipamType.empty()) {
+    if (ipam::findInPath(conf.ipamType, inv.args.path).empty()) {
+      return cni::fail(cni::Errc::kPluginNotAvailable,
+                       "ipam.type = \"" + conf.ipamType + "\" is not installed in CNI_PATH");
+    }
+    if (auto r = deps.ipam.status(ipamRequest(inv)); !r) {
+      return r;
+    }
+  }
+  return {};
+}
+
+}  // namespace ibcni::plugin

@@ -1,0 +1,524 @@
+// SPDX-License-Identifier: Apache-2.0
+// JSON → NetConf: parse, canonicalize and validate once, at the edge. Every message names the
+// field, the value and what is accepted.
+#include "ibcni/config/net_conf.h"
+
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+
+#include "result/json_codec.h"
+
+namespace ibcni::config {
+
+using nlohmann::json;
+using result::shortDump;
+
+namespace {
+
+constexpr cni::Errc kBad = cni::Errc::kInvalidConfig;
+
+std::unexpected<cni::Error> invalid(const std::string& field, const json& value, const std::string& accepted) {
+  return cni::fail(kBad, "invalid " + field + " = " + shortDump(value) + ": " + accepted);
+}
+
+std::unexpected<cni::Error> invalid(const std::string& field, const std::string& value,
+                                    const std::string& accepted) {
+  return cni::fail(kBad, "invalid " + field + " = \"" + value + "\": " + accepted);
+}
+
+cni::Result<json> parseObject(std::string_view text) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    return cni::fail(cni::Errc::kDecodingFailure,
+                     "the network configuration on stdin is not valid JSON",
+                     std::string(text.substr(0, 200)));
+  }
+  if (!j.is_object()) {
+    return cni::fail(cni::Errc::kDecodingFailure,
+                     "the network configuration on stdin must be a JSON object, got " + shortDump(j));
+  }
+  return j;
+}
+
+// A string field: absent or null gives nullopt; any other non-string is error 7.
+cni::Result<std::optional<std::string>> stringField(const json& obj, const char* key,
+                                                    const std::string& path) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) {
+    return std::optional<std::string>();
+  }
+  if (!it->is_string()) {
+    return invalid(path, *it, "must be a string");
+  }
+  return std::optional<std::string>(it->get<std::string>());
+}
+
+std::optional<LogLevel> parseLogLevel(std::string_view s) {
+  if (s == "error") {
+    return LogLevel::kError;
+  }
+  if (s == "warn" || s == "warning") {
+    return LogLevel::kWarn;
+  }
+  if (s == "info") {
+    return LogLevel::kInfo;
+  }
+  if (s == "debug") {
+    return LogLevel::kDebug;
+  }
+  return std::nullopt;
+}
+
+bool validNetworkName(const std::string& s) {
+  static const std::regex re("^[a-zA-Z0-9][a-zA-Z0-9_.\\-]*$");
+  return std::regex_match(s, re);
+}
+
+cni::Result<std::optional<net::PciAddress>> pciField(const json& obj, const char* key,
+                                                     const std::string& path) {
+  auto s = stringField(obj, key, path);
+  if (!s) {
+    return std::unexpected(s.error());
+  }
+  if (!*s) {
+    return std::optional<net::PciAddress>();
+  }
+  auto pci = net::PciAddress::parse(**s);
+  if (!pci) {
+    return invalid(path, **s, "must be a PCI address such as \"0000:af:06.1\"");
+  }
+  return std::optional<net::PciAddress>(*pci);
+}
+
+cni::Result<std::vector<net::IpPrefix>> ipList(const json& obj, const char* key, const std::string& path) {
+  std::vector<net::IpPrefix> out;
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) {
+    return out;
+  }
+  if (!it->is_array()) {
+    return invalid(path, *it, "must be a list of IP addresses such as [\"10.1.2.3/24\"]");
+  }
+  for (std::size_t i = 0; i < it->size(); ++i) {
+    const auto& e = (*it)[i];
+    std::string p = path + "[" + std::to_string(i) + "]";
+    if (!e.is_string()) {
+      return invalid(p, e, "must be a string such as \"10.1.2.3/24\"");
+    }
+    auto ip = net::IpPrefix::parse(e.get<std::string>(), /*allowBare=*/true);
+    if (!ip) {
+      return invalid(p, e.get<std::string>(), "must be an IP address, optionally with a prefix (10.1.2.3/24)");
+    }
+    out.push_back(*ip);
+  }
+  return out;
+}
+
+cni::Result<std::vector<std::string>> stringList(const json& obj, const char* key, const std::string& path) {
+  std::vector<std::string> out;
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) {
+    return out;
+  }
+  if (!it->is_array()) {
+    return invalid(path, *it, "must be a list of strings");
+  }
+  for (const auto& e : *it) {
+    if (!e.is_string()) {
+      return invalid(path, *it, "must be a list of strings");
+    }
+    out.push_back(e.get<std::string>());
+  }
+  return out;
+}
+
+cni::Result<cni::Dns> parseDns(const json& j) {
+  cni::Dns d;
+  if (!j.is_object()) {
+    return invalid("dns", j, "must be an object with nameservers, domain, search and options");
+  }
+  auto ns = stringList(j, "nameservers", "dns.nameservers");
+  if (!ns) {
+    return std::unexpected(ns.error());
+  }
+  for (const auto& s : *ns) {
+    if (!net::IpAddress::parse(s)) {
+      return invalid("dns.nameservers", s, "each entry must be an IP address");
+    }
+  }
+  auto search = stringList(j, "search", "dns.search");
+  auto options = stringList(j, "options", "dns.options");
+  auto domain = stringField(j, "domain", "dns.domain");
+  if (!search) {
+    return std::unexpected(search.error());
+  }
+  if (!options) {
+    return std::unexpected(options.error());
+  }
+  if (!domain) {
+    return std::unexpected(domain.error());
+  }
+  d.nameservers = *ns;
+  d.search = *search;
+  d.options = *options;
+  d.domain = domain->value_or("");
+  return d;
+}
+
+cni::Result<RuntimeConfig> parseRuntimeConfig(const json& j) {
+  RuntimeConfig rc;
+  if (!j.is_object()) {
+    return invalid("runtimeConfig", j, "must be an object");
+  }
+  auto ips = ipList(j, "ips", "runtimeConfig.ips");
+  if (!ips) {
+    return std::unexpected(ips.error());
+  }
+  rc.ips = *ips;
+  auto mac = stringField(j, "mac", "runtimeConfig.mac");
+  if (!mac) {
+    return std::unexpected(mac.error());
+  }
+  if (*mac) {
+    auto hw = net::HwAddress::parse(**mac);
+    if (!hw || hw->length != 6) {
+      return invalid("runtimeConfig.mac", **mac, "must be a 6-byte MAC address such as \"0a:58:0a:01:02:03\"");
+    }
+    rc.mac = *hw;
+  }
+  auto dev = pciField(j, "deviceID", "runtimeConfig.deviceID");
+  if (!dev) {
+    return std::unexpected(dev.error());
+  }
+  rc.deviceId = *dev;
+  auto guid = stringField(j, "infinibandGUID", "runtimeConfig.infinibandGUID");
+  if (!guid) {
+    return std::unexpected(guid.error());
+  }
+  if (*guid) {
+    auto g = net::Guid::parse(**guid);
+    if (!g) {
+      return invalid("runtimeConfig.infinibandGUID", **guid,
+                     "must be 8 colon-separated hex octets such as \"c2:11:22:33:44:55:66:77\"");
+    }
+    if (g->value == 0 || g->value == ~std::uint64_t{0}) {
+      return invalid("runtimeConfig.infinibandGUID", **guid,
+                     "all-zero and all-ones GUIDs are not valid port GUIDs; pick a unique GUID");
+    }
+    rc.infinibandGuid = *g;
+  }
+  return rc;
+}
+
+cni::Result<std::vector<AttachmentKey>> parseAttachments(const json& j, const std::string& path) {
+  std::vector<AttachmentKey> out;
+  if (!j.is_array()) {
+    return invalid(path, j, "must be a list of {\"containerID\": ..., \"ifname\": ...}");
+  }
+  for (std::size_t i = 0; i < j.size(); ++i) {
+    const auto& e = j[i];
+    std::string p = path + "[" + std::to_string(i) + "]";
+    if (!e.is_object()) {
+      return invalid(p, e, "must be an object {\"containerID\": ..., \"ifname\": ...}");
+    }
+    auto cid = stringField(e, "containerID", p + ".containerID");
+    auto ifn = stringField(e, "ifname", p + ".ifname");
+    if (!cid) {
+      return std::unexpected(cid.error());
+    }
+    if (!ifn) {
+      return std::unexpected(ifn.error());
+    }
+    if (!*cid || !*ifn) {
+      return invalid(p, e, "needs both containerID and ifname");
+    }
+    out.push_back({**cid, **ifn});
+  }
+  return out;
+}
+
+const std::set<std::string>& knownKeys() {
+  static const std::set<std::string> keys = {
+      "cniVersion", "cniVersions", "name", "type", "mode", "deviceID", "pciBusID", "device", "mtu",
+      "ipam", "dns", "logLevel", "logFile", "stateDir", "runtimeConfig", "args", "prevResult",
+      "capabilities"};
+  return keys;
+}
+
+cni::Result<std::string> checkVersion(const json& j, cni::SpecVersion* out) {
+  auto it = j.find("cniVersion");
+  std::string text;
+  if (it != j.end() && !it->is_null()) {
+    if (!it->is_string()) {
+      return cni::fail(cni::Errc::kIncompatibleVersion,
+                       "invalid cniVersion = " + shortDump(*it) + ": must be a version string",
+                       "ibcni supports " + std::string(cni::supportedVersionsText()));
+    }
+    text = it->get<std::string>();
+  }
+  if (text.empty()) {
+    // The spec's legacy rule: a missing cniVersion means 0.1.0, whose result format cannot
+    // describe an interface without an IP address.
+    return cni::fail(cni::Errc::kIncompatibleVersion,
+                     "cniVersion is missing (which means 0.1.0) and ibcni does not support 0.1.0; "
+                     "set cniVersion to one of the supported versions",
+                     "ibcni supports " + std::string(cni::supportedVersionsText()));
+  }
+  auto v = cni::parseSpecVersion(text);
+  if (!v) {
+    return cni::fail(cni::Errc::kIncompatibleVersion, "incompatible CNI versions",
+                     "config is \"" + text + "\", ibcni supports " +
+                         std::string(cni::supportedVersionsText()));
+  }
+  *out = *v;
+  return text;
+}
+
+}  // namespace
+
+const char* toString(Mode m) {
+  switch (m) {
+    case Mode::kSriov:
+      return "sriov";
+  }
+  return "?";
+}
+
+const char* toString(LogLevel l) {
+  switch (l) {
+    case LogLevel::kError:
+      return "error";
+    case LogLevel::kWarn:
+      return "warn";
+    case LogLevel::kInfo:
+      return "info";
+    case LogLevel::kDebug:
+      return "debug";
+  }
+  return "?";
+}
+
+cni::Result<Preamble> parsePreamble(std::string_view stdinText) {
+  auto j = parseObject(stdinText);
+  if (!j) {
+    return std::unexpected(j.error());
+  }
+  Preamble p;
+  if (auto it = j->find("cniVersion"); it != j->end() && it->is_string()) {
+    p.cniVersion = it->get<std::string>();
+  }
+  if (auto it = j->find("logLevel"); it != j->end() && it->is_string()) {
+    p.logLevel = parseLogLevel(it->get<std::string>()).value_or(LogLevel::kWarn);
+  }
+  if (auto it = j->find("logFile"); it != j->end() && it->is_string()) {
+    const auto& f = it->get_ref<const std::string&>();
+    if (!f.empty() && f.front() == '/') {
+      p.logFile = f;
+    }
+  }
+  return p;
+}
+
+cni::Result<NetConf> parseNetConf(std::string_view stdinText, cni::Command command) {
+  auto parsed = parseObject(stdinText);
+  if (!parsed) {
+    return std::unexpected(parsed.error());
+  }
+  const json& j = *parsed;
+  NetConf c;
+
+  auto version = checkVersion(j, &c.version);
+  if (!version) {
+    return std::unexpected(version.error());
+  }
+  c.cniVersion = *version;
+  if (command == cni::Command::kCheck && !cni::hasCheck(c.version)) {
+    return cni::fail(cni::Errc::kIncompatibleVersion,
+                     "config version \"" + c.cniVersion + "\" does not allow CHECK; use 0.4.0 or later");
+  }
+  if ((command == cni::Command::kGc || command == cni::Command::kStatus) && !cni::hasGcAndStatus(c.version)) {
+    return cni::fail(cni::Errc::kIncompatibleVersion,
+                     std::string("config version \"") + c.cniVersion + "\" does not allow " +
+                         cni::toString(command) + "; use 1.1.0");
+  }
+
+  auto name = stringField(j, "name", "name");
+  if (!name) {
+    return std::unexpected(name.error());
+  }
+  if (!*name || (*name)->empty()) {
+    return cni::fail(kBad, "the network name is missing: set \"name\" (letters, digits, '_', '.', '-')");
+  }
+  if (!validNetworkName(**name)) {
+    return invalid("name", **name,
+                   "must start with a letter or digit and hold only letters, digits, '_', '.' and '-'");
+  }
+  c.name = **name;
+
+  auto type = stringField(j, "type", "type");
+  if (!type) {
+    return std::unexpected(type.error());
+  }
+  c.type = type->value_or("");
+
+  auto mode = stringField(j, "mode", "mode");
+  if (!mode) {
+    return std::unexpected(mode.error());
+  }
+  if (*mode && **mode != "sriov") {
+    return invalid("mode", **mode, "accepted values: \"sriov\"");
+  }
+
+  if (auto it = j.find("runtimeConfig"); it != j.end() && !it->is_null()) {
+    auto rc = parseRuntimeConfig(*it);
+    if (!rc) {
+      return std::unexpected(rc.error());
+    }
+    c.runtime = *rc;
+  }
+
+  auto deviceId = pciField(j, "deviceID", "deviceID");
+  if (!deviceId) {
+    return std::unexpected(deviceId.error());
+  }
+  auto pciBusId = pciField(j, "pciBusID", "pciBusID");
+  if (!pciBusId) {
+    return std::unexpected(pciBusId.error());
+  }
+  // Multus injects deviceID (and pciBusID) at the top level; a runtimeConfig deviceID from the
+  // capability is the most specific.
+  c.deviceId = c.runtime.deviceId ? c.runtime.deviceId : (*deviceId ? *deviceId : *pciBusId);
+
+  auto device = stringField(j, "device", "device");
+  if (!device) {
+    return std::unexpected(device.error());
+  }
+  if (*device) {
+    if (!net::isValidIfName(**device)) {
+      return invalid("device", **device, "must be a host network interface name (1-15 bytes, no '/', ':' or spaces)");
+    }
+    c.device = **device;
+  }
+  if (c.deviceId && !c.device.empty()) {
+    return cni::fail(kBad, "both deviceID = \"" + c.deviceId->text + "\" and device = \"" + c.device +
+                               "\" are set: select the device one way only (deviceID is what Multus "
+                               "injects from the NetworkAttachmentDefinition's resourceName)");
+  }
+  if ((command == cni::Command::kAdd || command == cni::Command::kCheck) && !c.deviceId && c.device.empty()) {
+    return cni::fail(kBad, "no device selected: set \"deviceID\" (the VF's PCI address, normally injected by "
+                           "Multus from the resourceName annotation) or \"device\" (a host netdev name)");
+  }
+
+  if (auto it = j.find("mtu"); it != j.end() && !it->is_null()) {
+    if (!it->is_number_integer() || it->get<std::int64_t>() < 68 || it->get<std::int64_t>() > 65535) {
+      return invalid("mtu", *it, "must be an integer from 68 to 65535");
+    }
+    c.mtu = it->get<std::uint32_t>();
+  }
+
+  if (auto it = j.find("ipam"); it != j.end() && !it->is_null()) {
+    if (!it->is_object()) {
+      return invalid("ipam", *it, "must be an object: {} for no addresses, or {\"type\": \"<ipam plugin>\", ...}");
+    }
+    auto ipamType = stringField(*it, "type", "ipam.type");
+    if (!ipamType) {
+      return std::unexpected(ipamType.error());
+    }
+    if (!*ipamType && !it->empty()) {
+      return cni::fail(kBad, "ipam.type is missing: name an IPAM plugin found in CNI_PATH (e.g. \"host-local\"), "
+                             "or use \"ipam\": {} for no addresses");
+    }
+    if (*ipamType) {
+      const auto& t = **ipamType;
+      if (t.empty() || t.find('/') != std::string::npos || t == "." || t == "..") {
+        return invalid("ipam.type", t, "must be the file name of an IPAM plugin in CNI_PATH, without '/'");
+      }
+      c.ipamType = t;
+    }
+  }
+
+  if (auto it = j.find("dns"); it != j.end() && !it->is_null()) {
+    auto dns = parseDns(*it);
+    if (!dns) {
+      return std::unexpected(dns.error());
+    }
+    c.dns = *dns;
+  }
+
+  auto logLevel = stringField(j, "logLevel", "logLevel");
+  if (!logLevel) {
+    return std::unexpected(logLevel.error());
+  }
+  if (*logLevel) {
+    auto l = parseLogLevel(**logLevel);
+    if (!l) {
+      return invalid("logLevel", **logLevel, "accepted values: \"error\", \"warn\", \"info\", \"debug\"");
+    }
+    c.logLevel = *l;
+  }
+  auto logFile = stringField(j, "logFile", "logFile");
+  if (!logFile) {
+    return std::unexpected(logFile.error());
+  }
+  if (*logFile && !(*logFile)->empty()) {
+    if ((*logFile)->front() != '/') {
+      return invalid("logFile", **logFile, "must be an absolute path");
+    }
+    c.logFile = **logFile;
+  }
+  auto stateDir = stringField(j, "stateDir", "stateDir");
+  if (!stateDir) {
+    return std::unexpected(stateDir.error());
+  }
+  if (*stateDir) {
+    if ((*stateDir)->empty() || (*stateDir)->front() != '/') {
+      return invalid("stateDir", **stateDir, "must be an absolute directory path");
+    }
+    c.stateDir = **stateDir;
+  }
+
+  if (auto it = j.find("args"); it != j.end() && !it->is_null()) {
+    if (!it->is_object()) {
+      return invalid("args", *it, "must be an object");
+    }
+    if (auto cniArgs = it->find("cni"); cniArgs != it->end() && cniArgs->is_object()) {
+      auto ips = ipList(*cniArgs, "ips", "args.cni.ips");
+      if (!ips) {
+        return std::unexpected(ips.error());
+      }
+      c.argsIps = *ips;
+    }
+  }
+
+  if (auto it = j.find("prevResult"); it != j.end() && !it->is_null()) {
+    auto prev = result::resultFromJson(*it, kBad, "prevResult");
+    if (!prev) {
+      return std::unexpected(prev.error());
+    }
+    c.prevResult = *prev;
+  }
+
+  if (command == cni::Command::kGc) {
+    // libcni >= 1.2.3 sends both keys; the spec-v1.1.0 text names the second.
+    for (const char* key : {"cni.dev/valid-attachments", "cni.dev/attachments"}) {
+      if (auto it = j.find(key); it != j.end() && !it->is_null()) {
+        auto list = parseAttachments(*it, key);
+        if (!list) {
+          return std::unexpected(list.error());
+        }
+        c.validAttachments = *list;
+        break;
+      }
+    }
+  }
+
+  for (const auto& [key, value] : j.items()) {
+    if (!knownKeys().contains(key) && !key.starts_with("cni.dev/")) {
+      c.unknownKeys.push_back(key);
+    }
+  }
+  return c;
+}
+
+}  // namespace ibcni::config

@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "ibcni/ipam/ipam.h"
+#include "ibcni/netlink/netlink.h"
+#include "ibcni/os/netns.h"
+#include "ibcni/state/attachment_store.h"
+#include "ibcni/sysfs/devices.h"
+
+namespace ibcni::plugin {
+
+/// Everything the verbs touch outside their own memory. main() wires the real implementations;
+/// tests pass fakes.
+struct Deps {
+  nl::Netlink& netlink;
+  os::NetnsProvider& netns;
+  sysfs::Devices& devices;
+  ipam::Ipam& ipam;
+  /// Opens the attachment store kept under a state directory.
+  std::function<std::unique_ptr<state::AttachmentStore>(const std::string& stateDir)> makeStore;
+  /// How long ADD/DEL wait for another invocation that holds the same device (then error 11).
+  std::chrono::milliseconds lockTimeout = std::chrono::seconds(30);
+  /// The current time as RFC 3339 UTC, for records.
+  std::function<std::string()> now;
+};
+
+}  // namespace ibcni::plugin

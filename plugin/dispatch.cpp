@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "dispatch.h"
+
+#include <regex>
+
+#include "commands/commands.h"
+#include "ibcni/config/net_conf.h"
+#include "log/log.h"
+#include "result/result_json.h"
+
+namespace ibcni::plugin {
+
+namespace {
+
+struct EnvRule {
+  const char* name;
+  bool requiredFor[6];  // indexed by cni::Command: ADD, DEL, CHECK, VERSION, GC, STATUS
+};
+
+// The spec's per-verb requirements. STATUS requires nothing (the Go skel's demand for CNI_PATH
+// there is stricter than the spec); GC requires CNI_PATH.
+constexpr EnvRule kEnvRules[] = {
+    {"CNI_CONTAINERID", {true, true, true, false, false, false}},
+    {"CNI_NETNS", {true, false, true, false, false, false}},
+    {"CNI_IFNAME", {true, true, true, false, false, false}},
+    {"CNI_PATH", {false, false, false, false, true, false}},
+};
+
+std::optional<cni::Command> parseCommand(std::string_view s) {
+  using cni::Command;
+  for (auto c : {Command::kAdd, Command::kDel, Command::kCheck, Command::kVersion, Command::kGc, Command::kStatus}) {
+    if (s == cni::toString(c)) {
+      return c;
+    }
+  }
+  return std::nullopt;
+}
+
+bool validContainerId(const std::string& s) {
+  static const std::regex re("^[a-zA-Z0-9][a-zA-Z0-9_.\\-]*$");
+  return std::regex_match(s, re);
+}
+
+std::vector<std::string> splitPath(const std::string& s) {
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  while (pos <= s.size()) {
+    auto end = s.find(':', pos);
+    std::string item = s.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    if (!item.empty()) {
+      out.push_back(item);
+    }
+    if (end == std::string::npos) {
+      break;
+    }
+    pos = end + 1;
+  }
+  return out;
+}
+
+Outcome failure(const cni::Error& e, std::string_view cniVersion) {
+  log::error("{}{}{}", e.msg, e.details.empty() ? "" : ": ", e.details);
+  return Outcome{result::printError(e, cniVersion), 1};
+}
+
+cni::Result<cni::CmdArgs> readEnvironment(const Getenv& getenv, cni::Command command) {
+  cni::CmdArgs args;
+  args.command = command;
+  auto value = [&](const char* name) { return getenv(name).value_or(""); };
+  std::string missing;
+  for (const auto& rule : kEnvRules) {
+    if (rule.requiredFor[static_cast<int>(command)] && value(rule.name).empty()) {
+      missing += (missing.empty() ? "" : ",") + std::string(rule.name);
+    }
+  }
+  if (!missing.empty()) {
+    return cni::fail(cni::Errc::kInvalidEnvironment, "required env variables [" + missing + "] missing");
+  }
+  if (command == cni::Command::kGc || command == cni::Command::kStatus) {
+    // The runtime sends these empty for GC and STATUS; they are not looked at.
+    args.path = splitPath(value("CNI_PATH"));
+    return args;
+  }
+  args.containerId = value("CNI_CONTAINERID");
+  args.netns = value("CNI_NETNS");
+  args.ifName = value("CNI_IFNAME");
+  args.rawArgs = value("CNI_ARGS");
+  args.path = splitPath(value("CNI_PATH"));
+  if (!validContainerId(args.containerId)) {
+    return cni::fail(cni::Errc::kInvalidEnvironment,
+                     "invalid CNI_CONTAINERID=\"" + args.containerId +
+                         "\": must start with a letter or digit and hold only letters, digits, '_', '.' and '-'");
+  }
+  if (!net::isValidIfName(args.ifName)) {
+    return cni::fail(cni::Errc::kInvalidEnvironment,
+                     "invalid CNI_IFNAME=\"" + args.ifName +
+                         "\": an interface name is 1-15 bytes, not \".\" or \"..\", without '/', ':' or whitespace");
+  }
+  if (!args.netns.empty() && args.netns.front() != '/') {
+    return cni::fail(cni::Errc::kInvalidEnvironment,
+                     "invalid CNI_NETNS=\"" + args.netns + "\": must be an absolute path to a network namespace");
+  }
+  return args;
+}
+
+}  // namespace
+
+Outcome dispatch(const Getenv& getenv, std::string_view stdinText, bool stdinOk, Deps& deps) {
+  auto commandText = getenv("CNI_COMMAND").value_or("");
+  if (commandText.empty()) {
+    return failure({cni::Errc::kInvalidEnvironment, "required env variables [CNI_COMMAND] missing", {}}, "");
+  }
+  auto command = parseCommand(commandText);
+  if (!command) {
+    return failure({cni::Errc::kInvalidEnvironment,
+                    "unknown CNI_COMMAND=\"" + commandText + "\": use ADD, DEL, CHECK, VERSION, GC or STATUS",
+                    {}},
+                   "");
+  }
+  if (*command == cni::Command::kVersion) {
+    // VERSION works with no other variable and any stdin; it echoes the asked version as the spec says.
+    std::string asked = "1.1.0";
+    if (stdinOk) {
+      if (auto p = config::parsePreamble(stdinText); p && !p->cniVersion.empty()) {
+        asked = p->cniVersion;
+      }
+    }
+    return Outcome{result::printVersion(asked), 0};
+  }
+  if (!stdinOk) {
+    return failure({cni::Errc::kIoFailure, "cannot read the network configuration from stdin", {}}, "");
+  }
+  auto preamble = config::parsePreamble(stdinText);
+  if (!preamble) {
+    return failure(preamble.error(), "");
+  }
+  log::Context context{cni::toString(*command), getenv("CNI_CONTAINERID").value_or(""),
+                       getenv("CNI_IFNAME").value_or(""), getenv("CNI_NETNS").value_or("")};
+  log::setup(preamble->logLevel, preamble->logFile, context);
+
+  auto args = readEnvironment(getenv, *command);
+  if (!args) {
+    return failure(args.error(), preamble->cniVersion);
+  }
+  auto conf = config::parseNetConf(stdinText, *command);
+  if (!conf) {
+    return failure(conf.error(), preamble->cniVersion);
+  }
+  Invocation inv{std::move(*args), {}, std::move(*conf), std::string(stdinText)};
+  if (!inv.conf.unknownKeys.empty()) {
+    std::string keys;
+    for (const auto& k : inv.conf.unknownKeys) {
+      keys += (keys.empty() ? "" : ", ") + k;
+    }
+    log::warn("ignoring configuration keys ibcni does not know: {}", keys);
+  }
+  if (*command == cni::Command::kAdd || *command == cni::Command::kDel || *command == cni::Command::kCheck) {
+    auto cniArgs = cni::parseCniArgs(inv.args.rawArgs);
+    if (!cniArgs) {
+      return failure(cniArgs.error(), inv.conf.cniVersion);
+    }
+    inv.cniArgs = std::move(*cniArgs);
+  }
+  log::debug("{} network {} mode {}", cni::toString(*command), inv.conf.name, config::toString(inv.conf.mode));
+
+  switch (*command) {
+    case cni::Command::kAdd: {
+      auto r = cmdAdd(inv, deps);
+      if (!r) {
+        return failure(r.error(), inv.conf.cniVersion);
+      }
+      return Outcome{result::printResult(*r, inv.conf.version), 0};
+    }
+    case cni::Command::kDel: {
+      auto r = cmdDel(inv, deps);
+      return r ? Outcome{} : failure(r.error(), inv.conf.cniVersion);
+    }
+    case cni::Command::kCheck: {
+      auto r = cmdCheck(inv, deps);
+      return r ? Outcome{} : failure(r.error(), inv.conf.cniVersion);
+    }
+    case cni::Command::kGc: {
+      auto r = cmdGc(inv, deps);
+      return r ? Outcome{} : failure(r.error(), inv.conf.cniVersion);
+    }
+    case cni::Command::kStatus: {
+      auto r = cmdStatus(inv, deps);
+      return r ? Outcome{} : failure(r.error(), inv.conf.cniVersion);
+    }
+    case cni::Command::kVersion:
+      break;
+  }
+  return Outcome{};
+}
+
+}  // namespace ibcni::plugin

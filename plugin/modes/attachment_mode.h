@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+// Each way of giving a pod an interface is a strategy behind this interface, registered in
+// mode_table.cpp. The verbs (commands/) do what is common: netns, locks, IPAM, addresses, records.
+#pragma once
+
+#include <string>
+
+#include "deps.h"
+#include "ibcni/cni/error.h"
+#include "ibcni/netlink/netlink.h"
+#include "ibcni/os/netns.h"
+#include "ibcni/os/rollback.h"
+#include "ibcni/state/attachment_store.h"
+#include "invocation.h"
+
+namespace ibcni::plugin {
+
+/// The device a mode will attach, as found in the host before anything changed.
+struct HostDevice {
+  std::string deviceKey;   ///< lock name: "pci-<addr>" or "netdev-<name>"
+  std::string pciAddress;  ///< empty when the netdev has no PCI function
+  nl::Link link;
+};
+
+/// What every mode call sees.
+struct ModeContext {
+  const Invocation& inv;
+  Deps& deps;
+  const os::Netns& host;  ///< the namespace ibcni runs in
+};
+
+class AttachmentMode {
+ public:
+  virtual ~AttachmentMode() = default;
+
+  /// Finds the device in the host netns. Changes nothing.
+  /// @return kDeviceNotFound naming the config field and value, or kInvalidConfig.
+  [[nodiscard]] virtual cni::Result<HostDevice> resolve(const ModeContext& ctx) = 0;
+
+  /// Puts the device into `pod` as CNI_IFNAME, up, with the configured MTU/MAC. Registers an undo
+  /// on `rollback` right after each change, and fills the host/pod fields of `record`.
+  /// @return the pod link.
+  [[nodiscard]] virtual cni::Result<nl::Link> setUp(const ModeContext& ctx, const HostDevice& device,
+                                                    const os::Netns& pod, os::Rollback& rollback,
+                                                    state::AttachmentRecord& record) = 0;
+
+  /// Returns the device to the host as it was. Succeeds when it is already back or gone.
+  /// @param pod  null when the pod netns no longer exists
+  [[nodiscard]] virtual cni::Result<void> tearDown(const ModeContext& ctx, const state::AttachmentRecord& record,
+                                                   const os::Netns* pod) = 0;
+
+  /// CHECK's mode-specific part: the pod link is still what setUp made.
+  [[nodiscard]] virtual cni::Result<void> check(const ModeContext& ctx, const state::AttachmentRecord& record,
+                                                const nl::Link& podLink) = 0;
+
+  /// Rebuilds a partial record from what the device itself says (its alias), for a DEL that finds
+  /// no record. nullopt when the pod link does not carry ibcni's mark.
+  [[nodiscard]] virtual std::optional<state::AttachmentRecord> recover(const ModeContext& ctx,
+                                                                       const nl::Link& podLink) = 0;
+};
+
+/// The strategy for a mode.
+[[nodiscard]] AttachmentMode& modeFor(config::Mode mode);
+
+}  // namespace ibcni::plugin

@@ -1,0 +1,412 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "modes/sriov_netdev.h"
+
+#include <cerrno>
+#include <memory>
+
+#include "commands/common.h"
+#include "log/log.h"
+
+namespace ibcni::plugin {
+
+namespace {
+
+constexpr std::uint16_t kArphrdInfiniband = 32;
+
+std::string markFor(const std::string& hostName) {
+  return std::string(SriovNetdevMode::kAliasPrefix) + hostName;
+}
+
+void logFailedUndo(const std::string& what, const os::SysError& err) {
+  log::warn("undo failed: {}: {}", what, err.describe());
+}
+
+// Moves link `index` (named `name`) from `from` to `to`, renaming it to `newName` on the way. The
+// rename happens in a fresh temporary namespace, so the link never carries a name that could
+// collide with (or be raced by udev or NetworkManager in) either real namespace. Each step
+// registers its undo on `rollback`.
+// @param clashCode  the error code when `to` already has `newName`
+cni::Result<void> relocate(Deps& deps, const os::Netns& from, int index, const std::string& name,
+                           const os::Netns& to, const std::string& newName, os::Rollback& rollback,
+                           cni::Errc clashCode) {
+  auto& nl = deps.netlink;
+  auto created = deps.netns.createTemporary();
+  if (!created) {
+    return std::unexpected(sysError(cni::Errc::kNetnsFailure, "cannot create a temporary network namespace",
+                                    created.error()));
+  }
+  // Shared with the undo steps, which may run after this function returns.
+  auto tmp = std::make_shared<os::Netns>(std::move(*created));
+
+  if (auto r = nl.moveLink(from, index, *tmp); !r) {
+    return std::unexpected(sysError(cni::Errc::kNetlinkFailure,
+                                    "cannot move " + name + " out of netns " + from.path(), r.error()));
+  }
+  rollback.add("move " + name + " back to " + from.path(), [&nl, tmp, &from, name]() -> os::SysResult<void> {
+    auto l = nl.linkByName(*tmp, name);
+    if (!l) {
+      return std::unexpected(l.error());
+    }
+    return nl.moveLink(*tmp, l->index, from);
+  });
+
+  auto inTmp = nl.linkByName(*tmp, name);
+  if (!inTmp) {
+    return std::unexpected(sysError(cni::Errc::kNetlinkFailure, "cannot find " + name + " after moving it",
+                                    inTmp.error()));
+  }
+  if (newName != name) {
+    if (auto r = nl.renameLink(*tmp, inTmp->index, newName); !r) {
+      return std::unexpected(sysError(cni::Errc::kNetlinkFailure,
+                                      "cannot rename " + name + " to " + newName, r.error()));
+    }
+    rollback.add("rename " + newName + " back to " + name, [&nl, tmp, name, newName]() -> os::SysResult<void> {
+      auto l = nl.linkByName(*tmp, newName);
+      if (!l) {
+        return std::unexpected(l.error());
+      }
+      return nl.renameLink(*tmp, l->index, name);
+    });
+  }
+
+  if (auto r = nl.moveLink(*tmp, inTmp->index, to); !r) {
+    if (r.error().err == EEXIST) {
+      return std::unexpected(sysError(clashCode,
+                                      "netns " + to.path() + " already has an interface named " + newName,
+                                      r.error()));
+    }
+    return std::unexpected(sysError(cni::Errc::kNetlinkFailure,
+                                    "cannot move " + newName + " into netns " + to.path(), r.error()));
+  }
+  rollback.add("move " + newName + " out of " + to.path(), [&nl, tmp, &to, newName]() -> os::SysResult<void> {
+    auto l = nl.linkByName(to, newName);
+    if (!l) {
+      return std::unexpected(l.error());
+    }
+    return nl.moveLink(to, l->index, *tmp);
+  });
+  return {};
+}
+
+// Finds the device of `record` in the host namespace, under its own name or (when the kernel
+// returned it from a destroyed pod namespace) under another one.
+std::optional<nl::Link> findInHost(const ModeContext& ctx, const state::AttachmentRecord& record) {
+  auto& nl = ctx.deps.netlink;
+  const std::string mark = markFor(record.hostName);
+  auto ours = [&](const nl::Link& l) {
+    if (l.alias == mark || (record.hostIndex != 0 && l.index == record.hostIndex)) {
+      return true;
+    }
+    if (!record.pciAddress.empty()) {
+      auto pci = ctx.deps.devices.pciOfNetdev(l.name, l.index);
+      return pci && *pci && (*pci)->text == record.pciAddress;
+    }
+    return false;
+  };
+  if (auto l = nl.linkByName(ctx.host, record.hostName); l && ours(*l)) {
+    return *l;
+  }
+  if (auto pci = net::PciAddress::parse(record.pciAddress)) {
+    if (auto names = ctx.deps.devices.netdevsOfPci(*pci); names) {
+      for (const auto& n : *names) {
+        if (auto l = nl.linkByName(ctx.host, n); l) {
+          return *l;
+        }
+      }
+    }
+  }
+  if (record.hostIndex != 0) {
+    if (auto l = nl.linkByIndex(ctx.host, record.hostIndex); l && l->alias == mark) {
+      return *l;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+cni::Result<HostDevice> SriovNetdevMode::resolve(const ModeContext& ctx) {
+  const auto& conf = ctx.inv.conf;
+  auto& nl = ctx.deps.netlink;
+  HostDevice dev;
+  if (conf.deviceId) {
+    const std::string& pci = conf.deviceId->text;
+    auto names = ctx.deps.devices.netdevsOfPci(*conf.deviceId);
+    if (!names) {
+      if (names.error().err == ENOENT) {
+        return cni::fail(cni::Errc::kDeviceNotFound,
+                         "deviceID = \"" + pci + "\": no such PCI function on this node; check the device "
+                         "plugin resource (resourceName) that handed it out",
+                         names.error().describe());
+      }
+      return std::unexpected(sysError(cni::Errc::kDeviceNotFound, "deviceID = \"" + pci + "\": cannot read sysfs",
+                                      names.error()));
+    }
+    if (names->empty()) {
+      return cni::fail(cni::Errc::kDeviceNotFound,
+                       "deviceID = \"" + pci + "\" has no network interface in the host namespace: it is bound "
+                       "to a driver without a netdev (vfio-pci?) or is attached to another pod");
+    }
+    if (names->size() > 1) {
+      std::string list;
+      for (const auto& n : *names) {
+        list += (list.empty() ? "" : ", ") + n;
+      }
+      return cni::fail(cni::Errc::kDeviceNotFound,
+                       "deviceID = \"" + pci + "\" has several network interfaces (" + list +
+                           "); ibcni moves exactly one: select it with \"device\" instead");
+    }
+    auto link = nl.linkByName(ctx.host, names->front());
+    if (!link) {
+      return std::unexpected(sysError(cni::Errc::kDeviceNotFound,
+                                      "deviceID = \"" + pci + "\": its interface " + names->front() +
+                                          " is not in the host namespace",
+                                      link.error()));
+    }
+    dev.link = *link;
+    dev.pciAddress = pci;
+  } else {
+    auto link = nl.linkByName(ctx.host, conf.device);
+    if (!link) {
+      if (link.error().err == ENODEV) {
+        return cni::fail(cni::Errc::kDeviceNotFound,
+                         "device = \"" + conf.device + "\": no such network interface in the host namespace",
+                         link.error().describe());
+      }
+      return std::unexpected(sysError(cni::Errc::kNetlinkFailure, "cannot look up device = \"" + conf.device + "\"",
+                                      link.error()));
+    }
+    dev.link = *link;
+    if (auto pci = ctx.deps.devices.pciOfNetdev(link->name, link->index); pci && *pci) {
+      dev.pciAddress = (*pci)->text;
+    }
+  }
+  if (dev.link.name == "lo") {
+    return cni::fail(cni::Errc::kInvalidConfig, "device = \"lo\": the loopback interface cannot be moved");
+  }
+  dev.deviceKey = dev.pciAddress.empty() ? "netdev-" + dev.link.name : "pci-" + dev.pciAddress;
+  return dev;
+}
+
+cni::Result<nl::Link> SriovNetdevMode::setUp(const ModeContext& ctx, const HostDevice& device, const os::Netns& pod,
+                                             os::Rollback& rollback, state::AttachmentRecord& record) {
+  auto& nl = ctx.deps.netlink;
+  const auto& conf = ctx.inv.conf;
+  const auto& ifName = ctx.inv.args.ifName;
+  const nl::Link& link = device.link;
+  const std::string hostName = link.name;
+  const os::Netns& host = ctx.host;
+
+  // The MAC capability (or the legacy CNI_ARGS MAC) cannot apply to a 20-byte IPoIB address.
+  std::optional<net::HwAddress> mac = conf.runtime.mac;
+  if (!mac && !ctx.inv.cniArgs.mac.empty()) {
+    mac = net::HwAddress::parse(ctx.inv.cniArgs.mac);
+  }
+  if (mac && link.arpType == kArphrdInfiniband) {
+    return cni::fail(cni::Errc::kInvalidConfig,
+                     "mac = \"" + mac->text + "\" cannot be set on InfiniBand interface " + hostName +
+                         ": an IPoIB address is 20 bytes and derived from the port GID; use infinibandGUID");
+  }
+
+  record.pciAddress = device.pciAddress;
+  record.deviceKey = device.deviceKey;
+  record.hostName = hostName;
+  record.hostIndex = link.index;
+  record.hostMtu = link.mtu;
+  record.hostUp = link.adminUp;
+  record.hostAlias = link.alias;
+  record.hostMac = link.mac.text;
+
+  log::info("moving {} ({}) into netns {} as {}", hostName,
+            device.pciAddress.empty() ? "no PCI function" : device.pciAddress, pod.path(), ifName);
+  if (link.adminUp) {
+    if (auto r = nl.setLinkUp(host, link.index, false); !r) {
+      return std::unexpected(sysError(cni::Errc::kNetlinkFailure, "cannot bring " + hostName + " down", r.error()));
+    }
+    rollback.add("bring " + hostName + " up again", [&nl, &host, hostName]() -> os::SysResult<void> {
+      auto l = nl.linkByName(host, hostName);
+      if (!l) {
+        return std::unexpected(l.error());
+      }
+      return nl.setLinkUp(host, l->index, true);
+    });
+  }
+  // The alias keeps the host name on the device itself, so that a DEL without a record (or after
+  // the kernel returned the device under another name) can still restore it.
+  if (auto r = nl.setAlias(host, link.index, markFor(hostName)); !r) {
+    return std::unexpected(sysError(cni::Errc::kNetlinkFailure, "cannot set the alias of " + hostName, r.error()));
+  }
+  rollback.add("restore the alias of " + hostName, [&nl, &host, hostName, alias = link.alias]() -> os::SysResult<void> {
+    auto l = nl.linkByName(host, hostName);
+    if (!l) {
+      return std::unexpected(l.error());
+    }
+    return nl.setAlias(host, l->index, alias);
+  });
+
+  if (auto r = relocate(ctx.deps, host, link.index, hostName, pod, ifName, rollback, cni::Errc::kIfNameExists); !r) {
+    return std::unexpected(r.error());
+  }
+
+  auto inPod = nl.linkByName(pod, ifName);
+  if (!inPod) {
+    return std::unexpected(sysError(cni::Errc::kNetlinkFailure, "cannot find " + ifName + " in the pod", inPod.error()));
+  }
+  const int idx = inPod->index;
+  if (conf.mtu && *conf.mtu != inPod->mtu) {
+    if (auto r = nl.setMtu(pod, idx, *conf.mtu); !r) {
+      return std::unexpected(sysError(cni::Errc::kNetlinkFailure,
+                                      "cannot set mtu = " + std::to_string(*conf.mtu) + " on " + hostName +
+                                          ": pick an MTU the device supports",
+                                      r.error()));
+    }
+    rollback.add("restore the mtu of " + ifName, [&nl, &pod, idx, old = inPod->mtu] { return nl.setMtu(pod, idx, old); });
+    record.podMtu = *conf.mtu;
+  }
+  if (mac && *mac != inPod->mac) {
+    if (auto r = nl.setHwAddress(pod, idx, *mac); !r) {
+      return std::unexpected(sysError(cni::Errc::kNetlinkFailure,
+                                      "cannot set mac = \"" + mac->text + "\" on " + ifName, r.error()));
+    }
+    rollback.add("restore the mac of " + ifName, [&nl, &pod, idx, old = inPod->mac] { return nl.setHwAddress(pod, idx, old); });
+    record.podMac = mac->text;
+  }
+  if (auto r = nl.setLinkUp(pod, idx, true); !r) {
+    return std::unexpected(sysError(cni::Errc::kNetlinkFailure, "cannot bring " + ifName + " up", r.error()));
+  }
+  rollback.add("bring " + ifName + " down", [&nl, &pod, idx] { return nl.setLinkUp(pod, idx, false); });
+
+  auto final = nl.linkByIndex(pod, idx);
+  if (!final) {
+    return std::unexpected(sysError(cni::Errc::kNetlinkFailure, "cannot read " + ifName + " back", final.error()));
+  }
+  record.podIndex = idx;
+  return *final;
+}
+
+cni::Result<void> SriovNetdevMode::tearDown(const ModeContext& ctx, const state::AttachmentRecord& record,
+                                            const os::Netns* pod) {
+  auto& nl = ctx.deps.netlink;
+  const os::Netns& host = ctx.host;
+  const std::string mark = markFor(record.hostName);
+
+  if (pod != nullptr) {
+    auto l = nl.linkByName(*pod, record.ifName);
+    if (l && (l->alias == mark || l->index == record.podIndex)) {
+      log::info("moving {} out of netns {} back to the host as {}", record.ifName, pod->path(), record.hostName);
+      if (l->adminUp) {
+        if (auto r = nl.setLinkUp(*pod, l->index, false); !r) {
+          log::warn("cannot bring {} down before moving it: {}", record.ifName, r.error().describe());
+        }
+      }
+      // If the way back fails half-way, put the device back in the pod: stranded in a temporary
+      // namespace it would be lost (or, for a virtual device, destroyed) with that namespace.
+      os::Rollback rollback(logFailedUndo);
+      auto r = relocate(ctx.deps, *pod, l->index, record.ifName, host, record.hostName, rollback,
+                        cni::Errc::kNetlinkFailure);
+      if (!r) {
+        auto e = r.error();
+        e.msg = "cannot return " + record.ifName + " to the host as " + record.hostName + ": " + e.msg;
+        return std::unexpected(e);
+      }
+      rollback.commit();
+    } else if (l) {
+      log::warn("{} in netns {} is not the device ibcni attached (alias \"{}\"): leaving it alone", record.ifName,
+                pod->path(), l->alias);
+    }
+  }
+
+  auto found = findInHost(ctx, record);
+  if (!found) {
+    log::info("device {} is in neither the pod nor the host: nothing to restore (a virtual device is destroyed "
+              "with its namespace)",
+              record.hostName);
+    return {};
+  }
+  std::vector<cni::Error> errors;
+  const int idx = found->index;
+  if (found->name != record.hostName) {
+    // The kernel returns a physical device from a destroyed namespace under its pod name (or
+    // dev<ifindex> on a clash): give it its host name back.
+    log::info("device {} came back as {}: renaming it", record.hostName, found->name);
+    if (found->adminUp) {
+      (void)nl.setLinkUp(host, idx, false);
+      found->adminUp = false;
+    }
+    if (auto r = nl.renameLink(host, idx, record.hostName); !r) {
+      errors.push_back(sysError(cni::Errc::kNetlinkFailure,
+                                "cannot rename " + found->name + " back to " + record.hostName, r.error()));
+    }
+  }
+  if (record.hostMtu != 0 && found->mtu != record.hostMtu) {
+    if (auto r = nl.setMtu(host, idx, record.hostMtu); !r) {
+      errors.push_back(sysError(cni::Errc::kNetlinkFailure, "cannot restore the mtu of " + record.hostName, r.error()));
+    }
+  }
+  if (!record.podMac.empty() && !record.hostMac.empty() && found->mac.text != record.hostMac) {
+    if (auto m = net::HwAddress::parse(record.hostMac)) {
+      if (auto r = nl.setHwAddress(host, idx, *m); !r) {
+        errors.push_back(sysError(cni::Errc::kNetlinkFailure, "cannot restore the mac of " + record.hostName, r.error()));
+      }
+    }
+  }
+  if (found->alias == mark) {
+    if (auto r = nl.setAlias(host, idx, record.hostAlias); !r) {
+      errors.push_back(sysError(cni::Errc::kNetlinkFailure, "cannot restore the alias of " + record.hostName, r.error()));
+    }
+  }
+  if (found->adminUp != record.hostUp) {
+    if (auto r = nl.setLinkUp(host, idx, record.hostUp); !r) {
+      errors.push_back(sysError(cni::Errc::kNetlinkFailure, "cannot restore the state of " + record.hostName, r.error()));
+    }
+  }
+  if (!errors.empty()) {
+    return std::unexpected(combine(errors));
+  }
+  return {};
+}
+
+cni::Result<void> SriovNetdevMode::check(const ModeContext& ctx, const state::AttachmentRecord& record,
+                                         const nl::Link& podLink) {
+  const auto& ifName = ctx.inv.args.ifName;
+  if (podLink.alias != markFor(record.hostName)) {
+    return cni::fail(cni::Errc::kCheckFailed,
+                     ifName + " in the pod is not the device ibcni attached: its alias is \"" + podLink.alias +
+                         "\", expected \"" + markFor(record.hostName) + "\"");
+  }
+  if (!podLink.adminUp) {
+    return cni::fail(cni::Errc::kCheckFailed, ifName + " in the pod is down");
+  }
+  if (record.podMtu && podLink.mtu != *record.podMtu) {
+    return cni::fail(cni::Errc::kCheckFailed, ifName + " has mtu " + std::to_string(podLink.mtu) + ", expected " +
+                                                  std::to_string(*record.podMtu));
+  }
+  if (!record.podMac.empty() && podLink.mac.text != record.podMac) {
+    return cni::fail(cni::Errc::kCheckFailed,
+                     ifName + " has mac " + podLink.mac.text + ", expected " + record.podMac);
+  }
+  return {};
+}
+
+std::optional<state::AttachmentRecord> SriovNetdevMode::recover(const ModeContext& ctx, const nl::Link& podLink) {
+  if (!podLink.alias.starts_with(kAliasPrefix)) {
+    return std::nullopt;
+  }
+  std::string hostName = podLink.alias.substr(kAliasPrefix.size());
+  if (!net::isValidIfName(hostName)) {
+    return std::nullopt;
+  }
+  state::AttachmentRecord r;
+  r.network = ctx.inv.conf.name;
+  r.containerId = ctx.inv.args.containerId;
+  r.ifName = ctx.inv.args.ifName;
+  r.netns = ctx.inv.args.netns;
+  r.mode = "sriov";
+  r.hostName = hostName;
+  r.podIndex = podLink.index;
+  // What the host settings were is unknown without the record: the device comes back down, with
+  // its MTU and MAC as the pod left them, and no alias.
+  return r;
+}
+
+}  // namespace ibcni::plugin

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ibcni/netlink/netlink.h"
+
+namespace ibcni::nl {
+
+/// nl::Netlink over libnl-route-3 (the only implementation that talks to the kernel).
+///
+/// Each namespace gets one NETLINK_ROUTE socket, created inside that namespace on first use
+/// (the calling thread enters it with os::NetnsGuard, creates the socket and comes straight back)
+/// and cached, keyed by the namespace file's st_dev/st_ino, for the life of this object. A socket
+/// holds a reference on its namespace: a namespace that was unmounted stays alive until
+/// closeSockets() runs or this object is destroyed.
+///
+/// Sockets are close-on-exec and have NETLINK_EXT_ACK and NETLINK_CAP_ACK set. Errors carry the
+/// kernel's positive errno (EEXIST, ENODEV, EBUSY, ...), never libnl's NLE_* codes, and the
+/// kernel's extended-ACK message when it sent one. Dumps interrupted by a concurrent change
+/// (NLM_F_DUMP_INTR) are retried up to 5 times, then fail with EAGAIN.
+///
+/// Choices beyond the interface comments:
+///  * Names that are not valid interface names (empty, longer than 15 bytes, '/', ':' or
+///    whitespace) make linkByName fail with ENODEV and renameLink with EINVAL without asking the
+///    kernel (libnl would silently truncate a long name).
+///  * listAddresses and listRoutes (index != 0) first look the link up, so a missing link is
+///    ENODEV rather than an empty list. Results come in the kernel's order.
+///  * listRoutes returns every RTN_UNICAST route of every table, including the kernel's own
+///    connected/prefix routes (proto kernel); local, broadcast, multicast, unreachable, etc. are
+///    left out. `table` and `scope` are always filled (main is 254); `priority` is filled when
+///    it is non-zero (the kernel omits it for IPv4 priority 0; IPv6 routes always have one,
+///    1024 by default); `mtu`/`advmss` when the route has those RTAX metrics. A multipath route
+///    is reported once per next hop.
+///  * addRoute uses NLM_F_CREATE|NLM_F_EXCL with protocol "static". An unset or 0 `table` means
+///    main; an unset `scope` is guessed as iproute2 does (link without a gateway, universe
+///    with one); `ifIndex` 0 leaves the output device to the kernel (found from the gateway).
+///  * deleteRoute matches like `ip route del`: unset scope, priority, protocol and type are
+///    wildcards; the kernel answers ESRCH when nothing matches.
+///  * addAddress uses NLM_F_CREATE|NLM_F_EXCL (EEXIST when present) and IFA_F_NODAD for IPv6.
+class LibnlNetlink final : public Netlink {
+ public:
+  LibnlNetlink();
+  ~LibnlNetlink() override;
+  LibnlNetlink(LibnlNetlink&&) noexcept;
+  LibnlNetlink& operator=(LibnlNetlink&&) noexcept;
+  LibnlNetlink(const LibnlNetlink&) = delete;
+  LibnlNetlink& operator=(const LibnlNetlink&) = delete;
+
+  [[nodiscard]] os::SysResult<Link> linkByName(const os::Netns& ns, const std::string& name) override;
+  [[nodiscard]] os::SysResult<Link> linkByIndex(const os::Netns& ns, int index) override;
+  [[nodiscard]] os::SysResult<void> setLinkUp(const os::Netns& ns, int index, bool up) override;
+  [[nodiscard]] os::SysResult<void> renameLink(const os::Netns& ns, int index,
+                                               const std::string& newName) override;
+  [[nodiscard]] os::SysResult<void> setMtu(const os::Netns& ns, int index,
+                                           std::uint32_t mtu) override;
+  [[nodiscard]] os::SysResult<void> setAlias(const os::Netns& ns, int index,
+                                             const std::string& alias) override;
+  [[nodiscard]] os::SysResult<void> setHwAddress(const os::Netns& ns, int index,
+                                                 const net::HwAddress& mac) override;
+  [[nodiscard]] os::SysResult<void> moveLink(const os::Netns& from, int index,
+                                             const os::Netns& to) override;
+
+  [[nodiscard]] os::SysResult<std::vector<Address>> listAddresses(const os::Netns& ns,
+                                                                  int index) override;
+  [[nodiscard]] os::SysResult<void> addAddress(const os::Netns& ns, int index,
+                                               const net::IpPrefix& prefix) override;
+  [[nodiscard]] os::SysResult<void> deleteAddress(const os::Netns& ns, int index,
+                                                  const net::IpPrefix& prefix) override;
+
+  [[nodiscard]] os::SysResult<std::vector<Route>> listRoutes(const os::Netns& ns,
+                                                             int index) override;
+  [[nodiscard]] os::SysResult<void> addRoute(const os::Netns& ns, const Route& route) override;
+  [[nodiscard]] os::SysResult<void> deleteRoute(const os::Netns& ns, const Route& route) override;
+
+  /// Closes every cached socket (later requests open new ones), releasing the namespaces they
+  /// kept alive.
+  void closeSockets() noexcept;
+
+ private:
+  struct Impl;  // libnl types stay in the .cpp
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ibcni::nl

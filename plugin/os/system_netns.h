@@ -1,0 +1,16 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "ibcni/os/netns.h"
+
+namespace ibcni::os {
+
+/// The real namespaces of the running system.
+class SystemNetnsProvider final : public NetnsProvider {
+ public:
+  SysResult<Netns> open(const std::string& path) override { return Netns::open(path); }
+  SysResult<Netns> current() override { return Netns::current(); }
+  SysResult<Netns> createTemporary() override { return Netns::createAnonymous(); }
+};
+
+}  // namespace ibcni::os

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "production_deps.h"
+
+#include <ctime>
+#include <unistd.h>
+
+#include "ipam/delegate_ipam.h"
+#include "netlink/libnl_netlink.h"
+#include "os/system_netns.h"
+#include "state/file_attachment_store.h"
+#include "sysfs/sysfs_devices.h"
+
+extern char** environ;
+
+namespace ibcni::plugin {
+
+namespace {
+
+std::vector<std::string> processEnvironment() {
+  std::vector<std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    env.emplace_back(*e);
+  }
+  return env;
+}
+
+std::string nowRfc3339() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace
+
+struct ProductionDeps::Impl {
+  nl::LibnlNetlink netlink;
+  os::SystemNetnsProvider netns;
+  sysfs::SysfsDevices devices{"/sys"};
+  ipam::DelegateIpam ipam{processEnvironment()};
+};
+
+ProductionDeps::ProductionDeps() : impl_(std::make_unique<Impl>()) {
+  deps_ = std::make_unique<Deps>(Deps{
+      impl_->netlink,
+      impl_->netns,
+      impl_->devices,
+      impl_->ipam,
+      [](const std::string& dir) -> std::unique_ptr<state::AttachmentStore> {
+        return std::make_unique<state::FileAttachmentStore>(dir);
+      },
+      std::chrono::seconds(30),
+      nowRfc3339,
+  });
+}
+
+ProductionDeps::~ProductionDeps() = default;
+
+}  // namespace ibcni::plugin

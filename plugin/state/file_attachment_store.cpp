@@ -1,0 +1,259 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "state/file_attachment_store.h"
+
+#include <cerrno>
+#include <fcntl.h>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ibcni/os/unique_fd.h"
+#include "result/json_codec.h"
+
+namespace ibcni::state {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+os::SysResult<void> writeAll(int fd, const std::string& data, const std::string& path) {
+  std::size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      return os::sysFail(errno, "write " + path);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  return {};
+}
+
+os::SysResult<std::string> readAll(const std::string& path) {
+  auto fd = os::UniqueFd::open(path, O_RDONLY);
+  if (!fd) {
+    return std::unexpected(fd.error());
+  }
+  std::string out;
+  char buf[4096];
+  while (true) {
+    ssize_t n = ::read(fd->get(), buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      return os::sysFail(errno, "read " + path);
+    }
+    if (n == 0) {
+      return out;
+    }
+    out.append(buf, static_cast<std::size_t>(n));
+    if (out.size() > (1u << 20)) {
+      return os::sysFail(EFBIG, "read " + path + ": record larger than 1 MiB");
+    }
+  }
+}
+
+os::SysResult<void> fsyncDir(const std::string& dir) {
+  auto fd = os::UniqueFd::open(dir, O_RDONLY | O_DIRECTORY);
+  if (!fd) {
+    return std::unexpected(fd.error());
+  }
+  if (::fsync(fd->get()) != 0) {
+    return os::sysFail(errno, "fsync " + dir);
+  }
+  return {};
+}
+
+// File names are built from the network name (validated by the config parser) and the container
+// ID and ifname (validated from the environment), so they never contain '/'.
+std::string fileName(const std::string& containerId, const std::string& ifName) {
+  return containerId + "_" + ifName + ".json";
+}
+
+}  // namespace
+
+std::string FileAttachmentStore::pathOf(const std::string& network, const std::string& containerId,
+                                        const std::string& ifName) const {
+  return dir_ + "/attachments/" + network + "/" + fileName(containerId, ifName);
+}
+
+std::string FileAttachmentStore::encode(const AttachmentRecord& r) {
+  json j = {
+      {"format", r.format},
+      {"network", r.network},
+      {"containerID", r.containerId},
+      {"ifname", r.ifName},
+      {"netns", r.netns},
+      {"mode", r.mode},
+      {"deviceKey", r.deviceKey},
+      {"host",
+       {{"pciAddress", r.pciAddress},
+        {"name", r.hostName},
+        {"index", r.hostIndex},
+        {"mtu", r.hostMtu},
+        {"up", r.hostUp},
+        {"alias", r.hostAlias},
+        {"mac", r.hostMac}}},
+      {"pod", {{"index", r.podIndex}, {"mac", r.podMac}}},
+      {"ipamType", r.ipamType},
+      {"result", result::resultToJson(r.result, cni::SpecVersion::k110)},
+      {"createdAt", r.createdAt},
+  };
+  if (r.podMtu) {
+    j["pod"]["mtu"] = *r.podMtu;
+  }
+  return j.dump(2) + "\n";
+}
+
+os::SysResult<AttachmentRecord> FileAttachmentStore::decode(const std::string& text, const std::string& origin) {
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return os::sysFail(EINVAL, "decode attachment record " + origin + ": not a JSON object");
+  }
+  AttachmentRecord r;
+  try {
+    r.format = j.at("format").get<int>();
+    if (r.format < 1 || r.format > AttachmentRecord::kCurrentFormat) {
+      return os::sysFail(EINVAL, "decode attachment record " + origin + ": format " + std::to_string(r.format) +
+                                     " is newer than this ibcni understands (" +
+                                     std::to_string(AttachmentRecord::kCurrentFormat) + ")");
+    }
+    r.network = j.at("network").get<std::string>();
+    r.containerId = j.at("containerID").get<std::string>();
+    r.ifName = j.at("ifname").get<std::string>();
+    r.netns = j.value("netns", "");
+    r.mode = j.value("mode", "sriov");
+    r.deviceKey = j.value("deviceKey", "");
+    const json& h = j.at("host");
+    r.pciAddress = h.value("pciAddress", "");
+    r.hostName = h.at("name").get<std::string>();
+    r.hostIndex = h.value("index", 0);
+    r.hostMtu = h.value("mtu", 0u);
+    r.hostUp = h.value("up", false);
+    r.hostAlias = h.value("alias", "");
+    r.hostMac = h.value("mac", "");
+    if (auto p = j.find("pod"); p != j.end() && p->is_object()) {
+      r.podIndex = p->value("index", 0);
+      r.podMac = p->value("mac", "");
+      if (auto m = p->find("mtu"); m != p->end() && m->is_number_unsigned()) {
+        r.podMtu = m->get<std::uint32_t>();
+      }
+    }
+    r.ipamType = j.value("ipamType", "");
+    r.createdAt = j.value("createdAt", "");
+    if (auto res = j.find("result"); res != j.end()) {
+      auto parsed = result::resultFromJson(*res, cni::Errc::kStateFailure, "record.result");
+      if (!parsed) {
+        return os::sysFail(EINVAL, "decode attachment record " + origin + ": " + parsed.error().msg);
+      }
+      r.result = *parsed;
+    }
+  } catch (const json::exception& e) {
+    // nlohmann reports a missing or mistyped field by exception; it stops at this layer.
+    return os::sysFail(EINVAL, "decode attachment record " + origin + ": " + e.what());
+  }
+  return r;
+}
+
+os::SysResult<void> FileAttachmentStore::save(const AttachmentRecord& record) {
+  std::string path = pathOf(record.network, record.containerId, record.ifName);
+  std::string dir = fs::path(path).parent_path();
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    return os::sysFail(ec.value(), "create state directory " + dir);
+  }
+  // Write a temporary file next to the record, flush it, then rename over the record: a reader
+  // sees the old record or the new one, never a torn one, even across a crash.
+  std::string tmp = path + ".tmp";
+  auto fd = os::UniqueFd::open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (!fd) {
+    return std::unexpected(fd.error());
+  }
+  auto data = encode(record);
+  if (auto w = writeAll(fd->get(), data, tmp); !w) {
+    ::unlink(tmp.c_str());
+    return w;
+  }
+  if (::fsync(fd->get()) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    return os::sysFail(err, "fsync " + tmp);
+  }
+  if (auto c = fd->close(); !c) {
+    ::unlink(tmp.c_str());
+    return c;
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    return os::sysFail(err, "rename " + tmp + " to " + path);
+  }
+  return fsyncDir(dir);
+}
+
+os::SysResult<std::optional<AttachmentRecord>> FileAttachmentStore::load(const std::string& network,
+                                                                         const std::string& containerId,
+                                                                         const std::string& ifName) {
+  std::string path = pathOf(network, containerId, ifName);
+  auto text = readAll(path);
+  if (!text) {
+    if (text.error().err == ENOENT) {
+      return std::optional<AttachmentRecord>();
+    }
+    return std::unexpected(text.error());
+  }
+  auto rec = decode(*text, path);
+  if (!rec) {
+    return std::unexpected(rec.error());
+  }
+  return std::optional<AttachmentRecord>(std::move(*rec));
+}
+
+os::SysResult<void> FileAttachmentStore::remove(const std::string& network, const std::string& containerId,
+                                                const std::string& ifName) {
+  std::string path = pathOf(network, containerId, ifName);
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    return os::sysFail(errno, "remove " + path);
+  }
+  return {};
+}
+
+os::SysResult<std::vector<AttachmentRecord>> FileAttachmentStore::list(const std::string& network) {
+  std::vector<AttachmentRecord> out;
+  std::string base = dir_ + "/attachments";
+  std::vector<fs::path> dirs;
+  std::error_code ec;
+  if (!network.empty()) {
+    dirs.push_back(fs::path(base) / network);
+  } else {
+    for (const auto& e : fs::directory_iterator(base, ec)) {
+      if (e.is_directory()) {
+        dirs.push_back(e.path());
+      }
+    }
+  }
+  for (const auto& d : dirs) {
+    for (const auto& e : fs::directory_iterator(d, ec)) {
+      if (e.path().extension() != ".json") {
+        continue;
+      }
+      auto text = readAll(e.path());
+      if (!text) {
+        continue;
+      }
+      auto rec = decode(*text, e.path());
+      if (rec) {
+        out.push_back(std::move(*rec));
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace ibcni::state

@@ -1,0 +1,278 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "sysfs/sysfs_devices.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstdlib>
+#include <memory>
+#include <string_view>
+#include <utility>
+
+#include "ibcni/os/unique_fd.h"
+
+namespace ibcni::sysfs {
+
+namespace {
+
+struct DirCloser {
+  void operator()(DIR* dir) const noexcept { (void)::closedir(dir); }
+};
+using DirPtr = std::unique_ptr<DIR, DirCloser>;
+
+struct FreeDeleter {
+  void operator()(char* p) const noexcept { std::free(p); }
+};
+
+/// True for "virtio<N>": the name the kernel gives every virtio device (drivers/virtio/virtio.c
+/// "virtio%u"), which sits between a virtio-pci function and the virtio-net netdev.
+bool isVirtioDeviceName(std::string_view name) {
+  constexpr std::string_view kPrefix = "virtio";
+  if (name.size() <= kPrefix.size() || !name.starts_with(kPrefix)) {
+    return false;
+  }
+  return std::all_of(name.begin() + kPrefix.size(), name.end(),
+                     [](char c) { return c >= '0' && c <= '9'; });
+}
+
+/// Opens directory `rel` below `dirFd` (or the absolute path `rel` with AT_FDCWD).
+os::SysResult<os::UniqueFd> openDirAt(int dirFd, const std::string& rel, const std::string& shown) {
+  int fd = ::openat(dirFd, rel.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) {
+    return os::sysFail(errno, "open directory " + shown);
+  }
+  return os::UniqueFd(fd);
+}
+
+/// Names in directory `rel` below `dirFd`, without "." and "..", in readdir order.
+os::SysResult<std::vector<std::string>> listDirAt(int dirFd, const std::string& rel,
+                                                  const std::string& shown) {
+  auto fd = openDirAt(dirFd, rel, shown);
+  if (!fd) {
+    return std::unexpected(fd.error());
+  }
+  DirPtr dir(::fdopendir(fd->get()));
+  if (!dir) {
+    return os::sysFail(errno, "open directory " + shown);
+  }
+  (void)fd->release();  // the DIR owns the fd now
+  std::vector<std::string> names;
+  for (;;) {
+    // readdir returns NULL both at the end and on error; only errno tells them apart.
+    errno = 0;
+    const dirent* entry = ::readdir(dir.get());
+    if (entry == nullptr) {
+      if (errno != 0) {
+        return os::sysFail(errno, "read directory " + shown);
+      }
+      break;
+    }
+    std::string_view name(entry->d_name);
+    if (name != "." && name != "..") {
+      names.emplace_back(name);
+    }
+  }
+  return names;
+}
+
+/// Appends the netdev names of the "net" directory `rel` below `dirFd` to `out`. A missing
+/// directory means no netdev: the kernel creates it with the first netdev of the device.
+os::SysResult<void> appendNetdevs(int dirFd, const std::string& rel, const std::string& shown,
+                                  std::vector<std::string>& out) {
+  auto names = listDirAt(dirFd, rel, shown);
+  if (!names) {
+    if (names.error().err == ENOENT || names.error().err == ENOTDIR) {
+      return {};
+    }
+    return std::unexpected(names.error());
+  }
+  for (auto& name : *names) {
+    // The kernel only creates valid names here; anything else means this is not the tree we
+    // think it is, and such a name must not reach a path or a netlink request.
+    if (!net::isValidIfName(name)) {
+      return os::sysFail(EINVAL, "list netdevs in " + shown + ": unexpected entry '" + name + "'");
+    }
+    out.push_back(std::move(name));
+  }
+  return {};
+}
+
+/// realpath(3) with the errno kept.
+os::SysResult<std::string> realPath(const std::string& path) {
+  std::unique_ptr<char, FreeDeleter> resolved(::realpath(path.c_str(), nullptr));
+  if (!resolved) {
+    return os::sysFail(errno, "resolve " + path);
+  }
+  return std::string(resolved.get());
+}
+
+std::string_view lastComponent(std::string_view path) {
+  auto slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+std::string_view parentPath(std::string_view path) {
+  auto slash = path.rfind('/');
+  return slash == std::string_view::npos ? std::string_view{} : path.substr(0, slash);
+}
+
+/// `component` as a PCI address when it is one in the kernel's own spelling ("dddd:bb:dd.f",
+/// lower case): sysfs names PCI devices only that way, and the strict form keeps other device
+/// names that happen to parse ("1-1:1.0" does not, but a short form could) from matching.
+std::optional<net::PciAddress> canonicalPci(std::string_view component) {
+  auto pci = net::PciAddress::parse(component);
+  if (!pci || pci->text != component) {
+    return std::nullopt;
+  }
+  return pci;
+}
+
+/// Shortens `text` for an error message: sysfs files can be a page long.
+std::string excerpt(std::string_view text) {
+  constexpr std::size_t kMax = 32;
+  return text.size() <= kMax ? std::string(text) : std::string(text.substr(0, kMax)) + "...";
+}
+
+}  // namespace
+
+os::SysResult<std::string> readSysfsFile(const std::string& path, std::size_t maxBytes) {
+  auto fd = os::UniqueFd::open(path, O_RDONLY);
+  if (!fd) {
+    return std::unexpected(fd.error());
+  }
+  // One byte more than allowed, so that a full buffer tells "too long" from "exactly maxBytes".
+  std::string buf(maxBytes + 1, '\0');
+  std::size_t len = 0;
+  while (len < buf.size()) {
+    ssize_t n = ::read(fd->get(), buf.data() + len, buf.size() - len);
+    if (n < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      return os::sysFail(errno, "read " + path);
+    }
+    if (n == 0) {
+      break;
+    }
+    len += static_cast<std::size_t>(n);
+  }
+  if (len > maxBytes) {
+    // libibverbs fails here too: a truncated value would be silently wrong.
+    return os::sysFail(EOVERFLOW,
+                       "read " + path + ": longer than " + std::to_string(maxBytes) + " bytes");
+  }
+  buf.resize(len);
+  if (!buf.empty() && buf.back() == '\n') {
+    buf.pop_back();
+  }
+  return buf;
+}
+
+SysfsDevices::SysfsDevices(std::string root) : root_(std::move(root)) {}
+
+os::SysResult<std::vector<std::string>> SysfsDevices::netdevsOfPci(const net::PciAddress& pci) {
+  // PciAddress is a plain struct: make sure its text cannot walk out of bus/pci/devices.
+  if (!canonicalPci(pci.text)) {
+    return os::sysFail(
+        EINVAL, "list netdevs of PCI function '" + pci.text + "': not a canonical PCI address");
+  }
+  const std::string pciPath = root_ + "/bus/pci/devices/" + pci.text;
+  // Every lookup below is relative to this fd, so all of them see the same function even if
+  // it is hot-unplugged meanwhile.
+  auto pciDir = openDirAt(AT_FDCWD, pciPath, pciPath);
+  if (!pciDir) {
+    return std::unexpected(pciDir.error());
+  }
+
+  std::vector<std::string> netdevs;
+  auto plain = appendNetdevs(pciDir->get(), "net", pciPath + "/net", netdevs);
+  if (!plain) {
+    return std::unexpected(plain.error());
+  }
+  // virtio-net registers its netdev on the virtio device, a child of the PCI function
+  // (<pci>/virtio3/net/eth0 on a VM); CNI host-device globs virtio*/net for the same reason.
+  auto entries = listDirAt(pciDir->get(), ".", pciPath);
+  if (!entries) {
+    return std::unexpected(entries.error());
+  }
+  for (const auto& entry : *entries) {
+    if (!isVirtioDeviceName(entry)) {
+      continue;
+    }
+    auto virtio =
+        appendNetdevs(pciDir->get(), entry + "/net", pciPath + "/" + entry + "/net", netdevs);
+    if (!virtio) {
+      return std::unexpected(virtio.error());
+    }
+  }
+  std::sort(netdevs.begin(), netdevs.end());
+  netdevs.erase(std::unique(netdevs.begin(), netdevs.end()), netdevs.end());
+  return netdevs;
+}
+
+os::SysResult<std::optional<net::PciAddress>> SysfsDevices::pciOfNetdev(const std::string& name,
+                                                                        int ifIndex) {
+  if (!net::isValidIfName(name)) {
+    return os::sysFail(EINVAL,
+                       "look up PCI function of netdev '" + name + "': not an interface name");
+  }
+  const std::string netPath = root_ + "/class/net/" + name;
+
+  auto indexPath = netPath + "/ifindex";
+  auto indexText = readSysfsFile(indexPath);
+  if (!indexText) {
+    if (indexText.error().err == ENOENT || indexText.error().err == ENOTDIR) {
+      return std::nullopt;  // no such netdev in the netns this sysfs was mounted in
+    }
+    return std::unexpected(indexText.error());
+  }
+  int sysfsIndex = 0;
+  const char* first = indexText->data();
+  const char* last = first + indexText->size();
+  auto [end, ec] = std::from_chars(first, last, sysfsIndex);
+  if (ec != std::errc{} || end != last || sysfsIndex <= 0) {
+    return os::sysFail(EINVAL,
+                       "parse " + indexPath + ": '" + excerpt(*indexText) + "' is not an ifindex");
+  }
+  // Sysfs shows the netns it was mounted in, and names are per netns: a different ifindex means
+  // this entry is some other device that has the same name, so it says nothing about ours.
+  if (sysfsIndex != ifIndex) {
+    return std::nullopt;
+  }
+
+  auto device = realPath(netPath + "/device");
+  if (!device) {
+    if (device.error().err == ENOENT || device.error().err == ENOTDIR) {
+      return std::nullopt;  // virtual netdevs (veth, bridge, lo) have no device
+    }
+    return std::unexpected(device.error());
+  }
+  auto devicesDir = realPath(root_ + "/devices");
+  if (!devicesDir) {
+    return std::unexpected(devicesDir.error());
+  }
+  std::string_view path = *device;
+  // Only components below <root>/devices name devices; the root's own path may contain anything.
+  if (!path.starts_with(*devicesDir + "/")) {
+    return std::nullopt;
+  }
+
+  // The netdev's device is the PCI function itself (mlx5, most NICs), or a virtio<N> device
+  // whose parent is the function (virtio-net). Walking further up is wrong: a USB NIC would
+  // give its host controller, and an mlx5 SF (an auxiliary device below its PF) the PF.
+  std::string_view component = lastComponent(path);
+  if (isVirtioDeviceName(component)) {
+    path = parentPath(path);
+    if (path.size() <= devicesDir->size()) {
+      return std::nullopt;
+    }
+    component = lastComponent(path);
+  }
+  return canonicalPci(component);
+}
+
+}  // namespace ibcni::sysfs

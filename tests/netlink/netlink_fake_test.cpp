@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: Apache-2.0
+// The nl::Netlink contract against FakeNetlink (label "unit": no root, no libnl), plus the
+// fake's own test helpers: fault injection, the call log, set-up functions.
+
+#include <cerrno>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "fakes/fake_netlink.h"
+#include "netlink_contract.h"
+
+namespace ibcni::testing {
+namespace {
+
+class FakeBackend {
+ public:
+  os::SysResult<void> setUp() {
+    for (int i = 0; i < 3; ++i) {
+      namespaces_.push_back(os::Netns::fakeForTest("/fake/ns" + std::to_string(i),
+                                                   static_cast<ino_t>(4026532000 + i)));
+    }
+    return {};
+  }
+
+  nl::Netlink& netlink() { return fake_; }
+  const os::Netns& ns(int i) { return namespaces_.at(static_cast<std::size_t>(i)); }
+
+  os::SysResult<void> addVeth(const os::Netns& a, const std::string& nameA, const os::Netns& b,
+                              const std::string& nameB) {
+    // The kernel registers the peer first, so in one namespace the peer has the lower index.
+    fake_.addLink(b, fakeLink(nameB, "veth"));
+    fake_.addLink(a, fakeLink(nameA, "veth"));
+    return {};
+  }
+
+  bool renameUpAllowed() const { return true; }  // FakeNetlink's default, as Linux >= 6.2
+
+ private:
+  std::vector<os::Netns> namespaces_;
+  FakeNetlink fake_;
+};
+
+}  // namespace
+
+INSTANTIATE_TYPED_TEST_SUITE_P(Fake, NetlinkContract, FakeBackend);
+
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using contract::pfx;
+using Op = FakeNetlink::Op;
+
+nl::Link upLink(const char* name) {
+  nl::Link link = fakeLink(name);
+  link.adminUp = true;
+  return link;
+}
+
+class FakeNetlinkTest : public ::testing::Test {
+ protected:
+  os::Netns host_ = os::Netns::fakeForTest("/fake/host", 1001);
+  os::Netns pod_ = os::Netns::fakeForTest("/fake/pod", 1002);
+  FakeNetlink fake_;
+};
+
+TEST_F(FakeNetlinkTest, AddLinkFillsDefaultsAndAllocatesIndexes) {
+  const int a = fake_.addLink(host_, fakeLink("ib0"));
+  nl::Link ib1 = fakeLink("ib1", "ipoib");
+  ib1.index = 7;
+  ib1.mtu = 2044;
+  ib1.arpType = 32;  // ARPHRD_INFINIBAND
+  const int b = fake_.addLink(host_, ib1);
+  EXPECT_EQ(a, 2);
+  EXPECT_EQ(b, 7);
+  auto links = fake_.links(host_);
+  ASSERT_EQ(links.size(), 3u);
+  EXPECT_EQ(links[0].name, "lo");
+  EXPECT_EQ(links[1].name, "ib0");
+  EXPECT_EQ(links[1].mtu, 1500u);
+  EXPECT_EQ(links[1].arpType, 1);
+  EXPECT_EQ(links[1].mac.length, 6u);
+  EXPECT_EQ(links[2].index, 7);
+  EXPECT_EQ(links[2].mtu, 2044u);
+  EXPECT_EQ(links[2].mac.length, 0u);  // no default MAC for non-Ethernet links
+  EXPECT_EQ(fake_.addLink(host_, fakeLink("ib2")), 3);
+  EXPECT_FALSE(fake_.findLink(pod_, "ib0").has_value());
+}
+
+TEST_F(FakeNetlinkTest, AddLinkUpAddsPrefixRoutesOfLaterAddresses) {
+  nl::Link net1 = fakeLink("net1");
+  net1.adminUp = true;
+  const int idx = fake_.addLink(pod_, net1);
+  ASSERT_TRUE(fake_.addAddress(pod_, idx, pfx("10.1.0.2/24")).has_value());
+  ASSERT_EQ(fake_.routes(pod_).size(), 1u);
+  EXPECT_EQ(fake_.routes(pod_)[0].dst, pfx("10.1.0.0/24"));
+  EXPECT_EQ(fake_.addresses(pod_).size(), 1u);
+}
+
+TEST_F(FakeNetlinkTest, FailOnFailsTheNthCallOnceAndChangesNothing) {
+  const int idx = fake_.addLink(host_, fakeLink("ib0"));
+  fake_.failOn(Op::kRenameLink, EBUSY, 2, "Device or resource busy");
+  ASSERT_TRUE(fake_.renameLink(host_, idx, "a").has_value());
+  auto second = fake_.renameLink(host_, idx, "b");
+  ASSERT_FALSE(second.has_value());
+  EXPECT_EQ(second.error().err, EBUSY);
+  EXPECT_EQ(second.error().extAck, "Device or resource busy");
+  EXPECT_EQ(second.error().op, "rename link 2 to \"b\" in netns /fake/host");
+  EXPECT_EQ(fake_.linkByIndex(host_, idx)->name, "a");
+  EXPECT_TRUE(fake_.renameLink(host_, idx, "c").has_value());  // fired once only
+}
+
+TEST_F(FakeNetlinkTest, FailOnWorksForEveryOperation) {
+  const int idx = fake_.addLink(host_, upLink("ib0"));
+  ASSERT_TRUE(fake_.addAddress(host_, idx, pfx("10.1.0.2/24")).has_value());
+  const nl::Route route = contract::route("10.2.0.0/16").dev(idx);
+  for (Op op : {Op::kLinkByName, Op::kLinkByIndex, Op::kSetLinkUp, Op::kRenameLink, Op::kSetMtu,
+                Op::kSetAlias, Op::kSetHwAddress, Op::kMoveLink, Op::kListAddresses,
+                Op::kAddAddress, Op::kDeleteAddress, Op::kListRoutes, Op::kAddRoute,
+                Op::kDeleteRoute}) {
+    fake_.failOn(op, EIO);
+  }
+  EXPECT_EQ(fake_.linkByName(host_, "ib0").error().err, EIO);
+  EXPECT_EQ(fake_.linkByIndex(host_, idx).error().err, EIO);
+  EXPECT_EQ(fake_.setLinkUp(host_, idx, false).error().err, EIO);
+  EXPECT_EQ(fake_.renameLink(host_, idx, "x").error().err, EIO);
+  EXPECT_EQ(fake_.setMtu(host_, idx, 2000).error().err, EIO);
+  EXPECT_EQ(fake_.setAlias(host_, idx, "a").error().err, EIO);
+  EXPECT_EQ(fake_.setHwAddress(host_, idx, *net::HwAddress::parse("02:00:00:00:00:09")).error().err,
+            EIO);
+  EXPECT_EQ(fake_.moveLink(host_, idx, pod_).error().err, EIO);
+  EXPECT_EQ(fake_.listAddresses(host_, idx).error().err, EIO);
+  EXPECT_EQ(fake_.addAddress(host_, idx, pfx("10.3.0.2/24")).error().err, EIO);
+  EXPECT_EQ(fake_.deleteAddress(host_, idx, pfx("10.1.0.2/24")).error().err, EIO);
+  EXPECT_EQ(fake_.listRoutes(host_, 0).error().err, EIO);
+  EXPECT_EQ(fake_.addRoute(host_, route).error().err, EIO);
+  EXPECT_EQ(fake_.deleteRoute(host_, route).error().err, EIO);
+
+  // Nothing changed.
+  auto link = fake_.linkByIndex(host_, idx);
+  ASSERT_TRUE(link.has_value());
+  EXPECT_EQ(link->name, "ib0");
+  EXPECT_TRUE(link->adminUp);
+  EXPECT_EQ(link->mtu, 1500u);
+  EXPECT_EQ(fake_.addresses(host_).size(), 1u);
+  EXPECT_EQ(fake_.routes(host_).size(), 1u);
+  EXPECT_EQ(fake_.links(pod_).size(), 1u);
+}
+
+TEST_F(FakeNetlinkTest, CallLogRecordsEveryCallInOrder) {
+  const int idx = fake_.addLink(host_, fakeLink("ib0"));
+  (void)fake_.linkByName(host_, "ib0");
+  (void)fake_.setLinkUp(host_, idx, false);
+  (void)fake_.moveLink(host_, idx, pod_);
+  (void)fake_.renameLink(pod_, idx, "net1");
+  (void)fake_.setLinkUp(pod_, 42, true);  // fails, still recorded
+  EXPECT_THAT(fake_.callLog(),
+              ElementsAre("linkByName(/fake/host, ib0)", "setLinkUp(/fake/host, 2, down)",
+                          "moveLink(/fake/host, 2, /fake/pod)", "renameLink(/fake/pod, 2, net1)",
+                          "setLinkUp(/fake/pod, 42, up)"));
+  EXPECT_THAT(fake_.callOps(), ElementsAre(Op::kLinkByName, Op::kSetLinkUp, Op::kMoveLink,
+                                           Op::kRenameLink, Op::kSetLinkUp));
+  fake_.clearCalls();
+  EXPECT_THAT(fake_.calls(), IsEmpty());
+}
+
+TEST_F(FakeNetlinkTest, RenameOfAnUpLinkCanBeRefusedAsBeforeLinux62) {
+  const int idx = fake_.addLink(host_, upLink("ib0"));
+  fake_.setRenameUpAllowed(false);
+  auto res = fake_.renameLink(host_, idx, "ib9");
+  ASSERT_FALSE(res.has_value());
+  EXPECT_EQ(res.error().err, EBUSY);
+  ASSERT_TRUE(fake_.setLinkUp(host_, idx, false).has_value());
+  EXPECT_TRUE(fake_.renameLink(host_, idx, "ib9").has_value());
+}
+
+TEST_F(FakeNetlinkTest, InvalidNetnsHandleIsEbadf) {
+  EXPECT_EQ(fake_.linkByName(os::Netns(), "lo").error().err, EBADF);
+  EXPECT_EQ(fake_.moveLink(host_, 1, os::Netns()).error().err, EBADF);
+}
+
+TEST_F(FakeNetlinkTest, RemoveLinkDropsItsAddressesAndRoutes) {
+  const int idx = fake_.addLink(host_, upLink("ib0"));
+  ASSERT_TRUE(fake_.addAddress(host_, idx, pfx("10.1.0.2/24")).has_value());
+  EXPECT_TRUE(fake_.removeLink(host_, idx));
+  EXPECT_FALSE(fake_.removeLink(host_, idx));
+  EXPECT_THAT(fake_.addresses(host_), IsEmpty());
+  EXPECT_THAT(fake_.routes(host_), IsEmpty());
+}
+
+TEST_F(FakeNetlinkTest, MtuRangeCanBeChanged) {
+  nl::Link ib0 = fakeLink("ib0", "ipoib");
+  ib0.arpType = 32;
+  const int idx = fake_.addLink(host_, ib0);
+  fake_.setMtuRange(host_, idx, 68, 4092);
+  EXPECT_TRUE(fake_.setMtu(host_, idx, 4092).has_value());
+  auto res = fake_.setMtu(host_, idx, 4093);
+  ASSERT_FALSE(res.has_value());
+  EXPECT_EQ(res.error().extAck, "mtu greater than device maximum");
+}
+
+}  // namespace
+}  // namespace ibcni::testing

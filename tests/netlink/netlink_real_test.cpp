@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: Apache-2.0
+// The nl::Netlink contract against the kernel, through LibnlNetlink (label "netns": needs root).
+// Every case runs with the thread inside a fresh "host" namespace and acts on three more fresh
+// namespaces, so the machine's own namespace is never touched.
+
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <dirent.h>
+#include <fcntl.h>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "netlink/libnl_netlink.h"
+#include "netlink_contract.h"
+#include "support/test_netns.h"
+
+namespace ibcni::testing {
+namespace {
+
+// Linux 6.2 dropped the "rename only when down" rule (commit bd039b5ea2a9).
+bool kernelRenamesUpLinks() {
+  utsname u{};
+  if (::uname(&u) != 0) {
+    return false;
+  }
+  int major = 0;
+  int minor = 0;
+  if (std::sscanf(u.release, "%d.%d", &major, &minor) != 2) {
+    return false;
+  }
+  return major > 6 || (major == 6 && minor >= 2);
+}
+
+class RealBackend {
+ public:
+  os::SysResult<void> setUp() {
+    auto host = TestNetns::create("host");
+    if (!host) {
+      return std::unexpected(host.error());
+    }
+    host_ = std::move(*host);
+    auto scope = ScopedHostNetns::enter(host_->netns());
+    if (!scope) {
+      return std::unexpected(scope.error());
+    }
+    scope_.emplace(std::move(*scope));
+    for (std::size_t i = 0; i < namespaces_.size(); ++i) {
+      auto ns = TestNetns::create("ns" + std::to_string(i));
+      if (!ns) {
+        return std::unexpected(ns.error());
+      }
+      namespaces_[i] = std::move(*ns);
+    }
+    netlink_ = std::make_unique<nl::LibnlNetlink>();
+    return {};
+  }
+
+  nl::Netlink& netlink() { return *netlink_; }
+  const os::Netns& ns(int i) { return namespaces_.at(static_cast<std::size_t>(i))->netns(); }
+
+  os::SysResult<void> addVeth(const os::Netns& a, const std::string& nameA, const os::Netns& b,
+                              const std::string& nameB) {
+    return createVethPair(a, nameA, b, nameB);
+  }
+
+  bool renameUpAllowed() const { return kernelRenamesUpLinks(); }
+
+ private:
+  // Destroyed in reverse: the sockets first, then back to the original namespace, then the
+  // namespaces themselves.
+  std::optional<TestNetns> host_;
+  std::array<std::optional<TestNetns>, 3> namespaces_;
+  std::optional<ScopedHostNetns> scope_;
+  std::unique_ptr<nl::LibnlNetlink> netlink_;
+};
+
+}  // namespace
+
+INSTANTIATE_TYPED_TEST_SUITE_P(Libnl, NetlinkContract, RealBackend);
+
+namespace {
+
+// ---- LibnlNetlink specifics that the fake has no counterpart for ----
+
+class LibnlNetlinkTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto host = TestNetns::create("host");
+    if (!host && isPermissionError(host.error())) {
+      GTEST_SKIP() << "network namespaces are not available (needs root): "
+                   << host.error().describe();
+    }
+    ASSERT_TRUE(host.has_value()) << host.error().describe();
+    host_ = std::move(*host);
+    auto scope = ScopedHostNetns::enter(host_->netns());
+    ASSERT_TRUE(scope.has_value()) << scope.error().describe();
+    scope_.emplace(std::move(*scope));
+    auto pod = TestNetns::create("pod");
+    ASSERT_TRUE(pod.has_value()) << pod.error().describe();
+    pod_ = std::move(*pod);
+  }
+
+  // Socket fds of this process and their close-on-exec flags.
+  static std::set<int> socketFds() {
+    std::set<int> out;
+    DIR* dir = ::opendir("/proc/self/fd");
+    if (dir == nullptr) {
+      return out;
+    }
+    while (dirent* e = ::readdir(dir)) {
+      const std::string name = e->d_name;
+      if (name == "." || name == "..") {
+        continue;
+      }
+      char target[256] = {};
+      const std::string link = "/proc/self/fd/" + name;
+      ssize_t n = ::readlink(link.c_str(), target, sizeof target - 1);
+      if (n > 0 && std::string(target, static_cast<std::size_t>(n)).rfind("socket:", 0) == 0) {
+        out.insert(std::stoi(name));
+      }
+    }
+    ::closedir(dir);
+    return out;
+  }
+
+  std::optional<TestNetns> host_;
+  std::optional<ScopedHostNetns> scope_;
+  std::optional<TestNetns> pod_;
+};
+
+TEST_F(LibnlNetlinkTest, OneCloseOnExecSocketPerNamespace) {
+  const std::set<int> before = socketFds();
+  nl::LibnlNetlink netlink;
+  for (int i = 0; i < 3; ++i) {
+    auto lo = netlink.linkByName(pod_->netns(), "lo");
+    ASSERT_TRUE(lo.has_value()) << lo.error().describe();
+    (void)netlink.linkByIndex(pod_->netns(), 9999);  // an error must not cost a new socket
+  }
+  // Another handle on the same namespace shares the socket.
+  auto again = os::Netns::open(pod_->path());
+  ASSERT_TRUE(again.has_value()) << again.error().describe();
+  ASSERT_TRUE(netlink.linkByIndex(*again, 1).has_value());
+
+  std::set<int> added;
+  for (int fd : socketFds()) {
+    if (before.count(fd) == 0) {
+      added.insert(fd);
+    }
+  }
+  ASSERT_EQ(added.size(), 1u);
+  const int flags = ::fcntl(*added.begin(), F_GETFD);
+  EXPECT_TRUE(flags >= 0 && (flags & FD_CLOEXEC) != 0);
+
+  netlink.closeSockets();
+  EXPECT_EQ(socketFds(), before);
+}
+
+TEST_F(LibnlNetlinkTest, HandleWithoutFdIsEbadf) {
+  nl::LibnlNetlink netlink;
+  auto fake = os::Netns::fakeForTest("/fake/netns", 4242);
+  auto res = netlink.linkByName(fake, "lo");
+  ASSERT_FALSE(res.has_value());
+  EXPECT_EQ(res.error().err, EBADF);
+  auto moved = netlink.moveLink(pod_->netns(), 1, fake);
+  ASSERT_FALSE(moved.has_value());
+  EXPECT_EQ(moved.error().err, EBADF);
+}
+
+TEST_F(LibnlNetlinkTest, ErrorTextCarriesTheKernelsExtendedAck) {
+  nl::LibnlNetlink netlink;
+  auto res = netlink.setMtu(pod_->netns(), 1, 0x80000000u);
+  ASSERT_FALSE(res.has_value());
+  EXPECT_EQ(res.error().err, EINVAL);
+  EXPECT_EQ(res.error().extAck, "mtu less than device minimum");
+  EXPECT_NE(res.error().describe().find("mtu less than device minimum"), std::string::npos);
+  EXPECT_NE(res.error().op.find(pod_->path()), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ibcni::testing

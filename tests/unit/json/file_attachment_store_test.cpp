@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sys/stat.h>
+
+#include "state/file_attachment_store.h"
+
+namespace ibcni::state {
+namespace {
+
+namespace fs = std::filesystem;
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/ibcni-store-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  static AttachmentRecord record(const std::string& cid, const std::string& ifName) {
+    AttachmentRecord r;
+    r.network = "ibnet";
+    r.containerId = cid;
+    r.ifName = ifName;
+    r.netns = "/var/run/netns/p";
+    r.mode = "sriov";
+    r.deviceKey = "pci-0000:af:06.1";
+    r.pciAddress = "0000:af:06.1";
+    r.hostName = "ib2";
+    r.hostIndex = 7;
+    r.hostMtu = 2044;
+    r.hostUp = true;
+    r.hostAlias = "admin alias";
+    r.hostMac = "00:11";
+    r.podIndex = 9;
+    r.podMtu = 4092;
+    r.ipamType = "host-local";
+    r.result.interfaces.push_back({ifName, "", r.netns, 4092, r.pciAddress, ""});
+    r.result.ips.push_back({*net::IpPrefix::parse("10.1.2.3/24"), std::nullopt, 0});
+    return r;
+  }
+
+  std::string dir_;
+};
+
+TEST_F(StoreTest, SaveLoadRemove) {
+  FileAttachmentStore store(dir_);
+  auto rec = record("c1", "net1");
+  ASSERT_TRUE(store.save(rec));
+  auto loaded = store.load("ibnet", "c1", "net1");
+  ASSERT_TRUE(loaded);
+  ASSERT_TRUE(*loaded);
+  const auto& r = **loaded;
+  EXPECT_EQ(r.hostName, "ib2");
+  EXPECT_EQ(r.hostIndex, 7);
+  EXPECT_EQ(r.hostMtu, 2044u);
+  EXPECT_TRUE(r.hostUp);
+  EXPECT_EQ(r.hostAlias, "admin alias");
+  EXPECT_EQ(r.podMtu, 4092u);
+  EXPECT_EQ(r.result.ips, rec.result.ips);
+  EXPECT_EQ(r.result.interfaces[0].pciId, "0000:af:06.1");
+
+  struct stat st {};
+  ASSERT_EQ(::stat(store.pathOf("ibnet", "c1", "net1").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_FALSE(fs::exists(store.pathOf("ibnet", "c1", "net1") + ".tmp"));
+
+  ASSERT_TRUE(store.remove("ibnet", "c1", "net1"));
+  auto gone = store.load("ibnet", "c1", "net1");
+  ASSERT_TRUE(gone);
+  EXPECT_FALSE(*gone);
+  EXPECT_TRUE(store.remove("ibnet", "c1", "net1")) << "removing twice succeeds";
+}
+
+TEST_F(StoreTest, MissingIsNotAnError) {
+  FileAttachmentStore store(dir_ + "/never-created");
+  auto r = store.load("ibnet", "c1", "net1");
+  ASSERT_TRUE(r);
+  EXPECT_FALSE(*r);
+  auto list = store.list("");
+  ASSERT_TRUE(list);
+  EXPECT_TRUE(list->empty());
+}
+
+TEST_F(StoreTest, ListsPerNetworkAndSkipsGarbage) {
+  FileAttachmentStore store(dir_);
+  ASSERT_TRUE(store.save(record("c1", "net1")));
+  ASSERT_TRUE(store.save(record("c2", "net1")));
+  auto other = record("c3", "net1");
+  other.network = "other";
+  ASSERT_TRUE(store.save(other));
+  std::ofstream(dir_ + "/attachments/ibnet/junk.json") << "{not json";
+  auto mine = store.list("ibnet");
+  ASSERT_TRUE(mine);
+  EXPECT_EQ(mine->size(), 2u);
+  auto all = store.list("");
+  ASSERT_TRUE(all);
+  EXPECT_EQ(all->size(), 3u);
+}
+
+TEST_F(StoreTest, UndecodableRecordIsEinval) {
+  FileAttachmentStore store(dir_);
+  ASSERT_TRUE(store.save(record("c1", "net1")));
+  std::ofstream(store.pathOf("ibnet", "c1", "net1"), std::ios::trunc) << "{\"format\": 1}";
+  auto r = store.load("ibnet", "c1", "net1");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().err, EINVAL);
+}
+
+TEST_F(StoreTest, NewerFormatIsRefusedClearly) {
+  auto text = FileAttachmentStore::encode(record("c1", "net1"));
+  auto pos = text.find("\"format\": 1");
+  ASSERT_NE(pos, std::string::npos);
+  text.replace(pos, 11, "\"format\": 99");
+  auto r = FileAttachmentStore::decode(text, "x");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().op.find("newer"), std::string::npos);
+}
+
+TEST_F(StoreTest, ReadsTheVersion1FormatAsWritten) {
+  // The first released record format, byte for byte: later versions must keep reading it.
+  const char* v1 = R"({"format":1,"network":"ibnet","containerID":"c1","ifname":"net1","netns":"/ns",
+    "mode":"sriov","deviceKey":"netdev-vf0","host":{"pciAddress":"","name":"vf0","index":4,"mtu":1500,
+    "up":false,"alias":"","mac":"aa:bb:cc:dd:ee:ff"},"pod":{"index":4,"mac":""},"ipamType":"",
+    "result":{"cniVersion":"1.1.0","interfaces":[{"name":"net1","sandbox":"/ns"}]},"createdAt":"2026-11-21T00:00:00Z"})";
+  auto r = FileAttachmentStore::decode(v1, "v1");
+  ASSERT_TRUE(r) << r.error().describe();
+  EXPECT_EQ(r->hostName, "vf0");
+  EXPECT_EQ(r->hostMtu, 1500u);
+  EXPECT_FALSE(r->podMtu);
+  EXPECT_EQ(r->result.interfaces[0].sandbox, "/ns");
+}
+
+}  // namespace
+}  // namespace ibcni::state

@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: Apache-2.0
+// Drives dispatch() as a runtime would (environment + stdin), over fakes for netlink, namespaces
+// and IPAM, a fake sysfs tree and the real file store in a temporary directory.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sys/stat.h>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "deps.h"
+#include "dispatch.h"
+#include "fakes/fake_ipam.h"
+#include "fakes/fake_netlink.h"
+#include "fakes/fake_netns.h"
+#include "fakes/fake_sysfs_tree.h"
+#include "ibcni/os/file_lock.h"
+#include "state/file_attachment_store.h"
+#include "sysfs/sysfs_devices.h"
+
+namespace ibcni::testing {
+
+using nlohmann::json;
+
+class PluginTest : public ::testing::Test {
+ protected:
+  static constexpr const char* kPodPath = "/var/run/netns/pod1";
+
+  void SetUp() override {
+    char tmpl[] = "/tmp/ibcni-plugin-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    stateDir_ = tmpl;
+    pod_ = netns_.addNetns(kPodPath);
+    nl::Link vf;
+    vf.name = "vf0";
+    vf.mtu = 1500;
+    vf.alias = "admin note";
+    vfIndex_ = nl_.addLink(host_, vf);
+    ASSERT_TRUE(nl_.setLinkUp(host_, vfIndex_, true));
+    nl_.clearCalls();
+  }
+  void TearDown() override { std::filesystem::remove_all(stateDir_); }
+
+  /// The base network config: the vf0 netdev, the fake IPAM, this test's stateDir.
+  json config(const std::string& version = "1.0.0") const {
+    return json{{"cniVersion", version}, {"name", "ibnet"}, {"type", "ibcni"},   {"mode", "sriov"},
+                {"device", "vf0"},       {"mtu", 4000},    {"stateDir", stateDir_}, {"ipam", {{"type", "fake"}}}};
+  }
+
+  /// Runs one verb. `env` overrides the defaults (an empty value unsets the variable).
+  plugin::Outcome run(const std::string& command, const json& conf, std::map<std::string, std::string> env = {}) {
+    std::map<std::string, std::string> vars = {{"CNI_COMMAND", command},
+                                               {"CNI_CONTAINERID", "c1"},
+                                               {"CNI_NETNS", kPodPath},
+                                               {"CNI_IFNAME", "net1"},
+                                               {"CNI_PATH", "/opt/cni/bin"}};
+    for (auto& [k, v] : env) {
+      vars[k] = v;
+    }
+    auto getenv = [&vars](const char* name) -> std::optional<std::string> {
+      auto it = vars.find(name);
+      if (it == vars.end() || it->second.empty()) {
+        return std::nullopt;
+      }
+      return it->second;
+    };
+    return plugin::dispatch(getenv, conf.dump(), true, deps_);
+  }
+
+  /// ADD, asserting success; returns the parsed result.
+  json add(const json& conf, std::map<std::string, std::string> env = {}) {
+    auto out = run("ADD", conf, std::move(env));
+    EXPECT_EQ(out.exitCode, 0) << out.stdoutText;
+    return json::parse(out.stdoutText, nullptr, false);
+  }
+
+  static json errorOf(const plugin::Outcome& out) { return json::parse(out.stdoutText, nullptr, false); }
+
+  /// What a test compares to prove nothing changed: every link of a namespace with its name,
+  /// MTU, state, alias and MAC, plus its addresses.
+  std::string snapshot(const os::Netns& ns) {
+    std::string s;
+    for (const auto& l : nl_.links(ns)) {
+      s += l.name + " mtu=" + std::to_string(l.mtu) + (l.adminUp ? " up" : " down") + " alias=" + l.alias +
+           " mac=" + l.mac.text + "\n";
+    }
+    for (const auto& a : nl_.addresses(ns)) {
+      s += "addr " + std::to_string(a.ifIndex) + " " + a.prefix.toString() + "\n";
+    }
+    return s;
+  }
+
+  std::vector<state::AttachmentRecord> records() {
+    state::FileAttachmentStore store(stateDir_);
+    return store.list("").value_or(std::vector<state::AttachmentRecord>{});
+  }
+
+  FakeNetlink nl_;
+  FakeNetnsProvider netns_;
+  FakeSysfsTree sysfs_;
+  sysfs::SysfsDevices devices_{sysfs_.root()};
+  FakeIpam ipam_;
+  std::string stateDir_;
+  os::Netns host_ = netns_.host();
+  os::Netns pod_;
+  int vfIndex_ = 0;
+  plugin::Deps deps_{nl_,
+                     netns_,
+                     devices_,
+                     ipam_,
+                     [](const std::string& dir) -> std::unique_ptr<state::AttachmentStore> {
+                       return std::make_unique<state::FileAttachmentStore>(dir);
+                     },
+                     std::chrono::milliseconds(100),
+                     [] { return std::string("2026-11-21T00:00:00Z"); }};
+};
+
+}  // namespace ibcni::testing
