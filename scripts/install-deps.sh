@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Installs everything ibcni needs to build and test, from Debian 12's packages. Idempotent: it
+# only calls apt-get when a package is missing.
+#   scripts/install-deps.sh            build + test dependencies, and the kernel lab's
+#   scripts/install-deps.sh --build    only what building the plugin needs
+set -euo pipefail
+
+build_pkgs=(cmake g++ make pkg-config
+            libnl-3-dev libnl-route-3-dev libmnl-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
+            libgtest-dev libgmock-dev googletest)
+test_pkgs=(iproute2 jq util-linux coreutils findutils strace
+           containernetworking-plugins golang-go golang-github-appc-cni-dev)
+# What ../shared/kernel-lab/run.sh boots: Debian's kernel in QEMU, with rdma-core inside.
+lab_pkgs=(qemu-system-x86 linux-image-amd64 busybox-static kmod cpio
+          rdma-core ibverbs-providers ibverbs-utils libibverbs-dev perftest iputils-ping)
+
+pkgs=("${build_pkgs[@]}")
+if [[ ${1:-} != --build ]]; then
+  pkgs+=("${test_pkgs[@]}" "${lab_pkgs[@]}")
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}" >&2
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "install-deps: must run as root to install packages" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
