@@ -78,9 +78,9 @@ cni::Result<void> configureAddresses(const Invocation& inv, Deps& deps, const os
 
 cni::Result<cni::AddResult> cmdAdd(const Invocation& inv, Deps& deps) {
   const auto& conf = inv.conf;
-  auto host = deps.netns.current();
+  auto host = hostNetns(deps);
   if (!host) {
-    return std::unexpected(sysError(cni::Errc::kNetnsFailure, "cannot open ibcni's own network namespace", host.error()));
+    return std::unexpected(host.error());
   }
   auto pod = openPodNetns(inv, deps, *host);
   if (!pod) {

@@ -16,9 +16,9 @@ cni::Result<void> cmdCheck(const Invocation& inv, Deps& deps) {
     return cni::fail(cni::Errc::kInvalidConfig,
                      "prevResult is missing: CHECK needs the ADD result, which the runtime passes from its cache");
   }
-  auto host = deps.netns.current();
+  auto host = hostNetns(deps);
   if (!host) {
-    return std::unexpected(sysError(cni::Errc::kNetnsFailure, "cannot open ibcni's own network namespace", host.error()));
+    return std::unexpected(host.error());
   }
   auto pod = openPodNetns(inv, deps, *host);
   if (!pod) {

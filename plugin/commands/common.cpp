@@ -11,6 +11,14 @@ cni::Error sysError(cni::Errc code, std::string msg, const os::SysError& err) {
   return cni::Error{code, std::move(msg), err.describe()};
 }
 
+cni::Result<os::Netns> hostNetns(Deps& deps) {
+  auto host = deps.netns.current();
+  if (!host) {
+    return std::unexpected(sysError(cni::Errc::kNetnsFailure, "cannot open ibcni's own network namespace", host.error()));
+  }
+  return std::move(*host);
+}
+
 cni::Result<os::Netns> openPodNetns(const Invocation& inv, Deps& deps, const os::Netns& host) {
   const std::string& path = inv.args.netns;
   auto ns = deps.netns.open(path);

@@ -20,6 +20,10 @@ namespace ibcni::plugin {
 /// A CNI error whose details carry the OS error (errno name, kernel ext-ack).
 [[nodiscard]] cni::Error sysError(cni::Errc code, std::string msg, const os::SysError& err);
 
+/// The namespace ibcni runs in (the host's).
+/// @return error 105 when it cannot be opened.
+[[nodiscard]] cni::Result<os::Netns> hostNetns(Deps& deps);
+
 /// Opens CNI_NETNS for ADD and CHECK: it must exist, be a network namespace and not be ibcni's own.
 /// @return error 4 naming CNI_NETNS and what is wrong with it.
 [[nodiscard]] cni::Result<os::Netns> openPodNetns(const Invocation& inv, Deps& deps, const os::Netns& host);

@@ -10,9 +10,9 @@ namespace ibcni::plugin {
 
 cni::Result<void> cmdDel(const Invocation& inv, Deps& deps) {
   const auto& conf = inv.conf;
-  auto host = deps.netns.current();
+  auto host = hostNetns(deps);
   if (!host) {
-    return std::unexpected(sysError(cni::Errc::kNetnsFailure, "cannot open ibcni's own network namespace", host.error()));
+    return std::unexpected(host.error());
   }
   auto store = deps.makeStore(conf.stateDir);
   std::optional<state::AttachmentRecord> record;

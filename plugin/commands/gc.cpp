@@ -12,9 +12,9 @@ namespace ibcni::plugin {
 
 cni::Result<void> cmdGc(const Invocation& inv, Deps& deps) {
   const auto& conf = inv.conf;
-  auto host = deps.netns.current();
+  auto host = hostNetns(deps);
   if (!host) {
-    return std::unexpected(sysError(cni::Errc::kNetnsFailure, "cannot open ibcni's own network namespace", host.error()));
+    return std::unexpected(host.error());
   }
   std::vector<cni::Error> errors;
   auto store = deps.makeStore(conf.stateDir);
