@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "netlink/libnl_netlink.h"
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -146,31 +145,6 @@ std::string inNs(const os::Netns& ns) { return " in netns " + ns.path(); }
 
 std::string linkRef(int index) { return "link " + std::to_string(index); }
 
-std::string describeRoute(const Route& r) {
-  std::string out = r.dst.toString();
-  if (r.gw) {
-    out += " via " + r.gw->toString();
-  }
-  if (r.ifIndex != 0) {
-    out += " dev " + std::to_string(r.ifIndex);
-  }
-  if (r.table) {
-    out += " table " + std::to_string(*r.table);
-  }
-  if (r.priority) {
-    out += " metric " + std::to_string(*r.priority);
-  }
-  if (r.scope) {
-    out += " scope " + std::to_string(*r.scope);
-  }
-  if (r.mtu) {
-    out += " mtu " + std::to_string(*r.mtu);
-  }
-  if (r.advmss) {
-    out += " advmss " + std::to_string(*r.advmss);
-  }
-  return out;
-}
 
 // The text of NLMSGERR_ATTR_MSG in an NLMSG_ERROR or NLMSG_DONE message, or "" when the kernel
 // sent none. The TLVs follow `fixedLen` bytes of payload (see Documentation/userspace-api/
@@ -258,8 +232,7 @@ int onFinish(nl_msg* msg, void* arg) {
   const nlmsghdr* hdr = nlmsg_hdr(msg);
   if (hdr->nlmsg_len >= NLMSG_HDRLEN + sizeof(int)) {
     int status = 0;
-    std::memcpy(&status, reinterpret_cast<const unsigned char*>(hdr) + NLMSG_HDRLEN,
-                sizeof status);
+    std::memcpy(&status, reinterpret_cast<const unsigned char*>(hdr) + NLMSG_HDRLEN, sizeof status);
     if (status < 0) {
       ex->err = -status;
       ex->extAck = extAckMessage(hdr, sizeof(int));
@@ -272,8 +245,8 @@ int onFinish(nl_msg* msg, void* arg) {
 int onError(sockaddr_nl* /*nla*/, nlmsgerr* e, void* arg) {
   auto* ex = static_cast<Exchange*>(arg);
   // libnl hands over nlmsg_data(hdr); step back to the header for its flags and length.
-  const auto* hdr = reinterpret_cast<const nlmsghdr*>(reinterpret_cast<const unsigned char*>(e) -
-                                                      NLMSG_HDRLEN);
+  const auto* hdr =
+      reinterpret_cast<const nlmsghdr*>(reinterpret_cast<const unsigned char*>(e) - NLMSG_HDRLEN);
   // Netlink subsystems are not consistent about the sign (iproute2 lib/mnl_utils.c).
   ex->err = std::abs(e->error);
   std::size_t fixed = sizeof(nlmsgerr);
@@ -322,8 +295,8 @@ std::optional<std::vector<std::uint8_t>> macBytes(const net::HwAddress& mac) {
   auto nibble = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
   std::vector<std::uint8_t> out;
   for (std::size_t i = 0; i + 1 < parsed->text.size(); i += 3) {
-    out.push_back(static_cast<std::uint8_t>(nibble(parsed->text[i]) * 16 +
-                                            nibble(parsed->text[i + 1])));
+    out.push_back(
+        static_cast<std::uint8_t>(nibble(parsed->text[i]) * 16 + nibble(parsed->text[i + 1])));
   }
   return out;
 }
@@ -340,8 +313,8 @@ Link linkFrom(rtnl_link* l) {
   link.mtu = rtnl_link_get_mtu(l);
   link.adminUp = (rtnl_link_get_flags(l) & IFF_UP) != 0;
   if (const nl_addr* a = rtnl_link_get_addr(l); a != nullptr && nl_addr_get_len(a) > 0) {
-    link.mac = net::HwAddress::fromBytes(static_cast<const std::uint8_t*>(nl_addr_get_binary_addr(a)),
-                                         nl_addr_get_len(a));
+    link.mac = net::HwAddress::fromBytes(
+        static_cast<const std::uint8_t*>(nl_addr_get_binary_addr(a)), nl_addr_get_len(a));
   }
   link.arpType = static_cast<std::uint16_t>(rtnl_link_get_arptype(l));
   if (const char* kind = rtnl_link_get_type(l); kind != nullptr) {
@@ -411,7 +384,8 @@ class RtnlSocket {
     const int fd = nl_socket_get_fd(sk.get());
     // libnl 3.7 passes SOCK_CLOEXEC to socket(); make sure of it for older builds.
     const int fdFlags = ::fcntl(fd, F_GETFD);
-    if (fdFlags < 0 || ((fdFlags & FD_CLOEXEC) == 0 && ::fcntl(fd, F_SETFD, fdFlags | FD_CLOEXEC) < 0)) {
+    if (fdFlags < 0 ||
+        ((fdFlags & FD_CLOEXEC) == 0 && ::fcntl(fd, F_SETFD, fdFlags | FD_CLOEXEC) < 0)) {
       return os::sysFail(errno, op + ": set FD_CLOEXEC");
     }
     const int one = 1;
@@ -803,8 +777,8 @@ os::SysResult<void> LibnlNetlink::setHwAddress(const os::Netns& ns, int index,
 }
 
 os::SysResult<void> LibnlNetlink::moveLink(const os::Netns& from, int index, const os::Netns& to) {
-  const std::string op = "move " + linkRef(index) + " from netns " + from.path() + " to netns " +
-                         to.path();
+  const std::string op =
+      "move " + linkRef(index) + " from netns " + from.path() + " to netns " + to.path();
   if (to.fd() < 0) {
     return os::sysFail(EBADF, op + ": the target handle has no fd");
   }
@@ -842,7 +816,8 @@ os::SysResult<std::vector<Address>> LibnlNetlink::listAddresses(const os::Netns&
     }
     out.push_back(Address{index, net::IpPrefix{*ip, rtnl_addr_get_prefixlen(a)}});
   };
-  auto res = impl_->dump(ns, build, "route/addr", collect, [&out] { out.clear(); }, op);
+  auto res = impl_->dump(
+      ns, build, "route/addr", collect, [&out] { out.clear(); }, op);
   if (!res) {
     return std::unexpected(res.error());
   }
@@ -851,16 +826,16 @@ os::SysResult<std::vector<Address>> LibnlNetlink::listAddresses(const os::Netns&
 
 os::SysResult<void> LibnlNetlink::addAddress(const os::Netns& ns, int index,
                                              const net::IpPrefix& prefix) {
-  return impl_->addressRequest(ns, index, prefix, true,
-                               "add address " + prefix.toString() + " to " + linkRef(index) +
-                                   inNs(ns));
+  return impl_->addressRequest(
+      ns, index, prefix, true,
+      "add address " + prefix.toString() + " to " + linkRef(index) + inNs(ns));
 }
 
 os::SysResult<void> LibnlNetlink::deleteAddress(const os::Netns& ns, int index,
                                                 const net::IpPrefix& prefix) {
-  return impl_->addressRequest(ns, index, prefix, false,
-                               "delete address " + prefix.toString() + " from " + linkRef(index) +
-                                   inNs(ns));
+  return impl_->addressRequest(
+      ns, index, prefix, false,
+      "delete address " + prefix.toString() + " from " + linkRef(index) + inNs(ns));
 }
 
 os::SysResult<std::vector<Route>> LibnlNetlink::listRoutes(const os::Netns& ns, int index) {
@@ -904,7 +879,8 @@ os::SysResult<std::vector<Route>> LibnlNetlink::listRoutes(const os::Netns& ns, 
       out.push_back(std::move(route));
     }
   };
-  auto res = impl_->dump(ns, build, "route/route", collect, [&out] { out.clear(); }, op);
+  auto res = impl_->dump(
+      ns, build, "route/route", collect, [&out] { out.clear(); }, op);
   if (!res) {
     return std::unexpected(res.error());
   }
@@ -912,11 +888,11 @@ os::SysResult<std::vector<Route>> LibnlNetlink::listRoutes(const os::Netns& ns, 
 }
 
 os::SysResult<void> LibnlNetlink::addRoute(const os::Netns& ns, const Route& route) {
-  return impl_->routeRequest(ns, route, true, "add route " + describeRoute(route) + inNs(ns));
+  return impl_->routeRequest(ns, route, true, "add route " + describe(route) + inNs(ns));
 }
 
 os::SysResult<void> LibnlNetlink::deleteRoute(const os::Netns& ns, const Route& route) {
-  return impl_->routeRequest(ns, route, false, "delete route " + describeRoute(route) + inNs(ns));
+  return impl_->routeRequest(ns, route, false, "delete route " + describe(route) + inNs(ns));
 }
 
 }  // namespace ibcni::nl

@@ -50,7 +50,8 @@ class LibnlNetlink final : public Netlink {
   LibnlNetlink(const LibnlNetlink&) = delete;
   LibnlNetlink& operator=(const LibnlNetlink&) = delete;
 
-  [[nodiscard]] os::SysResult<Link> linkByName(const os::Netns& ns, const std::string& name) override;
+  [[nodiscard]] os::SysResult<Link> linkByName(const os::Netns& ns,
+                                               const std::string& name) override;
   [[nodiscard]] os::SysResult<Link> linkByIndex(const os::Netns& ns, int index) override;
   [[nodiscard]] os::SysResult<void> setLinkUp(const os::Netns& ns, int index, bool up) override;
   [[nodiscard]] os::SysResult<void> renameLink(const os::Netns& ns, int index,

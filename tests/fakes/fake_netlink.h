@@ -25,8 +25,9 @@ namespace ibcni::testing {
 
 /// In-memory nl::Netlink for unit tests. It models links, addresses and routes per network
 /// namespace (keyed by Netns::inode(), so os::Netns::fakeForTest handles work) and answers with
-/// the errnos, and for the common cases the extended-ACK texts, that Linux 6.x gives; the
-/// contract tests in tests/netlink run the same cases against it and the real kernel.
+/// the errnos and extended-ACK texts that Linux 6.x gives. tests/netlink runs the same contract
+/// cases against it and the kernel, and a randomized side-by-side test (fake_fidelity_test.cpp)
+/// checks that both give the same answers and show the same state after every step.
 ///
 /// What it models, as the kernel does:
 ///  * every namespace starts with "lo" (index 1, down); indexes are allocated per namespace
@@ -35,18 +36,24 @@ namespace ibcni::testing {
 ///  * setting a link down removes all its routes and its IPv6 addresses (IPv4 ones stay);
 ///    setting it up adds the prefix routes of its addresses (IPv4 primaries shorter than /32:
 ///    scope link, no priority; IPv6: metric 256); adding an address to an up link adds its
-///    prefix route; bringing "lo" up adds 127.0.0.1/8 and ::1/128 (no unicast routes);
+///    prefix route; bringing "lo" up adds 127.0.0.1/8 and ::1/128 (no unicast routes for them);
 ///  * moveLink sets the link down and drops its addresses and routes; the alias, MTU and MAC
 ///    stay; moving into the same namespace does nothing; "lo" cannot move (EINVAL);
 ///  * deleting an IPv4 primary address also deletes its secondaries (promote_secondaries=0);
-///  * an MTU below 1280 removes the link's IPv6 addresses and routes and refuses new ones;
+///    deleting a link's last IPv4 address flushes all IPv4 routes through it;
+///  * an MTU below 1280 removes the link's IPv6 addresses and routes and refuses new ones until
+///    the MTU is raised (below 68 the same for IPv4); IPv6 route MTUs follow the device MTU;
 ///  * renaming an up link succeeds (Linux >= 6.2); setRenameUpAllowed(false) gives the EBUSY of
 ///    older kernels;
-///  * routes: IPv4 needs an up output device (ENETDOWN) and a gateway covered by a link route
-///    on it (ENETUNREACH; IPv6: EHOSTUNREACH); EEXIST when table, destination and priority
-///    match; deletion treats unset fields as wildcards and answers ESRCH.
+///  * routes: IPv4 needs an up output device (ENETDOWN) and a gateway reachable through a link
+///    route, most specific first (ENETUNREACH; IPv6: EHOSTUNREACH); EEXIST when table,
+///    destination and priority match; deletion treats unset fields as wildcards and answers
+///    ESRCH, with "FIB table does not exist" for a table never used;
+///  * addresses are listed in the kernel's order (IPv4 in the order added, IPv6 newest first).
 /// Not modelled: carrier, IPv6 link-local addresses and fe80::/64 routes (the kernel adds them
-/// once a link has carrier), veth peers, multipath routes, address lifetimes and flags.
+/// once both ends of a veth are up), veth peers, local/broadcast routes and what they do to
+/// gateway checks (addresses or routes on "lo", a gateway that is a local address), multipath
+/// routes, address lifetimes and flags.
 ///
 /// Every call is recorded in calls() in order, including calls that fail. failOn() makes the
 /// n-th later call of an operation fail, once, without changing anything.
@@ -174,7 +181,7 @@ class FakeNetlink final : public nl::Netlink {
     bool loopback = false;   // 127.0.0.1/8 or ::1/128 that "lo" got when it came up
   };
   struct RouteState {
-    nl::Route route;  // normalized: table, scope and (IPv6) priority always set
+    nl::Route route;      // normalized: table, scope and (IPv6) priority always set
     bool kernel = false;  // a prefix route the kernel made for an address
   };
   struct NsState {
@@ -201,7 +208,6 @@ class FakeNetlink final : public nl::Netlink {
                                      const std::string& opText);
   static std::string inNs(const os::Netns& ns) { return " in netns " + ns.path(); }
   static std::string linkRef(int index) { return "link " + std::to_string(index); }
-  static std::string describeRoute(const nl::Route& r);
   static bool isLoopback(const LinkState& l) { return l.link.arpType == kArphrdLoopback; }
   static bool isLinkLocal(const net::IpAddress& a) {
     return !a.isV4() && a.bytes[0] == 0xfe && (a.bytes[1] & 0xc0) == 0x80;
@@ -298,31 +304,6 @@ inline void FakeNetlink::failOn(Op op, int err, int nth, std::string extAck) {
   failures_.push_back(Failure{op, err, nth < 1 ? 1 : nth, std::move(extAck)});
 }
 
-inline std::string FakeNetlink::describeRoute(const nl::Route& r) {
-  std::string out = r.dst.toString();
-  if (r.gw) {
-    out += " via " + r.gw->toString();
-  }
-  if (r.ifIndex != 0) {
-    out += " dev " + std::to_string(r.ifIndex);
-  }
-  if (r.table) {
-    out += " table " + std::to_string(*r.table);
-  }
-  if (r.priority) {
-    out += " metric " + std::to_string(*r.priority);
-  }
-  if (r.scope) {
-    out += " scope " + std::to_string(*r.scope);
-  }
-  if (r.mtu) {
-    out += " mtu " + std::to_string(*r.mtu);
-  }
-  if (r.advmss) {
-    out += " advmss " + std::to_string(*r.advmss);
-  }
-  return out;
-}
 
 inline FakeNetlink::NsState& FakeNetlink::state(const os::Netns& ns) {
   auto [it, inserted] = namespaces_.try_emplace(ns.inode());
@@ -362,8 +343,7 @@ inline int FakeNetlink::allocateIndex(NsState& s) {
   return s.nextIndex++;
 }
 
-inline std::optional<os::SysError> FakeNetlink::record(Op op, const os::Netns& ns,
-                                                       std::string args,
+inline std::optional<os::SysError> FakeNetlink::record(Op op, const os::Netns& ns, std::string args,
                                                        const std::string& opText) {
   calls_.push_back(Call{op, ns.path(), std::move(args)});
   for (auto it = failures_.begin(); it != failures_.end(); ++it) {
@@ -443,8 +423,7 @@ inline std::vector<nl::Link> FakeNetlink::links(const os::Netns& ns) {
   return out;
 }
 
-inline std::optional<nl::Link> FakeNetlink::findLink(const os::Netns& ns,
-                                                     const std::string& name) {
+inline std::optional<nl::Link> FakeNetlink::findLink(const os::Netns& ns, const std::string& name) {
   NsState& s = state(ns);
   if (LinkState* l = find(s, name); l != nullptr) {
     return l->link;
@@ -496,8 +475,9 @@ inline std::vector<nl::Address> FakeNetlink::orderedAddresses(const NsState& s, 
   std::vector<nl::Address> out;
   for (int pass = 0; pass < 3; ++pass) {
     for (const auto& a : s.addrs) {
-      const bool want = pass == 0 ? a.loopback : pass == 1 ? !a.loopback && !a.secondary
-                                                           : a.secondary;
+      const bool want = pass == 0   ? a.loopback
+                        : pass == 1 ? !a.loopback && !a.secondary
+                                    : a.secondary;
       if (a.addr.ifIndex == index && a.addr.prefix.address.isV4() && want) {
         out.push_back(a.addr);
       }
@@ -875,8 +855,8 @@ inline os::SysResult<std::vector<nl::Address>> FakeNetlink::listAddresses(const 
 inline os::SysResult<void> FakeNetlink::addAddress(const os::Netns& ns, int index,
                                                    const net::IpPrefix& prefix) {
   const std::string op = "add address " + prefix.toString() + " to " + linkRef(index) + inNs(ns);
-  if (auto err = record(Op::kAddAddress, ns, std::to_string(index) + ", " + prefix.toString(),
-                        op)) {
+  if (auto err =
+          record(Op::kAddAddress, ns, std::to_string(index) + ", " + prefix.toString(), op)) {
     return std::unexpected(*err);
   }
   if (!prefix.address.valid()) {
@@ -930,8 +910,8 @@ inline os::SysResult<void> FakeNetlink::deleteAddress(const os::Netns& ns, int i
                                                       const net::IpPrefix& prefix) {
   const std::string op =
       "delete address " + prefix.toString() + " from " + linkRef(index) + inNs(ns);
-  if (auto err = record(Op::kDeleteAddress, ns, std::to_string(index) + ", " + prefix.toString(),
-                        op)) {
+  if (auto err =
+          record(Op::kDeleteAddress, ns, std::to_string(index) + ", " + prefix.toString(), op)) {
     return std::unexpected(*err);
   }
   if (!prefix.address.valid()) {
@@ -949,9 +929,9 @@ inline os::SysResult<void> FakeNetlink::deleteAddress(const os::Netns& ns, int i
     return a.addr.ifIndex == index && a.addr.prefix == prefix;
   });
   if (it == s.addrs.end()) {
-    return os::sysFail(EADDRNOTAVAIL, op,
-                       prefix.address.isV4() ? "ipv4: Address not found"
-                                             : "ipv6: address not found");
+    return os::sysFail(
+        EADDRNOTAVAIL, op,
+        prefix.address.isV4() ? "ipv4: Address not found" : "ipv6: address not found");
   }
   const AddrState removed = *it;
   s.addrs.erase(it);
@@ -959,8 +939,8 @@ inline os::SysResult<void> FakeNetlink::deleteAddress(const os::Netns& ns, int i
     // promote_secondaries is 0 by default: the secondaries of a deleted primary go as well.
     const net::IpPrefix net = prefix.network();
     std::erase_if(s.addrs, [&](const AddrState& a) {
-      return a.secondary && a.addr.ifIndex == index && a.addr.prefix.prefixLen == prefix.prefixLen &&
-             net.contains(a.addr.prefix.address);
+      return a.secondary && a.addr.ifIndex == index &&
+             a.addr.prefix.prefixLen == prefix.prefixLen && net.contains(a.addr.prefix.address);
     });
   }
   removePrefixRoute(s, index, removed.addr);
@@ -998,8 +978,8 @@ inline os::SysResult<std::vector<nl::Route>> FakeNetlink::listRoutes(const os::N
 }
 
 inline os::SysResult<void> FakeNetlink::addRoute(const os::Netns& ns, const nl::Route& route) {
-  const std::string op = "add route " + describeRoute(route) + inNs(ns);
-  if (auto err = record(Op::kAddRoute, ns, describeRoute(route), op)) {
+  const std::string op = "add route " + nl::describe(route) + inNs(ns);
+  if (auto err = record(Op::kAddRoute, ns, nl::describe(route), op)) {
     return std::unexpected(*err);
   }
   const net::IpAddress& dst = route.dst.address;
@@ -1083,8 +1063,8 @@ inline os::SysResult<void> FakeNetlink::addRoute(const os::Netns& ns, const nl::
 }
 
 inline os::SysResult<void> FakeNetlink::deleteRoute(const os::Netns& ns, const nl::Route& route) {
-  const std::string op = "delete route " + describeRoute(route) + inNs(ns);
-  if (auto err = record(Op::kDeleteRoute, ns, describeRoute(route), op)) {
+  const std::string op = "delete route " + nl::describe(route) + inNs(ns);
+  if (auto err = record(Op::kDeleteRoute, ns, nl::describe(route), op)) {
     return std::unexpected(*err);
   }
   const net::IpAddress& dst = route.dst.address;

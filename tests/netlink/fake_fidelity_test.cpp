@@ -178,26 +178,52 @@ class FakeFidelityTest : public ::testing::TestWithParam<unsigned> {
       case 8: {
         nl::Route r;
         switch (pick(13)) {
-          case 0: r = route("10.5.0.0/16").dev(idx); break;
-          case 1: r = route("10.5.0.0/16").via("10.1.0.9").dev(idx); break;
-          case 2: r = route("10.6.0.0/16").via("10.1.0.9").metric(5); break;
-          case 3: r = route("0.0.0.0/0").via("10.2.0.9").table(100); break;
-          case 4: r = route("fd00:5::/64").dev(idx).metric(pick(2) != 0 ? 0 : 300); break;
-          case 5: r = route("fd00:6::/64").via("fd00:1::9").dev(idx); break;
-          case 6: r = route("::/0").via("fe80::1").dev(idx).mtu(1400); break;
-          case 7: r = route("10.7.0.0/24").dev(idx).mtu(1300).advmss(1200).scope(0); break;
-          case 8: r = route("fd00:7::/64").via("fd00:1::9"); break;
-          case 9: r = route("fd00:8::/64").via("fd00:2::9").dev(idx).table(100); break;
-          case 10: r = route("10.8.0.0/24").via("10.1.0.9").dev(idx).table(100).metric(9); break;
-          case 11: r = route("::/0").via("fe80::1"); break;
-          default: r = route("10.1.0.0/24").dev(idx); break;
+          case 0:
+            r = route("10.5.0.0/16").dev(idx);
+            break;
+          case 1:
+            r = route("10.5.0.0/16").via("10.1.0.9").dev(idx);
+            break;
+          case 2:
+            r = route("10.6.0.0/16").via("10.1.0.9").metric(5);
+            break;
+          case 3:
+            r = route("0.0.0.0/0").via("10.2.0.9").table(100);
+            break;
+          case 4:
+            r = route("fd00:5::/64").dev(idx).metric(pick(2) != 0 ? 0 : 300);
+            break;
+          case 5:
+            r = route("fd00:6::/64").via("fd00:1::9").dev(idx);
+            break;
+          case 6:
+            r = route("::/0").via("fe80::1").dev(idx).mtu(1400);
+            break;
+          case 7:
+            r = route("10.7.0.0/24").dev(idx).mtu(1300).advmss(1200).scope(0);
+            break;
+          case 8:
+            r = route("fd00:7::/64").via("fd00:1::9");
+            break;
+          case 9:
+            r = route("fd00:8::/64").via("fd00:2::9").dev(idx).table(100);
+            break;
+          case 10:
+            r = route("10.8.0.0/24").via("10.1.0.9").dev(idx).table(100).metric(9);
+            break;
+          case 11:
+            r = route("::/0").via("fe80::1");
+            break;
+          default:
+            r = route("10.1.0.0/24").dev(idx);
+            break;
         }
         const bool add = kind != 8;
-        return {std::string(add ? "addRoute" : "deleteRoute") + where + " " +
-                    contract::routeText(r),
-                [=](nl::Netlink& n, const os::Netns& a, const os::Netns& b) {
-                  return add ? outcome(n.addRoute(on(a, b), r)) : outcome(n.deleteRoute(on(a, b), r));
-                }};
+        return {
+            std::string(add ? "addRoute" : "deleteRoute") + where + " " + contract::routeText(r),
+            [=](nl::Netlink& n, const os::Netns& a, const os::Netns& b) {
+              return add ? outcome(n.addRoute(on(a, b), r)) : outcome(n.deleteRoute(on(a, b), r));
+            }};
       }
       case 9:
         return {"moveLink" + at + " to the other namespace",

@@ -126,28 +126,28 @@ constexpr std::uint32_t kLink = 253;
 }  // namespace ibcni::testing::contract
 
 /// Asserts that a SysResult holds a value, printing the error otherwise.
-#define IBCNI_ASSERT_OK(expr)                                                        \
-  do {                                                                              \
-    const auto& ibcniRes_ = (expr);                                                 \
+#define IBCNI_ASSERT_OK(expr)                                                            \
+  do {                                                                                   \
+    const auto& ibcniRes_ = (expr);                                                      \
     ASSERT_TRUE(ibcniRes_.has_value()) << #expr << ": " << ibcniRes_.error().describe(); \
   } while (0)
 
-#define IBCNI_EXPECT_OK(expr)                                                        \
-  do {                                                                              \
-    const auto& ibcniRes_ = (expr);                                                 \
+#define IBCNI_EXPECT_OK(expr)                                                            \
+  do {                                                                                   \
+    const auto& ibcniRes_ = (expr);                                                      \
     EXPECT_TRUE(ibcniRes_.has_value()) << #expr << ": " << ibcniRes_.error().describe(); \
   } while (0)
 
 /// Expects a SysResult to hold an error with errno `errnum` (compared by name: "EEXIST").
-#define IBCNI_EXPECT_ERRNO(expr, errnum)                                          \
-  do {                                                                           \
-    const auto& ibcniRes_ = (expr);                                              \
-    if (ibcniRes_.has_value()) {                                                 \
-      ADD_FAILURE() << #expr << " succeeded, expected " << ::ibcni::os::errnoName(errnum); \
-    } else {                                                                     \
+#define IBCNI_EXPECT_ERRNO(expr, errnum)                                                       \
+  do {                                                                                         \
+    const auto& ibcniRes_ = (expr);                                                            \
+    if (ibcniRes_.has_value()) {                                                               \
+      ADD_FAILURE() << #expr << " succeeded, expected " << ::ibcni::os::errnoName(errnum);     \
+    } else {                                                                                   \
       EXPECT_EQ(::ibcni::os::errnoName(ibcniRes_.error().err), ::ibcni::os::errnoName(errnum)) \
-          << ibcniRes_.error().describe();                                       \
-    }                                                                            \
+          << ibcniRes_.error().describe();                                                     \
+    }                                                                                          \
   } while (0)
 
 namespace ibcni::testing {
@@ -237,11 +237,6 @@ class NetlinkContract : public ::testing::Test {
 
 TYPED_TEST_SUITE_P(NetlinkContract);
 
-using ::testing::Contains;
-using ::testing::HasSubstr;
-using ::testing::IsEmpty;
-using ::testing::Not;
-using ::testing::UnorderedElementsAre;
 using contract::ip;
 using contract::kLink;
 using contract::kMain;
@@ -250,6 +245,11 @@ using contract::listed;
 using contract::pfx;
 using contract::route;
 using contract::routeText;
+using ::testing::Contains;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
+using ::testing::UnorderedElementsAre;
 
 // ---- links ----
 
@@ -364,8 +364,7 @@ TYPED_TEST_P(NetlinkContract, RenameUpLinkFollowsTheKernelVersion) {
 TYPED_TEST_P(NetlinkContract, RenameRejectsInvalidNames) {
   nl::Link link = this->veth(this->ns(0), this->ns(1));
   ASSERT_GT(link.index, 0);
-  IBCNI_EXPECT_ERRNO(this->nl().renameLink(this->ns(0), link.index, "name-longer-than-15"),
-                     EINVAL);
+  IBCNI_EXPECT_ERRNO(this->nl().renameLink(this->ns(0), link.index, "name-longer-than-15"), EINVAL);
   IBCNI_EXPECT_ERRNO(this->nl().renameLink(this->ns(0), link.index, ""), EINVAL);
   IBCNI_EXPECT_ERRNO(this->nl().renameLink(this->ns(0), link.index, "a/b"), EINVAL);
   auto same = this->nl().linkByIndex(this->ns(0), link.index);
@@ -417,12 +416,12 @@ TYPED_TEST_P(NetlinkContract, SetHwAddress) {
   IBCNI_ASSERT_OK(this->nl().setHwAddress(this->ns(0), link.index, mac2));
   EXPECT_EQ(this->nl().linkByIndex(this->ns(0), link.index)->mac, mac2);
 
-  IBCNI_EXPECT_ERRNO(this->nl().setHwAddress(this->ns(0), link.index,
-                                             *net::HwAddress::parse("03:11:22:33:44:55")),
-                     EADDRNOTAVAIL);  // multicast
-  IBCNI_EXPECT_ERRNO(this->nl().setHwAddress(this->ns(0), link.index,
-                                             *net::HwAddress::parse("00:00:00:00:00:00")),
-                     EADDRNOTAVAIL);
+  IBCNI_EXPECT_ERRNO(
+      this->nl().setHwAddress(this->ns(0), link.index, *net::HwAddress::parse("03:11:22:33:44:55")),
+      EADDRNOTAVAIL);  // multicast
+  IBCNI_EXPECT_ERRNO(
+      this->nl().setHwAddress(this->ns(0), link.index, *net::HwAddress::parse("00:00:00:00:00:00")),
+      EADDRNOTAVAIL);
   IBCNI_EXPECT_ERRNO(
       this->nl().setHwAddress(this->ns(0), link.index, *net::HwAddress::parse("02:11:22")),
       EINVAL);  // shorter than the device's 6 bytes
@@ -538,6 +537,12 @@ TYPED_TEST_P(NetlinkContract, AddListAndDeleteAddresses) {
 }
 
 TYPED_TEST_P(NetlinkContract, AddressesOfMissingLinkAreEnodev) {
+  for (const char* a : {"10.1.0.2/24", "fd00::2/64"}) {
+    auto res = this->nl().addAddress(this->ns(0), 9999, pfx(a));
+    ASSERT_FALSE(res.has_value());
+    EXPECT_EQ(os::errnoName(res.error().err), "ENODEV") << res.error().describe();
+    EXPECT_THAT(res.error().extAck, HasSubstr(a[0] == '1' ? "ipv4" : "ipv6"));
+  }
   IBCNI_EXPECT_ERRNO(this->nl().listAddresses(this->ns(0), 9999), ENODEV);
   IBCNI_EXPECT_ERRNO(this->nl().addAddress(this->ns(0), 9999, pfx("10.1.0.2/24")), ENODEV);
   IBCNI_EXPECT_ERRNO(this->nl().addAddress(this->ns(0), 9999, pfx("fd00::2/64")), ENODEV);
@@ -580,7 +585,14 @@ TYPED_TEST_P(NetlinkContract, MtuBelow1280DisablesIpv6) {
   EXPECT_THAT(this->addressesOf(this->ns(0), link.index),
               UnorderedElementsAre(std::to_string(link.index) + " 10.1.0.2/24"));
   IBCNI_EXPECT_ERRNO(this->nl().addAddress(this->ns(0), link.index, pfx("fd00:9::1/64")), EINVAL);
+  IBCNI_EXPECT_ERRNO(this->nl().deleteAddress(this->ns(0), link.index, pfx("fd00:1::2/64")),
+                     ENXIO);  // "IPv6 is disabled on this device"
+  IBCNI_EXPECT_ERRNO(this->nl().addRoute(this->ns(0), route("fd00:9::/64").dev(link.index)),
+                     ENODEV);
   IBCNI_EXPECT_OK(this->nl().addAddress(this->ns(0), link.index, pfx("10.9.0.1/24")));
+  // IPv6 works again once the MTU is back.
+  IBCNI_ASSERT_OK(this->nl().setMtu(this->ns(0), link.index, 1500));
+  IBCNI_EXPECT_OK(this->nl().addAddress(this->ns(0), link.index, pfx("fd00:9::1/64")));
 }
 
 TYPED_TEST_P(NetlinkContract, LoopbackUpGetsLoopbackAddressesButNoUnicastRoutes) {
@@ -676,7 +688,8 @@ TYPED_TEST_P(NetlinkContract, RoutesListedCanBeDeletedAsListed) {
   nl::Link link = this->upLink();
   ASSERT_GT(link.index, 0);
   IBCNI_ASSERT_OK(this->nl().addRoute(
-      this->ns(0), route("10.2.0.0/16").via("10.1.0.1").dev(link.index).mtu(1400).metric(7).table(100)));
+      this->ns(0),
+      route("10.2.0.0/16").via("10.1.0.1").dev(link.index).mtu(1400).metric(7).table(100)));
   auto routes = this->nl().listRoutes(this->ns(0), link.index);
   IBCNI_ASSERT_OK(routes);
   for (const auto& r : *routes) {
@@ -693,12 +706,12 @@ TYPED_TEST_P(NetlinkContract, DuplicateRouteIsEexist) {
   IBCNI_ASSERT_OK(this->nl().addRoute(this->ns(0), r));
   IBCNI_EXPECT_ERRNO(this->nl().addRoute(this->ns(0), r), EEXIST);
   // Same table, destination and priority: a different gateway does not make it another route.
-  IBCNI_EXPECT_ERRNO(this->nl().addRoute(this->ns(0), route("10.2.0.0/16").via("10.1.0.9").dev(dev)),
-                     EEXIST);
-  IBCNI_EXPECT_OK(this->nl().addRoute(
-      this->ns(0), route("10.2.0.0/16").via("10.1.0.9").dev(dev).metric(5)));
-  IBCNI_EXPECT_OK(this->nl().addRoute(
-      this->ns(0), route("10.2.0.0/16").via("10.1.0.1").dev(dev).table(100)));
+  IBCNI_EXPECT_ERRNO(
+      this->nl().addRoute(this->ns(0), route("10.2.0.0/16").via("10.1.0.9").dev(dev)), EEXIST);
+  IBCNI_EXPECT_OK(
+      this->nl().addRoute(this->ns(0), route("10.2.0.0/16").via("10.1.0.9").dev(dev).metric(5)));
+  IBCNI_EXPECT_OK(
+      this->nl().addRoute(this->ns(0), route("10.2.0.0/16").via("10.1.0.1").dev(dev).table(100)));
   nl::Route v6 = route("fd00:2::/64").dev(dev);
   IBCNI_ASSERT_OK(this->nl().addRoute(this->ns(0), v6));
   IBCNI_EXPECT_ERRNO(this->nl().addRoute(this->ns(0), v6), EEXIST);
@@ -716,12 +729,12 @@ TYPED_TEST_P(NetlinkContract, DeleteRouteMatchesLikeIpRouteDel) {
                      ESRCH);
   IBCNI_EXPECT_ERRNO(this->nl().deleteRoute(this->ns(0), route("10.2.0.0/16").via("10.1.0.9")),
                      ESRCH);
-  IBCNI_EXPECT_ERRNO(this->nl().deleteRoute(this->ns(0), route("10.2.0.0/16").mtu(1300)),
-                     ESRCH);
-  IBCNI_EXPECT_ERRNO(this->nl().deleteRoute(this->ns(0), route("10.2.0.0/16").table(100)),
-                     ESRCH);
-  IBCNI_EXPECT_ERRNO(this->nl().deleteRoute(this->ns(0), route("10.2.0.0/16").dev(9999)),
-                     ESRCH);
+  IBCNI_EXPECT_ERRNO(this->nl().deleteRoute(this->ns(0), route("10.2.0.0/16").mtu(1300)), ESRCH);
+  auto noTable = this->nl().deleteRoute(this->ns(0), route("10.2.0.0/16").table(100));
+  ASSERT_FALSE(noTable.has_value());
+  EXPECT_EQ(os::errnoName(noTable.error().err), "ESRCH");
+  EXPECT_THAT(noTable.error().extAck, HasSubstr("table"));  // table 100 was never used
+  IBCNI_EXPECT_ERRNO(this->nl().deleteRoute(this->ns(0), route("10.2.0.0/16").dev(9999)), ESRCH);
   IBCNI_EXPECT_ERRNO(this->nl().deleteRoute(this->ns(0), route("10.8.0.0/16")), ESRCH);
   IBCNI_EXPECT_ERRNO(this->nl().deleteRoute(this->ns(0), route("fd00:8::/64")), ESRCH);
   // Only the destination given: unset fields are wildcards.
@@ -742,50 +755,85 @@ TYPED_TEST_P(NetlinkContract, RouteErrors) {
     EXPECT_EQ(os::errnoName(res.error().err), "ENETDOWN") << res.error().describe();
     EXPECT_THAT(res.error().extAck, HasSubstr("not up"));
   }
-  auto unreachable = this->nl().addRoute(
-      this->ns(0), route("10.2.0.0/16").via("10.9.0.1").dev(dev));
+  auto unreachable =
+      this->nl().addRoute(this->ns(0), route("10.2.0.0/16").via("10.9.0.1").dev(dev));
   ASSERT_FALSE(unreachable.has_value());
   EXPECT_EQ(os::errnoName(unreachable.error().err), "ENETUNREACH");
   EXPECT_THAT(unreachable.error().extAck, HasSubstr("gateway"));
-  IBCNI_EXPECT_ERRNO(this->nl().addRoute(this->ns(0), route("fd00:2::/64").via("fd00:9::1").dev(dev)),
-                     EHOSTUNREACH);
+  IBCNI_EXPECT_ERRNO(
+      this->nl().addRoute(this->ns(0), route("fd00:2::/64").via("fd00:9::1").dev(dev)),
+      EHOSTUNREACH);
   // A gateway reachable only through another device.
-  IBCNI_EXPECT_ERRNO(this->nl().addRoute(this->ns(0), route("10.2.0.0/16").via("10.1.0.1").dev(down.index)),
-                     ENETUNREACH);
-  IBCNI_EXPECT_ERRNO(this->nl().addRoute(this->ns(0), route("10.2.0.0/16").dev(9999)),
-                     ENODEV);
+  IBCNI_EXPECT_ERRNO(
+      this->nl().addRoute(this->ns(0), route("10.2.0.0/16").via("10.1.0.1").dev(down.index)),
+      ENETUNREACH);
+  IBCNI_EXPECT_ERRNO(this->nl().addRoute(this->ns(0), route("10.2.0.0/16").dev(9999)), ENODEV);
   IBCNI_EXPECT_ERRNO(this->nl().addRoute(this->ns(0), route("10.2.0.0/16")), ENODEV);
   IBCNI_EXPECT_ERRNO(this->nl().addRoute(this->ns(0), route("fd00:2::/64")), ENODEV);
   IBCNI_EXPECT_ERRNO(this->nl().addRoute(this->ns(0), route("10.2.0.1/16").dev(dev)),
                      EINVAL);  // host bits set
-  IBCNI_EXPECT_ERRNO(this->nl().addRoute(this->ns(0), route("10.2.0.0/16").via("fd00:1::1").dev(dev)),
-                     EINVAL);  // mixed families
+  IBCNI_EXPECT_ERRNO(
+      this->nl().addRoute(this->ns(0), route("10.2.0.0/16").via("fd00:1::1").dev(dev)),
+      EINVAL);  // mixed families
 }
 
 TYPED_TEST_P(NetlinkContract, Ipv6RouteHostBitsAreMasked) {
   nl::Link link = this->upLink();
   ASSERT_GT(link.index, 0);
-  IBCNI_ASSERT_OK(
-      this->nl().addRoute(this->ns(0), route("fd00:2::1/64").dev(link.index)));
-  EXPECT_THAT(this->routesOf(this->ns(0), link.index),
+  IBCNI_ASSERT_OK(this->nl().addRoute(this->ns(0), route("fd00:2::1/64").dev(link.index)));
+  EXPECT_THAT(
+      this->routesOf(this->ns(0), link.index),
+      Contains(routeText(listed("fd00:2::/64", std::nullopt, link.index, kMain, 1024, kUniverse))));
+}
+
+TYPED_TEST_P(NetlinkContract, DeletingTheLastIpv4AddressFlushesIpv4Routes) {
+  nl::Link link = this->upLink();
+  ASSERT_GT(link.index, 0);
+  const int dev = link.index;
+  IBCNI_ASSERT_OK(this->nl().addRoute(this->ns(0), route("10.2.0.0/16").via("10.1.0.1").dev(dev)));
+  IBCNI_ASSERT_OK(this->nl().addRoute(this->ns(0), route("10.3.0.0/16").dev(dev)));
+  IBCNI_ASSERT_OK(this->nl().addRoute(this->ns(0), route("fd00:2::/64").dev(dev)));
+  IBCNI_ASSERT_OK(this->nl().deleteAddress(this->ns(0), dev, pfx("10.1.0.2/24")));
+  // fib_disable_ip: with no IPv4 address left, every IPv4 route through the link goes.
+  EXPECT_THAT(this->routesOf(this->ns(0), dev),
+              UnorderedElementsAre(
+                  routeText(listed("fd00:1::/64", std::nullopt, dev, kMain, 256, kUniverse)),
+                  routeText(listed("fd00:2::/64", std::nullopt, dev, kMain, 1024, kUniverse))));
+}
+
+TYPED_TEST_P(NetlinkContract, Ipv6RouteMtuFollowsTheDevice) {
+  nl::Link link = this->upLink();
+  ASSERT_GT(link.index, 0);
+  const int dev = link.index;
+  IBCNI_ASSERT_OK(this->nl().addRoute(this->ns(0), route("fd00:2::/64").dev(dev).mtu(1400)));
+  IBCNI_ASSERT_OK(this->nl().addRoute(this->ns(0), route("10.2.0.0/16").dev(dev).mtu(1400)));
+  IBCNI_ASSERT_OK(this->nl().setMtu(this->ns(0), dev, 1300));
+  // rt6_mtu_change lowers the IPv6 route's MTU to the device's; IPv4 keeps its metric.
+  EXPECT_THAT(
+      this->routesOf(this->ns(0), dev),
+      Contains(routeText(listed("fd00:2::/64", std::nullopt, dev, kMain, 1024, kUniverse, 1300))));
+  EXPECT_THAT(this->routesOf(this->ns(0), dev),
               Contains(routeText(
-                  listed("fd00:2::/64", std::nullopt, link.index, kMain, 1024, kUniverse))));
+                  listed("10.2.0.0/16", std::nullopt, dev, kMain, std::nullopt, kLink, 1400))));
+  IBCNI_ASSERT_OK(this->nl().setMtu(this->ns(0), dev, 1500));  // and raises it with the device
+  EXPECT_THAT(
+      this->routesOf(this->ns(0), dev),
+      Contains(routeText(listed("fd00:2::/64", std::nullopt, dev, kMain, 1024, kUniverse, 1500))));
 }
 
 TYPED_TEST_P(NetlinkContract, RoutesGoWhenTheLinkGoesDown) {
   nl::Link link = this->upLink();
   ASSERT_GT(link.index, 0);
   const int dev = link.index;
-  IBCNI_ASSERT_OK(this->nl().addRoute(
-      this->ns(0), route("10.2.0.0/16").via("10.1.0.1").dev(dev)));
+  IBCNI_ASSERT_OK(this->nl().addRoute(this->ns(0), route("10.2.0.0/16").via("10.1.0.1").dev(dev)));
   IBCNI_ASSERT_OK(this->nl().addRoute(this->ns(0), route("fd00:2::/64").dev(dev)));
   IBCNI_ASSERT_OK(this->nl().setLinkUp(this->ns(0), dev, false));
   EXPECT_THAT(this->routesOf(this->ns(0), 0), IsEmpty());
   IBCNI_ASSERT_OK(this->nl().setLinkUp(this->ns(0), dev, true));
   // The IPv4 prefix route comes back; static routes and the IPv6 address do not.
   EXPECT_THAT(this->routesOf(this->ns(0), 0),
-              UnorderedElementsAre(routeText(
-                  listed("10.1.0.0/24", std::nullopt, dev, kMain, std::nullopt, kLink))));
+              UnorderedElementsAre(
+                  routeText(listed("10.1.0.0/24", std::nullopt, dev, kMain, std::nullopt, kLink))));
 }
 
 TYPED_TEST_P(NetlinkContract, ListRoutesFiltersByLink) {
@@ -817,26 +865,21 @@ TYPED_TEST_P(NetlinkContract, CallerStaysInItsNamespace) {
   EXPECT_TRUE(before->sameAs(*after));
 }
 
-REGISTER_TYPED_TEST_SUITE_P(NetlinkContract, LinkByNameAndByIndexReturnTheLink,
-                            MissingLinkIsEnodev, ErrorsNameTheOperationAndNamespace,
-                            FreshNamespaceHasOnlyDownLoopback, SetLinkUpAndDown, RenameDownLink,
-                            RenameToTakenNameIsEexist, RenameUpLinkFollowsTheKernelVersion,
-                            RenameRejectsInvalidNames, SetMtuWithinAndOutsideTheDeviceRange,
-                            SetAndClearAlias, SetHwAddress, MoveLinkKeepsNameIndexMtuAndAlias,
-                            MoveLinkGetsANewIndexWhenItsIndexIsTaken,
-                            MoveLinkWhoseNameIsTakenInTheTargetIsEexist,
-                            MoveLinkDropsAddressesAndRoutesAndSetsItDown,
-                            MoveLinkIntoItsOwnNamespaceChangesNothing, LoopbackCannotMove,
-                            AddListAndDeleteAddresses, AddressesOfMissingLinkAreEnodev,
-                            SameIpv4AddressWithAnotherPrefixLengthIsASecondAddress,
-                            DeletingAnIpv4PrimaryDeletesItsSecondaries,
-                            Ipv6AddressesGoWhenTheLinkGoesDown, MtuBelow1280DisablesIpv6,
-                            LoopbackUpGetsLoopbackAddressesButNoUnicastRoutes,
-                            PrefixRoutesFollowAddressesOnUpLinks,
-                            AddressesOnADownLinkGetRoutesWhenItComesUp, AddListAndDeleteRoutes,
-                            RoutesListedCanBeDeletedAsListed, DuplicateRouteIsEexist,
-                            DeleteRouteMatchesLikeIpRouteDel, RouteErrors,
-                            Ipv6RouteHostBitsAreMasked, RoutesGoWhenTheLinkGoesDown,
-                            ListRoutesFiltersByLink, CallerStaysInItsNamespace);
+REGISTER_TYPED_TEST_SUITE_P(
+    NetlinkContract, LinkByNameAndByIndexReturnTheLink, MissingLinkIsEnodev,
+    ErrorsNameTheOperationAndNamespace, FreshNamespaceHasOnlyDownLoopback, SetLinkUpAndDown,
+    RenameDownLink, RenameToTakenNameIsEexist, RenameUpLinkFollowsTheKernelVersion,
+    RenameRejectsInvalidNames, SetMtuWithinAndOutsideTheDeviceRange, SetAndClearAlias, SetHwAddress,
+    MoveLinkKeepsNameIndexMtuAndAlias, MoveLinkGetsANewIndexWhenItsIndexIsTaken,
+    MoveLinkWhoseNameIsTakenInTheTargetIsEexist, MoveLinkDropsAddressesAndRoutesAndSetsItDown,
+    MoveLinkIntoItsOwnNamespaceChangesNothing, LoopbackCannotMove, AddListAndDeleteAddresses,
+    AddressesOfMissingLinkAreEnodev, SameIpv4AddressWithAnotherPrefixLengthIsASecondAddress,
+    DeletingAnIpv4PrimaryDeletesItsSecondaries, Ipv6AddressesGoWhenTheLinkGoesDown,
+    MtuBelow1280DisablesIpv6, LoopbackUpGetsLoopbackAddressesButNoUnicastRoutes,
+    PrefixRoutesFollowAddressesOnUpLinks, AddressesOnADownLinkGetRoutesWhenItComesUp,
+    AddListAndDeleteRoutes, RoutesListedCanBeDeletedAsListed, DuplicateRouteIsEexist,
+    DeleteRouteMatchesLikeIpRouteDel, RouteErrors, Ipv6RouteHostBitsAreMasked,
+    DeletingTheLastIpv4AddressFlushesIpv4Routes, Ipv6RouteMtuFollowsTheDevice,
+    RoutesGoWhenTheLinkGoesDown, ListRoutesFiltersByLink, CallerStaysInItsNamespace);
 
 }  // namespace ibcni::testing

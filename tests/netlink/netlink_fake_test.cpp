@@ -13,8 +13,8 @@
 #include "netlink_contract.h"
 
 namespace ibcni::testing {
-namespace {
 
+/// The contract's backend for FakeNetlink: three fake namespace handles.
 class FakeBackend {
  public:
   os::SysResult<void> setUp() {
@@ -43,15 +43,13 @@ class FakeBackend {
   FakeNetlink fake_;
 };
 
-}  // namespace
-
 INSTANTIATE_TYPED_TEST_SUITE_P(Fake, NetlinkContract, FakeBackend);
 
 namespace {
 
+using contract::pfx;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
-using contract::pfx;
 using Op = FakeNetlink::Op;
 
 nl::Link upLink(const char* name) {
@@ -117,10 +115,10 @@ TEST_F(FakeNetlinkTest, FailOnWorksForEveryOperation) {
   const int idx = fake_.addLink(host_, upLink("ib0"));
   ASSERT_TRUE(fake_.addAddress(host_, idx, pfx("10.1.0.2/24")).has_value());
   const nl::Route route = contract::route("10.2.0.0/16").dev(idx);
-  for (Op op : {Op::kLinkByName, Op::kLinkByIndex, Op::kSetLinkUp, Op::kRenameLink, Op::kSetMtu,
-                Op::kSetAlias, Op::kSetHwAddress, Op::kMoveLink, Op::kListAddresses,
-                Op::kAddAddress, Op::kDeleteAddress, Op::kListRoutes, Op::kAddRoute,
-                Op::kDeleteRoute}) {
+  for (Op op :
+       {Op::kLinkByName, Op::kLinkByIndex, Op::kSetLinkUp, Op::kRenameLink, Op::kSetMtu,
+        Op::kSetAlias, Op::kSetHwAddress, Op::kMoveLink, Op::kListAddresses, Op::kAddAddress,
+        Op::kDeleteAddress, Op::kListRoutes, Op::kAddRoute, Op::kDeleteRoute}) {
     fake_.failOn(op, EIO);
   }
   EXPECT_EQ(fake_.linkByName(host_, "ib0").error().err, EIO);

@@ -5,7 +5,9 @@
 
 #include <array>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <dirent.h>
 #include <fcntl.h>
 #include <memory>
@@ -13,6 +15,7 @@
 #include <set>
 #include <string>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -38,6 +41,9 @@ bool kernelRenamesUpLinks() {
   return major > 6 || (major == 6 && minor >= 2);
 }
 
+}  // namespace
+
+/// The contract's backend for LibnlNetlink: fresh namespaces, the thread in a "host" one.
 class RealBackend {
  public:
   os::SysResult<void> setUp() {
@@ -80,8 +86,6 @@ class RealBackend {
   std::optional<ScopedHostNetns> scope_;
   std::unique_ptr<nl::LibnlNetlink> netlink_;
 };
-
-}  // namespace
 
 INSTANTIATE_TYPED_TEST_SUITE_P(Libnl, NetlinkContract, RealBackend);
 
@@ -181,6 +185,88 @@ TEST_F(LibnlNetlinkTest, ErrorTextCarriesTheKernelsExtendedAck) {
   EXPECT_EQ(res.error().extAck, "mtu less than device minimum");
   EXPECT_NE(res.error().describe().find("mtu less than device minimum"), std::string::npos);
   EXPECT_NE(res.error().op.find(pod_->path()), std::string::npos);
+}
+
+// Writes `text` to a new temporary file and returns its path ("" on failure).
+std::string tempFile(const std::string& text) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string path = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/ibcni-XXXXXX";
+  const int fd = ::mkostemp(path.data(), O_CLOEXEC);
+  if (fd < 0) {
+    return {};
+  }
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  return ok ? path : std::string();
+}
+
+// A dump that races with changes is marked NLM_F_DUMP_INTR by the kernel; LibnlNetlink must
+// then retry, and hand out either a complete list or EAGAIN, never a partial one. (Whether an
+// interruption happens is up to timing; with this churn it does, many times per run.)
+TEST_F(LibnlNetlinkTest, DumpsRacingWithChangesAreCompleteOrEagain) {
+  const os::Netns& ns = pod_->netns();
+  const std::string peerName = randomIfName("pp");
+  ASSERT_TRUE(createVethPair(ns, "churn0", host_->netns(), peerName).has_value());
+  // The churned address comes first, so deleting it shifts every other one in the list.
+  std::string fill = "addr add 10.255.0.1/32 dev churn0\n";
+  for (int i = 0; i < 1000; ++i) {
+    fill += "addr add 10." + std::to_string(i / 250) + "." + std::to_string(i % 250) +
+            ".1/32 dev churn0\n";
+  }
+  std::string churn;
+  for (int i = 0; i < 200; ++i) {
+    churn += "addr del 10.255.0.1/32 dev churn0\naddr add 10.255.0.1/32 dev churn0\n";
+  }
+  const std::string fillFile = tempFile(fill);
+  const std::string churnFile = tempFile(churn);
+  ASSERT_FALSE(fillFile.empty() || churnFile.empty());
+  auto filled = runIp(ns, {"-batch", fillFile});
+  ASSERT_TRUE(filled.has_value()) << filled.error().describe();
+
+  nl::LibnlNetlink netlink;
+  auto link = netlink.linkByName(ns, "churn0");
+  ASSERT_TRUE(link.has_value()) << link.error().describe();
+  const pid_t churner = ::fork();
+  ASSERT_GE(churner, 0);
+  if (churner == 0) {
+    for (;;) {
+      (void)runIp(ns, {"-batch", churnFile});
+    }
+  }
+  int complete = 0;
+  int eagain = 0;
+  std::string failures;
+  for (int i = 0; i < 60; ++i) {
+    auto addrs = netlink.listAddresses(ns, link->index);
+    if (!addrs) {
+      if (addrs.error().err == EAGAIN) {
+        ++eagain;
+      } else {
+        failures += addrs.error().describe() + "\n";
+      }
+      continue;
+    }
+    std::set<std::string> seen;
+    for (const auto& a : *addrs) {
+      seen.insert(a.prefix.toString());
+    }
+    seen.erase("10.255.0.1/32");
+    if (seen.size() == 1000) {
+      ++complete;
+    } else {
+      failures += "partial list: " + std::to_string(seen.size()) + " addresses\n";
+    }
+  }
+  ::kill(churner, SIGKILL);
+  ::waitpid(churner, nullptr, 0);
+  ::unlink(fillFile.c_str());
+  ::unlink(churnFile.c_str());
+  EXPECT_EQ(failures, "");
+  EXPECT_GT(complete, 0) << eagain << " lists gave up with EAGAIN";
+  // The socket is still in step after all of that.
+  auto after = netlink.linkByIndex(ns, link->index);
+  ASSERT_TRUE(after.has_value()) << after.error().describe();
+  EXPECT_EQ(after->name, "churn0");
 }
 
 }  // namespace

@@ -43,6 +43,9 @@ struct Route {
   std::optional<std::uint32_t> scope;
 };
 
+/// "dst via gw dev N table T metric P scope S mtu M advmss A", for messages.
+[[nodiscard]] std::string describe(const Route& route);
+
 /// rtnetlink operations on links, addresses and routes in a given network namespace. Every call
 /// names the namespace it acts in; the implementation talks to it through a netlink socket created
 /// inside that namespace, so the calling thread never leaves its own.
@@ -57,7 +60,8 @@ class Netlink {
   [[nodiscard]] virtual os::SysResult<Link> linkByIndex(const os::Netns& ns, int index) = 0;
   /// Sets or clears IFF_UP.
   [[nodiscard]] virtual os::SysResult<void> setLinkUp(const os::Netns& ns, int index, bool up) = 0;
-  /// Renames a link; the kernel requires it to be down. EEXIST when the name is taken.
+  /// Renames a link. EEXIST when the name is taken. Kernels before 6.2 refuse to rename an up link
+  /// (EBUSY), so portable callers set it down first.
   [[nodiscard]] virtual os::SysResult<void> renameLink(const os::Netns& ns, int index,
                                                        const std::string& newName) = 0;
   [[nodiscard]] virtual os::SysResult<void> setMtu(const os::Netns& ns, int index, std::uint32_t mtu) = 0;
@@ -66,8 +70,9 @@ class Netlink {
                                                      const std::string& alias) = 0;
   [[nodiscard]] virtual os::SysResult<void> setHwAddress(const os::Netns& ns, int index,
                                                          const net::HwAddress& mac) = 0;
-  /// Moves link `index` of `from` into `to` (IFLA_NET_NS_FD). The link keeps its name; its index
-  /// may change if taken in `to`, so look it up again by name. EEXIST when `to` has that name.
+  /// Moves link `index` of `from` into `to` (IFLA_NET_NS_FD). The link keeps its name, alias, MTU
+  /// and MAC, and arrives down without its addresses and routes; its index may change if taken in
+  /// `to`, so look it up again by name. EEXIST when `to` has that name.
   [[nodiscard]] virtual os::SysResult<void> moveLink(const os::Netns& from, int index,
                                                      const os::Netns& to) = 0;
 

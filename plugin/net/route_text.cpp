@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "ibcni/netlink/netlink.h"
+
+namespace ibcni::nl {
+
+std::string describe(const Route& r) {
+  std::string out = r.dst.toString();
+  if (r.gw) {
+    out += " via " + r.gw->toString();
+  }
+  if (r.ifIndex != 0) {
+    out += " dev " + std::to_string(r.ifIndex);
+  }
+  const std::pair<const char*, const std::optional<std::uint32_t>*> extras[] = {
+      {" table ", &r.table}, {" metric ", &r.priority}, {" scope ", &r.scope}, {" mtu ", &r.mtu}, {" advmss ", &r.advmss}};
+  for (const auto& [label, value] : extras) {
+    if (*value) {
+      out += label + std::to_string(**value);
+    }
+  }
+  return out;
+}
+
+}  // namespace ibcni::nl
