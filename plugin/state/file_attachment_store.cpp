@@ -69,17 +69,19 @@ os::SysResult<void> fsyncDir(const std::string& dir) {
   return {};
 }
 
-// File names are built from the network name (validated by the config parser) and the container
-// ID and ifname (validated from the environment), so they never contain '/'.
-std::string fileName(const std::string& containerId, const std::string& ifName) {
-  return containerId + "_" + ifName + ".json";
+// The path is built from the network name (validated by the config parser) and the container ID
+// and ifname (validated from the environment): none contains '/', so one directory per container
+// keeps every (containerID, ifname) pair apart. (A joined "<cid>_<ifname>" name would not: "a_b"+"c"
+// and "a"+"b_c" would share a file.)
+std::string relativePath(const std::string& containerId, const std::string& ifName) {
+  return containerId + "/" + ifName + ".json";
 }
 
 }  // namespace
 
 std::string FileAttachmentStore::pathOf(const std::string& network, const std::string& containerId,
                                         const std::string& ifName) const {
-  return dir_ + "/attachments/" + network + "/" + fileName(containerId, ifName);
+  return dir_ + "/attachments/" + network + "/" + relativePath(containerId, ifName);
 }
 
 std::string FileAttachmentStore::encode(const AttachmentRecord& r) {
@@ -212,6 +214,10 @@ os::SysResult<std::optional<AttachmentRecord>> FileAttachmentStore::load(const s
   if (!rec) {
     return std::unexpected(rec.error());
   }
+  if (rec->network != network || rec->containerId != containerId || rec->ifName != ifName) {
+    return os::sysFail(EINVAL, "attachment record " + path + " belongs to " + rec->network + "/" + rec->containerId +
+                                   "/" + rec->ifName);
+  }
   return std::optional<AttachmentRecord>(std::move(*rec));
 }
 
@@ -221,6 +227,8 @@ os::SysResult<void> FileAttachmentStore::remove(const std::string& network, cons
   if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
     return os::sysFail(errno, "remove " + path);
   }
+  // The container's directory goes with its last record (rmdir fails harmlessly otherwise).
+  ::rmdir(fs::path(path).parent_path().c_str());
   return {};
 }
 
@@ -239,8 +247,8 @@ os::SysResult<std::vector<AttachmentRecord>> FileAttachmentStore::list(const std
     }
   }
   for (const auto& d : dirs) {
-    for (const auto& e : fs::directory_iterator(d, ec)) {
-      if (e.path().extension() != ".json") {
+    for (const auto& e : fs::recursive_directory_iterator(d, ec)) {
+      if (!e.is_regular_file() || e.path().extension() != ".json") {
         continue;
       }
       auto text = readAll(e.path());

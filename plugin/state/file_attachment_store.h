@@ -7,7 +7,7 @@
 
 namespace ibcni::state {
 
-/// Records as JSON files: <dir>/attachments/<network>/<containerId>_<ifName>.json, mode 0600.
+/// Records as JSON files: <dir>/attachments/<network>/<containerId>/<ifName>.json, mode 0600.
 class FileAttachmentStore final : public AttachmentStore {
  public:
   explicit FileAttachmentStore(std::string dir) : dir_(std::move(dir)) {}

@@ -76,6 +76,28 @@ TEST_F(StoreTest, SaveLoadRemove) {
   EXPECT_TRUE(store.remove("ibnet", "c1", "net1")) << "removing twice succeeds";
 }
 
+TEST_F(StoreTest, AttachmentsWithUnderscoresDoNotCollide) {
+  FileAttachmentStore store(dir_);
+  ASSERT_TRUE(store.save(record("a_b", "c")));
+  auto other = store.load("ibnet", "a", "b_c");
+  ASSERT_TRUE(other);
+  EXPECT_FALSE(*other) << "(a, b_c) is not (a_b, c)";
+  ASSERT_TRUE(store.remove("ibnet", "a", "b_c"));
+  auto kept = store.load("ibnet", "a_b", "c");
+  ASSERT_TRUE(kept && *kept);
+  EXPECT_EQ(store.list("ibnet")->size(), 1u);
+}
+
+TEST_F(StoreTest, RecordOfAnotherAttachmentIsRefused) {
+  FileAttachmentStore store(dir_);
+  ASSERT_TRUE(store.save(record("c1", "net1")));
+  fs::create_directories(dir_ + "/attachments/ibnet/c2");
+  fs::copy_file(store.pathOf("ibnet", "c1", "net1"), store.pathOf("ibnet", "c2", "net1"));
+  auto r = store.load("ibnet", "c2", "net1");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().err, EINVAL);
+}
+
 TEST_F(StoreTest, MissingIsNotAnError) {
   FileAttachmentStore store(dir_ + "/never-created");
   auto r = store.load("ibnet", "c1", "net1");
@@ -93,7 +115,7 @@ TEST_F(StoreTest, ListsPerNetworkAndSkipsGarbage) {
   auto other = record("c3", "net1");
   other.network = "other";
   ASSERT_TRUE(store.save(other));
-  std::ofstream(dir_ + "/attachments/ibnet/junk.json") << "{not json";
+  std::ofstream(dir_ + "/attachments/ibnet/c1/junk.json") << "{not json";
   auto mine = store.list("ibnet");
   ASSERT_TRUE(mine);
   EXPECT_EQ(mine->size(), 2u);

@@ -1,0 +1,255 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# deviceID on real PCI hardware: the built ibcni moves the kernel-lab VM's virtio-net PCI NIC eth1
+# (a PCI function like an SR-IOV VF handed out as deviceID) into pod namespaces and back.
+#
+# Outside the VM (what ctest runs, from the source directory; label kernel-lab):
+#   deviceid_move_vm.sh --boot <kernel-lab run.sh> <sysfs_devices_vm_test> <ibcni>
+#     boots the VM with --nics 2 and runs, inside, the sysfs_devices_vm_test binary and then this
+#     script. Fails with a clear message when the kernel-lab is not installed.
+# Inside the VM (KERNEL_LAB=1; refuses to run anywhere else: it moves eth1 around):
+#   deviceid_move_vm.sh [--sysfs-test <sysfs_devices_vm_test>] <ibcni>
+#
+# Prints one PASS/FAIL line per check, ends with "N passed, M failed", exits non-zero on any
+# failure.
+set -u
+
+self=$(readlink -f "${BASH_SOURCE[0]}")
+
+if [[ ${1:-} == --boot ]]; then
+  run_sh=${2:?usage: $0 --boot <run.sh> <sysfs_devices_vm_test> <ibcni>}
+  sysfs_test=${3:?usage: $0 --boot <run.sh> <sysfs_devices_vm_test> <ibcni>}
+  ibcni=${4:?usage: $0 --boot <run.sh> <sysfs_devices_vm_test> <ibcni>}
+  if ! compgen -G '/boot/vmlinuz-*-amd64' >/dev/null; then
+    echo "FAIL: the kernel-lab is not installed: there is no Debian kernel /boot/vmlinuz-*-amd64 to boot."
+    echo "      Install it with $(dirname "$run_sh")/setup.sh (the project's install step runs it)."
+    exit 1
+  fi
+  if [[ ! -x $run_sh ]]; then
+    echo "FAIL: the kernel-lab runner $run_sh is missing or not executable (expected ../shared/kernel-lab/run.sh)."
+    exit 1
+  fi
+  for f in "$sysfs_test" "$ibcni"; do
+    if [[ ! -x $f ]]; then
+      echo "FAIL: $f is not built"
+      exit 1
+    fi
+  done
+  started=$SECONDS
+  "$run_sh" --nics 2 --timeout 840 -- bash "$self" --sysfs-test "$(readlink -f "$sysfs_test")" "$(readlink -f "$ibcni")"
+  rc=$?
+  echo "kernel-lab: exit status $rc after $((SECONDS - started)) s"
+  exit "$rc"
+fi
+
+sysfs_test=
+if [[ ${1:-} == --sysfs-test ]]; then
+  sysfs_test=${2:?}
+  shift 2
+fi
+IBCNI=$(readlink -f "${1:?usage: $0 [--sysfs-test <binary>] <ibcni>}")
+
+if [[ ${KERNEL_LAB:-} != 1 ]]; then
+  echo "FAIL: this script moves eth1 between namespaces and runs only inside the kernel-lab VM (KERNEL_LAB=1):"
+  echo "      ../shared/kernel-lab/run.sh --nics 2 -- $0 $IBCNI"
+  exit 1
+fi
+
+pass=0
+fail=0
+ok() { echo "PASS: $*"; pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+# check DESCRIPTION COMMAND...: PASS when the command succeeds.
+check() {
+  local desc=$1
+  shift
+  if "$@"; then ok "$desc"; else bad "$desc"; fi
+}
+finish() {
+  echo "$pass passed, $fail failed"
+  ((fail == 0))
+  exit $?
+}
+
+WORK=$(mktemp -d /tmp/ibcni-klab.XXXXXX)
+NETNSES=()
+cleanup() {
+  for ns in "${NETNSES[@]}"; do ip netns del "$ns" 2>/dev/null; done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+# ---- (a) the sysfs test binary -----------------------------------------------------------------
+if [[ -n $sysfs_test ]]; then
+  "$sysfs_test" >"$WORK/sysfs.log" 2>&1
+  rc=$?
+  sed 's/^/  | /' "$WORK/sysfs.log"
+  check "sysfs_devices_vm_test exits 0" test "$rc" -eq 0
+  check "sysfs_devices_vm_test skipped nothing inside the VM" bash -c "! grep -q '^\[  SKIPPED \]' '$WORK/sysfs.log'"
+fi
+
+# ---- (b) ibcni with deviceID -------------------------------------------------------------------
+command -v jq >/dev/null || { bad "jq is needed to read the results"; finish; }
+[[ -x $IBCNI ]] || { bad "$IBCNI is not an executable"; finish; }
+
+# eth1's PCI function: /sys/class/net/eth1/device is the virtio device on it.
+dev=$(readlink -f /sys/class/net/eth1/device 2>/dev/null)
+PCI=$(basename "$(dirname "$dev")")
+if [[ -z $dev || ! $PCI =~ ^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$ || ! -e /sys/bus/pci/devices/$PCI ]]; then
+  bad "eth1 is a virtio-net PCI NIC (device -> ${dev:-none}); boot the VM with --nics 2"
+  finish
+fi
+echo "eth1 is PCI function $PCI (device -> $dev)"
+
+STATE=$WORK/state
+NET=klab
+# The netdevs of the PCI function in the VM's init netns (sysfs is mounted there).
+pci_netdevs() { ls "/sys/bus/pci/devices/$PCI"/virtio*/net/ 2>/dev/null; }
+# "name mtu=N up=B alias=A" of a link, in the init netns or in netns $2.
+linkinfo() {
+  local nsargs=()
+  [[ -n ${2:-} ]] && nsargs=(-n "$2")
+  ip "${nsargs[@]}" -j link show dev "$1" 2>/dev/null |
+    jq -r '.[0] | "\(.ifname) mtu=\(.mtu) up=\(any(.flags[]; . == "UP")) alias=\(.ifalias // "")"'
+}
+pod_links() { ip -n "$1" -j link show | jq -r '[.[].ifname] | sort | join(",")'; }
+
+# cni VERB CID NETNS-PATH IFNAME CONFIG: runs ibcni like a runtime (fresh environment, config on
+# stdin); sets RC, OUT and ERR.
+cni() {
+  local env=(PATH=/usr/sbin:/usr/bin:/sbin:/bin "CNI_COMMAND=$1" "CNI_CONTAINERID=$2" "CNI_IFNAME=$4"
+    CNI_PATH=/usr/lib/cni)
+  [[ -n $3 ]] && env+=("CNI_NETNS=$3")
+  OUT=$(printf '%s' "$5" | env -i "${env[@]}" "$IBCNI" 2>"$WORK/stderr")
+  RC=$?
+  ERR=$(cat "$WORK/stderr")
+  if ((RC != 0)); then
+    echo "  ibcni $1 exit $RC: $OUT"
+    sed 's/^/  stderr: /' "$WORK/stderr" | tail -5
+  fi
+}
+# jqtest FILTER: the last ADD output satisfies FILTER.
+jqtest() { jq -e "$1" >/dev/null 2>&1 <<<"$OUT"; }
+with_prev() { jq -c --argjson prev "$2" '. + {prevResult: $prev}' <<<"$1"; }
+
+# config VERSION SELECT IPAM: SELECT is "top" (deviceID) or "runtime" (runtimeConfig.deviceID).
+config() {
+  local c
+  c=$(jq -nc --arg v "$1" --arg net "$NET" --arg state "$STATE" \
+    '{cniVersion: $v, name: $net, type: "ibcni", mode: "sriov", mtu: 1400, stateDir: $state, logLevel: "debug"}')
+  if [[ $2 == top ]]; then
+    c=$(jq -c --arg pci "$PCI" '. + {deviceID: $pci}' <<<"$c")
+  else
+    c=$(jq -c --arg pci "$PCI" '. + {runtimeConfig: {deviceID: $pci}}' <<<"$c")
+  fi
+  if [[ $3 == static ]]; then
+    c=$(jq -c '. + {ipam: {type: "static", addresses: [{address: "10.88.0.5/24"}]}}' <<<"$c")
+  fi
+  printf '%s' "$c"
+}
+
+# round VERSION SELECT IPAM: ADD, CHECK, DEL of eth1 into a fresh pod.
+round() {
+  local version=$1 select=$2 ipam=$3
+  local tag="$version $select-deviceID ${ipam:-no-ipam}"
+  local pod=pod-$RANDOM cid=cid-$RANDOM conf before result
+  ip netns add "$pod" && NETNSES+=("$pod")
+  conf=$(config "$version" "$select" "$ipam")
+  before=$(linkinfo eth1)
+  echo "--- $tag: eth1 before: $before"
+
+  cni ADD "$cid" "/run/netns/$pod" net1 "$conf"
+  check "[$tag] ADD exits 0" test "$RC" -eq 0
+  result=$OUT
+  check "[$tag] ADD result has cniVersion $version" jqtest ".cniVersion == \"$version\""
+  check "[$tag] ADD result names net1 in the pod" \
+    jqtest ".interfaces[0].name == \"net1\" and .interfaces[0].sandbox == \"/run/netns/$pod\""
+  if [[ $version == 1.1.0 ]]; then
+    check "[$tag] ADD result interfaces[0].pciID is $PCI" jqtest ".interfaces[0].pciID == \"$PCI\""
+  else
+    check "[$tag] ADD result has no pciID below 1.1.0" jqtest '.interfaces[0] | has("pciID") | not'
+  fi
+  if [[ $ipam == static ]]; then
+    check "[$tag] ADD result has 10.88.0.5/24" jqtest '.ips[0].address == "10.88.0.5/24"'
+  fi
+  check "[$tag] eth1 left the init netns" test -z "$(pci_netdevs)"
+  local inpod
+  inpod=$(linkinfo net1 "$pod")
+  echo "  in the pod: $inpod"
+  check "[$tag] net1 is in the pod, up, mtu 1400" test "${inpod% alias=*}" = "net1 mtu=1400 up=true"
+  if [[ $ipam == static ]]; then
+    check "[$tag] net1 has 10.88.0.5/24" bash -c "ip -n $pod -o addr show dev net1 | grep -q 'inet 10.88.0.5/24'"
+  fi
+
+  # While attached, another pod asking for the same deviceID is told it is busy.
+  local other=pod-$RANDOM
+  ip netns add "$other" && NETNSES+=("$other")
+  cni ADD "cid-other-$RANDOM" "/run/netns/$other" net1 "$conf"
+  check "[$tag] a second ADD of the same deviceID fails with 101" \
+    jqtest '.code == 101'
+  check "[$tag] ... and leaves the other pod empty" test "$(pod_links "$other")" = lo
+  ip netns del "$other"
+
+  cni CHECK "$cid" "/run/netns/$pod" net1 "$(with_prev "$conf" "$result")"
+  check "[$tag] CHECK exits 0 with empty stdout" test "$RC" -eq 0 -a -z "$OUT"
+
+  cni DEL "$cid" "/run/netns/$pod" net1 "$(with_prev "$conf" "$result")"
+  check "[$tag] DEL exits 0 with empty stdout" test "$RC" -eq 0 -a -z "$OUT"
+  check "[$tag] eth1 is back in the init netns as it was ($before)" test "$(linkinfo eth1)" = "$before"
+  check "[$tag] the pod holds only lo" test "$(pod_links "$pod")" = lo
+  check "[$tag] no attachment record is left" bash -c "! find $STATE/attachments/$NET -name '*.json' 2>/dev/null | grep -q ."
+  ip netns del "$pod"
+}
+
+ip link set eth1 up  # start the first rounds from "up", the others from "down"
+round 1.0.0 top static
+round 1.0.0 runtime static
+ip link set eth1 down
+round 1.1.0 top ""
+round 1.1.0 runtime ""
+
+# ---- the pod's netns is destroyed while eth1 is in it ------------------------------------------
+tag="netns deleted"
+pod=pod-$RANDOM
+cid=cid-$RANDOM
+ip netns add "$pod" && NETNSES+=("$pod")
+conf=$(config 1.0.0 top static)
+before=$(linkinfo eth1)
+cni ADD "$cid" "/run/netns/$pod" net1 "$conf"
+check "[$tag] ADD exits 0" test "$RC" -eq 0
+result=$OUT
+ip netns del "$pod"
+# The kernel hands a physical device of a dying namespace back to the init netns (under its pod
+# name when free, else dev<ifindex>), asynchronously.
+back=
+for _ in $(seq 100); do
+  back=$(pci_netdevs)
+  [[ -n $back ]] && break
+  sleep 0.2
+done
+check "[$tag] the kernel returned the PCI netdev to the init netns (as '${back:-nothing}')" test -n "$back"
+[[ -n $back ]] && echo "  returned: $(linkinfo "$back")"
+cni DEL "$cid" "/run/netns/$pod" net1 "$(with_prev "$conf" "$result")"
+check "[$tag] DEL exits 0" test "$RC" -eq 0
+check "[$tag] the device is back under the name eth1 as it was ($before)" test "$(linkinfo eth1)" = "$before"
+check "[$tag] no attachment record is left" bash -c "! find $STATE/attachments/$NET -name '*.json' 2>/dev/null | grep -q ."
+cni DEL "$cid" "/run/netns/$pod" net1 "$(with_prev "$conf" "$result")"
+check "[$tag] DEL again exits 0" test "$RC" -eq 0
+
+# ---- a PCI function without a netdev -----------------------------------------------------------
+tag="no netdev"
+if [[ -e /sys/bus/pci/devices/0000:00:00.0 ]]; then
+  pod=pod-$RANDOM
+  ip netns add "$pod" && NETNSES+=("$pod")
+  conf=$(jq -c '.deviceID = "0000:00:00.0"' <<<"$(config 1.0.0 top static)")
+  cni ADD cid-bridge "/run/netns/$pod" net1 "$conf"
+  check "[$tag] deviceID 0000:00:00.0 (the host bridge) exits 1" test "$RC" -eq 1
+  check "[$tag] ... with code 100" jqtest '.code == 100'
+  check "[$tag] ... and the pod holds only lo" test "$(pod_links "$pod")" = lo
+  ip netns del "$pod"
+else
+  bad "[$tag] the VM has no PCI host bridge 0000:00:00.0"
+fi
+check "eth1 ends where it started" test "$(linkinfo eth1 | cut -d' ' -f1)" = eth1
+
+finish
