@@ -79,6 +79,14 @@ cni::Result<cni::AddResult> DelegateIpam::add(const Request& request) {
   return result::parseResult(*out, cni::Errc::kIpamFailure, "ipam plugin \"" + request.type + "\" result");
 }
 
+cni::Result<void> DelegateIpam::runVerb(const Request& request, const char* verb) {
+  auto out = run(request, verb);
+  if (!out) {
+    return std::unexpected(out.error());
+  }
+  return {};
+}
+
 cni::Result<void> DelegateIpam::del(const Request& request) {
   if (findInPath(request.type, request.args.path).empty()) {
     // An IPAM plugin that is not installed can neither hold nor release anything now; failing DEL
@@ -86,35 +94,13 @@ cni::Result<void> DelegateIpam::del(const Request& request) {
     log::warn("ipam.type = \"{}\" is not in CNI_PATH: nothing to release", request.type);
     return {};
   }
-  auto out = run(request, "DEL");
-  if (!out) {
-    return std::unexpected(out.error());
-  }
-  return {};
+  return runVerb(request, "DEL");
 }
 
-cni::Result<void> DelegateIpam::check(const Request& request) {
-  auto out = run(request, "CHECK");
-  if (!out) {
-    return std::unexpected(out.error());
-  }
-  return {};
-}
+cni::Result<void> DelegateIpam::check(const Request& request) { return runVerb(request, "CHECK"); }
 
-cni::Result<void> DelegateIpam::gc(const Request& request) {
-  auto out = run(request, "GC");
-  if (!out) {
-    return std::unexpected(out.error());
-  }
-  return {};
-}
+cni::Result<void> DelegateIpam::gc(const Request& request) { return runVerb(request, "GC"); }
 
-cni::Result<void> DelegateIpam::status(const Request& request) {
-  auto out = run(request, "STATUS");
-  if (!out) {
-    return std::unexpected(out.error());
-  }
-  return {};
-}
+cni::Result<void> DelegateIpam::status(const Request& request) { return runVerb(request, "STATUS"); }
 
 }  // namespace ibcni::ipam

@@ -27,7 +27,10 @@ class DelegateIpam final : public Ipam {
   cni::Result<void> status(const Request& request) override;
 
  private:
+  /// Runs the plugin for `verb` and returns its stdout.
   cni::Result<std::string> run(const Request& request, const char* verb);
+  /// Runs a verb whose stdout carries nothing on success.
+  cni::Result<void> runVerb(const Request& request, const char* verb);
 
   std::vector<std::string> environment_;
   std::chrono::milliseconds timeout_;

@@ -1129,6 +1129,51 @@ TEST_F(BinaryTest, RecordsOfDifferentAttachmentsDoNotCollide) {
   EXPECT_EQ(del.status, 0) << del.describe();
 }
 
+// GC and STATUS (spec 1.1.0) as libcni >= 1.2 sends them: the attachment variables empty.
+TEST_F(BinaryTest, GcReleasesOnlyStaleAttachmentsAndStatusReportsReadiness) {
+  const std::string vf1 = makeVf();
+  const std::string vf2 = makeVf();
+  const auto before2 = linkState(host(), vf2);
+  TestNetns& pod1 = makePod("pod1");
+  TestNetns& pod2 = makePod("pod2");
+  Exec add1 = ibcni(env("ADD", "keep", pod1), conf("1.1.0", vf1).dump());
+  ASSERT_EQ(add1.status, 0) << add1.describe();
+  Exec add2 = ibcni(env("ADD", "stale", pod2), conf("1.1.0", vf2).dump());
+  ASSERT_EQ(add2.status, 0) << add2.describe();
+
+  CniEnv gcEnv;
+  gcEnv.command = "GC";
+  gcEnv.containerId = "";
+  gcEnv.netns = "";
+  gcEnv.ifName = "";
+  json gc = conf("1.1.0", vf1);
+  gc.erase("device");
+  gc["cni.dev/valid-attachments"] = {{{"containerID", "keep"}, {"ifname", "net1"}}};
+  Exec collected = ibcni(gcEnv, gc.dump());
+  EXPECT_EQ(collected.status, 0) << collected.describe();
+  EXPECT_EQ(collected.out, "");
+  EXPECT_TRUE(linkState(pod1.netns(), "net1")) << "a valid attachment was touched";
+  expectPodEmpty(pod2);
+  auto back = linkState(host(), vf2);
+  ASSERT_TRUE(back) << vf2 << " is not back in the host";
+  EXPECT_EQ(back->mtu, before2->mtu);
+  EXPECT_EQ(records().size(), 1U);
+
+  CniEnv statusEnv = gcEnv;
+  statusEnv.command = "STATUS";
+  statusEnv.path = std::nullopt;
+  Exec ready = ibcni(statusEnv, conf("1.1.0", vf2).dump());
+  EXPECT_EQ(ready.status, 0) << ready.describe();
+  Exec busy = ibcni(statusEnv, conf("1.1.0", vf1).dump());
+  EXPECT_EQ(busy.status, 1) << "vf1 is attached: a static device cannot serve another ADD\n" << busy.describe();
+  EXPECT_EQ(jsonOut(busy).value("code", 0U), 50U) << busy.describe();
+  Exec tooOld = ibcni(statusEnv, conf("1.0.0", vf2).dump());
+  EXPECT_EQ(jsonOut(tooOld).value("code", 0U), 1U) << tooOld.describe();
+
+  Exec del = ibcni(env("DEL", "keep", pod1), conf("1.1.0", vf1).dump());
+  EXPECT_EQ(del.status, 0) << del.describe();
+}
+
 // ---------------------------------------------------------------------------------------------
 // 7. Chained with Debian's tuning plugin
 
