@@ -106,9 +106,15 @@ cni::Result<void> releaseAttachment(const Invocation& inv, Deps& deps, const os:
   ModeContext ctx{inv, deps, host};
   if (record) {
     auto pod = openPodNetnsIfAlive(record->netns, deps, host);
-    auto& mode = modeFor(config::Mode::kSriov);
-    if (auto r = mode.tearDown(ctx, *record, pod ? &*pod : nullptr); !r) {
-      errors.push_back(r.error());
+    if (auto* mode = modeByName(record->mode)) {
+      if (auto r = mode->tearDown(ctx, *record, pod ? &*pod : nullptr); !r) {
+        errors.push_back(r.error());
+      }
+    } else {
+      errors.push_back(cni::Error{cni::Errc::kStateFailure,
+                                  "the attachment record names mode \"" + record->mode +
+                                      "\", which this ibcni does not know: DEL it with the ibcni that made it",
+                                  {}});
     }
   }
   // The IPAM release runs even when the device could not be put back: the address must not leak.

@@ -34,7 +34,6 @@ cni::Result<void> cmdDel(const Invocation& inv, Deps& deps) {
         record = modeFor(conf.mode).recover(ctx, *l);
         if (record) {
           log::warn("no attachment record for {}: restoring {} from its alias", inv.args.ifName, record->hostName);
-          // Record the netns as the request gives it: recover() used CNI_NETNS too.
         }
       }
     }
@@ -46,12 +45,10 @@ cni::Result<void> cmdDel(const Invocation& inv, Deps& deps) {
     log::info("no attachment to undo for {}; releasing IPAM only", inv.args.ifName);
   }
 
-  std::optional<os::FileLock> lock;
   std::string key = record && !record->deviceKey.empty() ? record->deviceKey : deviceKeyFromConfig(conf);
-  if (auto l = lockDevice(inv, deps, key); l) {
-    lock.emplace(std::move(*l));
-  } else {
-    return std::unexpected(l.error());
+  auto lock = lockDevice(inv, deps, key);
+  if (!lock) {
+    return std::unexpected(lock.error());
   }
 
   if (auto r = releaseAttachment(inv, deps, *host, record, /*releaseIpam=*/true); !r) {

@@ -21,8 +21,7 @@ cni::Result<void> cmdStatus(const Invocation& inv, Deps& deps) {
   std::error_code ec;
   std::filesystem::create_directories(conf.stateDir, ec);
   std::string probe = conf.stateDir + "/.status-probe-" + std::to_string(::getpid());
-  auto fd = ec ? os::SysResult<os::UniqueFd>(std::unexpected(os::SysError{ec.value(), "mkdir " + conf.stateDir, ""}))
-               : os::UniqueFd::open(probe, O_WRONLY | O_CREAT | O_EXCL, 0600);
+  auto fd = os::UniqueFd::open(probe, O_WRONLY | O_CREAT | O_EXCL, 0600);
   if (!fd) {
     return cni::fail(cni::Errc::kPluginNotAvailable,
                      "stateDir = \"" + conf.stateDir + "\" cannot be written: ADD could not record attachments",

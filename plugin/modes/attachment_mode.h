@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "deps.h"
 #include "ibcni/cni/error.h"
@@ -61,5 +62,8 @@ class AttachmentMode {
 
 /// The strategy for a mode.
 [[nodiscard]] AttachmentMode& modeFor(config::Mode mode);
+
+/// The strategy a record names ("sriov"); null for a mode this build does not know.
+[[nodiscard]] AttachmentMode* modeByName(std::string_view name);
 
 }  // namespace ibcni::plugin

@@ -13,4 +13,13 @@ AttachmentMode& modeFor(config::Mode mode) {
   return sriov;
 }
 
+AttachmentMode* modeByName(std::string_view name) {
+  for (auto mode : {config::Mode::kSriov}) {
+    if (name == config::toString(mode)) {
+      return &modeFor(mode);
+    }
+  }
+  return nullptr;
+}
+
 }  // namespace ibcni::plugin

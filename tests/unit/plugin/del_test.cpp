@@ -104,6 +104,19 @@ TEST_F(DelTest, HostNameTakenKeepsDeviceInPodAndReportsIt) {
   EXPECT_EQ(records().size(), 1u);
 }
 
+TEST_F(DelTest, RecordOfAnUnknownModeIsReportedNotGuessed) {
+  add(config());
+  state::FileAttachmentStore store(stateDir_);
+  auto rec = *store.load("ibnet", "c1", "net1");
+  rec->mode = "from-the-future";
+  ASSERT_TRUE(store.save(*rec));
+  auto e = errorOf(run("DEL", config()));
+  EXPECT_EQ(e["code"], 106);
+  EXPECT_NE(e["msg"].get<std::string>().find("from-the-future"), std::string::npos);
+  EXPECT_TRUE(ipam_.allocations.empty()) << "IPAM is released all the same";
+  EXPECT_EQ(records().size(), 1u) << "the record stays for the ibcni that understands it";
+}
+
 TEST_F(DelTest, TwoAttachmentsAreIndependent) {
   nl::Link vf1;
   vf1.name = "vf1";
