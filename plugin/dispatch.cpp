@@ -4,6 +4,7 @@
 #include <regex>
 
 #include "commands/commands.h"
+#include "commands/common.h"
 #include "ibcni/config/net_conf.h"
 #include "log/log.h"
 #include "result/result_json.h"
@@ -105,7 +106,55 @@ cni::Result<cni::CmdArgs> readEnvironment(const Getenv& getenv, cni::Command com
 
 }  // namespace
 
-Outcome dispatch(const Getenv& getenv, std::string_view stdinText, bool stdinOk, Deps& deps) {
+cni::Result<cni::AddResult> PluginVerbs::add(const Invocation& inv) { return cmdAdd(inv, deps_); }
+cni::Result<void> PluginVerbs::del(const Invocation& inv) { return cmdDel(inv, deps_); }
+cni::Result<void> PluginVerbs::check(const Invocation& inv) { return cmdCheck(inv, deps_); }
+cni::Result<void> PluginVerbs::gc(const Invocation& inv) { return cmdGc(inv, deps_); }
+cni::Result<void> PluginVerbs::status(const Invocation& inv) { return cmdStatus(inv, deps_); }
+
+namespace {
+
+cni::Result<void> needsIpamType(const Invocation& inv) {
+  if (inv.conf.ipamType.empty()) {
+    return cni::fail(cni::Errc::kInvalidConfig, "ipam.type is missing: an IPAM plugin reads the \"ipam\" object");
+  }
+  return {};
+}
+
+}  // namespace
+
+cni::Result<cni::AddResult> IpamVerbs::add(const Invocation& inv) {
+  if (auto r = needsIpamType(inv); !r) {
+    return std::unexpected(r.error());
+  }
+  return ipam_.add(ipamRequest(inv));
+}
+cni::Result<void> IpamVerbs::del(const Invocation& inv) {
+  if (auto r = needsIpamType(inv); !r) {
+    return r;
+  }
+  return ipam_.del(ipamRequest(inv));
+}
+cni::Result<void> IpamVerbs::check(const Invocation& inv) {
+  if (auto r = needsIpamType(inv); !r) {
+    return r;
+  }
+  return ipam_.check(ipamRequest(inv));
+}
+cni::Result<void> IpamVerbs::gc(const Invocation& inv) {
+  if (auto r = needsIpamType(inv); !r) {
+    return r;
+  }
+  return ipam_.gc(ipamRequest(inv));
+}
+cni::Result<void> IpamVerbs::status(const Invocation& inv) {
+  if (auto r = needsIpamType(inv); !r) {
+    return r;
+  }
+  return ipam_.status(ipamRequest(inv));
+}
+
+Outcome dispatch(const Getenv& getenv, std::string_view stdinText, bool stdinOk, Verbs& verbs) {
   auto commandText = getenv("CNI_COMMAND").value_or("");
   if (commandText.empty()) {
     return failure({cni::Errc::kInvalidEnvironment, "required env variables [CNI_COMMAND] missing", {}}, "");
@@ -142,7 +191,7 @@ Outcome dispatch(const Getenv& getenv, std::string_view stdinText, bool stdinOk,
   if (!args) {
     return failure(args.error(), preamble->cniVersion);
   }
-  auto conf = config::parseNetConf(stdinText, *command);
+  auto conf = config::parseNetConf(stdinText, *command, verbs.role());
   if (!conf) {
     return failure(conf.error(), preamble->cniVersion);
   }
@@ -165,26 +214,26 @@ Outcome dispatch(const Getenv& getenv, std::string_view stdinText, bool stdinOk,
 
   switch (*command) {
     case cni::Command::kAdd: {
-      auto r = cmdAdd(inv, deps);
+      auto r = verbs.add(inv);
       if (!r) {
         return failure(r.error(), inv.conf.cniVersion);
       }
       return Outcome{result::printResult(*r, inv.conf.version), 0};
     }
     case cni::Command::kDel: {
-      auto r = cmdDel(inv, deps);
+      auto r = verbs.del(inv);
       return r ? Outcome{} : failure(r.error(), inv.conf.cniVersion);
     }
     case cni::Command::kCheck: {
-      auto r = cmdCheck(inv, deps);
+      auto r = verbs.check(inv);
       return r ? Outcome{} : failure(r.error(), inv.conf.cniVersion);
     }
     case cni::Command::kGc: {
-      auto r = cmdGc(inv, deps);
+      auto r = verbs.gc(inv);
       return r ? Outcome{} : failure(r.error(), inv.conf.cniVersion);
     }
     case cni::Command::kStatus: {
-      auto r = cmdStatus(inv, deps);
+      auto r = verbs.status(inv);
       return r ? Outcome{} : failure(r.error(), inv.conf.cniVersion);
     }
     case cni::Command::kVersion:

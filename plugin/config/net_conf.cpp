@@ -299,69 +299,12 @@ const char* toString(LogLevel l) {
   return "?";
 }
 
-cni::Result<Preamble> parsePreamble(std::string_view stdinText) {
-  auto j = parseObject(stdinText);
-  if (!j) {
-    return std::unexpected(j.error());
-  }
-  Preamble p;
-  if (auto it = j->find("cniVersion"); it != j->end() && it->is_string()) {
-    p.cniVersion = it->get<std::string>();
-  }
-  if (auto it = j->find("logLevel"); it != j->end() && it->is_string()) {
-    p.logLevel = parseLogLevel(it->get<std::string>()).value_or(LogLevel::kWarn);
-  }
-  if (auto it = j->find("logFile"); it != j->end() && it->is_string()) {
-    const auto& f = it->get_ref<const std::string&>();
-    if (!f.empty() && f.front() == '/') {
-      p.logFile = f;
-    }
-  }
-  return p;
-}
+namespace {
 
-cni::Result<NetConf> parseNetConf(std::string_view stdinText, cni::Command command) {
-  auto parsed = parseObject(stdinText);
-  if (!parsed) {
-    return std::unexpected(parsed.error());
-  }
-  const json& j = *parsed;
-  NetConf c;
-
-  auto version = checkVersion(j, &c.version);
-  if (!version) {
-    return std::unexpected(version.error());
-  }
-  c.cniVersion = *version;
-  if (command == cni::Command::kCheck && !cni::hasCheck(c.version)) {
-    return cni::fail(cni::Errc::kIncompatibleVersion,
-                     "config version \"" + c.cniVersion + "\" does not allow CHECK; use 0.4.0 or later");
-  }
-  if ((command == cni::Command::kGc || command == cni::Command::kStatus) && !cni::hasGcAndStatus(c.version)) {
-    return cni::fail(cni::Errc::kIncompatibleVersion,
-                     std::string("config version \"") + c.cniVersion + "\" does not allow " +
-                         cni::toString(command) + "; use 1.1.0");
-  }
-
-  auto name = stringField(j, "name", "name");
-  if (!name) {
-    return std::unexpected(name.error());
-  }
-  if (!*name || (*name)->empty()) {
-    return cni::fail(kBad, "the network name is missing: set \"name\" (letters, digits, '_', '.', '-')");
-  }
-  if (!validNetworkName(**name)) {
-    return invalid("name", **name,
-                   "must start with a letter or digit and hold only letters, digits, '_', '.' and '-'");
-  }
-  c.name = **name;
-
-  auto type = stringField(j, "type", "type");
-  if (!type) {
-    return std::unexpected(type.error());
-  }
-  c.type = type->value_or("");
-
+// The keys only ibcni itself reads. ibcni-ipam, run as an IPAM plugin, gets the configuration of
+// whatever plugin delegated to it (macvlan's "mode", host-device's "device", ...) and must leave
+// those keys alone.
+cni::Result<void> parsePluginKeys(const json& j, NetConf& c, cni::Command command) {
   auto mode = stringField(j, "mode", "mode");
   if (!mode) {
     return std::unexpected(mode.error());
@@ -417,27 +360,6 @@ cni::Result<NetConf> parseNetConf(std::string_view stdinText, cni::Command comma
     c.mtu = it->get<std::uint32_t>();
   }
 
-  if (auto it = j.find("ipam"); it != j.end() && !it->is_null()) {
-    if (!it->is_object()) {
-      return invalid("ipam", *it, "must be an object: {} for no addresses, or {\"type\": \"<ipam plugin>\", ...}");
-    }
-    auto ipamType = stringField(*it, "type", "ipam.type");
-    if (!ipamType) {
-      return std::unexpected(ipamType.error());
-    }
-    if (!*ipamType && !it->empty()) {
-      return cni::fail(kBad, "ipam.type is missing: name an IPAM plugin found in CNI_PATH (e.g. \"host-local\"), "
-                             "or use \"ipam\": {} for no addresses");
-    }
-    if (*ipamType) {
-      const auto& t = **ipamType;
-      if (t.empty() || t.find('/') != std::string::npos || t == "." || t == "..") {
-        return invalid("ipam.type", t, "must be the file name of an IPAM plugin in CNI_PATH, without '/'");
-      }
-      c.ipamType = t;
-    }
-  }
-
   if (auto it = j.find("dns"); it != j.end() && !it->is_null()) {
     auto dns = parseDns(*it);
     if (!dns) {
@@ -478,6 +400,112 @@ cni::Result<NetConf> parseNetConf(std::string_view stdinText, cni::Command comma
     c.stateDir = **stateDir;
   }
 
+  for (const auto& [key, value] : j.items()) {
+    if (!knownKeys().contains(key) && !key.starts_with("cni.dev/")) {
+      c.unknownKeys.push_back(key);
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+cni::Result<Preamble> parsePreamble(std::string_view stdinText) {
+  auto j = parseObject(stdinText);
+  if (!j) {
+    return std::unexpected(j.error());
+  }
+  Preamble p;
+  if (auto it = j->find("cniVersion"); it != j->end() && it->is_string()) {
+    p.cniVersion = it->get<std::string>();
+  }
+  if (auto it = j->find("logLevel"); it != j->end() && it->is_string()) {
+    p.logLevel = parseLogLevel(it->get<std::string>()).value_or(LogLevel::kWarn);
+  }
+  if (auto it = j->find("logFile"); it != j->end() && it->is_string()) {
+    const auto& f = it->get_ref<const std::string&>();
+    if (!f.empty() && f.front() == '/') {
+      p.logFile = f;
+    }
+  }
+  return p;
+}
+
+cni::Result<NetConf> parseNetConf(std::string_view stdinText, cni::Command command, Role role) {
+  auto parsed = parseObject(stdinText);
+  if (!parsed) {
+    return std::unexpected(parsed.error());
+  }
+  const json& j = *parsed;
+  NetConf c;
+
+  auto version = checkVersion(j, &c.version);
+  if (!version) {
+    return std::unexpected(version.error());
+  }
+  c.cniVersion = *version;
+  if (command == cni::Command::kCheck && !cni::hasCheck(c.version)) {
+    return cni::fail(cni::Errc::kIncompatibleVersion,
+                     "config version \"" + c.cniVersion + "\" does not allow CHECK; use 0.4.0 or later");
+  }
+  if ((command == cni::Command::kGc || command == cni::Command::kStatus) && !cni::hasGcAndStatus(c.version)) {
+    return cni::fail(cni::Errc::kIncompatibleVersion,
+                     std::string("config version \"") + c.cniVersion + "\" does not allow " +
+                         cni::toString(command) + "; use 1.1.0");
+  }
+
+  auto name = stringField(j, "name", "name");
+  if (!name) {
+    return std::unexpected(name.error());
+  }
+  if (!*name || (*name)->empty()) {
+    return cni::fail(kBad, "the network name is missing: set \"name\" (letters, digits, '_', '.', '-')");
+  }
+  if (!validNetworkName(**name)) {
+    return invalid("name", **name,
+                   "must start with a letter or digit and hold only letters, digits, '_', '.' and '-'");
+  }
+  c.name = **name;
+
+  auto type = stringField(j, "type", "type");
+  if (!type) {
+    return std::unexpected(type.error());
+  }
+  c.type = type->value_or("");
+
+  if (role == Role::kPlugin) {
+    if (auto r = parsePluginKeys(j, c, command); !r) {
+      return std::unexpected(r.error());
+    }
+  } else if (auto it = j.find("runtimeConfig"); it != j.end() && it->is_object()) {
+    auto ips = ipList(*it, "ips", "runtimeConfig.ips");
+    if (!ips) {
+      return std::unexpected(ips.error());
+    }
+    c.runtime.ips = *ips;
+  }
+
+  if (auto it = j.find("ipam"); it != j.end() && !it->is_null()) {
+    if (!it->is_object()) {
+      return invalid("ipam", *it, "must be an object: {} for no addresses, or {\"type\": \"<ipam plugin>\", ...}");
+    }
+    auto ipamType = stringField(*it, "type", "ipam.type");
+    if (!ipamType) {
+      return std::unexpected(ipamType.error());
+    }
+    if (!*ipamType && !it->empty()) {
+      return cni::fail(kBad, "ipam.type is missing: name an IPAM plugin found in CNI_PATH (e.g. \"host-local\"), "
+                             "or use \"ipam\": {} for no addresses");
+    }
+    if (*ipamType) {
+      const auto& t = **ipamType;
+      if (t.empty() || t.find('/') != std::string::npos || t == "." || t == "..") {
+        return invalid("ipam.type", t, "must be the file name of an IPAM plugin in CNI_PATH, without '/'");
+      }
+      c.ipamType = t;
+    }
+  }
+
   if (auto it = j.find("args"); it != j.end() && !it->is_null()) {
     if (!it->is_object()) {
       return invalid("args", *it, "must be an object");
@@ -513,11 +541,6 @@ cni::Result<NetConf> parseNetConf(std::string_view stdinText, cni::Command comma
     }
   }
 
-  for (const auto& [key, value] : j.items()) {
-    if (!knownKeys().contains(key) && !key.starts_with("cni.dev/")) {
-      c.unknownKeys.push_back(key);
-    }
-  }
   return c;
 }
 

@@ -80,10 +80,15 @@ struct Preamble {
 /// @return error 6 when stdin is not a JSON object.
 [[nodiscard]] cni::Result<Preamble> parsePreamble(std::string_view stdinText);
 
+/// Which executable reads the configuration: ibcni itself, or ibcni-ipam run as an IPAM plugin
+/// (which needs no device).
+enum class Role { kPlugin, kIpamPlugin };
+
 /// Parses, canonicalizes and validates the whole request configuration for `command`.
 /// @return error 1 for an unsupported cniVersion, 6 for undecodable JSON, 7 naming the field, the
 ///         value and what is accepted for anything invalid.
-[[nodiscard]] cni::Result<NetConf> parseNetConf(std::string_view stdinText, cni::Command command);
+[[nodiscard]] cni::Result<NetConf> parseNetConf(std::string_view stdinText, cni::Command command,
+                                               Role role = Role::kPlugin);
 
 [[nodiscard]] const char* toString(Mode m);
 [[nodiscard]] const char* toString(LogLevel l);

@@ -193,6 +193,22 @@ TEST(NetConf, PrevResultParsedInEveryVersion) {
   EXPECT_EQ(c->prevResult->routes[0].dst.toString(), "0.0.0.0/0");
 }
 
+TEST(NetConf, IpamPluginRoleLeavesTheDelegatingPluginsKeysAlone) {
+  // What macvlan hands its IPAM plugin: its own "mode", "master", "mtu" and more.
+  auto c = parseNetConf(R"({"cniVersion":"1.0.0","name":"mv","type":"macvlan","mode":"bridge","master":"eth0",
+      "mtu":"weird","device":"also/not/ours","logLevel":"panic","runtimeConfig":{"ips":["10.1.2.3/24"],"mac":"bad"},
+      "ipam":{"type":"ibcni-ipam","subnet":"10.1.2.0/24"}})",
+                        Command::kAdd, Role::kIpamPlugin);
+  ASSERT_TRUE(c) << c.error().msg;
+  EXPECT_EQ(c->ipamType, "ibcni-ipam");
+  ASSERT_EQ(c->runtime.ips.size(), 1u);
+  EXPECT_TRUE(c->unknownKeys.empty());
+  auto bad = parseNetConf(R"({"cniVersion":"1.0.0","name":"mv","runtimeConfig":{"ips":["nope"]},"ipam":{"type":"x"}})",
+                          Command::kAdd, Role::kIpamPlugin);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().msg.find("runtimeConfig.ips[0]"), std::string::npos);
+}
+
 TEST(Preamble, LenientAboutEverythingButJson) {
   auto p = parsePreamble(R"({"cniVersion":"1.0.0","logLevel":"debug","logFile":"/tmp/x.log","mtu":"junk"})");
   ASSERT_TRUE(p);

@@ -151,3 +151,37 @@ TEST_F(DispatchTest, NetnsMustBeANetworkNamespace) {
 
 }  // namespace
 }  // namespace ibcni::testing
+
+namespace ibcni::testing {
+namespace {
+
+using IpamRoleTest = PluginTest;
+
+TEST_F(IpamRoleTest, IpamPluginVerbsGoStraightToTheIpam) {
+  plugin::IpamVerbs verbs(ipam_);
+  std::map<std::string, std::string> vars = {{"CNI_COMMAND", "ADD"}, {"CNI_CONTAINERID", "c7"}, {"CNI_NETNS", kPodPath},
+                                             {"CNI_IFNAME", "eth1"}, {"CNI_PATH", "/opt/cni/bin"}};
+  auto getenv = [&vars](const char* n) -> std::optional<std::string> {
+    auto it = vars.find(n);
+    return it == vars.end() ? std::nullopt : std::optional<std::string>(it->second);
+  };
+  // macvlan's configuration, with keys that mean nothing to ibcni.
+  json conf = {{"cniVersion", "1.0.0"}, {"name", "mv"},       {"type", "macvlan"},
+               {"mode", "bridge"},      {"master", "eth0"}, {"ipam", {{"type", "ibcni-ipam"}}}};
+  auto add = plugin::dispatch(getenv, conf.dump(), true, verbs);
+  ASSERT_EQ(add.exitCode, 0) << add.stdoutText;
+  auto r = json::parse(add.stdoutText);
+  EXPECT_EQ(r["ips"][0]["address"], "10.1.2.3/24");
+  EXPECT_FALSE(r.contains("interfaces")) << "an IPAM result names no interface";
+  EXPECT_EQ(ipam_.calls.back(), "ADD c7 eth1");
+  EXPECT_TRUE(nl_.calls().empty()) << "no device is touched";
+  vars["CNI_COMMAND"] = "DEL";
+  EXPECT_EQ(plugin::dispatch(getenv, conf.dump(), true, verbs).exitCode, 0);
+  EXPECT_TRUE(ipam_.allocations.empty());
+  conf.erase("ipam");
+  auto noIpam = plugin::dispatch(getenv, conf.dump(), true, verbs);
+  EXPECT_EQ(json::parse(noIpam.stdoutText)["code"], 7);
+}
+
+}  // namespace
+}  // namespace ibcni::testing
