@@ -2,7 +2,9 @@
 #include "modes/sriov_netdev.h"
 
 #include <cerrno>
-#include <memory>
+#include <cstdint>
+#include <fmt/core.h>
+#include <random>
 
 #include "commands/common.h"
 #include "log/log.h"
@@ -21,69 +23,68 @@ void logFailedUndo(const std::string& what, const os::SysError& err) {
   log::warn("undo failed: {}: {}", what, err.describe());
 }
 
-// Moves link `index` (named `name`) from `from` to `to`, renaming it to `newName` on the way. The
-// rename happens in a fresh temporary namespace, so the link never carries a name that could
-// collide with (or be raced by udev or NetworkManager in) either real namespace. Each step
-// registers its undo on `rollback`.
+// A name no real interface has: "ibc" and 8 random hex digits.
+std::string temporaryName() {
+  static std::mt19937 rng{std::random_device{}()};
+  return fmt::format("ibc{:08x}", static_cast<std::uint32_t>(rng()));
+}
+
+// Moves link `index` (named `name`) from `from` to `to`, named `newName` there. The link travels
+// under a temporary name, so it never carries a name that could collide with an interface of
+// either namespace (and the pod name never appears in the host). One namespace move, the costly
+// part (the kernel synchronizes the network stack), per direction. Each step registers its undo on
+// `rollback`.
 // @param clashCode  the error code when `to` already has `newName`
 cni::Result<void> relocate(Deps& deps, const os::Netns& from, int index, const std::string& name,
                            const os::Netns& to, const std::string& newName, os::Rollback& rollback,
                            cni::Errc clashCode) {
   auto& nl = deps.netlink;
-  auto created = deps.netns.createTemporary();
-  if (!created) {
-    return std::unexpected(sysError(cni::Errc::kNetnsFailure, "cannot create a temporary network namespace",
-                                    created.error()));
+  const std::string tmpName = temporaryName();
+  if (auto r = nl.renameLink(from, index, tmpName); !r) {
+    return std::unexpected(sysError(cni::Errc::kNetlinkFailure, "cannot rename " + name + " to " + tmpName,
+                                    r.error()));
   }
-  // Shared with the undo steps, which may run after this function returns.
-  auto tmp = std::make_shared<os::Netns>(std::move(*created));
-
-  if (auto r = nl.moveLink(from, index, *tmp); !r) {
-    return std::unexpected(sysError(cni::Errc::kNetlinkFailure,
-                                    "cannot move " + name + " out of netns " + from.path(), r.error()));
-  }
-  rollback.add("move " + name + " back to " + from.path(), [&nl, tmp, &from, name]() -> os::SysResult<void> {
-    auto l = nl.linkByName(*tmp, name);
+  rollback.add("rename " + tmpName + " back to " + name, [&nl, &from, tmpName, name]() -> os::SysResult<void> {
+    auto l = nl.linkByName(from, tmpName);
     if (!l) {
       return std::unexpected(l.error());
     }
-    return nl.moveLink(*tmp, l->index, from);
+    return nl.renameLink(from, l->index, name);
   });
 
-  auto inTmp = nl.linkByName(*tmp, name);
-  if (!inTmp) {
-    return std::unexpected(sysError(cni::Errc::kNetlinkFailure, "cannot find " + name + " after moving it",
-                                    inTmp.error()));
+  if (auto r = nl.moveLink(from, index, to); !r) {
+    return std::unexpected(sysError(cni::Errc::kNetlinkFailure,
+                                    "cannot move " + name + " from netns " + from.path() + " into netns " + to.path(),
+                                    r.error()));
   }
-  if (newName != name) {
-    if (auto r = nl.renameLink(*tmp, inTmp->index, newName); !r) {
-      return std::unexpected(sysError(cni::Errc::kNetlinkFailure,
-                                      "cannot rename " + name + " to " + newName, r.error()));
+  rollback.add("move " + tmpName + " back to " + from.path(), [&nl, &from, &to, tmpName]() -> os::SysResult<void> {
+    auto l = nl.linkByName(to, tmpName);
+    if (!l) {
+      return std::unexpected(l.error());
     }
-    rollback.add("rename " + newName + " back to " + name, [&nl, tmp, name, newName]() -> os::SysResult<void> {
-      auto l = nl.linkByName(*tmp, newName);
-      if (!l) {
-        return std::unexpected(l.error());
-      }
-      return nl.renameLink(*tmp, l->index, name);
-    });
-  }
+    return nl.moveLink(to, l->index, from);
+  });
 
-  if (auto r = nl.moveLink(*tmp, inTmp->index, to); !r) {
+  auto moved = nl.linkByName(to, tmpName);
+  if (!moved) {
+    return std::unexpected(sysError(cni::Errc::kNetlinkFailure, "cannot find " + tmpName + " after moving it",
+                                    moved.error()));
+  }
+  if (auto r = nl.renameLink(to, moved->index, newName); !r) {
     if (r.error().err == EEXIST) {
       return std::unexpected(sysError(clashCode,
                                       "netns " + to.path() + " already has an interface named " + newName,
                                       r.error()));
     }
-    return std::unexpected(sysError(cni::Errc::kNetlinkFailure,
-                                    "cannot move " + newName + " into netns " + to.path(), r.error()));
+    return std::unexpected(sysError(cni::Errc::kNetlinkFailure, "cannot rename " + tmpName + " to " + newName,
+                                    r.error()));
   }
-  rollback.add("move " + newName + " out of " + to.path(), [&nl, tmp, &to, newName]() -> os::SysResult<void> {
+  rollback.add("rename " + newName + " back to " + tmpName, [&nl, &to, tmpName, newName]() -> os::SysResult<void> {
     auto l = nl.linkByName(to, newName);
     if (!l) {
       return std::unexpected(l.error());
     }
-    return nl.moveLink(to, l->index, *tmp);
+    return nl.renameLink(to, l->index, tmpName);
   });
   return {};
 }
@@ -299,8 +300,8 @@ cni::Result<void> SriovNetdevMode::tearDown(const ModeContext& ctx, const state:
           log::warn("cannot bring {} down before moving it: {}", record.ifName, r.error().describe());
         }
       }
-      // If the way back fails half-way, put the device back in the pod: stranded in a temporary
-      // namespace it would be lost (or, for a virtual device, destroyed) with that namespace.
+      // If the way back fails half-way, put the device back in the pod as it was, so that a retried
+      // DEL finds it where it expects it.
       os::Rollback rollback(logFailedUndo);
       auto r = relocate(ctx.deps, *pod, l->index, record.ifName, host, record.hostName, rollback,
                         cni::Errc::kNetlinkFailure);

@@ -10,7 +10,6 @@ class SystemNetnsProvider final : public NetnsProvider {
  public:
   SysResult<Netns> open(const std::string& path) override { return Netns::open(path); }
   SysResult<Netns> current() override { return Netns::current(); }
-  SysResult<Netns> createTemporary() override { return Netns::createAnonymous(); }
 };
 
 }  // namespace ibcni::os

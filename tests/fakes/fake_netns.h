@@ -30,12 +30,6 @@ class FakeNetnsProvider final : public os::NetnsProvider {
   void addNonNetns(const std::string& path) { notNetns_.push_back(path); }
   /// The path stops resolving (the runtime deleted the namespace).
   void removeNetns(const std::string& path) { paths_.erase(path); }
-  /// The next createTemporary() fails with `err`.
-  void failCreateTemporary(int err) { failCreate_ = err; }
-
-  /// Every temporary namespace handed out so far.
-  [[nodiscard]] const std::vector<os::Netns>& temporaries() const { return temporaries_; }
-
   os::SysResult<os::Netns> open(const std::string& path) override {
     if (path == kHostPath) {
       return host();
@@ -51,23 +45,11 @@ class FakeNetnsProvider final : public os::NetnsProvider {
     return os::sysFail(ENOENT, "open " + path);
   }
   os::SysResult<os::Netns> current() override { return host(); }
-  os::SysResult<os::Netns> createTemporary() override {
-    if (failCreate_ != 0) {
-      int err = failCreate_;
-      failCreate_ = 0;
-      return os::sysFail(err, "unshare(CLONE_NEWNET)");
-    }
-    ino_t ino = nextInode_++;
-    temporaries_.push_back(os::Netns::fakeForTest("(temporary netns " + std::to_string(ino) + ")", ino));
-    return os::Netns::fakeForTest(temporaries_.back().path(), ino);
-  }
 
  private:
   std::map<std::string, ino_t> paths_;
   std::vector<std::string> notNetns_;
-  std::vector<os::Netns> temporaries_;
   ino_t nextInode_ = 100;
-  int failCreate_ = 0;
 };
 
 }  // namespace ibcni::testing

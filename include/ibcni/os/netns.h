@@ -61,8 +61,6 @@ class NetnsProvider {
   [[nodiscard]] virtual SysResult<Netns> open(const std::string& path) = 0;
   /// @see Netns::current
   [[nodiscard]] virtual SysResult<Netns> current() = 0;
-  /// A fresh namespace used as a neutral place to rename devices in; @see Netns::createAnonymous
-  [[nodiscard]] virtual SysResult<Netns> createTemporary() = 0;
 };
 
 /// Holds the calling thread inside another network namespace until destroyed. The plugin is

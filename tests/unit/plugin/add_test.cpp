@@ -39,9 +39,11 @@ TEST_F(AddTest, MovesRenamesConfiguresAndRecords) {
   EXPECT_EQ(recs[0].hostMtu, 1500u);
   EXPECT_EQ(recs[0].deviceKey, "netdev-vf0");
   EXPECT_EQ(ipam_.allocations.size(), 1u);
-  for (const auto& tmp : netns_.temporaries()) {
-    EXPECT_EQ(nl_.links(tmp).size(), 1u) << "only lo is left in " << tmp.path();
+  int moves = 0;
+  for (auto op : nl_.callOps()) {
+    moves += op == FakeNetlink::Op::kMoveLink ? 1 : 0;
   }
+  EXPECT_EQ(moves, 1) << "one namespace move: the kernel makes each one costly";
 }
 
 class AddPerVersion : public PluginTest, public ::testing::WithParamInterface<cni::SpecVersion> {};
@@ -213,9 +215,6 @@ TEST_P(AddRollback, FailureLeavesEverythingAsItWas) {
   EXPECT_EQ(snapshot(pod_), pod);
   EXPECT_TRUE(ipam_.allocations.empty());
   EXPECT_TRUE(records().empty());
-  for (const auto& tmp : netns_.temporaries()) {
-    EXPECT_EQ(nl_.links(tmp).size(), 1u) << "nothing stranded in " << tmp.path();
-  }
   EXPECT_EQ(run("DEL", config()).exitCode, 0) << "the runtime's DEL after a failed ADD succeeds";
   EXPECT_EQ(snapshot(host_), host);
 }
@@ -224,9 +223,9 @@ INSTANTIATE_TEST_SUITE_P(
     EveryStep, AddRollback,
     ::testing::Values(FailPoint{FakeNetlink::Op::kSetLinkUp, 1, "hostDown"},
                       FailPoint{FakeNetlink::Op::kSetAlias, 1, "alias"},
-                      FailPoint{FakeNetlink::Op::kMoveLink, 1, "moveToTemp"},
-                      FailPoint{FakeNetlink::Op::kRenameLink, 1, "rename"},
-                      FailPoint{FakeNetlink::Op::kMoveLink, 2, "moveToPod"},
+                      FailPoint{FakeNetlink::Op::kRenameLink, 1, "renameToTemporary"},
+                      FailPoint{FakeNetlink::Op::kMoveLink, 1, "moveToPod"},
+                      FailPoint{FakeNetlink::Op::kRenameLink, 2, "renameInPod"},
                       FailPoint{FakeNetlink::Op::kSetMtu, 1, "mtu"},
                       FailPoint{FakeNetlink::Op::kSetHwAddress, 1, "mac"},
                       FailPoint{FakeNetlink::Op::kSetLinkUp, 2, "podUp"},
@@ -241,14 +240,6 @@ TEST_F(AddTest, IpamFailureRollsBackTheDevice) {
   EXPECT_EQ(e["code"], 11) << "the IPAM plugin's code is kept";
   EXPECT_EQ(snapshot(host_), host);
   EXPECT_TRUE(records().empty());
-}
-
-TEST_F(AddTest, TemporaryNetnsFailureChangesNothing) {
-  const auto host = snapshot(host_);
-  netns_.failCreateTemporary(EPERM);
-  auto e = errorOf(run("ADD", config()));
-  EXPECT_EQ(e["code"], 105);
-  EXPECT_EQ(snapshot(host_), host);
 }
 
 TEST_F(AddTest, RecordWriteFailureRollsBackEverything) {
