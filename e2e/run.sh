@@ -491,6 +491,66 @@ scenario_g_no_ipam() {
   expect_released "$net" "$(cid_of "$NS")" "after del"
 }
 
+# h: ibcni-ipam run standalone as the IPAM plugin of Debian's Go plugins (macvlan, host-device),
+# through libcni: it allocates, CHECK finds the allocation, DEL frees it (twice).
+# ibcni_ipam_conf NET SUBNET: the ipam object.
+ibcni_ipam_conf() {
+  # The route names its gateway: Debian's Go plugins (1.1.1) fail their own CHECK for a route
+  # without one, whatever the IPAM.
+  printf '{"type":"ibcni-ipam","ranges":[[{"subnet":"%s"}]],"routes":[{"dst":"10.200.0.0/16","gw":"%s"}],"dataDir":"%s"}' \
+    "$2" "${2%.0/*}.1" "$SDIR/eipam"
+}
+eipam_allocations() { find "$SDIR/eipam/$1/attachments" -type f 2>/dev/null | wc -l; }
+
+scenario_h_ibcni_ipam() {
+  local kind=$1 net=e2e-h-$1 subnet=10.71.0.0/24 plugin
+  local dev=e2eh${kind:0:2}
+  new_pod "h$kind" && new_veth "$dev" || return 1
+  case $kind in
+    macvlan) plugin=$(printf '{"type":"macvlan","master":"%s","mode":"bridge","ipam":%s}' "$dev" \
+               "$(ibcni_ipam_conf "$net" "$subnet")") ;;
+    hostdevice) plugin=$(printf '{"type":"host-device","device":"%s","ipam":%s}' "$dev" \
+               "$(ibcni_ipam_conf "$net" "$subnet")") ;;
+  esac
+  write_conflist "$net" 1.0.0 "$plugin" || return 1
+
+  IFN=net1 ct add "$net" "$NS"; ok "add" || return 1
+  local ip
+  ip=$(jq -r '.ips[0].address // empty' "$CT_OUT")
+  in_subnet "$ip" "$subnet" || fail "ADD result address '$ip' is not in $subnet" || return 1
+  jq -e '.ips[0].gateway == "10.71.0.1"' "$CT_OUT" >/dev/null || fail "no gateway 10.71.0.1 in the result" || return 1
+  [[ $ip != 10.71.0.1/* && $ip != 10.71.0.0/* && $ip != 10.71.0.255/* ]] \
+    || fail "gateway, network or broadcast address handed out: $ip" || return 1
+  pod_addrs "$POD" net1 | grep -qx "$ip" || fail "net1 in the pod does not have $ip" || return 1
+  ip -n "$POD" route show 10.200.0.0/16 | grep -q . || fail "route 10.200.0.0/16 missing in the pod" || return 1
+  [[ $(eipam_allocations "$net") -eq 1 ]] || fail "ibcni-ipam holds $(eipam_allocations "$net") allocations, expected 1" \
+    || return 1
+  IFN=net1 ct check "$net" "$NS"; ok "check" || return 1
+  IFN=net1 ct del "$net" "$NS"; ok "del" || return 1
+  [[ $(eipam_allocations "$net") -eq 0 ]] || fail "an allocation is left after DEL" || return 1
+  if [[ $kind == hostdevice ]]; then
+    note "second del skipped: Debian's host-device fails it (known, not ibcni-ipam's)"
+    return 0
+  fi
+  IFN=net1 ct del "$net" "$NS"; ok "second del" || return 1
+}
+
+# i: ibcni with ibcni-ipam in process (no second binary is run): ADD, CHECK, DEL, nothing left.
+scenario_i_ibcni_inprocess_ipam() {
+  local net=e2e-i subnet=10.72.0.0/24
+  new_pod i && new_veth e2ei0 || return 1
+  write_conflist "$net" 1.0.0 "$(plugin_conf e2ei0 "$(ibcni_ipam_conf "$net" "$subnet")")" || return 1
+  IFN=net1 ct add "$net" "$NS"; ok "add" || return 1
+  local ip
+  ip=$(jq -r '.ips[0].address // empty' "$CT_OUT")
+  in_subnet "$ip" "$subnet" || fail "ADD result address '$ip' is not in $subnet" || return 1
+  pod_addrs "$POD" net1 | grep -qx "$ip" || fail "net1 in the pod does not have $ip" || return 1
+  IFN=net1 ct check "$net" "$NS"; ok "check" || return 1
+  IFN=net1 ct del "$net" "$NS"; ok "del" || return 1
+  expect_back_in_host e2ei0 "$POD" net1 "after del" || return 1
+  [[ $(eipam_allocations "$net") -eq 0 ]] || fail "an allocation is left after DEL" || return 1
+}
+
 # =============================================================================================
 
 selected() {
@@ -549,6 +609,15 @@ fi
 run_scenario e_check_detects_breakage scenario_e_check_detects
 run_scenario f_two_attachments scenario_f_two_attachments
 run_scenario g_no_ipam scenario_g_no_ipam
+if [[ $PLUGIN_TYPE == ibcni && -x $IBCNI_BIN_DIR/ibcni-ipam ]]; then
+  run_scenario h_ibcni_ipam_macvlan scenario_h_ibcni_ipam macvlan
+  run_scenario h_ibcni_ipam_hostdevice scenario_h_ibcni_ipam hostdevice
+else
+  skip_scenario h_ibcni_ipam "$IBCNI_BIN_DIR/ibcni-ipam not built"
+fi
+if [[ $PLUGIN_TYPE == ibcni ]]; then
+  run_scenario i_ibcni_inprocess_ipam scenario_i_ibcni_inprocess_ipam
+fi
 
 ((SKIPPED > 0)) && echo "$SKIPPED skipped"
 if [[ ${E2E_KEEP:-auto} == 1 ]] || { ((FAILED > 0)) && [[ ${E2E_KEEP:-auto} != 0 ]]; }; then

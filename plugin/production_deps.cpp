@@ -4,7 +4,9 @@
 #include <ctime>
 #include <unistd.h>
 
+#include "ibcni/ipam/embedded.h"
 #include "ipam/delegate_ipam.h"
+#include "ipam/ipam_router.h"
 #include "netlink/libnl_netlink.h"
 #include "os/system_netns.h"
 #include "state/file_attachment_store.h"
@@ -39,7 +41,9 @@ struct ProductionDeps::Impl {
   nl::LibnlNetlink netlink;
   os::SystemNetnsProvider netns;
   sysfs::SysfsDevices devices{"/sys"};
-  ipam::DelegateIpam ipam{processEnvironment()};
+  ipam::DelegateIpam delegated{processEnvironment()};
+  ipam::EmbeddedIpam embedded;
+  ipam::IpamRouter ipam{embedded, delegated};
 };
 
 ProductionDeps::ProductionDeps() : impl_(std::make_unique<Impl>()) {

@@ -8,7 +8,7 @@
 namespace ibcni::plugin {
 
 /// Owns the real implementations behind Deps: libnl netlink, sysfs at /sys, the system's
-/// namespaces, delegated IPAM and the file attachment store.
+/// namespaces, IPAM (ibcni-ipam in process, any other type delegated) and the file attachment store.
 class ProductionDeps {
  public:
   ProductionDeps();

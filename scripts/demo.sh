@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # ibcni's main job, start to finish, on this machine's kernel: a veth end stands in for an SR-IOV
-# VF. ADD moves it into a throwaway pod namespace with an address from IPAM, CHECK verifies it, DEL
-# brings it back. Everything happens inside a throwaway "host" namespace (unshare), so the
+# VF. ADD moves it into a throwaway pod namespace with an address from the embedded IPAM
+# (ibcni-ipam, in process), CHECK verifies it, DEL brings it back and frees the address. Everything happens inside a throwaway "host" namespace (unshare), so the
 # machine's own network is never touched, and the script checks that nothing is left behind.
 #   scripts/demo.sh [BUILD_DIR]
 set -euo pipefail
@@ -41,15 +41,17 @@ cat >"$work/net.conf" <<CONF
   "logLevel": "info",
   "logFile": "$work/ibcni.log",
   "ipam": {
-    "type": "host-local",
-    "ranges": [[{"subnet": "10.56.217.0/24"}]],
+    "type": "ibcni-ipam",
+    "ranges": [[{"subnet": "10.56.217.0/24", "gateway": "10.56.217.1"}]],
+    "exclude": ["10.56.217.2/31"],
     "routes": [{"dst": "10.56.0.0/16"}],
     "dataDir": "$work/ipam"
   }
 }
 CONF
 
-export CNI_CONTAINERID=demo-$$ CNI_NETNS=$netns CNI_IFNAME=net1 CNI_PATH=$build:/usr/lib/cni
+# CNI_PATH holds no IPAM plugin: ibcni-ipam runs inside ibcni.
+export CNI_CONTAINERID=demo-$$ CNI_NETNS=$netns CNI_IFNAME=net1 CNI_PATH=/nonexistent
 step() { echo; echo "== $*"; }
 
 step "host before ADD"
@@ -58,6 +60,9 @@ ip -br link show vf0
 step "ADD (CNI_IFNAME=net1, CNI_NETNS=$netns)"
 result=$(CNI_COMMAND=ADD "$build/ibcni" <"$work/net.conf")
 echo "$result" | jq .
+
+step "ibcni-ipam's allocation"
+find "$work/ipam/demo-ib/attachments" -type f -exec cat {} \; ; echo
 
 step "inside the pod"
 ip -n "$pod" -br addr show net1
@@ -81,7 +86,7 @@ ip -br link show vf0
 fail=0
 [[ $(ip -n "$pod" -o link show | wc -l) -eq 1 ]] || { echo "demo: the pod still has interfaces" >&2; fail=1; }
 [[ -z $(find "$work/state/attachments" -name '*.json' 2>/dev/null) ]] || { echo "demo: a record is left" >&2; fail=1; }
-[[ -z $(find "$work/ipam" -name '10.*' 2>/dev/null) ]] || { echo "demo: an IP reservation is left" >&2; fail=1; }
+[[ -z $(find "$work/ipam/demo-ib/attachments" -type f 2>/dev/null) ]] || { echo "demo: an IP allocation is left" >&2; fail=1; }
 step "ibcni's log"
 cat "$work/ibcni.log"
 ip netns del "$pod"

@@ -29,6 +29,7 @@ enum class Errc : std::uint32_t {
   kNetnsFailure = 105,      ///< entering or creating a network namespace failed
   kStateFailure = 106,      ///< ibcni's attachment record could not be written or read
   kCheckFailed = 107,       ///< CHECK found the attachment differs from what ADD made
+  kIpamExhausted = 108,     ///< ibcni-ipam: a range set has no free address
   kInternal = 999,
 };
 

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: Apache-2.0
+// Addresses as 128-bit integers, and sorted interval lists over them: the arithmetic behind
+// ranges, exclusions and the free-address index. IPv4 and IPv6 values share the integer type but
+// are never mixed in one list.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ibcni/net/ip.h"
+
+namespace ibcni::ipam {
+
+/// An address as an unsigned integer (IPv4 in the low 32 bits). GCC's __int128 is an extension;
+/// __extension__ keeps -Wpedantic quiet about it.
+__extension__ typedef unsigned __int128 U128;
+
+/// The address's value, most significant byte first.
+[[nodiscard]] U128 toInt(const net::IpAddress& ip);
+/// The address of `family` (AF_INET/AF_INET6) with value `v` (truncated to 32 bits for IPv4).
+[[nodiscard]] net::IpAddress fromInt(U128 v, int family);
+/// Decimal text of `v`, for messages ("65533").
+[[nodiscard]] std::string toDecimal(U128 v);
+/// First (network) and last (IPv4 broadcast) address of `prefix`.
+[[nodiscard]] U128 firstOf(const net::IpPrefix& prefix);
+[[nodiscard]] U128 lastOf(const net::IpPrefix& prefix);
+/// Number of bits in an address of `ip`'s family (32 or 128).
+[[nodiscard]] inline int bitsOf(const net::IpAddress& ip) { return ip.isV4() ? 32 : 128; }
+
+/// An inclusive interval [lo, hi] of addresses of one family.
+struct Interval {
+  U128 lo = 0;
+  U128 hi = 0;
+  bool operator==(const Interval&) const = default;
+};
+
+/// Sorts `v` and merges overlapping or adjacent intervals.
+[[nodiscard]] std::vector<Interval> normalized(std::vector<Interval> v);
+
+/// `base` without the addresses in `holes` (which must be normalized), as sorted intervals.
+[[nodiscard]] std::vector<Interval> subtract(Interval base, const std::vector<Interval>& holes);
+
+/// Number of addresses in normalized `v` (saturates at the maximum value).
+[[nodiscard]] U128 totalSize(const std::vector<Interval>& v);
+
+/// Index of the interval of normalized `v` that holds `x`, or -1.
+[[nodiscard]] long findInterval(const std::vector<Interval>& v, U128 x);
+
+}  // namespace ibcni::ipam

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: Apache-2.0
+// The embedded IPAM's policy: which address an attachment gets. It never touches the filesystem;
+// everything it remembers goes through a Store.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "address_math.h"
+#include "allocation.h"
+#include "ibcni/cni/error.h"
+#include "ibcni/ipam/embedded.h"
+#include "ipam_config.h"
+#include "store.h"
+
+namespace ibcni::ipam {
+
+/// What ADD asks for.
+struct AddRequest {
+  AttachmentKey key;
+  PodRef pod;                              ///< empty: no reservation applies
+  std::string netns;                       ///< CNI_NETNS, recorded for reclaiming
+  std::uint64_t netnsInode = 0;            ///< its inode, 0 when unknown
+  std::vector<net::IpAddress> requested;   ///< wanted addresses, at most one per range set
+  std::string requestedFrom;               ///< where they came from, for messages ("runtimeConfig.ips")
+};
+
+/// One address handed out, with the range it belongs to (which gives prefix length and gateway).
+struct Lease {
+  net::IpAddress address;
+  std::size_t rangeSet = 0;
+  Range range;
+};
+
+/// How full one range set is.
+struct SetUsage {
+  std::string path;            ///< "ipam.ranges[0]"
+  U128 allocatable = 0;        ///< addresses round-robin can hand out (no gateways, exclusions, reservations)
+  std::uint64_t inUse = 0;     ///< addresses held inside the set's ranges
+  std::uint64_t freeCount = 0; ///< free addresses round-robin could hand out (capped at 2^64-1)
+};
+
+/// Allocation per range set over a Store:
+/// * round-robin from the address last handed out in the range set, wrapping around, over the
+///   ranges minus network/broadcast addresses, every gateway, ipam.exclude and every reserved
+///   address (a whole excluded CIDR is skipped in one step; the store finds the next free address
+///   without visiting held ones);
+/// * a pod's reservation wins; a requested address must be inside a range, not excluded, not a
+///   gateway/network/broadcast, not reserved for another pod and not held by a live attachment;
+/// * idempotent per (containerID, ifname): an attachment that holds addresses gets them back;
+/// * on exhaustion, allocations whose network namespace is gone are released first, then
+///   error 108 names the range set, its size and how many addresses are in use.
+/// Each public call is one critical section under the store's lock.
+class Allocator {
+ public:
+  using Clock = std::function<std::chrono::system_clock::time_point()>;
+
+  /// `config`, `store` and `netns` must outlive the allocator.
+  Allocator(const IpamConfig& config, Store& store, NetnsChecker& netns, Clock clock = {});
+
+  /// The ranges of each range set of `config`, in order: what a Store is built with.
+  [[nodiscard]] static std::vector<RangeSetSpans> spansOf(const IpamConfig& config);
+
+  /// ADD: one lease per range set, in range-set order.
+  [[nodiscard]] cni::Result<std::vector<Lease>> allocate(const AddRequest& request);
+  /// DEL. @return false when the attachment held nothing.
+  [[nodiscard]] cni::Result<bool> release(const AttachmentKey& key);
+  /// CHECK: the leases `key` holds in the configured range sets (possibly fewer than the sets).
+  [[nodiscard]] cni::Result<std::vector<Lease>> held(const AttachmentKey& key);
+  /// GC: releases every allocation not in `valid`, and claims no record accounts for.
+  [[nodiscard]] cni::Result<std::vector<Allocation>> gc(const std::vector<AttachmentKey>& valid);
+  /// Releases every allocation whose network namespace is gone (NetnsLiveness::kGone), and
+  /// claims no record accounts for. With `dryRun`, only reports them.
+  [[nodiscard]] cni::Result<std::vector<Allocation>> reclaim(bool dryRun = false);
+  /// Size and use of each range set. Counting the addresses held in a range too large for a
+  /// bitmap takes a scan of the store: prefer exhausted() when only that matters.
+  [[nodiscard]] cni::Result<std::vector<SetUsage>> usage();
+  /// The range sets where round-robin finds no free address (indexes into config.rangeSets).
+  [[nodiscard]] cni::Result<std::vector<std::size_t>> exhausted();
+
+ private:
+  struct Forbidden {
+    Interval span;
+    std::string reason;  // "the gateway of ipam.ranges[0][0]"
+  };
+
+  cni::Result<StoreLock> lockStore();
+  std::optional<std::size_t> setOf(const net::IpAddress& ip) const;
+  Lease leaseOf(const net::IpAddress& ip, std::size_t set) const;
+  cni::Result<void> checkRequestable(const net::IpAddress& ip, const std::string& what, const PodRef& pod) const;
+  cni::Result<void> takeFrom(const net::IpAddress& ip, const AttachmentKey& key, const std::string& what);
+  cni::Result<std::optional<net::IpAddress>> roundRobin(std::size_t set);
+  cni::Result<std::vector<Allocation>> releaseDead(const AttachmentKey* except, bool dryRun);
+  cni::Result<std::vector<SetUsage>> usageLocked();
+  std::string now() const;
+
+  const IpamConfig& config_;
+  Store& store_;
+  NetnsChecker& netns_;
+  Clock clock_;
+  /// allowed_[set][range]: the addresses round-robin may hand out, as sorted intervals.
+  std::vector<std::vector<std::vector<Interval>>> allowed_;
+  /// Per family (AF_INET, AF_INET6): never handed out, with the reason.
+  std::map<int, std::vector<Forbidden>> forbidden_;
+  /// Reserved address -> "namespace/name".
+  std::map<net::IpAddress, std::string> reservedFor_;
+};
+
+/// Maps a Store error to a CNI error: 11 for a lock timeout, 5 for the rest; the message names
+/// the file and says what to do.
+[[nodiscard]] cni::Error storeError(const os::SysError& err, const std::string& action);
+
+}  // namespace ibcni::ipam

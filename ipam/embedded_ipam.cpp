@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <algorithm>
+#include <fcntl.h>
+#include <filesystem>
+#include <memory>
+#include <unistd.h>
+
+#include "allocator.h"
+#include "file_store.h"
+#include "ibcni/cni/cmd_args.h"
+#include "ibcni/ipam/embedded.h"
+#include "ibcni/os/unique_fd.h"
+#include "ipam_config.h"
+#include "log/log.h"
+
+namespace ibcni::ipam {
+
+namespace {
+
+// One invocation's configuration, store and policy. Not movable: the allocator refers to the
+// configuration and the store.
+struct Session {
+  NetworkConfig config;
+  std::string dir;
+  std::unique_ptr<FileStore> store;
+  std::unique_ptr<Allocator> allocator;
+};
+
+cni::Result<void> checkAttachment(const cni::CmdArgs& args) {
+  if (!isValidContainerId(args.containerId)) {
+    return cni::fail(cni::Errc::kInvalidEnvironment,
+                     "invalid CNI_CONTAINERID \"" + args.containerId +
+                         "\": give 1 to 200 letters, digits, '_', '.' or '-', starting with a letter or digit");
+  }
+  if (!net::isValidIfName(args.ifName)) {
+    return cni::fail(cni::Errc::kInvalidEnvironment,
+                     "invalid CNI_IFNAME \"" + args.ifName +
+                         "\": give 1 to 15 bytes without '/', ':' or whitespace, not \".\" or \"..\"");
+  }
+  return {};
+}
+
+ReleasedAllocation toReleased(const Allocation& a) {
+  ReleasedAllocation r{a.key.containerId, a.key.ifName, a.pod.empty() ? "" : a.pod.toString(), a.netns, {}};
+  for (const auto& ip : a.addresses) {
+    r.addresses.push_back(ip.toString());
+  }
+  return r;
+}
+
+}  // namespace
+
+EmbeddedIpam::EmbeddedIpam(EmbeddedIpamOptions options) : options_(std::move(options)) {
+  if (!options_.netnsChecker) {
+    options_.netnsChecker = systemNetnsChecker();
+  }
+  if (!options_.clock) {
+    options_.clock = [] { return std::chrono::system_clock::now(); };
+  }
+  if (options_.defaultDataDir.empty()) {
+    options_.defaultDataDir = std::string(kDefaultIpamDataDir);
+  }
+}
+
+namespace {
+
+cni::Result<std::unique_ptr<Session>> openSession(const Request& request, const EmbeddedIpamOptions& options) {
+  auto config = parseNetworkConfig(request.rawConfig);
+  if (!config) {
+    return std::unexpected(config.error());
+  }
+  auto s = std::make_unique<Session>();
+  s->config = std::move(*config);
+  for (const auto& w : s->config.ipam.warnings) {
+    log::warn("{}", w);
+  }
+  std::string dataDir = s->config.ipam.dataDir.empty() ? options.defaultDataDir : s->config.ipam.dataDir;
+  s->dir = dataDir + "/" + s->config.name;
+  s->store = std::make_unique<FileStore>(
+      FileStore::Options{s->dir, Allocator::spansOf(s->config.ipam), options.lockTimeout});
+  s->allocator = std::make_unique<Allocator>(s->config.ipam, *s->store, *options.netnsChecker, options.clock);
+  return s;
+}
+
+}  // namespace
+
+cni::Result<cni::AddResult> EmbeddedIpam::add(const Request& request) {
+  auto s = openSession(request, options_);
+  if (!s) {
+    return std::unexpected(s.error());
+  }
+  if (auto c = checkAttachment(request.args); !c) {
+    return std::unexpected(c.error());
+  }
+  auto cniArgs = cni::parseCniArgs(request.args.rawArgs);
+  if (!cniArgs) {
+    return std::unexpected(cniArgs.error());
+  }
+  const NetworkConfig& conf = (*s)->config;
+  AddRequest req;
+  req.key = {request.args.containerId, request.args.ifName};
+  req.pod = {cniArgs->podNamespace, cniArgs->podName, cniArgs->podUid};
+  req.netns = request.args.netns;
+  req.netnsInode = options_.netnsChecker->identify(request.args.netns);
+  // One source of requested addresses, the most specific one: runtimeConfig > args > CNI_ARGS.
+  if (!conf.runtimeIps.empty()) {
+    req.requested = conf.runtimeIps;
+    req.requestedFrom = "runtimeConfig.ips";
+  } else if (!conf.argsIps.empty()) {
+    req.requested = conf.argsIps;
+    req.requestedFrom = "args.cni.ips";
+  } else {
+    for (const auto& p : cniArgs->ips) {
+      req.requested.push_back(p.address);
+    }
+    req.requestedFrom = "CNI_ARGS IP";
+  }
+  auto leases = (*s)->allocator->allocate(req);
+  if (!leases) {
+    return std::unexpected(leases.error());
+  }
+  // What host-local returns: each address with its subnet's prefix length and its range's
+  // gateway, then the configured routes and DNS.
+  cni::AddResult result;
+  for (const auto& l : *leases) {
+    cni::IpConfig ip;
+    ip.address = net::IpPrefix{l.address, l.range.subnet.prefixLen};
+    ip.gateway = l.range.gateway;
+    result.ips.push_back(ip);
+  }
+  result.routes = conf.ipam.routes;
+  result.dns = conf.ipam.dns;
+  return result;
+}
+
+cni::Result<void> EmbeddedIpam::del(const Request& request) {
+  auto s = openSession(request, options_);
+  if (!s) {
+    return std::unexpected(s.error());
+  }
+  if (auto c = checkAttachment(request.args); !c) {
+    return std::unexpected(c.error());
+  }
+  auto released = (*s)->allocator->release({request.args.containerId, request.args.ifName});
+  if (!released) {
+    return std::unexpected(released.error());
+  }
+  if (!*released) {
+    log::debug("nothing held by {}/{}: nothing to release", request.args.containerId, request.args.ifName);
+  }
+  return {};
+}
+
+cni::Result<void> EmbeddedIpam::check(const Request& request) {
+  auto s = openSession(request, options_);
+  if (!s) {
+    return std::unexpected(s.error());
+  }
+  if (auto c = checkAttachment(request.args); !c) {
+    return std::unexpected(c.error());
+  }
+  const NetworkConfig& conf = (*s)->config;
+  std::string who = "containerID " + request.args.containerId + " ifname " + request.args.ifName;
+  auto held = (*s)->allocator->held({request.args.containerId, request.args.ifName});
+  if (!held) {
+    return std::unexpected(held.error());
+  }
+  if (held->empty()) {
+    return cni::fail(cni::Errc::kCheckFailed, "ipam: no addresses are held for " + who + " in network " + conf.name);
+  }
+  std::vector<bool> covered(conf.ipam.rangeSets.size(), false);
+  for (const auto& l : *held) {
+    covered[l.rangeSet] = true;
+    if (!conf.prevResultIps.empty()) {
+      bool listed = std::any_of(conf.prevResultIps.begin(), conf.prevResultIps.end(),
+                                [&](const net::IpPrefix& p) { return p.address == l.address; });
+      if (!listed) {
+        return cni::fail(cni::Errc::kCheckFailed,
+                         "ipam: " + who + " holds " + l.address.toString() + ", which prevResult.ips does not list");
+      }
+    }
+  }
+  for (std::size_t i = 0; i < covered.size(); ++i) {
+    if (!covered[i]) {
+      return cni::fail(cni::Errc::kCheckFailed,
+                       "ipam: " + who + " holds no address in " + conf.ipam.rangeSets[i].path + " = " +
+                           conf.ipam.rangeSets[i].describe());
+    }
+  }
+  return {};
+}
+
+cni::Result<void> EmbeddedIpam::gc(const Request& request) {
+  auto s = openSession(request, options_);
+  if (!s) {
+    return std::unexpected(s.error());
+  }
+  if (!(*s)->config.validAttachments) {
+    // Without the list every allocation would look stale: release nothing.
+    log::warn("gc: no cni.dev/valid-attachments in the configuration; nothing released");
+    return {};
+  }
+  auto released = (*s)->allocator->gc(*(*s)->config.validAttachments);
+  if (!released) {
+    return std::unexpected(released.error());
+  }
+  return {};
+}
+
+cni::Result<void> EmbeddedIpam::status(const Request& request) {
+  auto s = openSession(request, options_);
+  if (!s) {
+    return std::unexpected(s.error());
+  }
+  auto unavailable = [](const std::string& msg, const std::string& details = {}) {
+    return cni::fail(cni::Errc::kPluginNotAvailable, msg, details);
+  };
+  const std::string& dir = (*s)->dir;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    return unavailable("ipam data directory " + dir + " cannot be created: " + ec.message());
+  }
+  std::string probe = dir + "/.status-probe." + std::to_string(::getpid());
+  auto fd = os::UniqueFd::open(probe, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (!fd) {
+    return unavailable("ipam data directory " + dir + " is not writable", fd.error().describe());
+  }
+  ::unlink(probe.c_str());
+  auto full = (*s)->allocator->exhausted();
+  if (!full) {
+    return unavailable("ipam store " + dir + " cannot be read: " + full.error().msg, full.error().details);
+  }
+  if (full->empty()) {
+    return {};
+  }
+  // A full pool whose holders include dead pods is not exhausted: ADD reclaims those first.
+  auto dead = (*s)->allocator->reclaim(/*dryRun=*/true);
+  if (dead && !dead->empty()) {
+    return {};
+  }
+  auto usage = (*s)->allocator->usage();
+  if (!usage) {
+    return unavailable("ipam store " + dir + " cannot be read: " + usage.error().msg, usage.error().details);
+  }
+  const SetUsage& u = (*usage)[full->front()];
+  return unavailable("ipam: " + u.path + " is exhausted: " + toDecimal(u.allocatable) +
+                     " addresses can be handed out and " + std::to_string(u.inUse) + " are in use");
+}
+
+cni::Result<std::vector<ReleasedAllocation>> EmbeddedIpam::reclaim(const Request& request) {
+  auto s = openSession(request, options_);
+  if (!s) {
+    return std::unexpected(s.error());
+  }
+  auto released = (*s)->allocator->reclaim(/*dryRun=*/false);
+  if (!released) {
+    return std::unexpected(released.error());
+  }
+  std::vector<ReleasedAllocation> out;
+  for (const auto& a : *released) {
+    out.push_back(toReleased(a));
+  }
+  return out;
+}
+
+}  // namespace ibcni::ipam

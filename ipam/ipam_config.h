@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: Apache-2.0
+// The embedded IPAM's configuration: the network config's `ipam` object (a superset of
+// host-local's) parsed, canonicalized and validated once, so that the policy trusts it.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "allocation.h"
+#include "ibcni/cni/error.h"
+#include "ibcni/cni/result.h"
+#include "ibcni/net/ip.h"
+
+namespace ibcni::ipam {
+
+/// One canonical range: every field is set, the subnet has no host bits, and
+/// network <= rangeStart <= rangeEnd <= last address of the subnet, with neither end being the
+/// network or (IPv4) broadcast address.
+struct Range {
+  net::IpPrefix subnet;       ///< network address and prefix length ("10.1.2.0/24")
+  net::IpAddress rangeStart;  ///< default: network+1, or network+2 when that is the gateway
+  net::IpAddress rangeEnd;    ///< default: IPv4 broadcast-1, IPv6 last address (as host-local)
+  net::IpAddress gateway;     ///< default: network+1; never handed out
+  std::string path;           ///< where it was configured: "ipam.ranges[0][1]", or "ipam" (legacy keys)
+
+  /// True when `ip` lies in [rangeStart, rangeEnd].
+  [[nodiscard]] bool contains(const net::IpAddress& ip) const;
+  /// "10.1.2.0/24 (10.1.2.2-10.1.2.254)", for messages.
+  [[nodiscard]] std::string describe() const;
+};
+
+/// A list of ranges of one address family; ADD takes one address from each range set.
+struct RangeSet {
+  std::vector<Range> ranges;
+  std::string path;  ///< "ipam.ranges[0]"
+  int family = 0;    ///< AF_INET or AF_INET6
+
+  /// The range holding `ip`, or nullptr.
+  [[nodiscard]] const Range* find(const net::IpAddress& ip) const;
+  [[nodiscard]] std::string describe() const;
+};
+
+/// An address or CIDR that is never handed out (ipam.exclude[k]).
+struct Exclusion {
+  net::IpPrefix prefix;  ///< a bare address is stored as a /32 or /128
+  std::string path;      ///< "ipam.exclude[2]"
+};
+
+/// The fixed addresses of one pod (ipam.reservations["namespace/name"]): that pod always gets
+/// them, nobody else ever does.
+struct Reservation {
+  std::string pod;                         ///< "namespace/name"
+  std::vector<net::IpAddress> addresses;   ///< at most one per range set
+  std::string path;                        ///< ipam.reservations["namespace/name"]
+};
+
+/// The canonical `ipam` object.
+struct IpamConfig {
+  std::string type;                  ///< "ibcni-ipam"
+  std::vector<RangeSet> rangeSets;   ///< legacy single-range keys first, then `ranges`
+  std::vector<cni::Route> routes;
+  cni::Dns dns;                      ///< from resolvConf, overridden field by field by `dns`
+  std::string dataDir;               ///< empty: the caller's default
+  std::vector<Exclusion> exclude;
+  std::vector<Reservation> reservations;  ///< sorted by pod
+  std::string resolvConf;
+  std::vector<std::string> warnings;  ///< keys ignored, exclusions outside every range, ...
+
+  /// The reservation of `pod` ("namespace/name"), or nullptr.
+  [[nodiscard]] const Reservation* reservationOf(const std::string& pod) const;
+};
+
+/// What the embedded IPAM reads from a whole network configuration.
+struct NetworkConfig {
+  std::string name;                           ///< the network's name: its store is <dataDir>/<name>
+  IpamConfig ipam;
+  std::vector<net::IpAddress> runtimeIps;     ///< runtimeConfig.ips
+  std::vector<net::IpAddress> argsIps;        ///< args.cni.ips
+  /// GC's cni.dev/valid-attachments (or cni.dev/attachments); nullopt when neither is present.
+  std::optional<std::vector<AttachmentKey>> validAttachments;
+  std::vector<net::IpPrefix> prevResultIps;   ///< prevResult.ips[].address (CHECK)
+};
+
+/// Parses a network configuration (the stdin of a CNI invocation) and its `ipam` object.
+/// @return error 6 when the text is not a JSON object, error 7 naming the field path
+///         (e.g. `ipam.ranges[0][1].rangeStart`), the value and what is accepted for anything invalid.
+[[nodiscard]] cni::Result<NetworkConfig> parseNetworkConfig(std::string_view rawConfig);
+
+/// Parses just an `ipam` object (given as JSON text). Same errors as parseNetworkConfig.
+[[nodiscard]] cni::Result<IpamConfig> parseIpamConfig(std::string_view ipamJson);
+
+/// Parses resolv.conf text the way host-local does (nameserver, domain, search, options).
+[[nodiscard]] cni::Dns parseResolvConf(std::string_view text);
+
+}  // namespace ibcni::ipam

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: Apache-2.0
+// Helpers for the FileStore and EmbeddedIpam suites: a temporary data directory on tmpfs (as
+// /run is in production), requests, and stores built from a config.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <unistd.h>
+
+#include "allocator.h"
+#include "file_store.h"
+#include "ibcni/ipam/embedded.h"
+#include "ipam_config.h"
+
+namespace ibcni::ipam::testing {
+
+/// A temporary directory, removed with everything in it by the destructor. On /dev/shm when
+/// possible: the production default (/run/ibcni-ipam) is tmpfs, and a disk's fsync would make
+/// the suites slow without testing anything more.
+class TempDir {
+ public:
+  TempDir() {
+    for (const char* base : {"/dev/shm", "/tmp"}) {
+      std::string tmpl = std::string(base) + "/ibcni-ipam-test-XXXXXX";
+      if (::mkdtemp(tmpl.data()) != nullptr) {
+        path_ = tmpl;
+        return;
+      }
+    }
+    ADD_FAILURE() << "cannot create a temporary directory";
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  [[nodiscard]] const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+inline net::IpAddress ip(const char* s) { return *net::IpAddress::parse(s); }
+
+/// The whole network config for `ipamBody` (the members of the ipam object, without braces).
+inline std::string netConfig(const std::string& dataDir, const std::string& ipamBody,
+                             const std::string& extraTopLevel = "", const std::string& name = "net1") {
+  return R"({"cniVersion": "1.1.0", "name": ")" + name + R"(", "type": "ibcni", )" + extraTopLevel +
+         R"("ipam": {"type": "ibcni-ipam", "dataDir": ")" + dataDir + R"(", )" + ipamBody + "}}";
+}
+
+inline Request makeRequest(const std::string& rawConfig, const std::string& containerId,
+                           const std::string& netns = "", const std::string& cniArgs = "",
+                           const std::string& ifName = "net1") {
+  Request r;
+  r.type = "ibcni-ipam";
+  r.rawConfig = rawConfig;
+  r.args.containerId = containerId;
+  r.args.ifName = ifName;
+  r.args.netns = netns;
+  r.args.rawArgs = cniArgs;
+  return r;
+}
+
+/// A parsed config with a FileStore and an Allocator over it, for direct store calls.
+struct StoreFixture {
+  StoreFixture(const std::string& dir, const std::string& ipamJson, NetnsChecker& checker) {
+    auto c = parseIpamConfig(ipamJson);
+    EXPECT_TRUE(c) << (c ? "" : c.error().msg);
+    config = std::make_unique<IpamConfig>(*c);
+    store = std::make_unique<FileStore>(FileStore::Options{dir, Allocator::spansOf(*config), std::chrono::seconds(10)});
+    allocator = std::make_unique<Allocator>(*config, *store, checker);
+  }
+  std::unique_ptr<IpamConfig> config;
+  std::unique_ptr<FileStore> store;
+  std::unique_ptr<Allocator> allocator;
+};
+
+/// Runs `fn` with the store locked, and returns the problems FileStore::verify() finds.
+inline std::vector<std::string> verifyStore(FileStore& store) {
+  auto lock = StoreLock::acquire(store);
+  EXPECT_TRUE(lock) << (lock ? "" : lock.error().describe());
+  if (!lock) {
+    return {"cannot lock"};
+  }
+  auto problems = store.verify();
+  EXPECT_TRUE(problems) << (problems ? "" : problems.error().describe());
+  return problems ? *problems : std::vector<std::string>{"verify failed"};
+}
+
+/// Number of entries in a directory (0 when it does not exist).
+inline std::size_t countEntries(const std::string& dir) {
+  std::error_code ec;
+  std::size_t n = 0;
+  for (auto it = std::filesystem::directory_iterator(dir, ec); !ec && it != std::filesystem::directory_iterator();
+       it.increment(ec)) {
+    ++n;
+  }
+  return n;
+}
+
+}  // namespace ibcni::ipam::testing
