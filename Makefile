@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: all build deps deps-build demo test test-unit test-netns e2e clean
+.PHONY: all build deps deps-build demo test test-unit test-netns e2e bench clean
 
 all: build
 
@@ -36,6 +36,10 @@ test-netns: build
 
 e2e: build
 	e2e/run.sh
+
+# ibcni-ipam against Debian's host-local, side by side (the README's benchmark table).
+bench: deps build
+	$(BUILD)/bench/ipam_bench $(BUILD)/ibcni-ipam /usr/lib/cni/host-local
 
 clean:
 	rm -rf $(BUILD)

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "address_math.h"
 
-#include <algorithm>
 #include <sys/socket.h>
+#include <algorithm>
 
 namespace ibcni::ipam {
 

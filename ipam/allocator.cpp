@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "allocator.h"
 
+#include <sys/socket.h>
 #include <algorithm>
 #include <cerrno>
 #include <ctime>
 #include <limits>
 #include <set>
-#include <sys/socket.h>
 
 #include "log/log.h"
 
@@ -39,8 +39,8 @@ std::string describeHolder(const AttachmentKey& key, const std::optional<Allocat
 
 cni::Error storeError(const os::SysError& err, const std::string& action) {
   if (err.err == ETIMEDOUT) {
-    return cni::Error{cni::Errc::kTryAgainLater,
-                      action + ": the ipam store is locked by another invocation; try again", err.describe()};
+    return cni::Error{cni::Errc::kTryAgainLater, action + ": the ipam store is locked by another invocation; try again",
+                      err.describe()};
   }
   if (err.err == EUCLEAN) {
     return cni::Error{cni::Errc::kIoFailure, action + ": " + err.op, err.describe()};
@@ -152,8 +152,8 @@ cni::Result<void> Allocator::checkRequestable(const net::IpAddress& ip, const st
     }
   }
   if (auto it = reservedFor_.find(ip); it != reservedFor_.end() && it->second != pod.toString()) {
-    return cni::fail(kBad, what + " " + ip.toString() + " cannot be handed out: it is reserved for pod " +
-                               it->second + " in ipam.reservations");
+    return cni::fail(kBad, what + " " + ip.toString() + " cannot be handed out: it is reserved for pod " + it->second +
+                               " in ipam.reservations");
   }
   return {};
 }
@@ -181,9 +181,9 @@ cni::Result<void> Allocator::takeFrom(const net::IpAddress& ip, const Attachment
     }
     return {};
   }
-  return cni::fail(cni::Errc::kTryAgainLater,
-                   what + " " + ip.toString() + " is held by " + describeHolder(**owner, *rec) +
-                       "; it can be given out once that attachment is deleted");
+  return cni::fail(cni::Errc::kTryAgainLater, what + " " + ip.toString() + " is held by " +
+                                                  describeHolder(**owner, *rec) +
+                                                  "; it can be given out once that attachment is deleted");
 }
 
 cni::Result<std::optional<net::IpAddress>> Allocator::roundRobin(std::size_t set) {
@@ -329,9 +329,8 @@ cni::Result<std::vector<Lease>> Allocator::allocate(const AddRequest& req) {
       return cni::fail(kBad, what + " " + ip.toString() + " is not inside any range: " + all);
     }
     if (wanted[*s] && *wanted[*s] != ip) {
-      return cni::fail(kBad, what + " " + ip.toString() + " and " + wanted[*s]->toString() +
-                                 " are both in " + config_.rangeSets[*s].path +
-                                 "; an attachment gets one address per range set");
+      return cni::fail(kBad, what + " " + ip.toString() + " and " + wanted[*s]->toString() + " are both in " +
+                                 config_.rangeSets[*s].path + "; an attachment gets one address per range set");
     }
     wanted[*s] = ip;
   }
@@ -351,8 +350,8 @@ cni::Result<std::vector<Lease>> Allocator::allocate(const AddRequest& req) {
         }
       }
       if (target && wanted[s] && *wanted[s] != *target) {
-        log::warn("pod {} has {} reserved in {}; ignoring requested address {}", reservation->pod,
-                  target->toString(), config_.rangeSets[s].path, wanted[s]->toString());
+        log::warn("pod {} has {} reserved in {}; ignoring requested address {}", reservation->pod, target->toString(),
+                  config_.rangeSets[s].path, wanted[s]->toString());
       }
     }
     if (!target && wanted[s]) {
@@ -540,7 +539,7 @@ cni::Result<std::vector<SetUsage>> Allocator::usageLocked() {
     if (*found) {
       U128 free = u.allocatable > u.inUse ? u.allocatable - u.inUse : 1;
       u.freeCount = free > std::numeric_limits<std::uint64_t>::max() ? std::numeric_limits<std::uint64_t>::max()
-                                                                      : static_cast<std::uint64_t>(free);
+                                                                     : static_cast<std::uint64_t>(free);
       u.freeCount = std::max<std::uint64_t>(u.freeCount, 1);
     }
     out.push_back(u);

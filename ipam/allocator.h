@@ -22,11 +22,11 @@ namespace ibcni::ipam {
 /// What ADD asks for.
 struct AddRequest {
   AttachmentKey key;
-  PodRef pod;                              ///< empty: no reservation applies
-  std::string netns;                       ///< CNI_NETNS, recorded for reclaiming
-  std::uint64_t netnsInode = 0;            ///< its inode, 0 when unknown
-  std::vector<net::IpAddress> requested;   ///< wanted addresses, at most one per range set
-  std::string requestedFrom;               ///< where they came from, for messages ("runtimeConfig.ips")
+  PodRef pod;                             ///< empty: no reservation applies
+  std::string netns;                      ///< CNI_NETNS, recorded for reclaiming
+  std::uint64_t netnsInode = 0;           ///< its inode, 0 when unknown
+  std::vector<net::IpAddress> requested;  ///< wanted addresses, at most one per range set
+  std::string requestedFrom;              ///< where they came from, for messages ("runtimeConfig.ips")
 };
 
 /// One address handed out, with the range it belongs to (which gives prefix length and gateway).
@@ -38,10 +38,10 @@ struct Lease {
 
 /// How full one range set is.
 struct SetUsage {
-  std::string path;            ///< "ipam.ranges[0]"
-  U128 allocatable = 0;        ///< addresses round-robin can hand out (no gateways, exclusions, reservations)
-  std::uint64_t inUse = 0;     ///< addresses held inside the set's ranges
-  std::uint64_t freeCount = 0; ///< free addresses round-robin could hand out (capped at 2^64-1)
+  std::string path;             ///< "ipam.ranges[0]"
+  U128 allocatable = 0;         ///< addresses round-robin can hand out (no gateways, exclusions, reservations)
+  std::uint64_t inUse = 0;      ///< addresses held inside the set's ranges
+  std::uint64_t freeCount = 0;  ///< free addresses round-robin could hand out (capped at 2^64-1)
 };
 
 /// Allocation per range set over a Store:

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-#include <algorithm>
 #include <fcntl.h>
+#include <unistd.h>
+#include <algorithm>
 #include <filesystem>
 #include <memory>
-#include <unistd.h>
 
 #include "allocator.h"
 #include "file_store.h"
@@ -76,8 +76,8 @@ cni::Result<std::unique_ptr<Session>> openSession(const Request& request, const 
   }
   std::string dataDir = s->config.ipam.dataDir.empty() ? options.defaultDataDir : s->config.ipam.dataDir;
   s->dir = dataDir + "/" + s->config.name;
-  s->store = std::make_unique<FileStore>(
-      FileStore::Options{s->dir, Allocator::spansOf(s->config.ipam), options.lockTimeout});
+  s->store =
+      std::make_unique<FileStore>(FileStore::Options{s->dir, Allocator::spansOf(s->config.ipam), options.lockTimeout});
   s->allocator = std::make_unique<Allocator>(s->config.ipam, *s->store, *options.netnsChecker, options.clock);
   return s;
 }
@@ -182,9 +182,8 @@ cni::Result<void> EmbeddedIpam::check(const Request& request) {
   }
   for (std::size_t i = 0; i < covered.size(); ++i) {
     if (!covered[i]) {
-      return cni::fail(cni::Errc::kCheckFailed,
-                       "ipam: " + who + " holds no address in " + conf.ipam.rangeSets[i].path + " = " +
-                           conf.ipam.rangeSets[i].describe());
+      return cni::fail(cni::Errc::kCheckFailed, "ipam: " + who + " holds no address in " + conf.ipam.rangeSets[i].path +
+                                                    " = " + conf.ipam.rangeSets[i].describe());
     }
   }
   return {};

@@ -1,20 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "file_store.h"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <algorithm>
 #include <array>
 #include <bit>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <dirent.h>
-#include <fcntl.h>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sys/stat.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 namespace ibcni::ipam {
 
@@ -100,8 +100,9 @@ os::SysResult<std::string> unframe(const std::string& text, const char* kind, co
   }
   std::string body = text.substr(nl + 1);
   if (body.size() != len) {
-    return corrupt(path, "truncated or extended: " + std::to_string(body.size()) + " bytes instead of " +
-                             std::to_string(len), fix);
+    return corrupt(path,
+                   "truncated or extended: " + std::to_string(body.size()) + " bytes instead of " + std::to_string(len),
+                   fix);
   }
   if (crc32(body) != crc) {
     return corrupt(path, "checksum mismatch", fix);
@@ -128,8 +129,8 @@ std::optional<AttachmentKey> keyFromRecordName(const std::string& name) {
 }
 
 std::unexpected<os::SysError> badKey(const AttachmentKey& key) {
-  return os::sysFail(EINVAL, "invalid attachment key containerID \"" + key.containerId + "\" ifname \"" +
-                                 key.ifName + "\"");
+  return os::sysFail(EINVAL,
+                     "invalid attachment key containerID \"" + key.containerId + "\" ifname \"" + key.ifName + "\"");
 }
 
 os::SysResult<std::string> readAt(int dirFd, const std::string& name, const std::string& path) {

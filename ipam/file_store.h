@@ -44,8 +44,8 @@ class FileStore final : public Store {
   static constexpr std::uint64_t kMaxBitmapRange = std::uint64_t{1} << 20;
 
   struct Options {
-    std::string dir;                        ///< <dataDir>/<network name>
-    std::vector<RangeSetSpans> rangeSets;   ///< Allocator::spansOf(config)
+    std::string dir;                       ///< <dataDir>/<network name>
+    std::vector<RangeSetSpans> rangeSets;  ///< Allocator::spansOf(config)
     std::chrono::milliseconds lockTimeout = std::chrono::seconds(30);
   };
 

@@ -1,17 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "ipam_config.h"
 
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <fcntl.h>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "address_math.h"
 #include "ibcni/os/unique_fd.h"
@@ -101,8 +101,8 @@ cni::Result<Range> parseRange(const json& obj, const std::string& path, std::vec
   if (subnet->network() != *subnet) {
     auto net = subnet->network();
     return invalidText(sub, **subnetText,
-                       "has host bits set: the network address of this /" + std::to_string(subnet->prefixLen) +
-                           " is " + net.address.toString() + " (give \"" + net.toString() + "\")");
+                       "has host bits set: the network address of this /" + std::to_string(subnet->prefixLen) + " is " +
+                           net.address.toString() + " (give \"" + net.toString() + "\")");
   }
   r.subnet = *subnet;
   U128 first = firstOf(*subnet);
@@ -115,8 +115,9 @@ cni::Result<Range> parseRange(const json& obj, const std::string& path, std::vec
 
   auto checkInside = [&](const net::IpAddress& ip, const std::string& field) -> cni::Result<void> {
     if (ip.family != family) {
-      return invalidText(field, ip.toString(), "is " + familyName(ip.family) + " but subnet " + subnet->toString() +
-                                                   " is " + familyName(family) + "; " + inside);
+      return invalidText(field, ip.toString(),
+                         "is " + familyName(ip.family) + " but subnet " + subnet->toString() + " is " +
+                             familyName(family) + "; " + inside);
     }
     U128 v = toInt(ip);
     if (v < first || v > last) {
@@ -176,8 +177,9 @@ cni::Result<Range> parseRange(const json& obj, const std::string& path, std::vec
   if (toInt(r.rangeStart) > toInt(r.rangeEnd)) {
     if (*end) {
       return invalidText(endPath, r.rangeEnd.toString(),
-                         "comes before rangeStart " + r.rangeStart.toString() + "; rangeEnd must not be lower than "
-                         "rangeStart");
+                         "comes before rangeStart " + r.rangeStart.toString() +
+                             "; rangeEnd must not be lower than "
+                             "rangeStart");
     }
     return invalidText(startPath, r.rangeStart.toString(),
                        "comes after the last usable address " + r.rangeEnd.toString() + " of " + subnet->toString());
@@ -217,8 +219,9 @@ cni::Result<RangeSet> parseRangeSet(const json& j, const std::string& path, std:
   for (std::size_t i = 0; i < j.size(); ++i) {
     std::string p = path + "[" + std::to_string(i) + "]";
     if (!j[i].is_object()) {
-      return invalid(p, j[i], "must be an object {\"subnet\": ..., \"rangeStart\": ..., \"rangeEnd\": ..., "
-                              "\"gateway\": ...}");
+      return invalid(p, j[i],
+                     "must be an object {\"subnet\": ..., \"rangeStart\": ..., \"rangeEnd\": ..., "
+                     "\"gateway\": ...}");
     }
     auto r = parseRange(j[i], p, warnings, false);
     if (!r) {
@@ -228,8 +231,9 @@ cni::Result<RangeSet> parseRangeSet(const json& j, const std::string& path, std:
       set.family = r->subnet.address.family;
     } else if (r->subnet.address.family != set.family) {
       return invalidText(p + ".subnet", r->subnet.toString(),
-                         "range set " + path + " mixes IPv4 and IPv6; put each family in its own range set "
-                         "(dual stack is one range set per family)");
+                         "range set " + path +
+                             " mixes IPv4 and IPv6; put each family in its own range set "
+                             "(dual stack is one range set per family)");
     }
     for (const auto& other : set.ranges) {
       if (overlaps(other, *r)) {
@@ -311,8 +315,7 @@ cni::Result<std::vector<cni::Route>> parseRoutes(const json& j) {
       return invalidText(p + ".dst", **dst, "must be a CIDR such as \"0.0.0.0/0\" or \"10.2.0.0/16\"");
     }
     if (prefix->network() != *prefix) {
-      return invalidText(p + ".dst", **dst,
-                         "has host bits set (give \"" + prefix->network().toString() + "\")");
+      return invalidText(p + ".dst", **dst, "has host bits set (give \"" + prefix->network().toString() + "\")");
     }
     r.dst = *prefix;
     auto gw = optAddress(e, "gw", p + ".gw", "10.1.2.1");
@@ -364,8 +367,9 @@ cni::Result<std::vector<std::string>> stringList(const json& obj, const char* ke
 
 cni::Result<cni::Dns> parseDns(const json& j, cni::Dns base) {
   if (!j.is_object()) {
-    return invalid("ipam.dns", j, "must be an object {\"nameservers\": [...], \"domain\": ..., \"search\": [...], "
-                                  "\"options\": [...]}");
+    return invalid("ipam.dns", j,
+                   "must be an object {\"nameservers\": [...], \"domain\": ..., \"search\": [...], "
+                   "\"options\": [...]}");
   }
   auto ns = stringList(j, "nameservers", "ipam.dns.nameservers");
   if (!ns) {
@@ -445,16 +449,18 @@ cni::Result<void> validateAgainstRanges(IpamConfig& c) {
         for (const auto& s : c.rangeSets) {
           all += (all.empty() ? "" : ", ") + s.describe();
         }
-        return invalidText(res.path, ip.toString(), "is not inside any range (" + all +
-                                                        "); a reserved address must lie between a range's rangeStart "
-                                                        "and rangeEnd");
+        return invalidText(res.path, ip.toString(),
+                           "is not inside any range (" + all +
+                               "); a reserved address must lie between a range's rangeStart "
+                               "and rangeEnd");
       }
       for (const auto& s : c.rangeSets) {
         for (const auto& r : s.ranges) {
           if (r.gateway == ip) {
             return invalidText(res.path, ip.toString(),
-                               "is the gateway of " + r.path + "; gateways are never handed out, reserve another "
-                               "address");
+                               "is the gateway of " + r.path +
+                                   "; gateways are never handed out, reserve another "
+                                   "address");
           }
           if (r.subnet.address.family == ip.family && toInt(ip) == firstOf(r.subnet)) {
             return invalidText(res.path, ip.toString(), "is the network address of " + r.subnet.toString());
@@ -478,8 +484,9 @@ cni::Result<void> validateAgainstRanges(IpamConfig& c) {
       }
       auto [it, fresh] = reservedBy.emplace(ip, res.pod);
       if (!fresh) {
-        return invalidText(res.path, ip.toString(),
-                           "is already reserved for pod " + it->second + "; an address can be reserved for one pod only");
+        return invalidText(
+            res.path, ip.toString(),
+            "is already reserved for pod " + it->second + "; an address can be reserved for one pod only");
       }
     }
   }
@@ -564,8 +571,9 @@ cni::Result<IpamConfig> parseIpamObject(const json& j) {
   } else {
     for (const char* key : {"rangeStart", "rangeEnd", "gateway"}) {
       if (auto it = j.find(key); it != j.end() && !it->is_null()) {
-        return invalid(std::string("ipam.") + key, *it,
-                       "needs ipam.subnet; with ipam.ranges, put it inside a range: ipam.ranges[i][j]." + std::string(key));
+        return invalid(
+            std::string("ipam.") + key, *it,
+            "needs ipam.subnet; with ipam.ranges, put it inside a range: ipam.ranges[i][j]." + std::string(key));
       }
     }
   }
@@ -582,8 +590,9 @@ cni::Result<IpamConfig> parseIpamObject(const json& j) {
     }
   }
   if (c.rangeSets.empty()) {
-    return cni::fail(kBad, "ipam has no addresses to allocate from: give ipam.ranges (a list of range sets, e.g. "
-                           "[[{\"subnet\": \"10.1.2.0/24\"}]]) or ipam.subnet");
+    return cni::fail(kBad,
+                     "ipam has no addresses to allocate from: give ipam.ranges (a list of range sets, e.g. "
+                     "[[{\"subnet\": \"10.1.2.0/24\"}]]) or ipam.subnet");
   }
   for (std::size_t a = 0; a < c.rangeSets.size(); ++a) {
     for (std::size_t b = a + 1; b < c.rangeSets.size(); ++b) {
@@ -634,7 +643,8 @@ cni::Result<IpamConfig> parseIpamObject(const json& j) {
   }
   if (auto it = j.find("exclude"); it != j.end() && !it->is_null()) {
     if (!it->is_array()) {
-      return invalid("ipam.exclude", *it, "must be a list of addresses and CIDRs, e.g. [\"10.1.2.5\", \"10.1.2.64/26\"]");
+      return invalid("ipam.exclude", *it,
+                     "must be a list of addresses and CIDRs, e.g. [\"10.1.2.5\", \"10.1.2.64/26\"]");
     }
     for (std::size_t i = 0; i < it->size(); ++i) {
       std::string p = "ipam.exclude[" + std::to_string(i) + "]";
@@ -691,9 +701,9 @@ cni::Result<IpamConfig> parseIpamObject(const json& j) {
     return std::unexpected(v.error());
   }
 
-  static const std::set<std::string> known = {"type",   "ranges",  "subnet",  "rangeStart",   "rangeEnd",
-                                              "gateway", "routes", "dns",     "dataDir",      "exclude",
-                                              "reservations", "resolvConf"};
+  static const std::set<std::string> known = {"type",     "ranges",  "subnet",       "rangeStart",
+                                              "rangeEnd", "gateway", "routes",       "dns",
+                                              "dataDir",  "exclude", "reservations", "resolvConf"};
   for (const auto& [key, value] : j.items()) {
     if (!known.contains(key)) {
       c.warnings.push_back("ignoring unknown key ipam." + key);

@@ -51,18 +51,18 @@ struct Exclusion {
 /// The fixed addresses of one pod (ipam.reservations["namespace/name"]): that pod always gets
 /// them, nobody else ever does.
 struct Reservation {
-  std::string pod;                         ///< "namespace/name"
-  std::vector<net::IpAddress> addresses;   ///< at most one per range set
-  std::string path;                        ///< ipam.reservations["namespace/name"]
+  std::string pod;                        ///< "namespace/name"
+  std::vector<net::IpAddress> addresses;  ///< at most one per range set
+  std::string path;                       ///< ipam.reservations["namespace/name"]
 };
 
 /// The canonical `ipam` object.
 struct IpamConfig {
-  std::string type;                  ///< "ibcni-ipam"
-  std::vector<RangeSet> rangeSets;   ///< legacy single-range keys first, then `ranges`
+  std::string type;                 ///< "ibcni-ipam"
+  std::vector<RangeSet> rangeSets;  ///< legacy single-range keys first, then `ranges`
   std::vector<cni::Route> routes;
-  cni::Dns dns;                      ///< from resolvConf, overridden field by field by `dns`
-  std::string dataDir;               ///< empty: the caller's default
+  cni::Dns dns;         ///< from resolvConf, overridden field by field by `dns`
+  std::string dataDir;  ///< empty: the caller's default
   std::vector<Exclusion> exclude;
   std::vector<Reservation> reservations;  ///< sorted by pod
   std::string resolvConf;
@@ -74,13 +74,13 @@ struct IpamConfig {
 
 /// What the embedded IPAM reads from a whole network configuration.
 struct NetworkConfig {
-  std::string name;                           ///< the network's name: its store is <dataDir>/<name>
+  std::string name;  ///< the network's name: its store is <dataDir>/<name>
   IpamConfig ipam;
-  std::vector<net::IpAddress> runtimeIps;     ///< runtimeConfig.ips
-  std::vector<net::IpAddress> argsIps;        ///< args.cni.ips
+  std::vector<net::IpAddress> runtimeIps;  ///< runtimeConfig.ips
+  std::vector<net::IpAddress> argsIps;     ///< args.cni.ips
   /// GC's cni.dev/valid-attachments (or cni.dev/attachments); nullopt when neither is present.
   std::optional<std::vector<AttachmentKey>> validAttachments;
-  std::vector<net::IpPrefix> prevResultIps;   ///< prevResult.ips[].address (CHECK)
+  std::vector<net::IpPrefix> prevResultIps;  ///< prevResult.ips[].address (CHECK)
 };
 
 /// Parses a network configuration (the stdin of a CNI invocation) and its `ipam` object.

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <sys/stat.h>
 #include <cerrno>
 #include <filesystem>
-#include <sys/stat.h>
 
 #include "ibcni/ipam/embedded.h"
 #include "ibcni/os/netns.h"

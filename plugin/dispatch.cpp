@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "dispatch.h"
 
-#include <regex>
 
 #include "commands/commands.h"
 #include "commands/common.h"
@@ -35,11 +34,6 @@ std::optional<cni::Command> parseCommand(std::string_view s) {
     }
   }
   return std::nullopt;
-}
-
-bool validContainerId(const std::string& s) {
-  static const std::regex re("^[a-zA-Z0-9][a-zA-Z0-9_.\\-]*$");
-  return std::regex_match(s, re);
 }
 
 std::vector<std::string> splitPath(const std::string& s) {
@@ -87,7 +81,7 @@ cni::Result<cni::CmdArgs> readEnvironment(const Getenv& getenv, cni::Command com
   args.ifName = value("CNI_IFNAME");
   args.rawArgs = value("CNI_ARGS");
   args.path = splitPath(value("CNI_PATH"));
-  if (!validContainerId(args.containerId)) {
+  if (!cni::isValidIdentifier(args.containerId)) {
     return cni::fail(cni::Errc::kInvalidEnvironment,
                      "invalid CNI_CONTAINERID=\"" + args.containerId +
                          "\": must start with a letter or digit and hold only letters, digits, '_', '.' and '-'");

@@ -23,6 +23,19 @@ const char* toString(Command c) {
   return "?";
 }
 
+bool isValidIdentifier(std::string_view s) {
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); };
+  if (s.empty() || !alnum(s.front())) {
+    return false;
+  }
+  for (char c : s) {
+    if (!alnum(c) && c != '_' && c != '.' && c != '-') {
+      return false;
+    }
+  }
+  return true;
+}
+
 namespace {
 
 std::unexpected<Error> argsError(const std::string& what) {

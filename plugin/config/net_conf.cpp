@@ -4,7 +4,6 @@
 #include "ibcni/config/net_conf.h"
 
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <set>
 
 #include "result/json_codec.h"
@@ -68,11 +67,6 @@ std::optional<LogLevel> parseLogLevel(std::string_view s) {
     return LogLevel::kDebug;
   }
   return std::nullopt;
-}
-
-bool validNetworkName(const std::string& s) {
-  static const std::regex re("^[a-zA-Z0-9][a-zA-Z0-9_.\\-]*$");
-  return std::regex_match(s, re);
 }
 
 cni::Result<std::optional<net::PciAddress>> pciField(const json& obj, const char* key,
@@ -461,7 +455,7 @@ cni::Result<NetConf> parseNetConf(std::string_view stdinText, cni::Command comma
   if (!*name || (*name)->empty()) {
     return cni::fail(kBad, "the network name is missing: set \"name\" (letters, digits, '_', '.', '-')");
   }
-  if (!validNetworkName(**name)) {
+  if (!cni::isValidIdentifier(**name)) {
     return invalid("name", **name,
                    "must start with a letter or digit and hold only letters, digits, '_', '.' and '-'");
   }

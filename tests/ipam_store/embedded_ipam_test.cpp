@@ -70,8 +70,8 @@ TEST_F(EmbeddedIpamTest, RequestedAddressPriorityIsRuntimeConfigThenArgsThenCniA
                                     "c1", "", "IgnoreUnknown=1;IP=10.1.2.30"));
   ASSERT_TRUE(all) << all.error().msg;
   EXPECT_EQ(all->ips[0].address.toString(), "10.1.2.10/24");
-  auto args = ipam_->add(
-      makeRequest(config(body, R"("args": {"cni": {"ips": ["10.1.2.20"]}}, )"), "c2", "", "IP=10.1.2.30"));
+  auto args =
+      ipam_->add(makeRequest(config(body, R"("args": {"cni": {"ips": ["10.1.2.20"]}}, )"), "c2", "", "IP=10.1.2.30"));
   ASSERT_TRUE(args) << args.error().msg;
   EXPECT_EQ(args->ips[0].address.toString(), "10.1.2.20/24");
   auto env = ipam_->add(makeRequest(config(body), "c3", "", "IP=10.1.2.30"));
@@ -92,8 +92,8 @@ TEST_F(EmbeddedIpamTest, ReservationFollowsThePodNamedInCniArgs) {
   auto other = ipam_->add(makeRequest(conf, "c1", "", "K8S_POD_NAMESPACE=prod;K8S_POD_NAME=web-0"));
   ASSERT_TRUE(other);
   EXPECT_EQ(other->ips[0].address.toString(), "10.1.2.2/24");
-  auto db = ipam_->add(
-      makeRequest(conf, "c2", "", "IgnoreUnknown=1;K8S_POD_NAMESPACE=prod;K8S_POD_NAME=db-0;K8S_POD_UID=u"));
+  auto db =
+      ipam_->add(makeRequest(conf, "c2", "", "IgnoreUnknown=1;K8S_POD_NAMESPACE=prod;K8S_POD_NAME=db-0;K8S_POD_UID=u"));
   ASSERT_TRUE(db) << db.error().msg;
   EXPECT_EQ(db->ips[0].address.toString(), "10.1.2.77/24");
 }
@@ -130,15 +130,16 @@ TEST_F(EmbeddedIpamTest, DelIsIdempotentAndCheckFollowsIt) {
 TEST_F(EmbeddedIpamTest, CheckComparesWithPrevResult) {
   const std::string body = R"("ranges": [[{"subnet": "10.1.2.0/24"}]])";
   ASSERT_TRUE(ipam_->add(makeRequest(config(body), "c1")));
-  EXPECT_TRUE(ipam_->check(
-      makeRequest(config(body, R"("prevResult": {"ips": [{"address": "10.1.2.2/24"}]}, )"), "c1")));
-  auto wrong = ipam_->check(
-      makeRequest(config(body, R"("prevResult": {"ips": [{"address": "10.1.2.3/24"}]}, )"), "c1"));
+  EXPECT_TRUE(
+      ipam_->check(makeRequest(config(body, R"("prevResult": {"ips": [{"address": "10.1.2.2/24"}]}, )"), "c1")));
+  auto wrong =
+      ipam_->check(makeRequest(config(body, R"("prevResult": {"ips": [{"address": "10.1.2.3/24"}]}, )"), "c1"));
   ASSERT_FALSE(wrong);
   EXPECT_EQ(wrong.error().code, cni::Errc::kCheckFailed);
   EXPECT_THAT(wrong.error().msg, HasSubstr("holds 10.1.2.2, which prevResult.ips does not list"));
   // The configuration grew a range set the attachment has no address in.
-  auto grown = ipam_->check(makeRequest(config(R"("ranges": [[{"subnet": "10.1.2.0/24"}], [{"subnet": "fd00::/64"}]])"), "c1"));
+  auto grown =
+      ipam_->check(makeRequest(config(R"("ranges": [[{"subnet": "10.1.2.0/24"}], [{"subnet": "fd00::/64"}]])"), "c1"));
   ASSERT_FALSE(grown);
   EXPECT_THAT(grown.error().msg, HasSubstr("holds no address in ipam.ranges[1]"));
 }
@@ -166,7 +167,8 @@ TEST_F(EmbeddedIpamTest, StatusReportsExhaustionAndUnwritableDataDir) {
   auto full = ipam_->status(makeRequest(config(body), ""));
   ASSERT_FALSE(full);
   EXPECT_EQ(full.error().code, cni::Errc::kPluginNotAvailable);
-  EXPECT_THAT(full.error().msg, HasSubstr("ipam.ranges[0] is exhausted: 1 addresses can be handed out and 1 are in use"));
+  EXPECT_THAT(full.error().msg,
+              HasSubstr("ipam.ranges[0] is exhausted: 1 addresses can be handed out and 1 are in use"));
   checker_->state["/run/netns/a"] = NetnsLiveness::kGone;
   EXPECT_TRUE(ipam_->status(makeRequest(config(body), ""))) << "ADD would reclaim the dead pod's address";
 
@@ -222,7 +224,8 @@ TEST_F(EmbeddedIpamTest, InvalidInputsHaveTheirCodes) {
   auto badArgs = ipam_->add(makeRequest(good, "c1", "", "FOO=bar"));
   ASSERT_FALSE(badArgs);
   EXPECT_EQ(badArgs.error().code, cni::Errc::kInvalidEnvironment);
-  auto badConf = ipam_->add(makeRequest(config(R"("ranges": [[{"subnet": "10.1.2.0/24", "rangeEnd": "10.1.3.1"}]])"), "c1"));
+  auto badConf =
+      ipam_->add(makeRequest(config(R"("ranges": [[{"subnet": "10.1.2.0/24", "rangeEnd": "10.1.3.1"}]])"), "c1"));
   ASSERT_FALSE(badConf);
   EXPECT_EQ(badConf.error().code, cni::Errc::kInvalidConfig);
   EXPECT_THAT(badConf.error().msg, HasSubstr("invalid ipam.ranges[0][0].rangeEnd = \"10.1.3.1\""));

@@ -2,11 +2,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <set>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "fake_store.h"
 #include "store_test_util.h"
@@ -324,8 +324,7 @@ TEST_F(FileStoreTest, LockTimeoutIsTryAgainLater) {
   ASSERT_EQ(::read(ready[0], &c, 1), 1);
   ASSERT_EQ(c, 'y');
   StoreFixture impatient(dir(), R"({"ranges": [[{"subnet": "10.1.2.0/24"}]]})", netns_);
-  impatient.store = std::make_unique<FileStore>(
-      FileStore::Options{dir(), Allocator::spansOf(*impatient.config), 50ms});
+  impatient.store = std::make_unique<FileStore>(FileStore::Options{dir(), Allocator::spansOf(*impatient.config), 50ms});
   impatient.allocator = std::make_unique<Allocator>(*impatient.config, *impatient.store, netns_);
   auto e = impatient.allocator->allocate(addRequest("c1"));
   (void)!::write(done[1], "x", 1);

@@ -3,11 +3,11 @@
 // small factor of the median on an empty pool.
 #include <gtest/gtest.h>
 
+#include <sys/socket.h>
 #include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <random>
-#include <sys/socket.h>
 
 #include "fake_store.h"
 #include "store_test_util.h"

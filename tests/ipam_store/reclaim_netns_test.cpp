@@ -3,12 +3,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sys/mount.h>
+#include <unistd.h>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <optional>
-#include <sys/mount.h>
-#include <unistd.h>
 
 #include "store_test_util.h"
 #include "support/test_netns.h"
@@ -56,7 +56,7 @@ TEST(SelfReclaimNetns, LiveNamespaceKeepsItsAddressDeletedOneIsReclaimed) {
   Unmount unmount{doomedPath};
   doomed.reset();  // the bind mount keeps the namespace alive
   std::string conf = netConfig(tmp.path(), R"("ranges": [[{"subnet": "10.7.0.0/29"}]])");  // 5 addresses
-  EmbeddedIpam ipam;  // the production checker
+  EmbeddedIpam ipam;                                                                       // the production checker
   auto kept = ipam.add(makeRequest(conf, "live", live->path()));
   ASSERT_TRUE(kept) << kept.error().msg;
   ASSERT_TRUE(ipam.add(makeRequest(conf, "doomed", doomedPath)));

@@ -35,7 +35,7 @@ TEST(SystemNetnsChecker, ClassifiesPaths) {
 TEST(SelfReclaim, DeadNetnsPathIsReclaimedOnExhaustionLiveOneIsKept) {
   TempDir tmp;
   std::string conf = netConfig(tmp.path(), R"("ranges": [[{"subnet": "10.6.0.0/29"}]])");  // .2-.6
-  EmbeddedIpam ipam;  // production checker
+  EmbeddedIpam ipam;                                                                       // production checker
   std::string dead = tmp.path() + "/netns-dead";
   std::ofstream(dead) << "";
   // Live: this process's own namespace, which exists for the whole test.

@@ -5,11 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <string>
-#include <unistd.h>
 
 #include "allocator.h"
 #include "file_store.h"
@@ -54,9 +54,8 @@ inline std::string netConfig(const std::string& dataDir, const std::string& ipam
          R"("ipam": {"type": "ibcni-ipam", "dataDir": ")" + dataDir + R"(", )" + ipamBody + "}}";
 }
 
-inline Request makeRequest(const std::string& rawConfig, const std::string& containerId,
-                           const std::string& netns = "", const std::string& cniArgs = "",
-                           const std::string& ifName = "net1") {
+inline Request makeRequest(const std::string& rawConfig, const std::string& containerId, const std::string& netns = "",
+                           const std::string& cniArgs = "", const std::string& ifName = "net1") {
   Request r;
   r.type = "ibcni-ipam";
   r.rawConfig = rawConfig;

@@ -38,6 +38,10 @@ struct CniArgs {
   std::map<std::string, std::string> unknown;  ///< kept (and ignored) under IgnoreUnknown
 };
 
+/// The spec's rule for container IDs and network names: a letter or digit, then letters, digits,
+/// '_', '.' and '-'. (Hand-written: compiling a std::regex costs more than the rest of an IPAM ADD.)
+[[nodiscard]] bool isValidIdentifier(std::string_view s);
+
 /// Parses CNI_ARGS ("K=V;K2=V2"). A pair without '=', a bad IP/MAC value, or an unknown key without
 /// IgnoreUnknown=1|true is error 4 naming CNI_ARGS, the key and the value.
 [[nodiscard]] Result<CniArgs> parseCniArgs(std::string_view text);

@@ -51,17 +51,17 @@ class NetnsChecker {
 
 /// How an EmbeddedIpam is built; every field has a production default.
 struct EmbeddedIpamOptions {
-  std::string defaultDataDir = std::string(kDefaultIpamDataDir);  ///< used when ipam.dataDir is absent
+  std::string defaultDataDir = std::string(kDefaultIpamDataDir);     ///< used when ipam.dataDir is absent
   std::chrono::milliseconds lockTimeout = std::chrono::seconds(30);  ///< wait for the network's lock
-  std::shared_ptr<NetnsChecker> netnsChecker;  ///< null: systemNetnsChecker()
-  std::function<std::chrono::system_clock::time_point()> clock;  ///< null: system_clock::now
+  std::shared_ptr<NetnsChecker> netnsChecker;                        ///< null: systemNetnsChecker()
+  std::function<std::chrono::system_clock::time_point()> clock;      ///< null: system_clock::now
 };
 
 /// One allocation released by GC or by reclaiming, for reports and logs.
 struct ReleasedAllocation {
   std::string containerId;
   std::string ifName;
-  std::string pod;    ///< "namespace/name", empty outside Kubernetes
+  std::string pod;  ///< "namespace/name", empty outside Kubernetes
   std::string netns;
   std::vector<std::string> addresses;
 };

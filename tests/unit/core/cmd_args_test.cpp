@@ -73,3 +73,18 @@ TEST(SpecVersion, ExactStringsOnly) {
 
 }  // namespace
 }  // namespace ibcni::cni
+
+namespace ibcni::cni {
+namespace {
+
+TEST(Identifier, SpecRuleForContainerIdsAndNetworkNames) {
+  for (const char* ok : {"a", "Z9", "abc-1.2_x", "0abc", "cnitool-1f2e"}) {
+    EXPECT_TRUE(isValidIdentifier(ok)) << ok;
+  }
+  for (const char* bad : {"", "-a", ".a", "_a", "a/b", "a b", "a:b", "a\n", "é"}) {
+    EXPECT_FALSE(isValidIdentifier(bad)) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace ibcni::cni

@@ -13,9 +13,9 @@
 namespace ibcni::ipam {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::FakeNetnsChecker;
 using testing::FakeStore;
+using ::testing::HasSubstr;
 
 net::IpAddress ip(const char* s) { return *net::IpAddress::parse(s); }
 

@@ -2,12 +2,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sys/socket.h>
+#include <unistd.h>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "ipam_config.h"
 
@@ -227,13 +227,14 @@ TEST(IpamConfig, ExcludeErrors) {
   const std::string r = R"({"ranges": [[{"subnet": "10.1.2.0/24"}]], )";
   expectInvalid(r + R"("exclude": "10.1.2.5"})", {"invalid ipam.exclude = \"10.1.2.5\"", "list"});
   expectInvalid(r + R"("exclude": ["10.1.2.5", "x"]})", {"invalid ipam.exclude[1] = \"x\"", "address or CIDR"});
-  expectInvalid(r + R"("exclude": ["10.1.2.5/28"]})", {"ipam.exclude[0] = \"10.1.2.5/28\"", "host bits", "10.1.2.0/28"});
-  expectInvalid(r + R"("exclude": ["10.1.2.0/24"]})",
-                {"invalid ipam.ranges[0]", "no address that can be handed out"});
+  expectInvalid(r + R"("exclude": ["10.1.2.5/28"]})",
+                {"ipam.exclude[0] = \"10.1.2.5/28\"", "host bits", "10.1.2.0/28"});
+  expectInvalid(r + R"("exclude": ["10.1.2.0/24"]})", {"invalid ipam.ranges[0]", "no address that can be handed out"});
 }
 
 TEST(IpamConfig, ReservationErrors) {
-  const std::string r = R"({"ranges": [[{"subnet": "10.1.2.0/24", "rangeEnd": "10.1.2.100"}], [{"subnet": "fd00::/64"}]], )";
+  const std::string r =
+      R"({"ranges": [[{"subnet": "10.1.2.0/24", "rangeEnd": "10.1.2.100"}], [{"subnet": "fd00::/64"}]], )";
   expectInvalid(r + R"("reservations": {"nonamespace": "10.1.2.9"}})",
                 {"invalid ipam.reservations = \"nonamespace\"", "namespace/name"});
   expectInvalid(r + R"("reservations": {"ns/a": "10.1.2.200"}})",
