@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "file_store.h"
 
+#include "ibcni/os/file_io.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -139,39 +141,11 @@ os::SysResult<std::string> readAt(int dirFd, const std::string& name, const std:
     return os::sysFail(errno, "open " + path);
   }
   os::UniqueFd owned(fd);
-  std::string out;
-  char buf[16384];
-  while (true) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      return os::sysFail(errno, "read " + path);
-    }
-    if (n == 0) {
-      return out;
-    }
-    out.append(buf, static_cast<std::size_t>(n));
-    if (out.size() > kMaxFile) {
-      return corrupt(path, "larger than 4 MiB", "remove it");
-    }
+  auto text = os::readAllFd(fd, kMaxFile, path);
+  if (!text && text.error().err == EFBIG) {
+    return corrupt(path, "larger than 4 MiB", "remove it");
   }
-}
-
-os::SysResult<void> writeAll(int fd, const std::string& data, const std::string& path) {
-  std::size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      return os::sysFail(errno, "write " + path);
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  return {};
+  return text;
 }
 
 os::SysResult<void> syncFd(int fd, const std::string& path) {
@@ -391,7 +365,7 @@ os::SysResult<void> FileStore::writeAtomic(int dirFd, const std::string& dirPath
     ::unlinkat(tmpFd_.get(), tmpName.c_str(), 0);
     return std::unexpected(std::move(e));
   };
-  if (auto w = writeAll(fd, data, tmpPath); !w) {
+  if (auto w = os::writeAll(fd, data, tmpPath); !w) {
     return undo(w.error());
   }
   if (auto s = syncFd(fd, tmpPath); !s) {

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "address_math.h"
+#include "ibcni/os/file_io.h"
 #include "ibcni/os/unique_fd.h"
 
 namespace ibcni::ipam {
@@ -520,30 +521,7 @@ cni::Result<void> validateAgainstRanges(IpamConfig& c) {
 }
 
 // Reads a configuration side file (resolv.conf): at most 1 MiB, opened with O_CLOEXEC.
-os::SysResult<std::string> readSmallFile(const std::string& path) {
-  auto fd = os::UniqueFd::open(path, O_RDONLY);
-  if (!fd) {
-    return std::unexpected(fd.error());
-  }
-  std::string out;
-  char buf[4096];
-  while (true) {
-    ssize_t n = ::read(fd->get(), buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      return os::sysFail(errno, "read " + path);
-    }
-    if (n == 0) {
-      return out;
-    }
-    out.append(buf, static_cast<std::size_t>(n));
-    if (out.size() > (std::size_t{1} << 20)) {
-      return os::sysFail(EFBIG, "read " + path + ": larger than 1 MiB");
-    }
-  }
-}
+os::SysResult<std::string> readSmallFile(const std::string& path) { return os::readFile(path, std::size_t{1} << 20); }
 
 cni::Result<IpamConfig> parseIpamObject(const json& j) {
   if (!j.is_object()) {

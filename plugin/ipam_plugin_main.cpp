@@ -9,35 +9,19 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
-#include <fstream>
-#include <iostream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <unistd.h>
 
 #include "dispatch.h"
 #include "ibcni/ipam/embedded.h"
-#include "log/log.h"
+#include "ibcni/os/file_io.h"
+#include "process_main.h"
 #include "result/result_json.h"
 
 namespace {
 
 using nlohmann::json;
-
-bool readStdin(std::string& out) {
-  char buf[65536];
-  while (true) {
-    ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
-    if (n > 0) {
-      out.append(buf, static_cast<std::size_t>(n));
-    } else if (n == 0) {
-      return true;
-    } else if (errno != EINTR) {
-      return false;
-    }
-  }
-}
 
 // The network configuration ibcni-ipam serves in a .conf or .conflist file: the plugin object
 // whose ipam.type is ibcni-ipam, with the list's name and cniVersion, as a runtime would send it.
@@ -57,17 +41,15 @@ std::optional<json> networkConfig(const json& file) {
 }
 
 int reclaimCommand(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  json file = json::parse(text.str(), nullptr, false);
-  if (!in || file.is_discarded() || !file.is_object()) {
-    std::cerr << "ibcni-ipam gc: " << path << " is not a readable JSON network configuration\n";
+  auto text = ibcni::os::readFile(path, std::size_t{1} << 20);
+  json file = text ? json::parse(*text, nullptr, false) : json();
+  if (!text || file.is_discarded() || !file.is_object()) {
+    std::fprintf(stderr, "ibcni-ipam gc: %s is not a readable JSON network configuration\n", path.c_str());
     return 2;
   }
   auto conf = networkConfig(file);
   if (!conf) {
-    std::cerr << "ibcni-ipam gc: " << path << " has no plugin with \"ipam\": {\"type\": \"ibcni-ipam\"}\n";
+    std::fprintf(stderr, "ibcni-ipam gc: %s has no plugin with \"ipam\": {\"type\": \"ibcni-ipam\"}\n", path.c_str());
     return 2;
   }
   ibcni::ipam::EmbeddedIpam ipam;
@@ -76,7 +58,7 @@ int reclaimCommand(const std::string& path) {
   request.rawConfig = conf->dump();
   auto released = ipam.reclaim(request);
   if (!released) {
-    std::cout << ibcni::result::printError(released.error(), "") << "\n";
+    std::printf("%s\n", ibcni::result::printError(released.error(), "").c_str());
     return 1;
   }
   json out = json::array();
@@ -84,7 +66,7 @@ int reclaimCommand(const std::string& path) {
     out.push_back({{"containerID", r.containerId}, {"ifname", r.ifName}, {"pod", r.pod}, {"netns", r.netns},
                    {"addresses", r.addresses}});
   }
-  std::cout << json{{"network", conf->value("name", "")}, {"released", out}}.dump() << "\n";
+  std::printf("%s\n", json{{"network", conf->value("name", "")}, {"released", out}}.dump().c_str());
   return 0;
 }
 
@@ -93,37 +75,19 @@ int reclaimCommand(const std::string& path) {
 int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "gc") {
     if (argc != 3) {
-      std::cerr << "usage: ibcni-ipam gc CONFIG_FILE\n";
+      std::fputs("usage: ibcni-ipam gc CONFIG_FILE\n", stderr);
       return 2;
     }
     try {
       return reclaimCommand(argv[2]);
     } catch (const std::exception& e) {
-      std::cerr << "ibcni-ipam gc: " << e.what() << "\n";
+      std::fprintf(stderr, "ibcni-ipam gc: %s\n", e.what());
       return 1;
     }
   }
-  std::string input;
-  bool stdinOk = readStdin(input);
-  ibcni::plugin::Outcome out;
-  try {
+  return ibcni::plugin::runMain([](const ibcni::plugin::Getenv& getenv, std::string_view input, bool inputOk) {
     ibcni::ipam::EmbeddedIpam ipam;
     ibcni::plugin::IpamVerbs verbs(ipam);
-    out = ibcni::plugin::dispatch(
-        [](const char* name) -> std::optional<std::string> {
-          const char* v = std::getenv(name);
-          return v != nullptr ? std::optional<std::string>(v) : std::nullopt;
-        },
-        input, stdinOk, verbs);
-  } catch (const std::exception& e) {  // only bad_alloc or a bug can get here
-    out = {ibcni::result::printError({ibcni::cni::Errc::kInternal, "unexpected exception", e.what()}, ""), 1};
-  }
-  ibcni::log::flush();
-  if (!out.stdoutText.empty()) {
-    std::fwrite(out.stdoutText.data(), 1, out.stdoutText.size(), stdout);
-  }
-  if (std::fflush(stdout) != 0) {
-    return 1;
-  }
-  return out.exitCode;
+    return ibcni::plugin::dispatch(getenv, input, inputOk, verbs);
+  });
 }

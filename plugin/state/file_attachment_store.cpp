@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ibcni/os/file_io.h"
 #include "ibcni/os/unique_fd.h"
 #include "result/json_codec.h"
 
@@ -17,57 +18,10 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
+constexpr std::size_t kMaxRecordBytes = std::size_t{1} << 20;
+}  // namespace
 
-os::SysResult<void> writeAll(int fd, const std::string& data, const std::string& path) {
-  std::size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      return os::sysFail(errno, "write " + path);
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  return {};
-}
-
-os::SysResult<std::string> readAll(const std::string& path) {
-  auto fd = os::UniqueFd::open(path, O_RDONLY);
-  if (!fd) {
-    return std::unexpected(fd.error());
-  }
-  std::string out;
-  char buf[4096];
-  while (true) {
-    ssize_t n = ::read(fd->get(), buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      return os::sysFail(errno, "read " + path);
-    }
-    if (n == 0) {
-      return out;
-    }
-    out.append(buf, static_cast<std::size_t>(n));
-    if (out.size() > (1u << 20)) {
-      return os::sysFail(EFBIG, "read " + path + ": record larger than 1 MiB");
-    }
-  }
-}
-
-os::SysResult<void> fsyncDir(const std::string& dir) {
-  auto fd = os::UniqueFd::open(dir, O_RDONLY | O_DIRECTORY);
-  if (!fd) {
-    return std::unexpected(fd.error());
-  }
-  if (::fsync(fd->get()) != 0) {
-    return os::sysFail(errno, "fsync " + dir);
-  }
-  return {};
-}
+namespace {
 
 // The path is built from the network name (validated by the config parser) and the container ID
 // and ifname (validated from the environment): none contains '/', so one directory per container
@@ -178,7 +132,7 @@ os::SysResult<void> FileAttachmentStore::save(const AttachmentRecord& record) {
     return std::unexpected(fd.error());
   }
   auto data = encode(record);
-  if (auto w = writeAll(fd->get(), data, tmp); !w) {
+  if (auto w = os::writeAll(fd->get(), data, tmp); !w) {
     ::unlink(tmp.c_str());
     return w;
   }
@@ -196,14 +150,14 @@ os::SysResult<void> FileAttachmentStore::save(const AttachmentRecord& record) {
     ::unlink(tmp.c_str());
     return os::sysFail(err, "rename " + tmp + " to " + path);
   }
-  return fsyncDir(dir);
+  return os::fsyncDirectory(dir);
 }
 
 os::SysResult<std::optional<AttachmentRecord>> FileAttachmentStore::load(const std::string& network,
                                                                          const std::string& containerId,
                                                                          const std::string& ifName) {
   std::string path = pathOf(network, containerId, ifName);
-  auto text = readAll(path);
+  auto text = os::readFile(path, kMaxRecordBytes);
   if (!text) {
     if (text.error().err == ENOENT) {
       return std::optional<AttachmentRecord>();
@@ -251,7 +205,7 @@ os::SysResult<std::vector<AttachmentRecord>> FileAttachmentStore::list(const std
       if (!e.is_regular_file() || e.path().extension() != ".json") {
         continue;
       }
-      auto text = readAll(e.path());
+      auto text = os::readFile(e.path(), kMaxRecordBytes);
       if (!text) {
         continue;
       }
