@@ -106,47 +106,11 @@ cni::Result<void> PluginVerbs::check(const Invocation& inv) { return cmdCheck(in
 cni::Result<void> PluginVerbs::gc(const Invocation& inv) { return cmdGc(inv, deps_); }
 cni::Result<void> PluginVerbs::status(const Invocation& inv) { return cmdStatus(inv, deps_); }
 
-namespace {
-
-cni::Result<void> needsIpamType(const Invocation& inv) {
-  if (inv.conf.ipamType.empty()) {
-    return cni::fail(cni::Errc::kInvalidConfig, "ipam.type is missing: an IPAM plugin reads the \"ipam\" object");
-  }
-  return {};
-}
-
-}  // namespace
-
-cni::Result<cni::AddResult> IpamVerbs::add(const Invocation& inv) {
-  if (auto r = needsIpamType(inv); !r) {
-    return std::unexpected(r.error());
-  }
-  return ipam_.add(ipamRequest(inv));
-}
-cni::Result<void> IpamVerbs::del(const Invocation& inv) {
-  if (auto r = needsIpamType(inv); !r) {
-    return r;
-  }
-  return ipam_.del(ipamRequest(inv));
-}
-cni::Result<void> IpamVerbs::check(const Invocation& inv) {
-  if (auto r = needsIpamType(inv); !r) {
-    return r;
-  }
-  return ipam_.check(ipamRequest(inv));
-}
-cni::Result<void> IpamVerbs::gc(const Invocation& inv) {
-  if (auto r = needsIpamType(inv); !r) {
-    return r;
-  }
-  return ipam_.gc(ipamRequest(inv));
-}
-cni::Result<void> IpamVerbs::status(const Invocation& inv) {
-  if (auto r = needsIpamType(inv); !r) {
-    return r;
-  }
-  return ipam_.status(ipamRequest(inv));
-}
+cni::Result<cni::AddResult> IpamVerbs::add(const Invocation& inv) { return ipam_.add(ipamRequest(inv)); }
+cni::Result<void> IpamVerbs::del(const Invocation& inv) { return ipam_.del(ipamRequest(inv)); }
+cni::Result<void> IpamVerbs::check(const Invocation& inv) { return ipam_.check(ipamRequest(inv)); }
+cni::Result<void> IpamVerbs::gc(const Invocation& inv) { return ipam_.gc(ipamRequest(inv)); }
+cni::Result<void> IpamVerbs::status(const Invocation& inv) { return ipam_.status(ipamRequest(inv)); }
 
 Outcome dispatch(const Getenv& getenv, std::string_view stdinText, bool stdinOk, Verbs& verbs) {
   auto commandText = getenv("CNI_COMMAND").value_or("");

@@ -500,6 +500,11 @@ cni::Result<NetConf> parseNetConf(std::string_view stdinText, cni::Command comma
     }
   }
 
+  if (role == Role::kIpamPlugin && c.ipamType.empty()) {
+    return cni::fail(kBad, "ipam.type is missing: an IPAM plugin reads the \"ipam\" object; set \"ipam\": "
+                           "{\"type\": \"ibcni-ipam\", ...}");
+  }
+
   if (auto it = j.find("args"); it != j.end() && !it->is_null()) {
     if (!it->is_object()) {
       return invalid("args", *it, "must be an object");

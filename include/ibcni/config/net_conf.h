@@ -81,7 +81,7 @@ struct Preamble {
 [[nodiscard]] cni::Result<Preamble> parsePreamble(std::string_view stdinText);
 
 /// Which executable reads the configuration: ibcni itself, or ibcni-ipam run as an IPAM plugin
-/// (which needs no device).
+/// (which needs no device, but needs ipam.type).
 enum class Role { kPlugin, kIpamPlugin };
 
 /// Parses, canonicalizes and validates the whole request configuration for `command`.

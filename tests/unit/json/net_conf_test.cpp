@@ -203,6 +203,10 @@ TEST(NetConf, IpamPluginRoleLeavesTheDelegatingPluginsKeysAlone) {
   EXPECT_EQ(c->ipamType, "ibcni-ipam");
   ASSERT_EQ(c->runtime.ips.size(), 1u);
   EXPECT_TRUE(c->unknownKeys.empty());
+  auto noIpam = parseNetConf(R"({"cniVersion":"1.0.0","name":"mv","type":"macvlan"})", Command::kDel, Role::kIpamPlugin);
+  ASSERT_FALSE(noIpam);
+  EXPECT_EQ(noIpam.error().code, Errc::kInvalidConfig);
+  EXPECT_NE(noIpam.error().msg.find("ipam.type"), std::string::npos);
   auto bad = parseNetConf(R"({"cniVersion":"1.0.0","name":"mv","runtimeConfig":{"ips":["nope"]},"ipam":{"type":"x"}})",
                           Command::kAdd, Role::kIpamPlugin);
   ASSERT_FALSE(bad);
