@@ -76,6 +76,19 @@ class LibnlNetlink final : public Netlink {
                                                              int index) override;
   [[nodiscard]] os::SysResult<void> addRoute(const os::Netns& ns, const Route& route) override;
   [[nodiscard]] os::SysResult<void> deleteRoute(const os::Netns& ns, const Route& route) override;
+  [[nodiscard]] os::SysResult<VfInfo> vfInfo(const os::Netns& ns, int pfIndex, std::uint32_t vf) override {
+    (void)ns; (void)pfIndex; (void)vf; return std::unexpected(os::SysError{ENOSYS, "vfInfo (not yet implemented)", {}});
+  }
+  [[nodiscard]] os::SysResult<void> setVfGuids(const os::Netns& ns, int pfIndex, std::uint32_t vf,
+                                               const net::Guid& nodeGuid, const net::Guid& portGuid) override {
+    (void)ns; (void)pfIndex; (void)vf; (void)nodeGuid; (void)portGuid;
+    return std::unexpected(os::SysError{ENOSYS, "setVfGuids (not yet implemented)", {}});
+  }
+  [[nodiscard]] os::SysResult<void> setVfLinkState(const os::Netns& ns, int pfIndex, std::uint32_t vf,
+                                                   VfLinkState state) override {
+    (void)ns; (void)pfIndex; (void)vf; (void)state;
+    return std::unexpected(os::SysError{ENOSYS, "setVfLinkState (not yet implemented)", {}});
+  }
 
   /// Closes every cached socket (later requests open new ones), releasing the namespaces they
   /// kept alive.

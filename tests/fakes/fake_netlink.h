@@ -155,6 +155,19 @@ class FakeNetlink final : public nl::Netlink {
   [[nodiscard]] os::SysResult<std::vector<nl::Route>> listRoutes(const os::Netns& ns,
                                                                  int index) override;
   [[nodiscard]] os::SysResult<void> addRoute(const os::Netns& ns, const nl::Route& route) override;
+  [[nodiscard]] os::SysResult<nl::VfInfo> vfInfo(const os::Netns& ns, int pfIndex, std::uint32_t vf) override {
+    (void)ns; (void)pfIndex; (void)vf; return std::unexpected(os::SysError{ENOSYS, "vfInfo (not yet modelled)", {}});
+  }
+  [[nodiscard]] os::SysResult<void> setVfGuids(const os::Netns& ns, int pfIndex, std::uint32_t vf,
+                                               const net::Guid& nodeGuid, const net::Guid& portGuid) override {
+    (void)ns; (void)pfIndex; (void)vf; (void)nodeGuid; (void)portGuid;
+    return std::unexpected(os::SysError{ENOSYS, "setVfGuids (not yet modelled)", {}});
+  }
+  [[nodiscard]] os::SysResult<void> setVfLinkState(const os::Netns& ns, int pfIndex, std::uint32_t vf,
+                                                   nl::VfLinkState state) override {
+    (void)ns; (void)pfIndex; (void)vf; (void)state;
+    return std::unexpected(os::SysError{ENOSYS, "setVfLinkState (not yet modelled)", {}});
+  }
   [[nodiscard]] os::SysResult<void> deleteRoute(const os::Netns& ns,
                                                 const nl::Route& route) override;
 

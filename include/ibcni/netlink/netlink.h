@@ -22,6 +22,23 @@ struct Link {
   net::HwAddress mac;          ///< IFLA_ADDRESS (20 bytes for IPoIB)
   std::uint16_t arpType = 0;   ///< ARPHRD_* (ARPHRD_INFINIBAND = 32)
   std::string kind;            ///< IFLA_INFO_KIND ("veth", "ipoib"), empty for physical devices
+  std::uint32_t maxMtu = 0;    ///< IFLA_MAX_MTU; 0 when the kernel does not say
+};
+
+/// IFLA_VF_LINK_STATE_*: how a PF presents the link of one of its VFs.
+enum class VfLinkState : std::uint32_t {
+  kAuto = 0,     ///< follows the PF's (the port's) link
+  kEnable = 1,   ///< always up
+  kDisable = 2,  ///< always down
+};
+
+/// What a PF reports about one of its VFs (RTM_GETLINK with RTEXT_FILTER_VF).
+struct VfInfo {
+  std::uint32_t vf = 0;
+  std::optional<VfLinkState> linkState;  ///< IFLA_VF_LINK_STATE, when reported
+  std::optional<net::Guid> nodeGuid;     ///< IFLA_VF_IB_NODE_GUID, when the driver reports it
+  std::optional<net::Guid> portGuid;     ///< IFLA_VF_IB_PORT_GUID, when the driver reports it
+  bool operator==(const VfInfo&) const = default;
 };
 
 /// An address assigned to a link.
@@ -90,6 +107,21 @@ class Netlink {
   /// Adds a route. EEXIST when it is already there.
   [[nodiscard]] virtual os::SysResult<void> addRoute(const os::Netns& ns, const Route& route) = 0;
   [[nodiscard]] virtual os::SysResult<void> deleteRoute(const os::Netns& ns, const Route& route) = 0;
+
+  // ---- SR-IOV: VF settings kept by the PF (IFLA_VFINFO_LIST), addressed by PF link and VF number ----
+
+  /// VF `vf` of PF link `pfIndex`, as the PF reports it.
+  /// @return ENOENT when the PF reports no such VF (or no VFs at all).
+  [[nodiscard]] virtual os::SysResult<VfInfo> vfInfo(const os::Netns& ns, int pfIndex, std::uint32_t vf) = 0;
+  /// Sets the InfiniBand node and port GUID of VF `vf` (IFLA_VF_IB_NODE_GUID, IFLA_VF_IB_PORT_GUID in
+  /// one request, as `ip link set PF vf N node_guid G port_guid G` sends). mlx5 applies them when
+  /// the VF is next bound to its driver.
+  /// @return EOPNOTSUPP when the PF cannot set VF GUIDs; EINVAL for a VF number out of range.
+  [[nodiscard]] virtual os::SysResult<void> setVfGuids(const os::Netns& ns, int pfIndex, std::uint32_t vf,
+                                                       const net::Guid& nodeGuid, const net::Guid& portGuid) = 0;
+  /// Sets the link state of VF `vf` (IFLA_VF_LINK_STATE, as `ip link set PF vf N state auto|enable|disable`).
+  [[nodiscard]] virtual os::SysResult<void> setVfLinkState(const os::Netns& ns, int pfIndex, std::uint32_t vf,
+                                                           VfLinkState state) = 0;
 };
 
 }  // namespace ibcni::nl
