@@ -9,6 +9,7 @@
 #include "ibcni/ipam/ipam.h"
 #include "ibcni/netlink/netlink.h"
 #include "ibcni/os/netns.h"
+#include "ibcni/rdma/rdma_netlink.h"
 #include "ibcni/state/attachment_store.h"
 #include "ibcni/sysfs/devices.h"
 
@@ -20,6 +21,7 @@ struct Deps {
   nl::Netlink& netlink;
   os::NetnsProvider& netns;
   sysfs::Devices& devices;
+  rdma::RdmaNetlink& rdma;
   ipam::Ipam& ipam;
   /// Opens the attachment store kept under a state directory.
   std::function<std::unique_ptr<state::AttachmentStore>(const std::string& stateDir)> makeStore;
@@ -27,6 +29,11 @@ struct Deps {
   std::chrono::milliseconds lockTimeout = std::chrono::seconds(30);
   /// The current time as RFC 3339 UTC, for records.
   std::function<std::string()> now;
+  /// This boot's identity (/proc/sys/kernel/random/boot_id): a record made before a reboot
+  /// describes VF settings the reboot already reset.
+  std::function<std::string()> bootId;
+  /// How long to wait for a VF's netdev to come back after its driver was rebound.
+  std::chrono::milliseconds settleTimeout = std::chrono::seconds(10);
 };
 
 }  // namespace ibcni::plugin

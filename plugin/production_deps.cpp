@@ -5,10 +5,12 @@
 #include <unistd.h>
 
 #include "ibcni/ipam/embedded.h"
+#include "ibcni/os/file_io.h"
 #include "ipam/delegate_ipam.h"
 #include "ipam/ipam_router.h"
 #include "netlink/libnl_netlink.h"
 #include "os/system_netns.h"
+#include "rdma/mnl_rdma_netlink.h"
 #include "state/file_attachment_store.h"
 #include "sysfs/sysfs_devices.h"
 
@@ -35,12 +37,25 @@ std::string nowRfc3339() {
   return buf;
 }
 
+// The kernel's random identity of this boot.
+std::string bootId() {
+  auto text = os::readFile("/proc/sys/kernel/random/boot_id", 64);
+  if (!text) {
+    return {};
+  }
+  while (!text->empty() && text->back() == '\n') {
+    text->pop_back();
+  }
+  return *text;
+}
+
 }  // namespace
 
 struct ProductionDeps::Impl {
   nl::LibnlNetlink netlink;
   os::SystemNetnsProvider netns;
   sysfs::SysfsDevices devices{"/sys"};
+  rdma::MnlRdmaNetlink rdma;
   ipam::DelegateIpam delegated{processEnvironment()};
   ipam::EmbeddedIpam embedded;
   ipam::IpamRouter ipam{embedded, delegated};
@@ -51,12 +66,14 @@ ProductionDeps::ProductionDeps() : impl_(std::make_unique<Impl>()) {
       impl_->netlink,
       impl_->netns,
       impl_->devices,
+      impl_->rdma,
       impl_->ipam,
       [](const std::string& dir) -> std::unique_ptr<state::AttachmentStore> {
         return std::make_unique<state::FileAttachmentStore>(dir);
       },
       std::chrono::seconds(30),
       nowRfc3339,
+      bootId,
   });
 }
 

@@ -95,6 +95,8 @@ Result<CniArgs> parseCniArgs(std::string_view text) {
         return argsError("MAC=" + v + " is not a hardware address (give colon-separated hex octets)");
       }
       out.mac = mac->text;
+    } else if (k == "GUID") {
+      out.guid = v;
     } else if (k == "K8S_POD_NAMESPACE") {
       out.podNamespace = v;
     } else if (k == "K8S_POD_NAME") {

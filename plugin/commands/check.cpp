@@ -59,7 +59,7 @@ cni::Result<void> cmdCheck(const Invocation& inv, Deps& deps) {
                      ifName + " has mac " + link->mac.text + ", prevResult says " + ours.mac);
   }
   ModeContext ctx{inv, deps, *host};
-  if (auto r = modeFor(conf.mode).check(ctx, **record, *link); !r) {
+  if (auto r = modeFor(conf.mode).check(ctx, **record, *pod, *link); !r) {
     return r;
   }
 

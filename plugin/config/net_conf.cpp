@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "ibcni/os/file_io.h"
 #include "result/json_codec.h"
 
 namespace ibcni::config {
@@ -191,17 +192,17 @@ cni::Result<RuntimeConfig> parseRuntimeConfig(const json& j) {
     return std::unexpected(guid.error());
   }
   if (*guid) {
-    auto g = net::Guid::parse(**guid);
+    auto g = parseVfGuid("runtimeConfig.infinibandGUID", **guid);
     if (!g) {
-      return invalid("runtimeConfig.infinibandGUID", **guid,
-                     "must be 8 colon-separated hex octets such as \"c2:11:22:33:44:55:66:77\"");
-    }
-    if (g->value == 0 || g->value == ~std::uint64_t{0}) {
-      return invalid("runtimeConfig.infinibandGUID", **guid,
-                     "all-zero and all-ones GUIDs are not valid port GUIDs; pick a unique GUID");
+      return std::unexpected(g.error());
     }
     rc.infinibandGuid = *g;
   }
+  auto info = stringField(j, "CNIDeviceInfoFile", "runtimeConfig.CNIDeviceInfoFile");
+  if (!info) {
+    return std::unexpected(info.error());
+  }
+  rc.deviceInfoFile = info->value_or("");
   return rc;
 }
 
@@ -232,9 +233,104 @@ cni::Result<std::vector<AttachmentKey>> parseAttachments(const json& j, const st
   return out;
 }
 
+// Multus' device-info file (k8snetworkplumbingwg device-info-spec): {"type": "pci", "pci":
+// {"pci-address": "0000:af:06.1", ...}}. When `required` (nothing else names the device), a file
+// that cannot be read or names no PCI address is an error; otherwise it only cross-checks.
+cni::Result<std::optional<net::PciAddress>> readDeviceInfoFile(const std::string& path, bool required) {
+  const std::string field = "runtimeConfig.CNIDeviceInfoFile";
+  auto text = os::readFile(path, 1 << 16);
+  if (!text) {
+    if (!required) {
+      return std::optional<net::PciAddress>{};
+    }
+    return invalid(field, path, "cannot read the device-info file (" + text.error().describe() +
+                                    "); it is written by the device plugin for Multus");
+  }
+  json info = json::parse(*text, nullptr, false);
+  if (!info.is_object()) {
+    return invalid(field, path, "the device-info file is not a JSON object");
+  }
+  auto pci = info.find("pci");
+  if (pci == info.end() || !pci->is_object()) {
+    if (!required) {
+      return std::optional<net::PciAddress>{};
+    }
+    return invalid(field, path, "the device-info file has no \"pci\" object (type \"" +
+                                    info.value("type", std::string()) + "\"); ibcni attaches PCI functions");
+  }
+  auto addr = pciField(*pci, "pci-address", field + " pci.pci-address");
+  if (!addr) {
+    return std::unexpected(addr.error());
+  }
+  if (!*addr && required) {
+    return invalid(field, path, "the device-info file has no pci.pci-address");
+  }
+  return *addr;
+}
+
+// sriov mode's VF settings: linkState (ib-sriov-cni's link_state also accepted), pkey,
+// rdmaIsolation.
+cni::Result<void> parseSriovKeys(const json& j, NetConf& c) {
+  std::optional<VfLinkState> state;
+  for (const char* key : {"linkState", "link_state"}) {
+    auto v = stringField(j, key, key);
+    if (!v) {
+      return std::unexpected(v.error());
+    }
+    if (!*v) {
+      continue;
+    }
+    VfLinkState s;
+    if (**v == "auto") {
+      s = VfLinkState::kAuto;
+    } else if (**v == "enable") {
+      s = VfLinkState::kEnable;
+    } else if (**v == "disable") {
+      s = VfLinkState::kDisable;
+    } else {
+      return invalid(key, **v, "accepted values: \"auto\" (follow the port), \"enable\", \"disable\"");
+    }
+    if (state && *state != s) {
+      return cni::fail(kBad, "linkState and link_state are both set, to different values: keep linkState");
+    }
+    state = s;
+  }
+  c.linkState = state;
+
+  if (auto it = j.find("pkey"); it != j.end() && !it->is_null()) {
+    std::string text;
+    if (it->is_string()) {
+      text = it->get<std::string>();
+    } else if (it->is_number_integer()) {
+      text = std::to_string(it->get<std::int64_t>());
+    } else {
+      return invalid("pkey", *it, "must be a partition key such as \"0x7fff\" or 32767");
+    }
+    auto p = parsePkey("pkey", text);
+    if (!p) {
+      return std::unexpected(p.error());
+    }
+    c.pkey = *p;
+  }
+
+  if (auto it = j.find("rdmaIsolation"); it != j.end() && !it->is_null()) {
+    if (it->is_boolean()) {
+      c.rdmaIsolation = it->get<bool>() ? RdmaIsolation::kOn : RdmaIsolation::kOff;
+    } else if (it->is_string() && it->get<std::string>() == "auto") {
+      c.rdmaIsolation = RdmaIsolation::kAuto;
+    } else {
+      return invalid("rdmaIsolation", *it,
+                     "accepted values: true (move the RDMA device, the node must be in exclusive mode), false, "
+                     "\"auto\" (move it when the node is in exclusive mode)");
+    }
+  }
+  return {};
+}
+
 const std::set<std::string>& knownKeys() {
   static const std::set<std::string> keys = {
       "cniVersion", "cniVersions", "name", "type", "mode", "deviceID", "pciBusID", "device", "mtu",
+      "linkState", "link_state", "pkey", "rdmaIsolation",
       "ipam", "dns", "logLevel", "logFile", "stateDir", "runtimeConfig", "args", "prevResult",
       "capabilities"};
   return keys;
@@ -270,6 +366,67 @@ cni::Result<std::string> checkVersion(const json& j, cni::SpecVersion* out) {
 }
 
 }  // namespace
+
+cni::Result<std::uint16_t> parsePkey(std::string_view field, std::string_view text) {
+  const std::string f(field);
+  const std::string t(text);
+  std::uint64_t v = 0;
+  std::string_view digits = text;
+  int base = 10;
+  if (digits.size() > 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X')) {
+    digits.remove_prefix(2);
+    base = 16;
+  }
+  if (digits.empty() || digits.size() > 8) {
+    return invalid(f, t, "must be a partition key from 0x0001 to 0x7fff (or 0x8001-0xffff with the full-membership bit)");
+  }
+  for (char ch : digits) {
+    int d;
+    if (ch >= '0' && ch <= '9') {
+      d = ch - '0';
+    } else if (base == 16 && ch >= 'a' && ch <= 'f') {
+      d = ch - 'a' + 10;
+    } else if (base == 16 && ch >= 'A' && ch <= 'F') {
+      d = ch - 'A' + 10;
+    } else {
+      return invalid(f, t, "must be a partition key in hex (\"0x7fff\") or decimal");
+    }
+    v = v * static_cast<std::uint64_t>(base) + static_cast<std::uint64_t>(d);
+  }
+  if (v > 0xffff) {
+    return invalid(f, t, "a partition key has 16 bits: 0x0001-0x7fff, or 0x8001-0xffff with the full-membership bit");
+  }
+  if ((v & 0x7fff) == 0) {
+    return invalid(f, t, "0x0000 (and 0x8000) is the invalid partition key; the default partition is 0x7fff");
+  }
+  return static_cast<std::uint16_t>(v & 0x7fff);
+}
+
+cni::Result<net::Guid> parseVfGuid(std::string_view field, std::string_view text) {
+  auto g = net::Guid::parse(text);
+  if (!g) {
+    return invalid(std::string(field), std::string(text),
+                   "must be 8 colon-separated hex octets such as \"c2:11:22:33:44:55:66:77\"");
+  }
+  if (g->value == 0 || g->value == ~std::uint64_t{0}) {
+    return invalid(std::string(field), std::string(text),
+                   "all-zero and all-ones GUIDs are not valid port GUIDs (the port stays down); pick a unique "
+                   "GUID");
+  }
+  return *g;
+}
+
+const char* toString(VfLinkState s) {
+  switch (s) {
+    case VfLinkState::kAuto:
+      return "auto";
+    case VfLinkState::kEnable:
+      return "enable";
+    case VfLinkState::kDisable:
+      return "disable";
+  }
+  return "auto";
+}
 
 const char* toString(Mode m) {
   switch (m) {
@@ -326,6 +483,20 @@ cni::Result<void> parsePluginKeys(const json& j, NetConf& c, cni::Command comman
   // Multus injects deviceID (and pciBusID) at the top level; a runtimeConfig deviceID from the
   // capability is the most specific.
   c.deviceId = c.runtime.deviceId ? c.runtime.deviceId : (*deviceId ? *deviceId : *pciBusId);
+  if (!c.runtime.deviceInfoFile.empty() && (command == cni::Command::kAdd || command == cni::Command::kCheck)) {
+    auto fromFile = readDeviceInfoFile(c.runtime.deviceInfoFile, !c.deviceId.has_value());
+    if (!fromFile) {
+      return std::unexpected(fromFile.error());
+    }
+    if (*fromFile && c.deviceId && **fromFile != *c.deviceId) {
+      return cni::fail(kBad, "deviceID = \"" + c.deviceId->text + "\" but the device-info file " +
+                                 c.runtime.deviceInfoFile + " (runtimeConfig.CNIDeviceInfoFile) names " +
+                                 (*fromFile)->text + ": the device plugin and the configuration disagree");
+    }
+    if (*fromFile && !c.deviceId) {
+      c.deviceId = *fromFile;
+    }
+  }
 
   auto device = stringField(j, "device", "device");
   if (!device) {
@@ -352,6 +523,9 @@ cni::Result<void> parsePluginKeys(const json& j, NetConf& c, cni::Command comman
       return invalid("mtu", *it, "must be an integer from 68 to 65535");
     }
     c.mtu = it->get<std::uint32_t>();
+  }
+  if (auto r = parseSriovKeys(j, c); !r) {
+    return std::unexpected(r.error());
   }
 
   if (auto it = j.find("dns"); it != j.end() && !it->is_null()) {
@@ -515,6 +689,19 @@ cni::Result<NetConf> parseNetConf(std::string_view stdinText, cni::Command comma
         return std::unexpected(ips.error());
       }
       c.argsIps = *ips;
+      if (role == Role::kPlugin) {
+        auto guid = stringField(*cniArgs, "guid", "args.cni.guid");
+        if (!guid) {
+          return std::unexpected(guid.error());
+        }
+        if (*guid) {
+          auto g = parseVfGuid("args.cni.guid", **guid);
+          if (!g) {
+            return std::unexpected(g.error());
+          }
+          c.argsGuid = *g;
+        }
+      }
     }
   }
 

@@ -3,6 +3,8 @@
 // mode_table.cpp. The verbs (commands/) do what is common: netns, locks, IPAM, addresses, records.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -16,11 +18,29 @@
 
 namespace ibcni::plugin {
 
+/// An SR-IOV VF's place on its PF, where its settings (GUIDs, link state) are made.
+struct VfPlace {
+  std::string pfPci;
+  std::uint32_t vfIndex = 0;
+  nl::Link pfLink;                ///< the PF's netdev in the host; index 0 when it has none
+  std::optional<nl::VfInfo> info; ///< what the PF reports about the VF, when it does
+};
+
+/// The RDMA device behind the netdev, and whether ADD moves it into the pod.
+struct RdmaPlace {
+  std::string name;             ///< e.g. "mlx5_3"
+  std::uint32_t index = 0;      ///< RDMA netlink device index; 0 when RDMA netlink does not show it
+  std::uint32_t port = 1;
+  bool isolate = false;         ///< move it into the pod's netns (rdmaIsolation)
+};
+
 /// The device a mode will attach, as found in the host before anything changed.
 struct HostDevice {
   std::string deviceKey;   ///< lock name: "pci-<addr>" or "netdev-<name>"
   std::string pciAddress;  ///< empty when the netdev has no PCI function
   nl::Link link;
+  std::optional<VfPlace> vf;      ///< set when the PCI function is an SR-IOV VF
+  std::optional<RdmaPlace> rdma;  ///< set when an RDMA device belongs to it
 };
 
 /// What every mode call sees.
@@ -52,7 +72,7 @@ class AttachmentMode {
 
   /// CHECK's mode-specific part: the pod link is still what setUp made.
   [[nodiscard]] virtual cni::Result<void> check(const ModeContext& ctx, const state::AttachmentRecord& record,
-                                                const nl::Link& podLink) = 0;
+                                                const os::Netns& pod, const nl::Link& podLink) = 0;
 
   /// Rebuilds a partial record from what the device itself says (its alias), for a DEL that finds
   /// no record. nullopt when the pod link does not carry ibcni's mark.

@@ -7,13 +7,12 @@
 #include <random>
 
 #include "commands/common.h"
+#include "modes/sriov_vf.h"
 #include "log/log.h"
 
 namespace ibcni::plugin {
 
 namespace {
-
-constexpr std::uint16_t kArphrdInfiniband = 32;
 
 std::string markFor(const std::string& hostName) {
   return std::string(SriovNetdevMode::kAliasPrefix) + hostName;
@@ -130,23 +129,32 @@ cni::Result<HostDevice> SriovNetdevMode::resolve(const ModeContext& ctx) {
   const auto& conf = ctx.inv.conf;
   auto& nl = ctx.deps.netlink;
   HostDevice dev;
+  std::optional<sysfs::PciFunction> fn;
   if (conf.deviceId) {
     const std::string& pci = conf.deviceId->text;
-    auto names = ctx.deps.devices.netdevsOfPci(*conf.deviceId);
-    if (!names) {
-      if (names.error().err == ENOENT) {
+    auto found = ctx.deps.devices.pciFunction(*conf.deviceId);
+    if (!found) {
+      if (found.error().err == ENOENT) {
         return cni::fail(cni::Errc::kDeviceNotFound,
                          "deviceID = \"" + pci + "\": no such PCI function on this node; check the device "
                          "plugin resource (resourceName) that handed it out",
-                         names.error().describe());
+                         found.error().describe());
       }
       return std::unexpected(sysError(cni::Errc::kDeviceNotFound, "deviceID = \"" + pci + "\": cannot read sysfs",
-                                      names.error()));
+                                      found.error()));
     }
+    fn = std::move(*found);
+    const auto* names = &fn->netdevs;
     if (names->empty()) {
       return cni::fail(cni::Errc::kDeviceNotFound,
-                       "deviceID = \"" + pci + "\" has no network interface in the host namespace: it is bound "
-                       "to a driver without a netdev (vfio-pci?) or is attached to another pod");
+                       "deviceID = \"" + pci + "\" has no network interface in the host namespace: " +
+                           (fn->driver.empty() ? std::string("it is bound to no driver (bind it to its network "
+                                                             "driver, e.g. mlx5_core)")
+                                               : "it is bound to " + fn->driver +
+                                                     (fn->driver.starts_with("vfio") ? ", which makes no netdev (a VF "
+                                                                                       "for a VM, not a pod)"
+                                                                                     : ", and has no netdev")) +
+                           ", or it is attached to another pod");
     }
     if (names->size() > 1) {
       std::string list;
@@ -180,12 +188,18 @@ cni::Result<HostDevice> SriovNetdevMode::resolve(const ModeContext& ctx) {
     dev.link = *link;
     if (auto pci = ctx.deps.devices.pciOfNetdev(link->name, link->index); pci && *pci) {
       dev.pciAddress = (*pci)->text;
+      if (auto f = ctx.deps.devices.pciFunction(**pci); f) {
+        fn = std::move(*f);
+      }
     }
   }
   if (dev.link.name == "lo") {
     return cni::fail(cni::Errc::kInvalidConfig, "device = \"lo\": the loopback interface cannot be moved");
   }
   dev.deviceKey = dev.pciAddress.empty() ? "netdev-" + dev.link.name : "pci-" + dev.pciAddress;
+  if (auto r = resolveVf(ctx, fn ? &*fn : nullptr, dev); !r) {
+    return std::unexpected(r.error());
+  }
   return dev;
 }
 
@@ -194,9 +208,16 @@ cni::Result<nl::Link> SriovNetdevMode::setUp(const ModeContext& ctx, const HostD
   auto& nl = ctx.deps.netlink;
   const auto& conf = ctx.inv.conf;
   const auto& ifName = ctx.inv.args.ifName;
-  const nl::Link& link = device.link;
-  const std::string hostName = link.name;
   const os::Netns& host = ctx.host;
+  // The host name and settings DEL restores are those from before ADD; the VF steps (a driver
+  // rebind, an RDMA device move) may hand back a new netdev, which is the one to move.
+  const nl::Link& original = device.link;
+  auto applied = applyVfSettings(ctx, device, pod, rollback, record);
+  if (!applied) {
+    return std::unexpected(applied.error());
+  }
+  const nl::Link link = *applied;
+  const std::string hostName = link.name;
 
   // The MAC capability (or the legacy CNI_ARGS MAC) cannot apply to a 20-byte IPoIB address.
   std::optional<net::HwAddress> mac = conf.runtime.mac;
@@ -211,12 +232,12 @@ cni::Result<nl::Link> SriovNetdevMode::setUp(const ModeContext& ctx, const HostD
 
   record.pciAddress = device.pciAddress;
   record.deviceKey = device.deviceKey;
-  record.hostName = hostName;
+  record.hostName = original.name;
   record.hostIndex = link.index;
-  record.hostMtu = link.mtu;
-  record.hostUp = link.adminUp;
-  record.hostAlias = link.alias;
-  record.hostMac = link.mac.text;
+  record.hostMtu = original.mtu;
+  record.hostUp = original.adminUp;
+  record.hostAlias = original.alias;
+  record.hostMac = original.mac.text;
 
   log::info("moving {} ({}) into netns {} as {}", hostName,
             device.pciAddress.empty() ? "no PCI function" : device.pciAddress, pod.path(), ifName);
@@ -234,10 +255,10 @@ cni::Result<nl::Link> SriovNetdevMode::setUp(const ModeContext& ctx, const HostD
   }
   // The alias keeps the host name on the device itself, so that a DEL without a record (or after
   // the kernel returned the device under another name) can still restore it.
-  if (auto r = nl.setAlias(host, link.index, markFor(hostName)); !r) {
+  if (auto r = nl.setAlias(host, link.index, markFor(original.name)); !r) {
     return std::unexpected(sysError(cni::Errc::kNetlinkFailure, "cannot set the alias of " + hostName, r.error()));
   }
-  rollback.add("restore the alias of " + hostName, [&nl, &host, hostName, alias = link.alias]() -> os::SysResult<void> {
+  rollback.add("restore the alias of " + hostName, [&nl, &host, hostName, alias = original.alias]() -> os::SysResult<void> {
     auto l = nl.linkByName(host, hostName);
     if (!l) {
       return std::unexpected(l.error());
@@ -317,14 +338,18 @@ cni::Result<void> SriovNetdevMode::tearDown(const ModeContext& ctx, const state:
     }
   }
 
+  std::vector<cni::Error> errors = restoreVfSettings(ctx, record, pod);
+
   auto found = findInHost(ctx, record);
   if (!found) {
+    if (!errors.empty()) {
+      return std::unexpected(combine(errors));
+    }
     log::info("device {} is in neither the pod nor the host: nothing to restore (a virtual device is destroyed "
               "with its namespace)",
               record.hostName);
     return {};
   }
-  std::vector<cni::Error> errors;
   const int idx = found->index;
   if (found->name != record.hostName) {
     // The kernel returns a physical device from a destroyed namespace under its pod name (or
@@ -368,7 +393,7 @@ cni::Result<void> SriovNetdevMode::tearDown(const ModeContext& ctx, const state:
 }
 
 cni::Result<void> SriovNetdevMode::check(const ModeContext& ctx, const state::AttachmentRecord& record,
-                                         const nl::Link& podLink) {
+                                         const os::Netns& pod, const nl::Link& podLink) {
   const auto& ifName = ctx.inv.args.ifName;
   if (podLink.alias != markFor(record.hostName)) {
     return cni::fail(cni::Errc::kCheckFailed,
@@ -386,7 +411,7 @@ cni::Result<void> SriovNetdevMode::check(const ModeContext& ctx, const state::At
     return cni::fail(cni::Errc::kCheckFailed,
                      ifName + " has mac " + podLink.mac.text + ", expected " + record.podMac);
   }
-  return {};
+  return checkVf(ctx, record, pod, podLink);
 }
 
 std::optional<state::AttachmentRecord> SriovNetdevMode::recover(const ModeContext& ctx, const nl::Link& podLink) {

@@ -63,6 +63,32 @@ std::string FileAttachmentStore::encode(const AttachmentRecord& r) {
   if (r.podMtu) {
     j["pod"]["mtu"] = *r.podMtu;
   }
+  if (!r.bootId.empty()) {
+    j["bootID"] = r.bootId;
+  }
+  // The VF settings on the PF (and the RDMA device), present only for what ADD touched.
+  json vf = json::object();
+  if (!r.pfPci.empty()) {
+    vf["pfPciAddress"] = r.pfPci;
+  }
+  if (r.vfIndex) {
+    vf["index"] = *r.vfIndex;
+  }
+  if (!r.guid.empty()) {
+    vf["guid"] = r.guid;
+    vf["oldNodeGuid"] = r.oldNodeGuid;
+    vf["oldPortGuid"] = r.oldPortGuid;
+  }
+  if (r.oldLinkState) {
+    vf["oldLinkState"] = *r.oldLinkState;
+  }
+  if (!r.rdmaDevice.empty()) {
+    vf["rdmaDevice"] = r.rdmaDevice;
+    vf["rdmaMoved"] = r.rdmaMoved;
+  }
+  if (!vf.empty()) {
+    j["vf"] = vf;
+  }
   return j.dump(2) + "\n";
 }
 
@@ -99,6 +125,21 @@ os::SysResult<AttachmentRecord> FileAttachmentStore::decode(const std::string& t
       if (auto m = p->find("mtu"); m != p->end() && m->is_number_unsigned()) {
         r.podMtu = m->get<std::uint32_t>();
       }
+    }
+    r.bootId = j.value("bootID", "");
+    if (auto vf = j.find("vf"); vf != j.end() && vf->is_object()) {
+      r.pfPci = vf->value("pfPciAddress", "");
+      if (auto i = vf->find("index"); i != vf->end()) {
+        r.vfIndex = i->get<std::uint32_t>();
+      }
+      r.guid = vf->value("guid", "");
+      r.oldNodeGuid = vf->value("oldNodeGuid", "");
+      r.oldPortGuid = vf->value("oldPortGuid", "");
+      if (auto ls = vf->find("oldLinkState"); ls != vf->end()) {
+        r.oldLinkState = ls->get<std::uint32_t>();
+      }
+      r.rdmaDevice = vf->value("rdmaDevice", "");
+      r.rdmaMoved = vf->value("rdmaMoved", false);
     }
     r.ipamType = j.value("ipamType", "");
     r.createdAt = j.value("createdAt", "");

@@ -275,4 +275,159 @@ os::SysResult<std::optional<net::PciAddress>> SysfsDevices::pciOfNetdev(const st
   return canonicalPci(component);
 }
 
+namespace {
+
+/// Writes `text` to the sysfs attribute `path` in one write(2), as `echo` does.
+os::SysResult<void> writeAttribute(const std::string& path, const std::string& text) {
+  // O_APPEND: sysfs ignores the position; a plain file standing in for sysfs keeps every write.
+  int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd < 0) {
+    return os::sysFail(errno, "open " + path);
+  }
+  os::UniqueFd owned(fd);
+  const std::string line = text + "\n";
+  ssize_t n = ::write(fd, line.data(), line.size());
+  if (n < 0) {
+    return os::sysFail(errno, "write \"" + text + "\" to " + path);
+  }
+  if (static_cast<std::size_t>(n) != line.size()) {
+    return os::sysFail(EIO, "short write of \"" + text + "\" to " + path);
+  }
+  return {};
+}
+
+bool isValidRdmaName(std::string_view name) {
+  return !name.empty() && name.size() < 64 && name != "." && name != ".." &&
+         name.find('/') == std::string_view::npos;
+}
+
+}  // namespace
+
+os::SysResult<PciFunction> SysfsDevices::pciFunction(const net::PciAddress& pci) {
+  PciFunction f;
+  f.address = pci;
+  auto netdevs = netdevsOfPci(pci);
+  if (!netdevs) {
+    return std::unexpected(netdevs.error());
+  }
+  f.netdevs = std::move(*netdevs);
+  const std::string dir = root_ + "/bus/pci/devices/" + pci.text;
+
+  if (auto pf = realPath(dir + "/physfn"); pf) {
+    auto pfPci = canonicalPci(lastComponent(*pf));
+    if (!pfPci) {
+      return os::sysFail(EINVAL, "read " + dir + "/physfn: not a PCI function: " + *pf);
+    }
+    f.physfn = *pfPci;
+    // The VF's number is N of the PF's virtfnN link that resolves to this function.
+    auto self = realPath(dir);
+    if (!self) {
+      return std::unexpected(self.error());
+    }
+    const std::string pfDir = root_ + "/bus/pci/devices/" + pfPci->text;
+    auto entries = listDirAt(AT_FDCWD, pfDir, pfDir);
+    if (!entries) {
+      return std::unexpected(entries.error());
+    }
+    for (const auto& e : *entries) {
+      if (!e.starts_with("virtfn")) {
+        continue;
+      }
+      std::uint32_t n = 0;
+      auto digits = std::string_view(e).substr(6);
+      auto [ptr, err] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+      if (err != std::errc() || ptr != digits.data() + digits.size() || digits.empty()) {
+        continue;
+      }
+      if (auto target = realPath(pfDir + "/" + e); target && *target == *self) {
+        f.vfIndex = n;
+        break;
+      }
+    }
+    if (!f.vfIndex) {
+      return os::sysFail(ENOENT, "find VF " + pci.text + " among the virtfn links of its PF " + pfPci->text);
+    }
+  } else if (pf.error().err != ENOENT) {
+    return std::unexpected(pf.error());
+  }
+
+  if (auto drv = realPath(dir + "/driver"); drv) {
+    f.driver = std::string(lastComponent(*drv));
+  } else if (drv.error().err != ENOENT) {
+    return std::unexpected(drv.error());
+  }
+
+  auto rdma = listDirAt(AT_FDCWD, dir + "/infiniband", dir + "/infiniband");
+  if (rdma) {
+    for (auto& name : *rdma) {
+      if (isValidRdmaName(name)) {
+        f.rdmaDevices.push_back(std::move(name));
+      }
+    }
+    std::sort(f.rdmaDevices.begin(), f.rdmaDevices.end());
+  } else if (rdma.error().err != ENOENT && rdma.error().err != ENOTDIR) {
+    return std::unexpected(rdma.error());
+  }
+  return f;
+}
+
+os::SysResult<std::vector<std::uint16_t>> SysfsDevices::pkeys(const std::string& rdmaDevice, std::uint32_t port) {
+  if (!isValidRdmaName(rdmaDevice)) {
+    return os::sysFail(EINVAL, "read pkeys: invalid RDMA device name '" + excerpt(rdmaDevice) + "'");
+  }
+  const std::string dir = root_ + "/class/infiniband/" + rdmaDevice + "/ports/" + std::to_string(port) + "/pkeys";
+  auto entries = listDirAt(AT_FDCWD, dir, dir);
+  if (!entries) {
+    return std::unexpected(entries.error());
+  }
+  std::vector<std::pair<std::uint32_t, std::uint16_t>> table;
+  for (const auto& e : *entries) {
+    std::uint32_t index = 0;
+    auto [p, err] = std::from_chars(e.data(), e.data() + e.size(), index);
+    if (err != std::errc() || p != e.data() + e.size()) {
+      continue;
+    }
+    auto text = readSysfsFile(dir + "/" + e);
+    if (!text) {
+      return std::unexpected(text.error());
+    }
+    std::string_view v = *text;
+    if (v.starts_with("0x")) {
+      v.remove_prefix(2);
+    }
+    std::uint32_t key = 0;
+    auto [q, err2] = std::from_chars(v.data(), v.data() + v.size(), key, 16);
+    if (err2 != std::errc() || q != v.data() + v.size() || key > 0xffff) {
+      return os::sysFail(EINVAL, "read " + dir + "/" + e + ": not a pkey: '" + excerpt(*text) + "'");
+    }
+    if ((key & 0x7fff) != 0) {
+      table.emplace_back(index, static_cast<std::uint16_t>(key));
+    }
+  }
+  std::sort(table.begin(), table.end());
+  std::vector<std::uint16_t> out;
+  out.reserve(table.size());
+  for (const auto& [i, k] : table) {
+    out.push_back(k);
+  }
+  return out;
+}
+
+os::SysResult<void> SysfsDevices::rebind(const net::PciAddress& pci) {
+  const std::string dir = root_ + "/bus/pci/devices/" + pci.text;
+  auto drv = realPath(dir + "/driver");
+  if (!drv) {
+    if (drv.error().err == ENOENT) {
+      return os::sysFail(EINVAL, "rebind " + pci.text + ": it is bound to no driver");
+    }
+    return std::unexpected(drv.error());
+  }
+  const std::string driver(lastComponent(*drv));
+  const std::string driverDir = root_ + "/bus/pci/drivers/" + driver;
+  if (auto r = writeAttribute(driverDir + "/unbind", pci.text); !r) {
+    return r;
+  }
+  return writeAttribute(driverDir + "/bind", pci.text);
+}
+
 }  // namespace ibcni::sysfs

@@ -47,6 +47,14 @@ class SysfsDevices final : public Devices {
   [[nodiscard]] os::SysResult<std::optional<net::PciAddress>> pciOfNetdev(const std::string& name,
                                                                           int ifIndex) override;
 
+  /// physfn and virtfnN links, the driver link, netdevs and <pci>/infiniband/*.
+  [[nodiscard]] os::SysResult<PciFunction> pciFunction(const net::PciAddress& pci) override;
+  /// Reads <root>/class/infiniband/<dev>/ports/<port>/pkeys/* ("0xffff" each).
+  [[nodiscard]] os::SysResult<std::vector<std::uint16_t>> pkeys(const std::string& rdmaDevice,
+                                                               std::uint32_t port) override;
+  /// Writes the address to <root>/bus/pci/drivers/<drv>/unbind, then .../bind.
+  [[nodiscard]] os::SysResult<void> rebind(const net::PciAddress& pci) override;
+
   /// The sysfs root this instance reads.
   [[nodiscard]] const std::string& root() const noexcept { return root_; }
 

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <system_error>
 #include <utility>
+#include <vector>
+#include <iterator>
 
 #include "ibcni/net/ip.h"
 
@@ -184,9 +186,35 @@ class FakeSysfsTree {
       return *this;
     }
     const std::string driverDir = "bus/pci/drivers/" + std::string(driver);
-    return makeDir(driverDir)
-        .link(link, driverDir)
-        .link(driverDir + "/" + std::string(pci), it->second);
+    makeDir(driverDir);
+    // The driver's bind and unbind attributes: plain files here, so every write stays readable
+    // (SysfsDevices appends), and driverWrites() tells what was written.
+    for (const char* attr : {"/bind", "/unbind"}) {
+      std::error_code exists;
+      if (!std::filesystem::exists(abs(driverDir + attr), exists)) {
+        writeFile(driverDir + attr, "");
+      }
+    }
+    return this->link(link, driverDir).link(driverDir + "/" + std::string(pci), it->second);
+  }
+
+  /// What was written to driver `driver`'s `attr` file ("bind" or "unbind"), empty when nothing.
+  [[nodiscard]] std::string driverWrites(std::string_view driver, std::string_view attr) const {
+    std::ifstream in(abs("bus/pci/drivers/" + std::string(driver) + "/" + std::string(attr)), std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+
+  /// Fills port `port`'s pkey table of RDMA device `rdmaDevice` (added before):
+  /// <dev>/ports/<port>/pkeys/<i> = entries[i] ("0xffff", "0x0000" for an empty slot).
+  FakeSysfsTree& setPkeys(std::string_view rdmaDevice, int port, const std::vector<std::string>& entries) {
+    const std::string dir =
+        "class/infiniband/" + std::string(rdmaDevice) + "/ports/" + std::to_string(port) + "/pkeys";
+    removePath(dir);
+    makeDir(dir);
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      writeFile(dir + "/" + std::to_string(i), entries[i] + "\n");
+    }
+    return *this;
   }
 
   /// Adds an SR-IOV physical function bound to mlx5_core with sriov_numvfs = sriov_totalvfs =

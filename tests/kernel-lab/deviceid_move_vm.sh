@@ -250,6 +250,79 @@ if [[ -e /sys/bus/pci/devices/0000:00:00.0 ]]; then
 else
   bad "[$tag] the VM has no PCI host bridge 0000:00:00.0"
 fi
+
+# ---- RDMA: an rxe device on eth1, found by its netdev through RDMA netlink ----------------------
+# rdma system set netns needs every namespace but the initial one gone (they die asynchronously).
+set_rdma_mode() {
+  for _ in $(seq 100); do
+    rdma system set netns "$1" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  return 1
+}
+rdma_mode() { rdma -j system show 2>/dev/null | jq -r '.[0].netns'; }
+has_rxe() { rdma -j dev show 2>/dev/null | jq -e 'any(.[]; .ifname == "rxe1")' >/dev/null; }
+add_rxe() { has_rxe || rdma link add rxe1 type rxe netdev eth1; }
+drop_netnses() {
+  for ns in "${NETNSES[@]}"; do ip netns del "$ns" 2>/dev/null; done
+  NETNSES=()
+}
+# refused TAG CONF CODE TEXT: ADD of eth1 fails with CODE, the message holds TEXT, and nothing
+# changed: eth1 as before, the pod empty, rxe1 still in the host, no record.
+refused() {
+  local tag=$1 conf=$2 code=$3 text=$4 pod=pod-$RANDOM before
+  ip netns add "$pod" && NETNSES+=("$pod")
+  before=$(linkinfo eth1)
+  cni ADD "cid-$RANDOM" "/run/netns/$pod" net1 "$conf"
+  check "[$tag] ADD fails with code $code" jqtest ".code == $code"
+  check "[$tag] ... saying '$text'" bash -c "jq -r '.msg + \" \" + (.details // \"\")' <<<'$OUT' | grep -qiF -- '$text'"
+  check "[$tag] ... and leaves eth1 as it was ($before)" test "$(linkinfo eth1)" = "$before"
+  check "[$tag] ... the pod holding only lo" test "$(pod_links "$pod")" = lo
+  check "[$tag] ... rxe1 in the host" has_rxe
+  check "[$tag] ... and no attachment record" bash -c "! find $STATE/attachments -name '*.json' 2>/dev/null | grep -q ."
+}
+
+modprobe rdma_rxe 2>/dev/null
+drop_netnses
+check "[rdma] the node is in shared RDMA netns mode" set_rdma_mode shared
+check "[rdma] rxe1 made on eth1" add_rxe
+base=$(config 1.0.0 top static)
+
+tag="rdma shared"
+refused "$tag rdmaIsolation=true" "$(jq -c '. + {rdmaIsolation: true}' <<<"$base")" 7 "rdma system set netns exclusive"
+refused "$tag pkey not in rxe1's table" "$(jq -c '. + {pkey: "0x1234"}' <<<"$base")" 7 "0xffff"
+pod=pod-$RANDOM
+ip netns add "$pod" && NETNSES+=("$pod")
+conf=$(jq -c '. + {pkey: "0x7fff"}' <<<"$base")
+before=$(linkinfo eth1)
+cni ADD cid-pkey "/run/netns/$pod" net1 "$conf"
+check "[$tag] pkey 0x7fff (rxe1 holds 0xffff) is accepted: ADD exits 0" test "$RC" -eq 0
+result=$OUT
+check "[$tag] ... and rdmaIsolation auto left rxe's (shared) device alone" bash -c "! grep -q 'moving RDMA device' '$WORK/stderr'"
+cni DEL cid-pkey "/run/netns/$pod" net1 "$(with_prev "$conf" "$result")"
+check "[$tag] DEL exits 0 and eth1 is back as it was" test "$RC" -eq 0 -a "$(linkinfo eth1)" = "$before"
+# Moving rxe's netdev out of the initial namespace unregisters rxe (a kernel fact): make it again.
+drop_netnses
+add_rxe
+
+tag="rdma exclusive"
+check "[$tag] the node switched to exclusive RDMA netns mode" set_rdma_mode exclusive
+check "[$tag] rdma system show says exclusive" test "$(rdma_mode)" = exclusive
+refused "$tag rdmaIsolation=auto" "$base" 102 "rxe1"
+check "[$tag] ... the kernel's EOPNOTSUPP is in the error" bash -c "jq -r .details <<<'$OUT' | grep -qi 'not supported'"
+refused "$tag rdmaIsolation=true" "$(jq -c '. + {rdmaIsolation: true}' <<<"$base")" 102 "set rdmaIsolation to false"
+pod=pod-$RANDOM
+ip netns add "$pod" && NETNSES+=("$pod")
+conf=$(jq -c '. + {rdmaIsolation: false}' <<<"$base")
+cni ADD cid-noiso "/run/netns/$pod" net1 "$conf"
+check "[$tag] rdmaIsolation=false attaches eth1 without moving rxe1" test "$RC" -eq 0
+result=$OUT
+cni DEL cid-noiso "/run/netns/$pod" net1 "$(with_prev "$conf" "$result")"
+check "[$tag] ... and DEL returns it" test "$RC" -eq 0 -a "$(linkinfo eth1 | cut -d' ' -f1)" = eth1
+drop_netnses
+rdma link delete rxe1 2>/dev/null
+check "[rdma] the node is back in shared mode" set_rdma_mode shared
+
 check "eth1 ends where it started" test "$(linkinfo eth1 | cut -d' ' -f1)" = eth1
 
 finish

@@ -31,6 +31,7 @@ struct CniArgs {
   bool ignoreUnknown = false;
   std::vector<net::IpPrefix> ips;  ///< IP=10.1.2.3[/24][,...]
   std::string mac;                 ///< MAC= (legacy Multus)
+  std::string guid;                ///< GUID= (the VF's InfiniBand GUID, as given; validated by its user)
   std::string podNamespace;        ///< K8S_POD_NAMESPACE
   std::string podName;             ///< K8S_POD_NAME
   std::string podUid;              ///< K8S_POD_UID

@@ -37,7 +37,18 @@ struct RuntimeConfig {
   std::vector<net::IpPrefix> ips;            ///< "ips": handed to IPAM
   std::optional<net::HwAddress> mac;         ///< "mac": set on the pod interface
   std::optional<net::PciAddress> deviceId;   ///< "deviceID": selects the device
-  std::optional<net::Guid> infinibandGuid;   ///< "infinibandGUID": validated; applied in sriov mode
+  std::optional<net::Guid> infinibandGuid;   ///< "infinibandGUID": the VF's node and port GUID
+  std::string deviceInfoFile;                ///< "CNIDeviceInfoFile": Multus' device-info file, if any
+};
+
+/// `linkState`: how the PF presents the VF's link (IFLA_VF_LINK_STATE).
+enum class VfLinkState { kAuto, kEnable, kDisable };
+
+/// `rdmaIsolation`: whether the VF's RDMA device moves into the pod's netns.
+enum class RdmaIsolation {
+  kAuto,  ///< move it when the node's RDMA subsystem is in exclusive netns mode
+  kOn,    ///< move it; refuse when the node is in shared mode
+  kOff,   ///< never move it
 };
 
 /// A network configuration after parsing, canonicalizing and validating. Everything downstream
@@ -55,6 +66,11 @@ struct NetConf {
   std::string device;
 
   std::optional<std::uint32_t> mtu;
+  std::optional<VfLinkState> linkState;  ///< unset: the VF's link state is left alone
+  /// `pkey` the VF's pkey table must hold, without the membership bit (0x0001-0x7fff).
+  std::optional<std::uint16_t> pkey;
+  RdmaIsolation rdmaIsolation = RdmaIsolation::kAuto;
+  std::optional<net::Guid> argsGuid;     ///< args.cni.guid
   std::string ipamType;            ///< empty: no IPAM (layer 2 only)
   cni::Dns dns;
   LogLevel logLevel = LogLevel::kWarn;
@@ -90,7 +106,18 @@ enum class Role { kPlugin, kIpamPlugin };
 [[nodiscard]] cni::Result<NetConf> parseNetConf(std::string_view stdinText, cni::Command command,
                                                Role role = Role::kPlugin);
 
+/// Parses a partition key given as a JSON-ish text ("0x7fff", "32767") for `field`: 0x0001-0x7fff,
+/// or 0x8001-0xffff (the full-membership bit is dropped). 0x0000/0x8000 (the invalid pkey) and
+/// anything beyond 16 bits are refused with an explanation.
+/// @return the pkey without the membership bit, or error 7 naming `field` and `text`.
+[[nodiscard]] cni::Result<std::uint16_t> parsePkey(std::string_view field, std::string_view text);
+
+/// A GUID for the VF given in `field`: 8 colon-separated hex octets, neither all zeros nor all ones.
+/// @return error 7 naming `field` and `text` otherwise.
+[[nodiscard]] cni::Result<net::Guid> parseVfGuid(std::string_view field, std::string_view text);
+
 [[nodiscard]] const char* toString(Mode m);
+[[nodiscard]] const char* toString(VfLinkState s);
 [[nodiscard]] const char* toString(LogLevel l);
 
 }  // namespace ibcni::config

@@ -34,6 +34,17 @@ struct AttachmentRecord {
   bool hostUp = false;
   std::string hostAlias;
   std::string hostMac;
+  std::string bootId;      ///< the boot ADD ran in (/proc/sys/kernel/random/boot_id)
+
+  // SR-IOV VF settings ADD changed on the PF, and how they were (empty/unset: not changed).
+  std::string pfPci;                      ///< the VF's PF, when the device is a VF
+  std::optional<std::uint32_t> vfIndex;   ///< the VF's number on its PF
+  std::string guid;                       ///< the node and port GUID ADD set
+  std::string oldNodeGuid;                ///< the GUIDs before, restored by DEL
+  std::string oldPortGuid;
+  std::optional<std::uint32_t> oldLinkState;  ///< IFLA_VF_LINK_STATE before ADD changed it
+  std::string rdmaDevice;                 ///< the VF's RDMA device, when known
+  bool rdmaMoved = false;                 ///< ADD moved the RDMA device into the pod netns
 
   // What ADD changed in the pod.
   int podIndex = 0;

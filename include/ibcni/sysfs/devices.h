@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -9,6 +10,16 @@
 #include "ibcni/os/sys_error.h"
 
 namespace ibcni::sysfs {
+
+/// A PCI function as sysfs describes it: what an SR-IOV VF handed out as deviceID resolves to.
+struct PciFunction {
+  net::PciAddress address;
+  std::optional<net::PciAddress> physfn;  ///< the PF, when this is an SR-IOV VF (<pci>/physfn)
+  std::optional<std::uint32_t> vfIndex;   ///< N of the PF's virtfnN link that points here
+  std::string driver;                     ///< bound driver ("mlx5_core", "vfio-pci"), empty when none
+  std::vector<std::string> netdevs;       ///< as netdevsOfPci
+  std::vector<std::string> rdmaDevices;   ///< RDMA devices of the function (<pci>/infiniband/*), sorted
+};
 
 /// Lookups of PCI functions and their network devices in sysfs. Sysfs shows the network devices of
 /// the namespace it was mounted in (the host's), so call these from the host netns, before a device
@@ -28,6 +39,23 @@ class Devices {
   /// @return nullopt when the netdev has no PCI function or sysfs does not describe this device.
   [[nodiscard]] virtual os::SysResult<std::optional<net::PciAddress>> pciOfNetdev(const std::string& name,
                                                                                 int ifIndex) = 0;
+
+  /// Everything sysfs says about PCI function `pci` that an SR-IOV attachment needs.
+  /// @return ENOENT when there is no such PCI function.
+  [[nodiscard]] virtual os::SysResult<PciFunction> pciFunction(const net::PciAddress& pci) = 0;
+
+  /// The partition keys in port `port`'s pkey table of RDMA device `rdmaDevice`
+  /// (<root>/class/infiniband/<dev>/ports/<port>/pkeys/<i>), with the membership bit, in table
+  /// order; empty entries (0x0000) are left out. Only RDMA devices of the caller's netns are shown.
+  /// @return ENOENT when there is no such device or port.
+  [[nodiscard]] virtual os::SysResult<std::vector<std::uint16_t>> pkeys(const std::string& rdmaDevice,
+                                                                       std::uint32_t port) = 0;
+
+  /// Unbinds PCI function `pci` from its driver and binds it again (<root>/bus/pci/drivers/<drv>/
+  /// unbind, then bind), as mlx5 needs for a new VF GUID to take effect. The function's netdev and
+  /// RDMA device are destroyed and made anew, possibly under other names.
+  /// @return EINVAL when the function has no driver; the errno of a failed write otherwise.
+  [[nodiscard]] virtual os::SysResult<void> rebind(const net::PciAddress& pci) = 0;
 };
 
 }  // namespace ibcni::sysfs

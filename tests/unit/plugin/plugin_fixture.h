@@ -17,6 +17,7 @@
 #include "fakes/fake_ipam.h"
 #include "fakes/fake_netlink.h"
 #include "fakes/fake_netns.h"
+#include "fakes/fake_rdma_netlink.h"
 #include "fakes/fake_sysfs_tree.h"
 #include "ibcni/os/file_lock.h"
 #include "state/file_attachment_store.h"
@@ -104,6 +105,8 @@ class PluginTest : public ::testing::Test {
   FakeSysfsTree sysfs_;
   sysfs::SysfsDevices devices_{sysfs_.root()};
   FakeIpam ipam_;
+  FakeRdmaNetlink rdma_;
+  std::string bootId_ = "boot-1";
   std::string stateDir_;
   os::Netns host_ = netns_.host();
   os::Netns pod_;
@@ -111,12 +114,15 @@ class PluginTest : public ::testing::Test {
   plugin::Deps deps_{nl_,
                      netns_,
                      devices_,
+                     rdma_,
                      ipam_,
                      [](const std::string& dir) -> std::unique_ptr<state::AttachmentStore> {
                        return std::make_unique<state::FileAttachmentStore>(dir);
                      },
                      std::chrono::milliseconds(100),
-                     [] { return std::string("2026-11-21T00:00:00Z"); }};
+                     [] { return std::string("2026-11-21T00:00:00Z"); },
+                     [this] { return bootId_; },
+                     std::chrono::milliseconds(200)};
 };
 
 }  // namespace ibcni::testing

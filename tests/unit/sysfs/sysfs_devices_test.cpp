@@ -518,5 +518,79 @@ TEST(FakeSysfsTree, DestructorRemovesTheTree) {
   EXPECT_FALSE(fs::exists(base));
 }
 
+// --- pciFunction, pkeys, rebind (the mlx5 SR-IOV layout) --------------------------------------
+
+TEST_F(SysfsDevicesTest, VfResolvesToItsPfVfNumberDriverNetdevAndRdmaDevice) {
+  sys_.addPf(kPf, "ibp175s0f1", "mlx5_1", 8)
+      .addVf(kPf, 0, "0000:af:00.2", "ibp175s0f1v0", "mlx5_2")
+      .addVf(kPf, 5, kVf, "ibp175s0f1v5", "mlx5_7");
+  ASSERT_TRUE(sys_.ok()) << sys_.error();
+  auto f = devices_.pciFunction(pciOf(kVf));
+  ASSERT_TRUE(f) << f.error().describe();
+  ASSERT_TRUE(f->physfn);
+  EXPECT_EQ(f->physfn->text, kPf);
+  EXPECT_EQ(f->vfIndex, 5u);
+  EXPECT_EQ(f->driver, "mlx5_core");
+  EXPECT_THAT(f->netdevs, ElementsAre("ibp175s0f1v5"));
+  EXPECT_THAT(f->rdmaDevices, ElementsAre("mlx5_7"));
+}
+
+TEST_F(SysfsDevicesTest, PfAndVirtioFunctionsAreNoVfs) {
+  sys_.addPf(kPf, "ibp175s0f1", "mlx5_1", 2).addVirtioNetdev(kVirtio, 0, "eth0", 2);
+  for (auto pci : {kPf, kVirtio}) {
+    auto f = devices_.pciFunction(pciOf(pci));
+    ASSERT_TRUE(f) << f.error().describe();
+    EXPECT_FALSE(f->physfn) << pci;
+    EXPECT_FALSE(f->vfIndex) << pci;
+  }
+  EXPECT_EQ(devices_.pciFunction(pciOf(kVirtio))->driver, "virtio-pci");
+  EXPECT_THAT(devices_.pciFunction(pciOf(kVirtio))->rdmaDevices, IsEmpty());
+}
+
+TEST_F(SysfsDevicesTest, VfBoundToVfioHasNoNetdevAndSaysItsDriver) {
+  sys_.addPf(kPf, "ibp175s0f1", "mlx5_1", 8).addVf(kPf, 5, kVf, "", "").setDriver(kVf, "vfio-pci");
+  auto f = devices_.pciFunction(pciOf(kVf));
+  ASSERT_TRUE(f);
+  EXPECT_THAT(f->netdevs, IsEmpty());
+  EXPECT_EQ(f->driver, "vfio-pci");
+  sys_.setDriver(kVf, "");
+  EXPECT_EQ(devices_.pciFunction(pciOf(kVf))->driver, "");
+}
+
+TEST_F(SysfsDevicesTest, MissingFunctionIsEnoent) {
+  auto f = devices_.pciFunction(pciOf("0000:01:00.0"));
+  ASSERT_FALSE(f);
+  EXPECT_EQ(f.error().err, ENOENT);
+}
+
+TEST_F(SysfsDevicesTest, PkeyTableInIndexOrderWithoutEmptySlots) {
+  sys_.addPf(kPf, "ibp175s0f1", "mlx5_1", 1).addVf(kPf, 0, kVf, "ibp175s0f1v0", "mlx5_2");
+  std::vector<std::string> entries(12, "0x0000");
+  entries[0] = "0xffff";
+  entries[10] = "0x8001";
+  entries[2] = "0x0042";
+  sys_.setPkeys("mlx5_2", 1, entries);
+  auto keys = devices_.pkeys("mlx5_2", 1);
+  ASSERT_TRUE(keys) << keys.error().describe();
+  EXPECT_THAT(*keys, ElementsAre(0xffff, 0x0042, 0x8001)) << "numeric index order (10 after 2)";
+  EXPECT_EQ(devices_.pkeys("mlx5_2", 2).error().err, ENOENT);
+  EXPECT_EQ(devices_.pkeys("mlx5_9", 1).error().err, ENOENT);
+  EXPECT_EQ(devices_.pkeys("../x", 1).error().err, EINVAL);
+  sys_.setPkeys("mlx5_2", 1, {"garbage"});
+  EXPECT_EQ(devices_.pkeys("mlx5_2", 1).error().err, EINVAL);
+}
+
+TEST_F(SysfsDevicesTest, RebindWritesUnbindThenBindOfItsDriver) {
+  sys_.addPf(kPf, "ibp175s0f1", "mlx5_1", 8).addVf(kPf, 5, kVf, "ibp175s0f1v5", "mlx5_7");
+  ASSERT_TRUE(devices_.rebind(pciOf(kVf)));
+  EXPECT_EQ(sys_.driverWrites("mlx5_core", "unbind"), std::string(kVf) + "\n");
+  EXPECT_EQ(sys_.driverWrites("mlx5_core", "bind"), std::string(kVf) + "\n");
+  sys_.setDriver(kVf, "");
+  auto r = devices_.rebind(pciOf(kVf));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().err, EINVAL);
+  EXPECT_THAT(r.error().describe(), HasSubstr("no driver"));
+}
+
 }  // namespace
 }  // namespace ibcni::sysfs

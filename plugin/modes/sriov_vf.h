@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: Apache-2.0
+// The InfiniBand SR-IOV part of sriov mode: what sits around the netdev move. The VF's GUIDs and
+// link state are set through its PF, its RDMA device moves into the pod's netns when isolation is
+// on, and DEL (or a failed ADD) puts each back.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ibcni/cni/error.h"
+#include "modes/attachment_mode.h"
+
+namespace ibcni::plugin {
+
+/// ARPHRD_INFINIBAND: the link type of IPoIB netdevs.
+inline constexpr std::uint16_t kArphrdInfiniband = 32;
+
+/// The GUID requested for the VF: runtimeConfig.infinibandGUID, else args.cni.guid, else CNI_ARGS
+/// GUID. @return error 7 for a CNI_ARGS GUID that is malformed, all zeros or all ones.
+[[nodiscard]] cni::Result<std::optional<net::Guid>> requestedGuid(const Invocation& inv);
+
+/// The port GUID inside an IPoIB hardware address (its last 8 of 20 bytes).
+[[nodiscard]] std::optional<net::Guid> guidOfIpoibAddress(const net::HwAddress& mac);
+
+/// Fills `device.vf` and `device.rdma` for the PCI function `fn` and validates what was asked
+/// against them, changing nothing: a VF of a non-InfiniBand PF, VF settings on a function that is
+/// no VF, an all-zero GUID with none requested, an MTU above the device's maximum, rdmaIsolation
+/// true on a node in shared mode or without an RDMA device are refused with the fix.
+/// @param fn  null when the netdev has no PCI function (selected by `device`)
+[[nodiscard]] cni::Result<void> resolveVf(const ModeContext& ctx, const sysfs::PciFunction* fn, HostDevice& device);
+
+/// Waits (up to deps.settleTimeout) for PCI function `pci` to have a netdev in the host again,
+/// preferring the name `preferName` (udev may rename a new netdev right after it appears).
+[[nodiscard]] cni::Result<nl::Link> waitForNetdev(const ModeContext& ctx, const std::string& pci,
+                                                  const std::string& preferName);
+
+/// ADD's VF steps before the netdev moves: GUIDs (then a driver rebind), link state, pkey check,
+/// RDMA device move. Each change registers its undo on `rollback` and is written to `record`.
+/// @return the VF's netdev as it is now (a rebind or an RDMA move makes it anew).
+[[nodiscard]] cni::Result<nl::Link> applyVfSettings(const ModeContext& ctx, const HostDevice& device,
+                                                    const os::Netns& pod, os::Rollback& rollback,
+                                                    state::AttachmentRecord& record);
+
+/// DEL's VF steps after the netdev is back: the RDMA device back to the host, the link state and
+/// GUIDs as they were (with a rebind). Skips what is already so; skips the PF settings when the
+/// node rebooted since ADD (they were reset) or another attachment holds the VF now.
+/// @param pod  null when the pod's netns is gone (the kernel gave the RDMA device back)
+/// @return the failures; empty when everything is restored.
+[[nodiscard]] std::vector<cni::Error> restoreVfSettings(const ModeContext& ctx, const state::AttachmentRecord& record,
+                                                        const os::Netns* pod);
+
+/// CHECK's VF part: the pod interface still has the GUID ADD set, and the RDMA device ADD moved is
+/// still in the pod's netns.
+[[nodiscard]] cni::Result<void> checkVf(const ModeContext& ctx, const state::AttachmentRecord& record,
+                                        const os::Netns& pod, const nl::Link& podLink);
+
+}  // namespace ibcni::plugin
