@@ -29,7 +29,8 @@ struct VfPlace {
 /// The RDMA device behind the netdev, and whether ADD moves it into the pod.
 struct RdmaPlace {
   std::string name;             ///< e.g. "mlx5_3"
-  std::uint32_t index = 0;      ///< RDMA netlink device index; 0 when RDMA netlink does not show it
+  std::uint32_t index = 0;      ///< RDMA netlink device index (0 is a valid index)
+  bool visible = false;         ///< RDMA netlink shows it in the host (index is meaningful)
   std::uint32_t port = 1;
   bool isolate = false;         ///< move it into the pod's netns (rdmaIsolation)
 };

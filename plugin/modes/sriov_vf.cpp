@@ -87,7 +87,7 @@ std::optional<RdmaPlace> findRdma(const ModeContext& ctx, const sysfs::PciFuncti
   if (ports && link.index != 0) {
     for (const auto& p : *ports) {
       if (p.netdevIndex == link.index) {
-        return RdmaPlace{p.deviceName, p.deviceIndex, p.port, false};
+        return RdmaPlace{p.deviceName, p.deviceIndex, true, p.port, false};
       }
     }
   }
@@ -97,11 +97,12 @@ std::optional<RdmaPlace> findRdma(const ModeContext& ctx, const sysfs::PciFuncti
   if (fn->rdmaDevices.size() > 1) {
     log::warn("PCI function {} has several RDMA devices; using {}", fn->address.text, fn->rdmaDevices.front());
   }
-  RdmaPlace place{fn->rdmaDevices.front(), 0, 1, false};
+  RdmaPlace place{fn->rdmaDevices.front(), 0, false, 1, false};
   if (ports) {
     for (const auto& p : *ports) {
       if (p.deviceName == place.name) {
         place.index = p.deviceIndex;
+        place.visible = true;
         place.port = p.port;
         break;
       }
@@ -330,7 +331,7 @@ cni::Result<void> resolveVf(const ModeContext& ctx, const sysfs::PciFunction* fn
     }
   }
   if (isolate) {
-    if (device.rdma->index == 0) {
+    if (!device.rdma->visible) {
       return cni::fail(Errc::kDeviceNotFound,
                        "RDMA device " + device.rdma->name + " of " + subject +
                            " is not in the host namespace (is it attached to another pod?)");

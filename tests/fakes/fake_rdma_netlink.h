@@ -154,7 +154,7 @@ class FakeRdmaNetlink final : public rdma::RdmaNetlink {
   std::vector<Device> devices_;
   std::vector<Failure> failures_;
   std::vector<std::string> calls_;
-  std::uint32_t nextIndex_ = 1;
+  std::uint32_t nextIndex_ = 0;  // the kernel's first device index is 0
 };
 
 }  // namespace ibcni::testing

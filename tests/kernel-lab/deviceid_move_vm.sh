@@ -4,11 +4,11 @@
 # (a PCI function like an SR-IOV VF handed out as deviceID) into pod namespaces and back.
 #
 # Outside the VM (what ctest runs, from the source directory; label kernel-lab):
-#   deviceid_move_vm.sh --boot <kernel-lab run.sh> <sysfs_devices_vm_test> <ibcni>
-#     boots the VM with --nics 2 and runs, inside, the sysfs_devices_vm_test binary and then this
-#     script. Fails with a clear message when the kernel-lab is not installed.
+#   deviceid_move_vm.sh --boot <kernel-lab run.sh> <ibcni> <gtest binary>...
+#     boots the VM with --nics 2 and runs, inside, the GoogleTest binaries and then this script's
+#     checks. Fails with a clear message when the kernel-lab is not installed.
 # Inside the VM (KERNEL_LAB=1; refuses to run anywhere else: it moves eth1 around):
-#   deviceid_move_vm.sh [--sysfs-test <sysfs_devices_vm_test>] <ibcni>
+#   deviceid_move_vm.sh [--gtest <binary>]... <ibcni>
 #
 # Prints one PASS/FAIL line per check, ends with "N passed, M failed", exits non-zero on any
 # failure.
@@ -17,9 +17,10 @@ set -u
 self=$(readlink -f "${BASH_SOURCE[0]}")
 
 if [[ ${1:-} == --boot ]]; then
-  run_sh=${2:?usage: $0 --boot <run.sh> <sysfs_devices_vm_test> <ibcni>}
-  sysfs_test=${3:?usage: $0 --boot <run.sh> <sysfs_devices_vm_test> <ibcni>}
-  ibcni=${4:?usage: $0 --boot <run.sh> <sysfs_devices_vm_test> <ibcni>}
+  usage="usage: $0 --boot <run.sh> <ibcni> <gtest binary>..."
+  run_sh=${2:?$usage}
+  ibcni=${3:?$usage}
+  shift 3
   if ! compgen -G '/boot/vmlinuz-*-amd64' >/dev/null; then
     echo "FAIL: the kernel-lab is not installed: there is no Debian kernel /boot/vmlinuz-*-amd64 to boot."
     echo "      Install it with $(dirname "$run_sh")/setup.sh (the project's install step runs it)."
@@ -29,25 +30,27 @@ if [[ ${1:-} == --boot ]]; then
     echo "FAIL: the kernel-lab runner $run_sh is missing or not executable (expected ../shared/kernel-lab/run.sh)."
     exit 1
   fi
-  for f in "$sysfs_test" "$ibcni"; do
+  inner=()
+  for f in "$ibcni" "$@"; do
     if [[ ! -x $f ]]; then
       echo "FAIL: $f is not built"
       exit 1
     fi
   done
+  for f in "$@"; do inner+=(--gtest "$(readlink -f "$f")"); done
   started=$SECONDS
-  "$run_sh" --nics 2 --timeout 840 -- bash "$self" --sysfs-test "$(readlink -f "$sysfs_test")" "$(readlink -f "$ibcni")"
+  "$run_sh" --nics 2 --timeout 840 -- bash "$self" "${inner[@]}" "$(readlink -f "$ibcni")"
   rc=$?
   echo "kernel-lab: exit status $rc after $((SECONDS - started)) s"
   exit "$rc"
 fi
 
-sysfs_test=
-if [[ ${1:-} == --sysfs-test ]]; then
-  sysfs_test=${2:?}
+gtests=()
+while [[ ${1:-} == --gtest ]]; do
+  gtests+=("${2:?}")
   shift 2
-fi
-IBCNI=$(readlink -f "${1:?usage: $0 [--sysfs-test <binary>] <ibcni>}")
+done
+IBCNI=$(readlink -f "${1:?usage: $0 [--gtest <binary>]... <ibcni>}")
 
 if [[ ${KERNEL_LAB:-} != 1 ]]; then
   echo "FAIL: this script moves eth1 between namespaces and runs only inside the kernel-lab VM (KERNEL_LAB=1):"
@@ -79,14 +82,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# ---- (a) the sysfs test binary -----------------------------------------------------------------
-if [[ -n $sysfs_test ]]; then
-  "$sysfs_test" >"$WORK/sysfs.log" 2>&1
+# ---- (a) the GoogleTest binaries that need the VM's kernel ---------------------------------------
+for t in "${gtests[@]}"; do
+  name=$(basename "$t")
+  "$t" >"$WORK/$name.log" 2>&1
   rc=$?
-  sed 's/^/  | /' "$WORK/sysfs.log"
-  check "sysfs_devices_vm_test exits 0" test "$rc" -eq 0
-  check "sysfs_devices_vm_test skipped nothing inside the VM" bash -c "! grep -q '^\[  SKIPPED \]' '$WORK/sysfs.log'"
-fi
+  sed 's/^/  | /' "$WORK/$name.log"
+  check "$name exits 0" test "$rc" -eq 0
+  check "$name skipped nothing inside the VM" bash -c "! grep -q '^\[  SKIPPED \]' '$WORK/$name.log'"
+done
 
 # ---- (b) ibcni with deviceID -------------------------------------------------------------------
 command -v jq >/dev/null || { bad "jq is needed to read the results"; finish; }
@@ -260,7 +264,9 @@ set_rdma_mode() {
   done
   return 1
 }
-rdma_mode() { rdma -j system show 2>/dev/null | jq -r '.[0].netns'; }
+rdma_mode() { rdma system show 2>/dev/null | grep -o 'netns [a-z]*' | cut -d' ' -f2; }
+# out_says TEXT: the last error (msg and details) contains TEXT, case-insensitively.
+out_says() { jq -r '.msg + " " + (.details // "")' <<<"$OUT" | grep -qiF -- "$1"; }
 has_rxe() { rdma -j dev show 2>/dev/null | jq -e 'any(.[]; .ifname == "rxe1")' >/dev/null; }
 add_rxe() { has_rxe || rdma link add rxe1 type rxe netdev eth1; }
 drop_netnses() {
@@ -275,7 +281,7 @@ refused() {
   before=$(linkinfo eth1)
   cni ADD "cid-$RANDOM" "/run/netns/$pod" net1 "$conf"
   check "[$tag] ADD fails with code $code" jqtest ".code == $code"
-  check "[$tag] ... saying '$text'" bash -c "jq -r '.msg + \" \" + (.details // \"\")' <<<'$OUT' | grep -qiF -- '$text'"
+  check "[$tag] ... saying '$text'" out_says "$text"
   check "[$tag] ... and leaves eth1 as it was ($before)" test "$(linkinfo eth1)" = "$before"
   check "[$tag] ... the pod holding only lo" test "$(pod_links "$pod")" = lo
   check "[$tag] ... rxe1 in the host" has_rxe
@@ -309,7 +315,7 @@ tag="rdma exclusive"
 check "[$tag] the node switched to exclusive RDMA netns mode" set_rdma_mode exclusive
 check "[$tag] rdma system show says exclusive" test "$(rdma_mode)" = exclusive
 refused "$tag rdmaIsolation=auto" "$base" 102 "rxe1"
-check "[$tag] ... the kernel's EOPNOTSUPP is in the error" bash -c "jq -r .details <<<'$OUT' | grep -qi 'not supported'"
+check "[$tag] ... the kernel's EOPNOTSUPP is in the error" out_says "Operation not supported"
 refused "$tag rdmaIsolation=true" "$(jq -c '. + {rdmaIsolation: true}' <<<"$base")" 102 "set rdmaIsolation to false"
 pod=pod-$RANDOM
 ip netns add "$pod" && NETNSES+=("$pod")

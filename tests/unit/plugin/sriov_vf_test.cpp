@@ -43,7 +43,7 @@ class SriovVfTest : public PluginTest {
     }
     nl_.setVfs(host_, pfIndex_, vfs);
     rdma_.addDevice(host_, "mlx5_0", 0, "");
-    rdma_.addDevice(host_, "mlx5_3", 0, "");
+    mlx53_ = rdma_.addDevice(host_, "mlx5_3", 0, "");
     nl_.clearCalls();
   }
 
@@ -88,6 +88,7 @@ class SriovVfTest : public PluginTest {
 
   int pfIndex_ = 0;
   int vfLinkIndex_ = 0;
+  std::uint32_t mlx53_ = 0;
 };
 
 TEST_F(SriovVfTest, GuidIsSetThroughThePfRebindsAndIsRestoredOnDel) {
@@ -415,7 +416,7 @@ TEST_F(SriovVfTest, CheckFindsAnRdmaDeviceThatLeftThePod) {
   json c = vfConfig();
   c["prevResult"] = add(vfConfig());
   ASSERT_EQ(run("CHECK", c).exitCode, 0);
-  ASSERT_TRUE(rdma_.moveDevice(pod_, 2, host_));
+  ASSERT_TRUE(rdma_.moveDevice(pod_, mlx53_, host_));
   auto out = run("CHECK", c);
   EXPECT_EQ(errorOf(out)["code"], 107);
   EXPECT_NE(errorOf(out)["msg"].get<std::string>().find("mlx5_3"), std::string::npos) << out.stdoutText;
