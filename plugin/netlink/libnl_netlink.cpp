@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "netlink/libnl_netlink.h"
 
+#include <array>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <functional>
 #include <linux/if.h>
+#include <linux/if_link.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <map>
@@ -15,6 +17,7 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <utility>
+#include <vector>
 
 #include <netlink/addr.h>
 #include <netlink/attr.h>
@@ -28,6 +31,8 @@
 #include <netlink/route/nexthop.h>
 #include <netlink/route/route.h>
 #include <netlink/socket.h>
+
+#include "netlink/vf_messages.h"
 
 namespace ibcni::nl {
 
@@ -185,6 +190,9 @@ struct Exchange {
   int parseErr = 0;  // first libnl parse failure (an NLE_* code)
   const char* wantType = nullptr;
   std::function<void(nl_object*)> onObject;
+  // Sees each message of the answer before libnl parses it into objects (for what libnl's
+  // objects leave out).
+  std::function<void(nl_msg*)> onMessage;
 };
 
 // Answers to an earlier request that was abandoned (after a timeout) may still be queued on a
@@ -204,6 +212,9 @@ void onParsed(nl_object* obj, void* arg) {
 
 int onValid(nl_msg* msg, void* arg) {
   auto* ex = static_cast<Exchange*>(arg);
+  if (ex->onMessage) {
+    ex->onMessage(msg);
+  }
   if (!ex->onObject) {
     return NL_OK;
   }
@@ -321,6 +332,79 @@ Link linkFrom(rtnl_link* l) {
     link.kind = kind;
   }
   return link;
+}
+
+// The attributes of an RTM_NEWLINK message, indexed by type (IFLA_*). libnl 3.7's link object
+// keeps neither IFLA_MAX_MTU nor the VFs' IB GUIDs, so those are read from the message itself.
+// @return false when `msg` is not a well-formed RTM_NEWLINK.
+bool linkAttributes(nl_msg* msg, std::array<nlattr*, IFLA_MAX + 1>& tb) {
+  nlmsghdr* hdr = nlmsg_hdr(msg);
+  if (hdr->nlmsg_type != RTM_NEWLINK) {
+    return false;
+  }
+  return nlmsg_parse(hdr, sizeof(ifinfomsg), tb.data(), IFLA_MAX, nullptr) == 0;
+}
+
+// Copies the fixed-size payload of `a` into `out` when it is at least that long.
+template <class T>
+bool attrStruct(const nlattr* a, T* out) {
+  if (a == nullptr || nla_len(a) < static_cast<int>(sizeof(T))) {
+    return false;
+  }
+  std::memcpy(out, nla_data(a), sizeof(T));
+  return true;
+}
+
+// One IFLA_VF_INFO. The VF number comes from any of its per-VF structs (the kernel puts it in
+// each; IFLA_VF_MAC is always there), else from the entry's position in the list.
+VfInfo vfFrom(nlattr* info, std::uint32_t position) {
+  std::array<nlattr*, IFLA_VF_MAX + 1> t{};
+  VfInfo vf;
+  vf.vf = position;
+  if (nla_parse_nested(t.data(), IFLA_VF_MAX, info, nullptr) < 0) {
+    return vf;
+  }
+  ifla_vf_mac mac{};
+  ifla_vf_link_state state{};
+  ifla_vf_guid node{};
+  ifla_vf_guid port{};
+  const bool hasMac = attrStruct(t[IFLA_VF_MAC], &mac);
+  const bool hasState = attrStruct(t[IFLA_VF_LINK_STATE], &state);
+  const bool hasNode = attrStruct(t[IFLA_VF_IB_NODE_GUID], &node);
+  const bool hasPort = attrStruct(t[IFLA_VF_IB_PORT_GUID], &port);
+  if (hasMac) {
+    vf.vf = mac.vf;
+  } else if (hasState) {
+    vf.vf = state.vf;
+  } else if (hasNode) {
+    vf.vf = node.vf;
+  }
+  if (hasState && state.link_state <= static_cast<std::uint32_t>(VfLinkState::kDisable)) {
+    vf.linkState = static_cast<VfLinkState>(state.link_state);
+  }
+  if (hasNode) {
+    vf.nodeGuid = net::Guid{node.guid};
+  }
+  if (hasPort) {
+    vf.portGuid = net::Guid{port.guid};
+  }
+  return vf;
+}
+
+// The VFs in IFLA_VFINFO_LIST (none when the attribute is missing).
+std::vector<VfInfo> vfsFrom(nlattr* list) {
+  std::vector<VfInfo> out;
+  if (list == nullptr) {
+    return out;
+  }
+  nlattr* info = nullptr;
+  int rem = 0;
+  nla_for_each_nested(info, list, rem) {
+    if (nla_type(info) == IFLA_VF_INFO) {
+      out.push_back(vfFrom(info, static_cast<std::uint32_t>(out.size())));
+    }
+  }
+  return out;
 }
 
 // Fills the parts of a Route shared by all next hops of `r`; nullopt for non-unicast routes
@@ -542,8 +626,12 @@ struct LibnlNetlink::Impl {
     return simple(ns, msg.get(), op);
   }
 
+  /// RTM_GETLINK by index or name, with RTEXT_FILTER_VF so that a PF lists its VFs.
+  /// `attrs`, when given, also sees the raw attributes of the answer.
   os::SysResult<Link> getLink(const os::Netns& ns, int index, const std::string& name,
-                              const std::string& op) {
+                              const std::string& op,
+                              const std::function<void(std::array<nlattr*, IFLA_MAX + 1>&)>&
+                                  attrs = {}) {
     auto sock = socketFor(ns);
     if (!sock) {
       return std::unexpected(sock.error());
@@ -554,10 +642,33 @@ struct LibnlNetlink::Impl {
     if (rc < 0) {
       return libnlFail(rc, op);
     }
+    // libnl 3.7 asks for the VFs itself (IFLA_EXT_MASK = RTEXT_FILTER_VF); older ones do not.
+    if (nlmsg_find_attr(nlmsg_hdr(msg.get()), sizeof(ifinfomsg), IFLA_EXT_MASK) == nullptr) {
+      if (rc = nla_put_u32(msg.get(), IFLA_EXT_MASK, RTEXT_FILTER_VF); rc < 0) {
+        return libnlFail(rc, op);
+      }
+    }
     std::optional<Link> found;
+    std::uint32_t maxMtu = 0;
     Exchange ex;
     ex.wantType = "route/link";
-    ex.onObject = [&found](nl_object* obj) { found = linkFrom(reinterpret_cast<rtnl_link*>(obj)); };
+    // onMessage runs on each message before libnl turns it into the object onObject gets.
+    ex.onMessage = [&maxMtu, &attrs](nl_msg* m) {
+      std::array<nlattr*, IFLA_MAX + 1> tb{};
+      if (!linkAttributes(m, tb)) {
+        return;
+      }
+      maxMtu = tb[IFLA_MAX_MTU] != nullptr && nla_len(tb[IFLA_MAX_MTU]) >= 4
+                   ? nla_get_u32(tb[IFLA_MAX_MTU])
+                   : 0;
+      if (attrs) {
+        attrs(tb);
+      }
+    };
+    ex.onObject = [&found, &maxMtu](nl_object* obj) {
+      found = linkFrom(reinterpret_cast<rtnl_link*>(obj));
+      found->maxMtu = maxMtu;
+    };
     auto res = (*sock)->request(msg.get(), ex, op);
     if (!res) {
       return std::unexpected(res.error());
@@ -566,6 +677,22 @@ struct LibnlNetlink::Impl {
       return os::sysFail(ENODEV, op + ": no link in the kernel's answer");
     }
     return *found;
+  }
+
+  /// Sends a request built by vf_messages.h as it is (the socket fills in seq and port id).
+  os::SysResult<void> sendBuilt(const os::Netns& ns, int index, std::vector<std::uint8_t> bytes,
+                                const std::string& op) {
+    if (index <= 0) {
+      return os::sysFail(ENODEV, op + ": no such link index");
+    }
+    if (bytes.size() < NLMSG_HDRLEN) {
+      return os::sysFail(ENOMEM, op + ": cannot build the request");
+    }
+    NlMsgPtr msg(nlmsg_convert(reinterpret_cast<nlmsghdr*>(bytes.data())));
+    if (!msg) {
+      return os::sysFail(ENOMEM, op);
+    }
+    return simple(ns, msg.get(), op);
   }
 
   os::SysResult<void> addressRequest(const os::Netns& ns, int index, const net::IpPrefix& prefix,
@@ -885,6 +1012,47 @@ os::SysResult<std::vector<Route>> LibnlNetlink::listRoutes(const os::Netns& ns, 
     return std::unexpected(res.error());
   }
   return out;
+}
+
+os::SysResult<VfInfo> LibnlNetlink::vfInfo(const os::Netns& ns, int pfIndex, std::uint32_t vf) {
+  const std::string op = "get vf " + std::to_string(vf) + " of " + linkRef(pfIndex) + inNs(ns);
+  if (pfIndex <= 0) {
+    return os::sysFail(ENODEV, op + ": no such link index");
+  }
+  std::vector<VfInfo> vfs;
+  auto link = impl_->getLink(ns, pfIndex, {}, op, [&vfs](std::array<nlattr*, IFLA_MAX + 1>& tb) {
+    vfs = vfsFrom(tb[IFLA_VFINFO_LIST]);
+  });
+  if (!link) {
+    return std::unexpected(link.error());
+  }
+  for (const auto& v : vfs) {
+    if (v.vf == vf) {
+      return v;
+    }
+  }
+  return os::sysFail(ENOENT, op + (vfs.empty() ? ": the link reports no VFs"
+                                               : ": the link reports " +
+                                                     std::to_string(vfs.size()) + " VFs"));
+}
+
+os::SysResult<void> LibnlNetlink::setVfGuids(const os::Netns& ns, int pfIndex, std::uint32_t vf,
+                                             const net::Guid& nodeGuid,
+                                             const net::Guid& portGuid) {
+  const std::string op = "set node GUID " + nodeGuid.toString() + " and port GUID " +
+                         portGuid.toString() + " of vf " + std::to_string(vf) + " on " +
+                         linkRef(pfIndex) + inNs(ns);
+  return impl_->sendBuilt(ns, pfIndex, buildSetVfGuids(pfIndex, vf, nodeGuid, portGuid), op);
+}
+
+os::SysResult<void> LibnlNetlink::setVfLinkState(const os::Netns& ns, int pfIndex,
+                                                 std::uint32_t vf, VfLinkState state) {
+  const char* name = state == VfLinkState::kAuto     ? "auto"
+                     : state == VfLinkState::kEnable ? "enable"
+                                                     : "disable";
+  const std::string op = "set state " + std::string(name) + " of vf " + std::to_string(vf) +
+                         " on " + linkRef(pfIndex) + inNs(ns);
+  return impl_->sendBuilt(ns, pfIndex, buildSetVfLinkState(pfIndex, vf, state), op);
 }
 
 os::SysResult<void> LibnlNetlink::addRoute(const os::Netns& ns, const Route& route) {

@@ -41,6 +41,14 @@ namespace ibcni::nl {
 ///  * deleteRoute matches like `ip route del`: unset scope, priority, protocol and type are
 ///    wildcards; the kernel answers ESRCH when nothing matches.
 ///  * addAddress uses NLM_F_CREATE|NLM_F_EXCL (EEXIST when present) and IFA_F_NODAD for IPv6.
+///  * Link lookups ask for the VF table (IFLA_EXT_MASK = RTEXT_FILTER_VF, which libnl 3.7 adds
+///    by itself); `maxMtu` is read from the raw answer, since libnl's link object drops
+///    IFLA_MAX_MTU. vfInfo reads IFLA_VFINFO_LIST the same way (libnl keeps no IB GUIDs) and
+///    answers ENOENT when the PF lists no such VF; ENODEV when there is no such link.
+///  * setVfGuids and setVfLinkState send the requests of vf_messages.h unchanged. setVfGuids puts
+///    each GUID in its own IFLA_VF_INFO of one request: the kernel applies only the first GUID
+///    of an IFLA_VF_INFO (see buildSetVfGuids). Devices without the driver hook (veth, ...)
+///    answer EOPNOTSUPP; VF numbers >= INT_MAX are EINVAL; the range check is the driver's.
 class LibnlNetlink final : public Netlink {
  public:
   LibnlNetlink();
@@ -76,19 +84,13 @@ class LibnlNetlink final : public Netlink {
                                                              int index) override;
   [[nodiscard]] os::SysResult<void> addRoute(const os::Netns& ns, const Route& route) override;
   [[nodiscard]] os::SysResult<void> deleteRoute(const os::Netns& ns, const Route& route) override;
-  [[nodiscard]] os::SysResult<VfInfo> vfInfo(const os::Netns& ns, int pfIndex, std::uint32_t vf) override {
-    (void)ns; (void)pfIndex; (void)vf; return std::unexpected(os::SysError{ENOSYS, "vfInfo (not yet implemented)", {}});
-  }
+  [[nodiscard]] os::SysResult<VfInfo> vfInfo(const os::Netns& ns, int pfIndex,
+                                              std::uint32_t vf) override;
   [[nodiscard]] os::SysResult<void> setVfGuids(const os::Netns& ns, int pfIndex, std::uint32_t vf,
-                                               const net::Guid& nodeGuid, const net::Guid& portGuid) override {
-    (void)ns; (void)pfIndex; (void)vf; (void)nodeGuid; (void)portGuid;
-    return std::unexpected(os::SysError{ENOSYS, "setVfGuids (not yet implemented)", {}});
-  }
-  [[nodiscard]] os::SysResult<void> setVfLinkState(const os::Netns& ns, int pfIndex, std::uint32_t vf,
-                                                   VfLinkState state) override {
-    (void)ns; (void)pfIndex; (void)vf; (void)state;
-    return std::unexpected(os::SysError{ENOSYS, "setVfLinkState (not yet implemented)", {}});
-  }
+                                               const net::Guid& nodeGuid,
+                                               const net::Guid& portGuid) override;
+  [[nodiscard]] os::SysResult<void> setVfLinkState(const os::Netns& ns, int pfIndex,
+                                                   std::uint32_t vf, VfLinkState state) override;
 
   /// Closes every cached socket (later requests open new ones), releasing the namespaces they
   /// kept alive.

@@ -49,11 +49,19 @@ namespace ibcni::testing {
 ///    route, most specific first (ENETUNREACH; IPv6: EHOSTUNREACH); EEXIST when table,
 ///    destination and priority match; deletion treats unset fields as wildcards and answers
 ///    ESRCH, with "FIB table does not exist" for a table never used;
-///  * addresses are listed in the kernel's order (IPv4 in the order added, IPv6 newest first).
+///  * addresses are listed in the kernel's order (IPv4 in the order added, IPv6 newest first);
+///  * links report their maximum MTU (maxMtu: 65535 by default, as veth; 0 for "lo", as the
+///    kernel, meaning no limit beyond INT_MAX);
+///  * SR-IOV VF settings: a link given a VF table with setVfs() reports those VFs in vfInfo and
+///    takes setVfGuids/setVfLinkState for them; VF numbers >= INT_MAX are EINVAL first (as
+///    do_setvfinfo checks), then a link without a VF table answers the setters with EOPNOTSUPP
+///    (no driver hook, as veth), and a VF number beyond the table EINVAL (the interface's rule);
+///    vfInfo answers ENOENT for a VF the link does not list. The table moves with the link.
 /// Not modelled: carrier, IPv6 link-local addresses and fe80::/64 routes (the kernel adds them
 /// once both ends of a veth are up), veth peers, local/broadcast routes and what they do to
 /// gateway checks (addresses or routes on "lo", a gateway that is a local address), multipath
-/// routes, address lifetimes and flags.
+/// routes, address lifetimes and flags; VF GUIDs taking effect only when the VF is next bound
+/// to its driver, and VF tables appearing or changing with sriov_numvfs.
 ///
 /// Every call is recorded in calls() in order, including calls that fail. failOn() makes the
 /// n-th later call of an operation fail, once, without changing anything.
@@ -75,6 +83,9 @@ class FakeNetlink final : public nl::Netlink {
     kListRoutes,
     kAddRoute,
     kDeleteRoute,
+    kVfInfo,
+    kSetVfGuids,
+    kSetVfLinkState,
   };
 
   /// One recorded call.
@@ -96,7 +107,8 @@ class FakeNetlink final : public nl::Netlink {
 
   /// Adds a link to `ns` and returns its index. Defaults for unset fields: index allocated,
   /// arpType Ethernet, mtu 1500 (65536 for loopback), a unique locally administered MAC for
-  /// Ethernet. A requested index or name that is already taken aborts the test program.
+  /// Ethernet, maxMtu 65535 (a maxMtu given sets the upper end of the link's MTU range). A
+  /// requested index or name that is already taken aborts the test program.
   int addLink(const os::Netns& ns, nl::Link link);
   /// Removes a link and its addresses and routes (as deleting the device would).
   /// @return false when there is no such link.
@@ -109,8 +121,14 @@ class FakeNetlink final : public nl::Netlink {
   [[nodiscard]] std::vector<nl::Address> addresses(const os::Netns& ns);
   /// All unicast routes in `ns`, as listRoutes(ns, 0) reports them.
   [[nodiscard]] std::vector<nl::Route> routes(const os::Netns& ns);
-  /// MTU limits of a link (default 68..65535, as veth).
+  /// MTU limits of a link (default 68..65535, as veth). The link reports `maxMtu` as its maxMtu.
   void setMtuRange(const os::Netns& ns, int index, std::uint32_t minMtu, std::uint32_t maxMtu);
+  /// Makes link `pfIndex` of `ns` a PF with these VFs: entry i is VF i (its `vf` field is set to
+  /// i). An empty vector gives a PF with no VFs enabled (setters answer EINVAL). A missing link
+  /// aborts the test program.
+  void setVfs(const os::Netns& ns, int pfIndex, std::vector<nl::VfInfo> vfs);
+  /// VF `vf` of link `pfIndex` as the model holds it, if the link has such a VF.
+  [[nodiscard]] std::optional<nl::VfInfo> vf(const os::Netns& ns, int pfIndex, std::uint32_t vf);
   /// false: renaming an up link fails with EBUSY, as on Linux < 6.2. Default true.
   void setRenameUpAllowed(bool allowed) { renameUpAllowed_ = allowed; }
 
@@ -155,21 +173,16 @@ class FakeNetlink final : public nl::Netlink {
   [[nodiscard]] os::SysResult<std::vector<nl::Route>> listRoutes(const os::Netns& ns,
                                                                  int index) override;
   [[nodiscard]] os::SysResult<void> addRoute(const os::Netns& ns, const nl::Route& route) override;
-  [[nodiscard]] os::SysResult<nl::VfInfo> vfInfo(const os::Netns& ns, int pfIndex, std::uint32_t vf) override {
-    (void)ns; (void)pfIndex; (void)vf; return std::unexpected(os::SysError{ENOSYS, "vfInfo (not yet modelled)", {}});
-  }
-  [[nodiscard]] os::SysResult<void> setVfGuids(const os::Netns& ns, int pfIndex, std::uint32_t vf,
-                                               const net::Guid& nodeGuid, const net::Guid& portGuid) override {
-    (void)ns; (void)pfIndex; (void)vf; (void)nodeGuid; (void)portGuid;
-    return std::unexpected(os::SysError{ENOSYS, "setVfGuids (not yet modelled)", {}});
-  }
-  [[nodiscard]] os::SysResult<void> setVfLinkState(const os::Netns& ns, int pfIndex, std::uint32_t vf,
-                                                   nl::VfLinkState state) override {
-    (void)ns; (void)pfIndex; (void)vf; (void)state;
-    return std::unexpected(os::SysError{ENOSYS, "setVfLinkState (not yet modelled)", {}});
-  }
   [[nodiscard]] os::SysResult<void> deleteRoute(const os::Netns& ns,
                                                 const nl::Route& route) override;
+  [[nodiscard]] os::SysResult<nl::VfInfo> vfInfo(const os::Netns& ns, int pfIndex,
+                                                 std::uint32_t vf) override;
+  [[nodiscard]] os::SysResult<void> setVfGuids(const os::Netns& ns, int pfIndex, std::uint32_t vf,
+                                               const net::Guid& nodeGuid,
+                                               const net::Guid& portGuid) override;
+  [[nodiscard]] os::SysResult<void> setVfLinkState(const os::Netns& ns, int pfIndex,
+                                                   std::uint32_t vf,
+                                                   nl::VfLinkState state) override;
 
  private:
   static constexpr std::uint32_t kTableMain = 254;
@@ -187,6 +200,7 @@ class FakeNetlink final : public nl::Netlink {
     std::uint32_t maxMtu = 65535;
     bool ipv6Gone = false;  // MTU went below 1280: the device lost its IPv6 state
     bool ipv4Gone = false;  // MTU went below 68: the device lost its IPv4 state
+    std::optional<std::vector<nl::VfInfo>> vfs;  // set: a PF with this VF table (setVfs)
   };
   struct AddrState {
     nl::Address addr;
@@ -225,6 +239,14 @@ class FakeNetlink final : public nl::Netlink {
   static bool isLinkLocal(const net::IpAddress& a) {
     return !a.isV4() && a.bytes[0] == 0xfe && (a.bytes[1] & 0xc0) == 0x80;
   }
+  static const char* vfLinkStateName(nl::VfLinkState state) {
+    return state == nl::VfLinkState::kAuto     ? "auto"
+           : state == nl::VfLinkState::kEnable ? "enable"
+                                               : "disable";
+  }
+  /// The VF a setter addresses, or the kernel's error for it.
+  static os::SysResult<nl::VfInfo*> settableVf(NsState& s, int pfIndex, std::uint32_t vf,
+                                               const std::string& op);
   static const char* noDeviceText(const net::IpPrefix& p) {
     return p.address.isV4() ? "ipv4: Device not found" : "ipv6: Unable to find the interface";
   }
@@ -287,6 +309,12 @@ inline const char* FakeNetlink::opName(Op op) {
       return "addRoute";
     case Op::kDeleteRoute:
       return "deleteRoute";
+    case Op::kVfInfo:
+      return "vfInfo";
+    case Op::kSetVfGuids:
+      return "setVfGuids";
+    case Op::kSetVfLinkState:
+      return "setVfLinkState";
   }
   return "?";
 }
@@ -330,7 +358,8 @@ inline FakeNetlink::NsState& FakeNetlink::state(const os::Netns& ns) {
     lo.link.arpType = kArphrdLoopback;
     lo.link.mac = net::HwAddress{"00:00:00:00:00:00", 6};
     lo.minMtu = 0;
-    lo.maxMtu = 0x7fffffff;
+    lo.maxMtu = 0;  // no limit (setMtu still stops at INT_MAX), reported as 0 as the kernel does
+    lo.link.maxMtu = 0;
     s.links.push_back(std::move(lo));
   }
   return s;
@@ -402,6 +431,10 @@ inline int FakeNetlink::addLink(const os::Netns& ns, nl::Link link) {
   }
   LinkState l;
   l.link = std::move(link);
+  if (l.link.maxMtu != 0) {
+    l.maxMtu = l.link.maxMtu;
+  }
+  l.link.maxMtu = l.maxMtu;  // a maxMtu given to addLink sets the range's upper end
   const int index = l.link.index;
   const bool up = l.link.adminUp;
   l.link.adminUp = false;
@@ -477,7 +510,29 @@ inline void FakeNetlink::setMtuRange(const os::Netns& ns, int index, std::uint32
   if (LinkState* l = find(state(ns), index); l != nullptr) {
     l->minMtu = minMtu;
     l->maxMtu = maxMtu;
+    l->link.maxMtu = maxMtu;
   }
+}
+
+inline void FakeNetlink::setVfs(const os::Netns& ns, int pfIndex, std::vector<nl::VfInfo> vfs) {
+  LinkState* l = find(state(ns), pfIndex);
+  if (l == nullptr) {
+    std::fprintf(stderr, "FakeNetlink::setVfs: no link %d in %s\n", pfIndex, ns.path().c_str());
+    std::abort();
+  }
+  for (std::size_t i = 0; i < vfs.size(); ++i) {
+    vfs[i].vf = static_cast<std::uint32_t>(i);
+  }
+  l->vfs = std::move(vfs);
+}
+
+inline std::optional<nl::VfInfo> FakeNetlink::vf(const os::Netns& ns, int pfIndex,
+                                                 std::uint32_t vf) {
+  const LinkState* l = find(state(ns), pfIndex);
+  if (l == nullptr || !l->vfs || vf >= l->vfs->size()) {
+    return std::nullopt;
+  }
+  return (*l->vfs)[vf];
 }
 
 // The kernel's order: IPv4 primaries (127.0.0.1, scope host, ahead of the others), then IPv4
@@ -1108,6 +1163,87 @@ inline os::SysResult<void> FakeNetlink::deleteRoute(const os::Netns& ns, const n
     return os::sysFail(ESRCH, op);
   }
   s.routes.erase(it);
+  return {};
+}
+
+inline os::SysResult<nl::VfInfo*> FakeNetlink::settableVf(NsState& s, int pfIndex,
+                                                          std::uint32_t vf,
+                                                          const std::string& op) {
+  LinkState* l = find(s, pfIndex);
+  if (l == nullptr) {
+    return os::sysFail(ENODEV, op);
+  }
+  // do_setvfinfo: the VF number is checked first, then whether the driver has the hook; the
+  // range check is the driver's (EINVAL, as the interface says).
+  if (vf >= static_cast<std::uint32_t>(INT_MAX)) {
+    return os::sysFail(EINVAL, op);
+  }
+  if (!l->vfs) {
+    return os::sysFail(EOPNOTSUPP, op);
+  }
+  if (vf >= l->vfs->size()) {
+    return os::sysFail(EINVAL, op);
+  }
+  return &(*l->vfs)[vf];
+}
+
+inline os::SysResult<nl::VfInfo> FakeNetlink::vfInfo(const os::Netns& ns, int pfIndex,
+                                                     std::uint32_t vf) {
+  const std::string op = "get vf " + std::to_string(vf) + " of " + linkRef(pfIndex) + inNs(ns);
+  if (auto err = record(Op::kVfInfo, ns,
+                        std::to_string(pfIndex) + ", vf " + std::to_string(vf), op)) {
+    return std::unexpected(*err);
+  }
+  const LinkState* l = find(state(ns), pfIndex);
+  if (l == nullptr) {
+    return os::sysFail(ENODEV, op);
+  }
+  if (!l->vfs || l->vfs->empty()) {
+    return os::sysFail(ENOENT, op + ": the link reports no VFs");
+  }
+  if (vf >= l->vfs->size()) {
+    return os::sysFail(ENOENT, op + ": the link reports " + std::to_string(l->vfs->size()) +
+                                   " VFs");
+  }
+  return (*l->vfs)[vf];
+}
+
+inline os::SysResult<void> FakeNetlink::setVfGuids(const os::Netns& ns, int pfIndex,
+                                                   std::uint32_t vf, const net::Guid& nodeGuid,
+                                                   const net::Guid& portGuid) {
+  const std::string op = "set node GUID " + nodeGuid.toString() + " and port GUID " +
+                         portGuid.toString() + " of vf " + std::to_string(vf) + " on " +
+                         linkRef(pfIndex) + inNs(ns);
+  if (auto err = record(Op::kSetVfGuids, ns,
+                        std::to_string(pfIndex) + ", vf " + std::to_string(vf) + ", node " +
+                            nodeGuid.toString() + ", port " + portGuid.toString(),
+                        op)) {
+    return std::unexpected(*err);
+  }
+  auto target = settableVf(state(ns), pfIndex, vf, op);
+  if (!target) {
+    return std::unexpected(target.error());
+  }
+  (*target)->nodeGuid = nodeGuid;
+  (*target)->portGuid = portGuid;
+  return {};
+}
+
+inline os::SysResult<void> FakeNetlink::setVfLinkState(const os::Netns& ns, int pfIndex,
+                                                       std::uint32_t vf, nl::VfLinkState state) {
+  const std::string op = "set state " + std::string(vfLinkStateName(state)) + " of vf " +
+                         std::to_string(vf) + " on " + linkRef(pfIndex) + inNs(ns);
+  if (auto err = record(Op::kSetVfLinkState, ns,
+                        std::to_string(pfIndex) + ", vf " + std::to_string(vf) + ", " +
+                            vfLinkStateName(state),
+                        op)) {
+    return std::unexpected(*err);
+  }
+  auto target = settableVf(this->state(ns), pfIndex, vf, op);
+  if (!target) {
+    return std::unexpected(target.error());
+  }
+  (*target)->linkState = state;
   return {};
 }
 

@@ -200,5 +200,119 @@ TEST_F(FakeNetlinkTest, MtuRangeCanBeChanged) {
   EXPECT_EQ(res.error().extAck, "mtu greater than device maximum");
 }
 
+TEST_F(FakeNetlinkTest, LinksReportTheirMaxMtu) {
+  const int veth = fake_.addLink(host_, fakeLink("veth0", "veth"));
+  nl::Link ib0 = fakeLink("ib0", "ipoib");
+  ib0.arpType = 32;
+  ib0.maxMtu = 4092;
+  const int ib = fake_.addLink(host_, ib0);
+  EXPECT_EQ(fake_.linkByName(host_, "lo")->maxMtu, 0u);  // as the kernel reports "lo"
+  EXPECT_EQ(fake_.linkByIndex(host_, veth)->maxMtu, 65535u);
+  EXPECT_EQ(fake_.linkByIndex(host_, ib)->maxMtu, 4092u);
+  EXPECT_EQ(fake_.setMtu(host_, ib, 4093).error().extAck, "mtu greater than device maximum");
+  fake_.setMtuRange(host_, veth, 68, 9000);
+  EXPECT_EQ(fake_.findLink(host_, "veth0")->maxMtu, 9000u);
+  EXPECT_EQ(fake_.links(host_)[1].maxMtu, 9000u);
+}
+
+const net::Guid kNodeGuid{0x0011223344556677};
+// A VF with nothing reported but its number.
+nl::VfInfo vfNumber(std::uint32_t n) {
+  nl::VfInfo vf;
+  vf.vf = n;
+  return vf;
+}
+const net::Guid kPortGuid{0x8899aabbccddeeff};
+
+TEST_F(FakeNetlinkTest, VfTableIsReportedAndSettable) {
+  const int pf = fake_.addLink(host_, fakeLink("ib0"));
+  nl::VfInfo vf0;
+  vf0.vf = 7;  // replaced by the position
+  vf0.linkState = nl::VfLinkState::kAuto;
+  fake_.setVfs(host_, pf, {vf0, nl::VfInfo{}, nl::VfInfo{}});
+
+  auto first = fake_.vfInfo(host_, pf, 0);
+  ASSERT_TRUE(first.has_value()) << first.error().describe();
+  EXPECT_EQ(first->vf, 0u);
+  EXPECT_EQ(first->linkState, nl::VfLinkState::kAuto);
+  EXPECT_FALSE(first->nodeGuid.has_value());
+
+  ASSERT_TRUE(fake_.setVfGuids(host_, pf, 1, kNodeGuid, kPortGuid).has_value());
+  ASSERT_TRUE(fake_.setVfLinkState(host_, pf, 2, nl::VfLinkState::kDisable).has_value());
+  auto vf1 = fake_.vf(host_, pf, 1);
+  ASSERT_TRUE(vf1.has_value());
+  EXPECT_EQ(vf1->vf, 1u);
+  EXPECT_EQ(vf1->nodeGuid, kNodeGuid);
+  EXPECT_EQ(vf1->portGuid, kPortGuid);
+  EXPECT_FALSE(vf1->linkState.has_value());
+  EXPECT_EQ(fake_.vfInfo(host_, pf, 1).value(), *vf1);
+  EXPECT_EQ(fake_.vfInfo(host_, pf, 2)->linkState, nl::VfLinkState::kDisable);
+  EXPECT_EQ(fake_.vf(host_, pf, 0)->linkState, nl::VfLinkState::kAuto);  // others untouched
+
+  // The table goes with the link into another namespace.
+  ASSERT_TRUE(fake_.moveLink(host_, pf, pod_).has_value());
+  EXPECT_EQ(fake_.vf(pod_, pf, 1)->portGuid, kPortGuid);
+  EXPECT_FALSE(fake_.vf(host_, pf, 1).has_value());
+}
+
+TEST_F(FakeNetlinkTest, LinkWithoutVfTableRefusesVfSettings) {
+  const int idx = fake_.addLink(host_, fakeLink("veth0", "veth"));
+  EXPECT_EQ(fake_.setVfGuids(host_, idx, 0, kNodeGuid, kPortGuid).error().err, EOPNOTSUPP);
+  EXPECT_EQ(fake_.setVfLinkState(host_, idx, 0, nl::VfLinkState::kEnable).error().err,
+            EOPNOTSUPP);
+  EXPECT_EQ(fake_.vfInfo(host_, idx, 0).error().err, ENOENT);
+  EXPECT_FALSE(fake_.vf(host_, idx, 0).has_value());
+  // do_setvfinfo checks the VF number before looking for the driver hook.
+  EXPECT_EQ(fake_.setVfLinkState(host_, idx, 0x7fffffff, nl::VfLinkState::kEnable).error().err,
+            EINVAL);
+  // No such link.
+  EXPECT_EQ(fake_.setVfGuids(host_, 42, 0, kNodeGuid, kPortGuid).error().err, ENODEV);
+  EXPECT_EQ(fake_.setVfLinkState(host_, 42, 0, nl::VfLinkState::kAuto).error().err, ENODEV);
+  EXPECT_EQ(fake_.vfInfo(host_, 42, 0).error().err, ENODEV);
+}
+
+TEST_F(FakeNetlinkTest, VfNumberOutOfRange) {
+  const int pf = fake_.addLink(host_, fakeLink("ib0"));
+  fake_.setVfs(host_, pf, {nl::VfInfo{}, nl::VfInfo{}});
+  EXPECT_EQ(fake_.setVfGuids(host_, pf, 2, kNodeGuid, kPortGuid).error().err, EINVAL);
+  EXPECT_EQ(fake_.setVfLinkState(host_, pf, 2, nl::VfLinkState::kEnable).error().err, EINVAL);
+  EXPECT_EQ(fake_.vfInfo(host_, pf, 2).error().err, ENOENT);
+  EXPECT_EQ(fake_.vf(host_, pf, 0), nl::VfInfo{});
+  EXPECT_EQ(fake_.vf(host_, pf, 1), vfNumber(1));
+
+  // A PF with no VFs enabled lists none and takes no VF settings.
+  fake_.setVfs(host_, pf, {});
+  EXPECT_EQ(fake_.vfInfo(host_, pf, 0).error().err, ENOENT);
+  EXPECT_EQ(fake_.setVfLinkState(host_, pf, 0, nl::VfLinkState::kEnable).error().err, EINVAL);
+}
+
+TEST_F(FakeNetlinkTest, VfOperationsAreLoggedAndFailOnDemand) {
+  const int pf = fake_.addLink(host_, fakeLink("ib0"));
+  fake_.setVfs(host_, pf, {nl::VfInfo{}, nl::VfInfo{}, nl::VfInfo{}});
+  fake_.failOn(Op::kVfInfo, EIO);
+  fake_.failOn(Op::kSetVfGuids, EBUSY, 1, "busy");
+  fake_.failOn(Op::kSetVfLinkState, EPERM);
+  EXPECT_EQ(fake_.vfInfo(host_, pf, 2).error().err, EIO);
+  auto guids = fake_.setVfGuids(host_, pf, 2, kNodeGuid, kPortGuid);
+  ASSERT_FALSE(guids.has_value());
+  EXPECT_EQ(guids.error().err, EBUSY);
+  EXPECT_EQ(guids.error().extAck, "busy");
+  EXPECT_EQ(guids.error().op,
+            "set node GUID 00:11:22:33:44:55:66:77 and port GUID 88:99:aa:bb:cc:dd:ee:ff of vf 2 "
+            "on link 2 in netns /fake/host");
+  EXPECT_EQ(fake_.setVfLinkState(host_, pf, 2, nl::VfLinkState::kEnable).error().err, EPERM);
+  EXPECT_EQ(fake_.vf(host_, pf, 2), vfNumber(2));  // nothing changed
+
+  EXPECT_TRUE(fake_.setVfLinkState(host_, pf, 2, nl::VfLinkState::kAuto).has_value());
+  EXPECT_THAT(fake_.callLog(),
+              ElementsAre("vfInfo(/fake/host, 2, vf 2)",
+                          "setVfGuids(/fake/host, 2, vf 2, node 00:11:22:33:44:55:66:77, port "
+                          "88:99:aa:bb:cc:dd:ee:ff)",
+                          "setVfLinkState(/fake/host, 2, vf 2, enable)",
+                          "setVfLinkState(/fake/host, 2, vf 2, auto)"));
+  EXPECT_THAT(fake_.callOps(),
+              ElementsAre(Op::kVfInfo, Op::kSetVfGuids, Op::kSetVfLinkState, Op::kSetVfLinkState));
+}
+
 }  // namespace
 }  // namespace ibcni::testing

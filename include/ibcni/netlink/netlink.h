@@ -113,9 +113,11 @@ class Netlink {
   /// VF `vf` of PF link `pfIndex`, as the PF reports it.
   /// @return ENOENT when the PF reports no such VF (or no VFs at all).
   [[nodiscard]] virtual os::SysResult<VfInfo> vfInfo(const os::Netns& ns, int pfIndex, std::uint32_t vf) = 0;
-  /// Sets the InfiniBand node and port GUID of VF `vf` (IFLA_VF_IB_NODE_GUID, IFLA_VF_IB_PORT_GUID in
-  /// one request, as `ip link set PF vf N node_guid G port_guid G` sends). mlx5 applies them when
-  /// the VF is next bound to its driver.
+  /// Sets the InfiniBand node and port GUID of VF `vf`: one RTM_NEWLINK whose IFLA_VFINFO_LIST holds
+  /// two IFLA_VF_INFO entries, IFLA_VF_IB_NODE_GUID then IFLA_VF_IB_PORT_GUID. (The kernel's
+  /// do_setvfinfo() applies only the first GUID of one entry, so `ip link set PF vf N node_guid G
+  /// port_guid G` would set the node GUID alone.) mlx5 applies them when the VF is next bound to
+  /// its driver.
   /// @return EOPNOTSUPP when the PF cannot set VF GUIDs; EINVAL for a VF number out of range.
   [[nodiscard]] virtual os::SysResult<void> setVfGuids(const os::Netns& ns, int pfIndex, std::uint32_t vf,
                                                        const net::Guid& nodeGuid, const net::Guid& portGuid) = 0;
