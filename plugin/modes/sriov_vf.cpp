@@ -141,7 +141,13 @@ std::vector<cni::Error> rebindAndRestore(const ModeContext& ctx, const std::stri
   }
   auto link = waitForNetdev(ctx, pci, original != nullptr ? original->name : preferName);
   if (!link) {
-    errors.push_back(link.error());
+    if (original == nullptr) {
+      // DEL: the GUID is restored; a netdev that does not come back is the driver's business, and
+      // the DEL's later steps have nothing left to rename.
+      log::warn("{}", link.error().msg);
+    } else {
+      errors.push_back(link.error());
+    }
     return errors;
   }
   if (original == nullptr) {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "netlink/libnl_netlink.h"
+#include "netlink/libnl_handles.h"
 
 #include <array>
 #include <cerrno>
@@ -43,40 +44,7 @@ constexpr int kDumpRetries = 5;
 // No rtnetlink request should take long; a reply that never comes must not hang the plugin.
 constexpr time_t kReceiveTimeoutSeconds = 30;
 
-// One deleter per libnl type; each releases the reference we own.
-struct NlSockDeleter {
-  void operator()(nl_sock* p) const noexcept { nl_socket_free(p); }  // also closes the fd
-};
-struct NlMsgDeleter {
-  void operator()(nl_msg* p) const noexcept { nlmsg_free(p); }
-};
-struct NlCbDeleter {
-  void operator()(nl_cb* p) const noexcept { nl_cb_put(p); }
-};
-struct NlAddrDeleter {
-  void operator()(nl_addr* p) const noexcept { nl_addr_put(p); }
-};
-struct RtnlLinkDeleter {
-  void operator()(rtnl_link* p) const noexcept { rtnl_link_put(p); }
-};
-struct RtnlAddrDeleter {
-  void operator()(rtnl_addr* p) const noexcept { rtnl_addr_put(p); }
-};
-struct RtnlRouteDeleter {
-  void operator()(rtnl_route* p) const noexcept { rtnl_route_put(p); }
-};
-struct RtnlNexthopDeleter {
-  void operator()(rtnl_nexthop* p) const noexcept { rtnl_route_nh_free(p); }
-};
-
-using NlSockPtr = std::unique_ptr<nl_sock, NlSockDeleter>;
-using NlMsgPtr = std::unique_ptr<nl_msg, NlMsgDeleter>;
-using NlCbPtr = std::unique_ptr<nl_cb, NlCbDeleter>;
-using NlAddrPtr = std::unique_ptr<nl_addr, NlAddrDeleter>;
-using RtnlLinkPtr = std::unique_ptr<rtnl_link, RtnlLinkDeleter>;
-using RtnlAddrPtr = std::unique_ptr<rtnl_addr, RtnlAddrDeleter>;
-using RtnlRoutePtr = std::unique_ptr<rtnl_route, RtnlRouteDeleter>;
-using RtnlNexthopPtr = std::unique_ptr<rtnl_nexthop, RtnlNexthopDeleter>;
+// The owning handles of libnl objects are in libnl_handles.h.
 
 // libnl folds kernel errnos into NLE_* codes. Kernel errors never go through here (the error
 // callback keeps the kernel's errno); this covers failures inside libnl itself.

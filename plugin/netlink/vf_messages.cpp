@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "netlink/vf_messages.h"
+#include "netlink/libnl_handles.h"
 
 #include <cstddef>
 #include <cstring>
@@ -17,19 +18,6 @@
 namespace ibcni::nl {
 
 namespace {
-
-struct RtnlLinkDeleter {
-  void operator()(rtnl_link* p) const noexcept { rtnl_link_put(p); }
-};
-struct RtnlLinkVfDeleter {
-  void operator()(rtnl_link_vf* p) const noexcept { rtnl_link_vf_put(p); }
-};
-struct NlMsgDeleter {
-  void operator()(nl_msg* p) const noexcept { nlmsg_free(p); }
-};
-using RtnlLinkPtr = std::unique_ptr<rtnl_link, RtnlLinkDeleter>;
-using RtnlLinkVfPtr = std::unique_ptr<rtnl_link_vf, RtnlLinkVfDeleter>;
-using NlMsgPtr = std::unique_ptr<nl_msg, NlMsgDeleter>;
 
 // libnl fills struct ifla_vf_guid on its stack without clearing the 4 bytes of padding between
 // `vf` and `guid`, so they would carry whatever was there. The kernel never reads them; clear

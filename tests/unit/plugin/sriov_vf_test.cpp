@@ -343,6 +343,7 @@ TEST_F(SriovVfTest, DelWhenPodNetnsIsGoneSucceedsAndRestoresTheGuid) {
   add(withGuid(vfConfig()));
   // The runtime deleted the namespace: the kernel returns the netdev and the RDMA device.
   ASSERT_TRUE(nl_.moveLink(pod_, nl_.findLink(pod_, "net1")->index, host_));
+  sysfs_.removeNetdev("ibp59s0v2").addPciNetdev(kVf, "net1", nl_.findLink(host_, "net1")->index);
   rdma_.destroyNetns(pod_, host_);
   netns_.removeNetns(kPodPath);
   auto out = run("DEL", vfConfig());
