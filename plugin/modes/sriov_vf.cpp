@@ -397,11 +397,11 @@ cni::Result<nl::Link> applyVfSettings(const ModeContext& ctx, const HostDevice& 
   const os::Netns& host = ctx.host;
   const std::string pci = device.pciAddress;
   nl::Link current = device.link;
+  // A rebind makes the RDMA device anew too, possibly under another name (mlx5_N): `rdmaNow` is
+  // the one to check and move.
+  std::optional<RdmaPlace> rdmaNow = device.rdma;
   if (ctx.deps.bootId) {
     record.bootId = ctx.deps.bootId();
-  }
-  if (device.rdma) {
-    record.rdmaDevice = device.rdma->name;
   }
 
   if (device.vf) {
@@ -452,6 +452,19 @@ cni::Result<nl::Link> applyVfSettings(const ModeContext& ctx, const HostDevice& 
         return std::unexpected(fresh.error());
       }
       current = *fresh;
+      if (rdmaNow) {
+        auto fn = ctx.deps.devices.pciFunction(*net::PciAddress::parse(pci));
+        auto found = findRdma(ctx, fn ? &*fn : nullptr, current);
+        if (!found || (rdmaNow->isolate && !found->visible)) {
+          return cni::fail(Errc::kDeviceNotFound, "the RDMA device of " + pci + " (" + rdmaNow->name +
+                                                      ") did not come back after the VF was rebound");
+        }
+        if (found->name != rdmaNow->name) {
+          log::info("the VF's RDMA device is now {} (was {})", found->name, rdmaNow->name);
+        }
+        found->isolate = rdmaNow->isolate;
+        rdmaNow = found;
+      }
     }
 
     if (conf.linkState) {
@@ -472,12 +485,15 @@ cni::Result<nl::Link> applyVfSettings(const ModeContext& ctx, const HostDevice& 
     }
   }
 
-  if (conf.pkey && device.rdma) {
-    auto table = ctx.deps.devices.pkeys(device.rdma->name, device.rdma->port);
+  if (rdmaNow) {
+    record.rdmaDevice = rdmaNow->name;
+  }
+  if (conf.pkey && rdmaNow) {
+    auto table = ctx.deps.devices.pkeys(rdmaNow->name, rdmaNow->port);
     if (!table) {
       return std::unexpected(sysError(Errc::kDeviceNotFound,
-                                      "cannot read the pkey table of " + device.rdma->name + " port " +
-                                          std::to_string(device.rdma->port),
+                                      "cannot read the pkey table of " + rdmaNow->name + " port " +
+                                          std::to_string(rdmaNow->port),
                                       table.error()));
     }
     bool member = false;
@@ -492,16 +508,16 @@ cni::Result<nl::Link> applyVfSettings(const ModeContext& ctx, const HostDevice& 
       char want[8];
       std::snprintf(want, sizeof want, "0x%04x", *conf.pkey);
       return cni::fail(Errc::kInvalidConfig,
-                       "pkey = " + std::string(want) + ": " + device.rdma->name + " port " +
-                           std::to_string(device.rdma->port) + " (deviceID " + pci + ") is not a member of it (its "
+                       "pkey = " + std::string(want) + ": " + rdmaNow->name + " port " +
+                           std::to_string(rdmaNow->port) + " (deviceID " + pci + ") is not a member of it (its "
                            "pkey table holds " + (list.empty() ? std::string("nothing") : list) +
                            "). The subnet manager assigns partitions: add the VF's GUID to that partition "
                            "(e.g. in OpenSM's partitions.conf or UFM) or use a pkey the VF has");
     }
   }
 
-  if (device.rdma && device.rdma->isolate) {
-    const RdmaPlace& r = *device.rdma;
+  if (rdmaNow && rdmaNow->isolate) {
+    const RdmaPlace& r = *rdmaNow;
     log::info("moving RDMA device {} into netns {}", r.name, pod.path());
     if (auto m = ctx.deps.rdma.moveDevice(host, r.index, pod); !m) {
       return std::unexpected(sysError(Errc::kNetlinkFailure,
