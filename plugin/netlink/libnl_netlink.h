@@ -84,6 +84,12 @@ class LibnlNetlink final : public Netlink {
                                                              int index) override;
   [[nodiscard]] os::SysResult<void> addRoute(const os::Netns& ns, const Route& route) override;
   [[nodiscard]] os::SysResult<void> deleteRoute(const os::Netns& ns, const Route& route) override;
+  [[nodiscard]] os::SysResult<void> addIpoibChild(const os::Netns& ns, const IpoibChildSpec& spec) override {
+    (void)ns; (void)spec; return std::unexpected(os::SysError{ENOSYS, "addIpoibChild (not yet implemented)", {}});
+  }
+  [[nodiscard]] os::SysResult<void> deleteLink(const os::Netns& ns, int index) override {
+    (void)ns; (void)index; return std::unexpected(os::SysError{ENOSYS, "deleteLink (not yet implemented)", {}});
+  }
   [[nodiscard]] os::SysResult<VfInfo> vfInfo(const os::Netns& ns, int pfIndex,
                                               std::uint32_t vf) override;
   [[nodiscard]] os::SysResult<void> setVfGuids(const os::Netns& ns, int pfIndex, std::uint32_t vf,

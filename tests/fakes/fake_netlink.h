@@ -175,6 +175,12 @@ class FakeNetlink final : public nl::Netlink {
   [[nodiscard]] os::SysResult<void> addRoute(const os::Netns& ns, const nl::Route& route) override;
   [[nodiscard]] os::SysResult<void> deleteRoute(const os::Netns& ns,
                                                 const nl::Route& route) override;
+  [[nodiscard]] os::SysResult<void> addIpoibChild(const os::Netns& ns, const nl::IpoibChildSpec& spec) override {
+    (void)ns; (void)spec; return std::unexpected(os::SysError{ENOSYS, "addIpoibChild (not yet modelled)", {}});
+  }
+  [[nodiscard]] os::SysResult<void> deleteLink(const os::Netns& ns, int index) override {
+    (void)ns; (void)index; return std::unexpected(os::SysError{ENOSYS, "deleteLink (not yet modelled)", {}});
+  }
   [[nodiscard]] os::SysResult<nl::VfInfo> vfInfo(const os::Netns& ns, int pfIndex,
                                                  std::uint32_t vf) override;
   [[nodiscard]] os::SysResult<void> setVfGuids(const os::Netns& ns, int pfIndex, std::uint32_t vf,

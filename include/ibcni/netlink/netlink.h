@@ -12,6 +12,29 @@
 
 namespace ibcni::nl {
 
+/// IPOIB_MODE_*: how an IPoIB link carries IP.
+enum class IpoibMode : std::uint16_t {
+  kDatagram = 0,   ///< UD QPs; MTU at most the IB port MTU minus 4
+  kConnected = 1,  ///< RC QPs; MTU up to 65520
+};
+
+/// The IPoIB settings of a link (IFLA_INFO_DATA of kind "ipoib").
+struct IpoibInfo {
+  std::uint16_t pkey = 0;  ///< IFLA_IPOIB_PKEY, as the kernel reports it (full-membership bit set)
+  IpoibMode mode = IpoibMode::kDatagram;
+  bool umcast = false;     ///< IFLA_IPOIB_UMCAST
+  bool operator==(const IpoibInfo&) const = default;
+};
+
+/// What addIpoibChild creates.
+struct IpoibChildSpec {
+  int parentIndex = 0;     ///< IFLA_LINK: the IPoIB parent in the same namespace
+  std::string name;        ///< IFLA_IFNAME
+  std::uint16_t pkey = 0;  ///< IFLA_IPOIB_PKEY, sent as given
+  IpoibMode mode = IpoibMode::kDatagram;
+  bool umcast = false;
+};
+
 /// A network link as rtnetlink reports it.
 struct Link {
   int index = 0;
@@ -23,6 +46,8 @@ struct Link {
   std::uint16_t arpType = 0;   ///< ARPHRD_* (ARPHRD_INFINIBAND = 32)
   std::string kind;            ///< IFLA_INFO_KIND ("veth", "ipoib"), empty for physical devices
   std::uint32_t maxMtu = 0;    ///< IFLA_MAX_MTU; 0 when the kernel does not say
+  int parentIndex = 0;         ///< IFLA_LINK when it differs from the link's own index (a child's parent)
+  std::optional<IpoibInfo> ipoib;  ///< set for links of kind "ipoib"
 };
 
 /// IFLA_VF_LINK_STATE_*: how a PF presents the link of one of its VFs.
@@ -107,6 +132,17 @@ class Netlink {
   /// Adds a route. EEXIST when it is already there.
   [[nodiscard]] virtual os::SysResult<void> addRoute(const os::Netns& ns, const Route& route) = 0;
   [[nodiscard]] virtual os::SysResult<void> deleteRoute(const os::Netns& ns, const Route& route) = 0;
+
+  // ---- IPoIB child links ----
+
+  /// Creates an IPoIB child link (RTM_NEWLINK, NLM_F_CREATE|NLM_F_EXCL, IFLA_LINK = parent,
+  /// IFLA_LINKINFO {kind "ipoib", IFLA_INFO_DATA {PKEY, MODE, UMCAST}}), as `ip link add link PARENT
+  /// name NAME type ipoib pkey P mode M umcast U` does. Built with libmnl (libnl has no ipoib kind).
+  /// @return EEXIST when the name or (parent, pkey) is taken; the kernel's errno and extended ACK
+  ///         otherwise (e.g. a parent that is not IPoIB).
+  [[nodiscard]] virtual os::SysResult<void> addIpoibChild(const os::Netns& ns, const IpoibChildSpec& spec) = 0;
+  /// Deletes link `index` (RTM_DELLINK). ENODEV when there is none.
+  [[nodiscard]] virtual os::SysResult<void> deleteLink(const os::Netns& ns, int index) = 0;
 
   // ---- SR-IOV: VF settings kept by the PF (IFLA_VFINFO_LIST), addressed by PF link and VF number ----
 
