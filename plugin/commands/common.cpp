@@ -79,6 +79,9 @@ cni::Result<os::FileLock> lockDevice(const Invocation& inv, Deps& deps, const st
 }
 
 std::string deviceKeyFromConfig(const config::NetConf& conf) {
+  if (conf.mode == config::Mode::kIpoib) {
+    return "ipoib-" + (conf.master.empty() ? conf.rdmaDevice + "-" + std::to_string(conf.port) : conf.master);
+  }
   if (conf.deviceId) {
     return "pci-" + conf.deviceId->text;
   }

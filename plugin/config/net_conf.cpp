@@ -327,10 +327,73 @@ cni::Result<void> parseSriovKeys(const json& j, NetConf& c) {
   return {};
 }
 
+// ipoib mode's keys: the parent (master, or rdmaDevice + port), ipoibMode, umcast. deviceID and
+// pciBusID (which Multus injects when the network names a resource) are not used.
+cni::Result<void> parseIpoibKeys(const json& j, NetConf& c, cni::Command command) {
+  auto master = stringField(j, "master", "master");
+  if (!master) {
+    return std::unexpected(master.error());
+  }
+  if (*master) {
+    if (!net::isValidIfName(**master)) {
+      return invalid("master", **master, "must be a host network interface name (1-15 bytes, no '/', ':' or spaces)");
+    }
+    c.master = **master;
+  }
+  auto rdmaDevice = stringField(j, "rdmaDevice", "rdmaDevice");
+  if (!rdmaDevice) {
+    return std::unexpected(rdmaDevice.error());
+  }
+  if (*rdmaDevice) {
+    const std::string& d = **rdmaDevice;
+    if (d.empty() || d.size() > 63 || d.find('/') != std::string::npos || d == "." || d == "..") {
+      return invalid("rdmaDevice", d, "must be an RDMA device name such as \"mlx5_0\" (see `rdma dev`)");
+    }
+    c.rdmaDevice = d;
+  }
+  if (auto it = j.find("port"); it != j.end() && !it->is_null()) {
+    if (!it->is_number_integer() || it->get<std::int64_t>() < 1 || it->get<std::int64_t>() > 255) {
+      return invalid("port", *it, "must be the RDMA device's port number, from 1");
+    }
+    if (c.rdmaDevice.empty()) {
+      return cni::fail(kBad, "port is set without rdmaDevice: port selects a port of rdmaDevice");
+    }
+    c.port = it->get<std::uint32_t>();
+  }
+  if (!c.master.empty() && !c.rdmaDevice.empty()) {
+    return cni::fail(kBad, "both master = \"" + c.master + "\" and rdmaDevice = \"" + c.rdmaDevice +
+                               "\" are set: name the IPoIB parent one way only");
+  }
+  if ((command == cni::Command::kAdd || command == cni::Command::kCheck) && c.master.empty() && c.rdmaDevice.empty()) {
+    return cni::fail(kBad, "ipoib mode needs its IPoIB parent: set \"master\" (e.g. \"ib0\") or \"rdmaDevice\" and "
+                           "\"port\" (e.g. \"mlx5_0\" and 1), which find the parent whatever its name on each node");
+  }
+  auto mode = stringField(j, "ipoibMode", "ipoibMode");
+  if (!mode) {
+    return std::unexpected(mode.error());
+  }
+  if (*mode) {
+    if (**mode == "datagram") {
+      c.ipoibMode = IpoibMode::kDatagram;
+    } else if (**mode == "connected") {
+      c.ipoibMode = IpoibMode::kConnected;
+    } else {
+      return invalid("ipoibMode", **mode, "accepted values: \"datagram\", \"connected\" (default: the parent's)");
+    }
+  }
+  if (auto it = j.find("umcast"); it != j.end() && !it->is_null()) {
+    if (!it->is_boolean()) {
+      return invalid("umcast", *it, "must be true or false");
+    }
+    c.umcast = it->get<bool>();
+  }
+  return {};
+}
+
 const std::set<std::string>& knownKeys() {
   static const std::set<std::string> keys = {
       "cniVersion", "cniVersions", "name", "type", "mode", "deviceID", "pciBusID", "device", "mtu",
-      "linkState", "link_state", "pkey", "rdmaIsolation",
+      "linkState", "link_state", "pkey", "rdmaIsolation", "master", "rdmaDevice", "port", "ipoibMode", "umcast",
       "ipam", "dns", "logLevel", "logFile", "stateDir", "runtimeConfig", "args", "prevResult",
       "capabilities"};
   return keys;
@@ -432,9 +495,13 @@ const char* toString(Mode m) {
   switch (m) {
     case Mode::kSriov:
       return "sriov";
+    case Mode::kIpoib:
+      return "ipoib";
   }
   return "?";
 }
+
+const char* toString(IpoibMode m) { return m == IpoibMode::kConnected ? "connected" : "datagram"; }
 
 const char* toString(LogLevel l) {
   switch (l) {
@@ -460,8 +527,13 @@ cni::Result<void> parsePluginKeys(const json& j, NetConf& c, cni::Command comman
   if (!mode) {
     return std::unexpected(mode.error());
   }
-  if (*mode && **mode != "sriov") {
-    return invalid("mode", **mode, "accepted values: \"sriov\"");
+  if (*mode && **mode != "sriov" && **mode != "ipoib") {
+    return invalid("mode", **mode,
+                   "accepted values: \"sriov\" (move a VF or netdev into the pod), \"ipoib\" (create an IPoIB pkey "
+                   "child of an IPoIB parent in the pod)");
+  }
+  if (*mode && **mode == "ipoib") {
+    c.mode = Mode::kIpoib;
   }
 
   if (auto it = j.find("runtimeConfig"); it != j.end() && !it->is_null()) {
@@ -513,7 +585,11 @@ cni::Result<void> parsePluginKeys(const json& j, NetConf& c, cni::Command comman
                                "\" are set: select the device one way only (deviceID is what Multus "
                                "injects from the NetworkAttachmentDefinition's resourceName)");
   }
-  if ((command == cni::Command::kAdd || command == cni::Command::kCheck) && !c.deviceId && c.device.empty()) {
+  if (c.mode == Mode::kIpoib) {
+    if (auto r = parseIpoibKeys(j, c, command); !r) {
+      return std::unexpected(r.error());
+    }
+  } else if ((command == cni::Command::kAdd || command == cni::Command::kCheck) && !c.deviceId && c.device.empty()) {
     return cni::fail(kBad, "no device selected: set \"deviceID\" (the VF's PCI address, normally injected by "
                            "Multus from the resourceName annotation) or \"device\" (a host netdev name)");
   }

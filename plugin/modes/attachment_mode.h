@@ -42,7 +42,12 @@ struct HostDevice {
   nl::Link link;
   std::optional<VfPlace> vf;      ///< set when the PCI function is an SR-IOV VF
   std::optional<RdmaPlace> rdma;  ///< set when an RDMA device belongs to it
+  std::optional<nl::IpoibChildSpec> ipoibChild;  ///< ipoib mode: the child to create (link is the parent)
 };
+
+/// A link name no real interface has: "ibc" and 8 random hex digits. Links travel between
+/// namespaces under such a name, so they never clash with an interface of either side.
+[[nodiscard]] std::string temporaryLinkName();
 
 /// What every mode call sees.
 struct ModeContext {

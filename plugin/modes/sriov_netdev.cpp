@@ -22,11 +22,6 @@ void logFailedUndo(const std::string& what, const os::SysError& err) {
   log::warn("undo failed: {}: {}", what, err.describe());
 }
 
-// A name no real interface has: "ibc" and 8 random hex digits.
-std::string temporaryName() {
-  static std::mt19937 rng{std::random_device{}()};
-  return fmt::format("ibc{:08x}", static_cast<std::uint32_t>(rng()));
-}
 
 // Moves link `index` (named `name`) from `from` to `to`, named `newName` there. The link travels
 // under a temporary name, so it never carries a name that could collide with an interface of
@@ -38,7 +33,7 @@ cni::Result<void> relocate(Deps& deps, const os::Netns& from, int index, const s
                            const os::Netns& to, const std::string& newName, os::Rollback& rollback,
                            cni::Errc clashCode) {
   auto& nl = deps.netlink;
-  const std::string tmpName = temporaryName();
+  const std::string tmpName = temporaryLinkName();
   if (auto r = nl.renameLink(from, index, tmpName); !r) {
     return std::unexpected(sysError(cni::Errc::kNetlinkFailure, "cannot rename " + name + " to " + tmpName,
                                     r.error()));

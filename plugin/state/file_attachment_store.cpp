@@ -89,6 +89,9 @@ std::string FileAttachmentStore::encode(const AttachmentRecord& r) {
   if (!vf.empty()) {
     j["vf"] = vf;
   }
+  if (r.pkey) {
+    j["ipoib"] = {{"pkey", *r.pkey}, {"mode", r.ipoibMode}, {"umcast", r.umcast}};
+  }
   return j.dump(2) + "\n";
 }
 
@@ -140,6 +143,13 @@ os::SysResult<AttachmentRecord> FileAttachmentStore::decode(const std::string& t
       }
       r.rdmaDevice = vf->value("rdmaDevice", "");
       r.rdmaMoved = vf->value("rdmaMoved", false);
+    }
+    if (auto ib = j.find("ipoib"); ib != j.end() && ib->is_object()) {
+      if (auto k = ib->find("pkey"); k != ib->end()) {
+        r.pkey = k->get<std::uint32_t>();
+      }
+      r.ipoibMode = ib->value("mode", "");
+      r.umcast = ib->value("umcast", false);
     }
     r.ipamType = j.value("ipamType", "");
     r.createdAt = j.value("createdAt", "");

@@ -413,6 +413,38 @@ os::SysResult<std::vector<std::uint16_t>> SysfsDevices::pkeys(const std::string&
   return out;
 }
 
+os::SysResult<std::vector<std::string>> SysfsDevices::netdevsOfRdmaPort(const std::string& rdmaDevice,
+                                                                        std::uint32_t port) {
+  if (!isValidRdmaName(rdmaDevice)) {
+    return os::sysFail(EINVAL, "find netdevs: invalid RDMA device name '" + excerpt(rdmaDevice) + "'");
+  }
+  auto dir = realPath(root_ + "/class/infiniband/" + rdmaDevice);
+  if (!dir) {
+    return std::unexpected(dir.error());
+  }
+  // <device>/infiniband/<rdma>: the netdevs are in <device>/net.
+  const std::string device(parentPath(parentPath(*dir)));
+  std::vector<std::string> all;
+  if (auto r = appendNetdevs(AT_FDCWD, device + "/net", device + "/net", all); !r) {
+    return std::unexpected(r.error());
+  }
+  std::vector<std::string> out;
+  for (auto& name : all) {
+    std::uint32_t devPort = 0;
+    if (auto text = readSysfsFile(device + "/net/" + name + "/dev_port"); text) {
+      auto [p, err] = std::from_chars(text->data(), text->data() + text->size(), devPort);
+      if (err != std::errc() || p != text->data() + text->size()) {
+        return os::sysFail(EINVAL, "read " + device + "/net/" + name + "/dev_port: '" + excerpt(*text) + "'");
+      }
+    }
+    if (devPort + 1 == port) {
+      out.push_back(std::move(name));
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 os::SysResult<void> SysfsDevices::rebind(const net::PciAddress& pci) {
   const std::string dir = root_ + "/bus/pci/devices/" + pci.text;
   auto drv = realPath(dir + "/driver");

@@ -52,6 +52,9 @@ class SysfsDevices final : public Devices {
   /// Reads <root>/class/infiniband/<dev>/ports/<port>/pkeys/* ("0xffff" each).
   [[nodiscard]] os::SysResult<std::vector<std::uint16_t>> pkeys(const std::string& rdmaDevice,
                                                                std::uint32_t port) override;
+  /// <root>/class/infiniband/<dev> resolved; the netdevs of the device two levels up, by dev_port.
+  [[nodiscard]] os::SysResult<std::vector<std::string>> netdevsOfRdmaPort(const std::string& rdmaDevice,
+                                                                          std::uint32_t port) override;
   /// Writes the address to <root>/bus/pci/drivers/<drv>/unbind, then .../bind.
   [[nodiscard]] os::SysResult<void> rebind(const net::PciAddress& pci) override;
 

@@ -329,6 +329,33 @@ drop_netnses
 rdma link delete rxe1 2>/dev/null
 check "[rdma] the node is back in shared mode" set_rdma_mode shared
 
+# ---- ipoib mode: parents that are not IPoIB are refused before anything is sent -----------------
+modprobe ib_ipoib 2>/dev/null
+modprobe dummy 2>/dev/null
+modprobe 8021q 2>/dev/null
+ip link add klveth0 type veth peer name klveth1
+ip link add kldummy0 type dummy
+ip link add link eth0 name eth0.42 type vlan id 42
+pod=pod-$RANDOM
+ip netns add "$pod" && NETNSES+=("$pod")
+all_links() { ip -o link show | awk -F': ' '{print $2}' | sort | tr '\n' ' '; }
+for parent in klveth0 kldummy0 eth0.42; do
+  kind=$(ip -d -j link show dev "$parent" | jq -r '.[0].linkinfo.info_kind // "physical"')
+  tag="ipoib parent $parent ($kind)"
+  before=$(all_links)
+  conf=$(jq -nc --arg state "$STATE" --arg m "$parent" \
+    '{cniVersion: "1.0.0", name: "klab-ipoib", type: "ibcni", mode: "ipoib", master: $m, pkey: "0x7fff", stateDir: $state}')
+  cni ADD "cid-$RANDOM" "/run/netns/$pod" net1 "$conf"
+  check "[$tag] ADD fails with code 7" jqtest '.code == 7'
+  check "[$tag] ... naming it a $kind link, not IPoIB" out_says "a $kind link"
+  check "[$tag] ... and no link was created" test "$(all_links)" = "$before"
+  check "[$tag] ... and the pod holds only lo" test "$(pod_links "$pod")" = lo
+done
+ip link del klveth0 2>/dev/null
+ip link del kldummy0 2>/dev/null
+ip link del eth0.42 2>/dev/null
+drop_netnses
+
 check "eth1 ends where it started" test "$(linkinfo eth1 | cut -d' ' -f1)" = eth1
 
 finish

@@ -18,7 +18,11 @@ namespace ibcni::config {
 /// How the interface reaches the pod.
 enum class Mode {
   kSriov,  ///< move an existing netdev (an SR-IOV VF) into the pod
+  kIpoib,  ///< create an IPoIB pkey child of an IPoIB parent in the pod
 };
+
+/// `ipoibMode`: the IPoIB child's transport.
+enum class IpoibMode { kDatagram, kConnected };
 
 enum class LogLevel { kError, kWarn, kInfo, kDebug };
 
@@ -71,6 +75,13 @@ struct NetConf {
   std::optional<std::uint16_t> pkey;
   RdmaIsolation rdmaIsolation = RdmaIsolation::kAuto;
   std::optional<net::Guid> argsGuid;     ///< args.cni.guid
+
+  // ipoib mode: the parent, by netdev name or by RDMA device and port.
+  std::string master;                    ///< `master`: the IPoIB parent netdev
+  std::string rdmaDevice;                ///< `rdmaDevice`: pick the IPoIB netdev of this device's `port`
+  std::uint32_t port = 1;                ///< `port` of `rdmaDevice`, from 1
+  std::optional<IpoibMode> ipoibMode;    ///< unset: the parent's
+  bool umcast = false;                   ///< `umcast`: allow user-space multicast
   std::string ipamType;            ///< empty: no IPAM (layer 2 only)
   cni::Dns dns;
   LogLevel logLevel = LogLevel::kWarn;
@@ -118,6 +129,7 @@ enum class Role { kPlugin, kIpamPlugin };
 
 [[nodiscard]] const char* toString(Mode m);
 [[nodiscard]] const char* toString(VfLinkState s);
+[[nodiscard]] const char* toString(IpoibMode m);
 [[nodiscard]] const char* toString(LogLevel l);
 
 }  // namespace ibcni::config

@@ -46,6 +46,11 @@ struct AttachmentRecord {
   std::string rdmaDevice;                 ///< the VF's RDMA device, when known
   bool rdmaMoved = false;                 ///< ADD moved the RDMA device into the pod netns
 
+  // ipoib mode: the child ADD created (hostName/hostIndex name the parent).
+  std::optional<std::uint32_t> pkey;      ///< the child's pkey, without the membership bit
+  std::string ipoibMode;                  ///< "datagram" or "connected"
+  bool umcast = false;
+
   // What ADD changed in the pod.
   int podIndex = 0;
   std::optional<std::uint32_t> podMtu;  ///< set when ADD changed the MTU

@@ -51,6 +51,13 @@ class Devices {
   [[nodiscard]] virtual os::SysResult<std::vector<std::uint16_t>> pkeys(const std::string& rdmaDevice,
                                                                        std::uint32_t port) = 0;
 
+  /// The netdevs of port `port` of RDMA device `rdmaDevice`: the netdevs of the device it sits on
+  /// (<root>/class/infiniband/<dev>/../../net/*) whose dev_port is `port` - 1 (a missing dev_port
+  /// counts as 0). Sorted. This is how an IPoIB parent is found when its name differs per node.
+  /// @return ENOENT when there is no such RDMA device.
+  [[nodiscard]] virtual os::SysResult<std::vector<std::string>> netdevsOfRdmaPort(const std::string& rdmaDevice,
+                                                                                  std::uint32_t port) = 0;
+
   /// Unbinds PCI function `pci` from its driver and binds it again (<root>/bus/pci/drivers/<drv>/
   /// unbind, then bind), as mlx5 needs for a new VF GUID to take effect. The function's netdev and
   /// RDMA device are destroyed and made anew, possibly under other names.

@@ -592,5 +592,18 @@ TEST_F(SysfsDevicesTest, RebindWritesUnbindThenBindOfItsDriver) {
   EXPECT_THAT(r.error().describe(), HasSubstr("no driver"));
 }
 
+TEST_F(SysfsDevicesTest, NetdevsOfAnRdmaPortByDevPort) {
+  // A two-port HCA on one function: ib0 is port 1 (dev_port 0), ib1 port 2 (dev_port 1).
+  sys_.addPf(kPf, "ib0", "mlx5_0", 0).addPciNetdev(kPf, "ib1", FakeSysfsTree::kAutoIfIndex);
+  const std::string dir = sys_.pciDirOrEmpty(kPf);
+  sys_.writeFile(dir + "/net/ib0/dev_port", "0\n").writeFile(dir + "/net/ib1/dev_port", "1\n");
+  ASSERT_TRUE(sys_.ok()) << sys_.error();
+  EXPECT_THAT(*devices_.netdevsOfRdmaPort("mlx5_0", 1), ElementsAre("ib0"));
+  EXPECT_THAT(*devices_.netdevsOfRdmaPort("mlx5_0", 2), ElementsAre("ib1"));
+  EXPECT_THAT(*devices_.netdevsOfRdmaPort("mlx5_0", 3), IsEmpty());
+  EXPECT_EQ(devices_.netdevsOfRdmaPort("mlx5_9", 1).error().err, ENOENT);
+  EXPECT_EQ(devices_.netdevsOfRdmaPort("../mlx5_0", 1).error().err, EINVAL);
+}
+
 }  // namespace
 }  // namespace ibcni::sysfs

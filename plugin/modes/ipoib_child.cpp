@@ -1,0 +1,268 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "modes/ipoib_child.h"
+
+#include <cerrno>
+#include <cstdio>
+
+#include "commands/common.h"
+#include "log/log.h"
+#include "modes/sriov_vf.h"
+
+namespace ibcni::plugin {
+
+namespace {
+
+using cni::Errc;
+
+constexpr std::uint32_t kConnectedMaxMtu = 65520;
+
+std::string hexPkey(std::uint32_t pkey) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "0x%04x", pkey & 0xffff);
+  return buf;
+}
+
+nl::IpoibMode toNl(config::IpoibMode m) {
+  return m == config::IpoibMode::kConnected ? nl::IpoibMode::kConnected : nl::IpoibMode::kDatagram;
+}
+
+const char* modeName(nl::IpoibMode m) { return m == nl::IpoibMode::kConnected ? "connected" : "datagram"; }
+
+// What a link is, for an error that says why it cannot be an IPoIB parent.
+std::string describeLink(const nl::Link& l) {
+  std::string kind = l.kind.empty() ? "physical" : l.kind;
+  std::string type = l.arpType == 1 ? "ether" : l.arpType == kArphrdInfiniband ? "infiniband" : std::to_string(l.arpType);
+  return "a " + kind + " link of type " + type;
+}
+
+// The parent named by the config, in the host.
+cni::Result<nl::Link> findParent(const ModeContext& ctx) {
+  const auto& conf = ctx.inv.conf;
+  auto& nl = ctx.deps.netlink;
+  std::string name = conf.master;
+  std::string field = "master = \"" + conf.master + "\"";
+  if (name.empty()) {
+    field = "rdmaDevice = \"" + conf.rdmaDevice + "\", port = " + std::to_string(conf.port);
+    auto names = ctx.deps.devices.netdevsOfRdmaPort(conf.rdmaDevice, conf.port);
+    if (!names) {
+      return std::unexpected(sysError(Errc::kDeviceNotFound,
+                                      field + ": no such RDMA device on this node (see `rdma dev`)", names.error()));
+    }
+    for (const auto& n : *names) {
+      if (auto l = nl.linkByName(ctx.host, n); l && l->arpType == kArphrdInfiniband) {
+        name = n;
+        break;
+      }
+    }
+    if (name.empty()) {
+      return cni::fail(Errc::kDeviceNotFound, field + ": that port has no IPoIB netdev in the host namespace (is "
+                                                      "ib_ipoib loaded, and is the port InfiniBand, not Ethernet?)");
+    }
+  }
+  auto link = nl.linkByName(ctx.host, name);
+  if (!link) {
+    if (link.error().err == ENODEV) {
+      return cni::fail(Errc::kDeviceNotFound,
+                       field + ": no such network interface in the host namespace (`ip -d link show type ipoib` "
+                               "lists the IPoIB interfaces; rdmaDevice and port find it whatever its name)");
+    }
+    return std::unexpected(sysError(Errc::kNetlinkFailure, "cannot look up " + field, link.error()));
+  }
+  if (link->arpType != kArphrdInfiniband || link->kind != "ipoib") {
+    return cni::fail(Errc::kInvalidConfig, field + ": " + link->name + " is " + describeLink(*link) +
+                                               ", not an IPoIB interface; an IPoIB child needs an IPoIB parent "
+                                               "(`ip -d link show type ipoib`)");
+  }
+  return *link;
+}
+
+// The child in `ns` called `name`, if it is an IPoIB link.
+std::optional<nl::Link> ipoibLink(const ModeContext& ctx, const os::Netns& ns, const std::string& name) {
+  auto l = ctx.deps.netlink.linkByName(ns, name);
+  if (!l || l->kind != "ipoib") {
+    return std::nullopt;
+  }
+  return *l;
+}
+
+}  // namespace
+
+cni::Result<HostDevice> IpoibChildMode::resolve(const ModeContext& ctx) {
+  const auto& conf = ctx.inv.conf;
+  auto parent = findParent(ctx);
+  if (!parent) {
+    return std::unexpected(parent.error());
+  }
+  nl::IpoibChildSpec spec;
+  spec.parentIndex = parent->index;
+  const nl::IpoibInfo parentInfo = parent->ipoib.value_or(nl::IpoibInfo{0xffff, nl::IpoibMode::kDatagram, false});
+  // The kernel joins the partition as a full member: send the pkey with that bit, as the parent has it.
+  spec.pkey = static_cast<std::uint16_t>((conf.pkey ? *conf.pkey : (parentInfo.pkey & 0x7fff)) | 0x8000);
+  spec.mode = conf.ipoibMode ? toNl(*conf.ipoibMode) : parentInfo.mode;
+  spec.umcast = conf.umcast;
+  if ((spec.pkey & 0x7fff) == 0) {
+    return cni::fail(Errc::kInvalidConfig, "the parent " + parent->name +
+                                               " reports no usable pkey to inherit; set \"pkey\" (e.g. \"0x7fff\")");
+  }
+  if (conf.mtu) {
+    const std::uint32_t max = spec.mode == nl::IpoibMode::kConnected ? kConnectedMaxMtu : parent->mtu;
+    if (*conf.mtu > max) {
+      return cni::fail(Errc::kInvalidConfig,
+                       "invalid mtu = " + std::to_string(*conf.mtu) + ": in " + modeName(spec.mode) +
+                           " mode an IPoIB child carries at most " + std::to_string(max) +
+                           (spec.mode == nl::IpoibMode::kConnected
+                                ? std::string()
+                                : " (the MTU of its parent " + parent->name + "; connected mode allows up to 65520)"));
+    }
+  }
+  HostDevice dev;
+  dev.deviceKey = "ipoib-" + parent->name;
+  dev.link = *parent;
+  dev.ipoibChild = spec;
+  return dev;
+}
+
+cni::Result<nl::Link> IpoibChildMode::setUp(const ModeContext& ctx, const HostDevice& device, const os::Netns& pod,
+                                            os::Rollback& rollback, state::AttachmentRecord& record) {
+  auto& nl = ctx.deps.netlink;
+  const os::Netns& host = ctx.host;
+  const auto& conf = ctx.inv.conf;
+  const auto& ifName = ctx.inv.args.ifName;
+  nl::IpoibChildSpec spec = *device.ipoibChild;
+  spec.name = temporaryLinkName();
+  record.deviceKey = device.deviceKey;
+  record.hostName = device.link.name;
+  record.hostIndex = device.link.index;
+  record.pkey = spec.pkey & 0x7fff;
+  record.ipoibMode = modeName(spec.mode);
+  record.umcast = spec.umcast;
+  if (ctx.deps.bootId) {
+    record.bootId = ctx.deps.bootId();
+  }
+
+  log::info("creating IPoIB child {} of {} (pkey {}, {} mode, umcast {})", spec.name, device.link.name,
+            hexPkey(spec.pkey), modeName(spec.mode), spec.umcast ? 1 : 0);
+  if (auto r = nl.addIpoibChild(host, spec); !r) {
+    return std::unexpected(sysError(Errc::kNetlinkFailure,
+                                    "cannot create an IPoIB child of " + device.link.name + " with pkey " +
+                                        hexPkey(spec.pkey) + " in " + modeName(spec.mode) + " mode",
+                                    r.error()));
+  }
+  // Until it is in the pod, the child is deleted in the host; after, in the pod (wherever a
+  // later undo finds it).
+  rollback.add("delete the IPoIB child " + spec.name, [&nl, &host, &pod, tmp = spec.name, ifName]() -> os::SysResult<void> {
+    for (const os::Netns* ns : {&host, &pod}) {
+      for (const std::string& name : {tmp, ifName}) {
+        if (ns == &host && name == ifName) {
+          continue;
+        }
+        if (auto l = nl.linkByName(*ns, name); l && l->kind == "ipoib") {
+          return nl.deleteLink(*ns, l->index);
+        }
+      }
+    }
+    return {};
+  });
+  auto child = nl.linkByName(host, spec.name);
+  if (!child) {
+    return std::unexpected(sysError(Errc::kNetlinkFailure, "cannot find the new IPoIB child " + spec.name, child.error()));
+  }
+  if (auto r = nl.moveLink(host, child->index, pod); !r) {
+    return std::unexpected(sysError(Errc::kNetlinkFailure,
+                                    "cannot move IPoIB child " + spec.name + " into netns " + pod.path(), r.error()));
+  }
+  auto moved = nl.linkByName(pod, spec.name);
+  if (!moved) {
+    return std::unexpected(sysError(Errc::kNetlinkFailure, "cannot find " + spec.name + " after moving it", moved.error()));
+  }
+  if (auto r = nl.renameLink(pod, moved->index, ifName); !r) {
+    if (r.error().err == EEXIST) {
+      return std::unexpected(sysError(Errc::kIfNameExists,
+                                      "netns " + pod.path() + " already has an interface named " + ifName, r.error()));
+    }
+    return std::unexpected(sysError(Errc::kNetlinkFailure, "cannot rename " + spec.name + " to " + ifName, r.error()));
+  }
+  const int idx = moved->index;
+  if (conf.mtu && *conf.mtu != moved->mtu) {
+    if (auto r = nl.setMtu(pod, idx, *conf.mtu); !r) {
+      return std::unexpected(sysError(Errc::kNetlinkFailure,
+                                      "cannot set mtu = " + std::to_string(*conf.mtu) + " on " + ifName, r.error()));
+    }
+    record.podMtu = *conf.mtu;
+  }
+  if (auto r = nl.setLinkUp(pod, idx, true); !r) {
+    return std::unexpected(sysError(Errc::kNetlinkFailure, "cannot bring " + ifName + " up", r.error()));
+  }
+  auto final = nl.linkByIndex(pod, idx);
+  if (!final) {
+    return std::unexpected(sysError(Errc::kNetlinkFailure, "cannot read " + ifName + " back", final.error()));
+  }
+  record.podIndex = idx;
+  return *final;
+}
+
+cni::Result<void> IpoibChildMode::tearDown(const ModeContext& ctx, const state::AttachmentRecord& record,
+                                           const os::Netns* pod) {
+  if (pod == nullptr) {
+    log::info("the pod's netns is gone, and the IPoIB child {} with it", record.ifName);
+    return {};
+  }
+  auto child = ipoibLink(ctx, *pod, record.ifName);
+  if (!child) {
+    log::info("no IPoIB child {} in netns {}: nothing to delete", record.ifName, pod->path());
+    return {};
+  }
+  if (record.pkey && child->ipoib && (child->ipoib->pkey & 0x7fff) != *record.pkey) {
+    log::warn("{} in netns {} has pkey {}, not the {} ibcni created: leaving it alone", record.ifName, pod->path(),
+              hexPkey(child->ipoib->pkey), hexPkey(*record.pkey));
+    return {};
+  }
+  log::info("deleting IPoIB child {} in netns {}", record.ifName, pod->path());
+  if (auto r = ctx.deps.netlink.deleteLink(*pod, child->index); !r && r.error().err != ENODEV) {
+    return std::unexpected(sysError(Errc::kNetlinkFailure, "cannot delete IPoIB child " + record.ifName, r.error()));
+  }
+  return {};
+}
+
+cni::Result<void> IpoibChildMode::check(const ModeContext& ctx, const state::AttachmentRecord& record,
+                                        const os::Netns& pod, const nl::Link& podLink) {
+  (void)pod;
+  const auto& ifName = ctx.inv.args.ifName;
+  if (podLink.kind != "ipoib" || !podLink.ipoib) {
+    return cni::fail(Errc::kCheckFailed, ifName + " is " + describeLink(podLink) + ", not an IPoIB child");
+  }
+  if (record.pkey && (podLink.ipoib->pkey & 0x7fff) != *record.pkey) {
+    return cni::fail(Errc::kCheckFailed, ifName + " has pkey " + hexPkey(podLink.ipoib->pkey) + ", expected " +
+                                             hexPkey(*record.pkey | 0x8000));
+  }
+  if (!record.ipoibMode.empty() && record.ipoibMode != modeName(podLink.ipoib->mode)) {
+    return cni::fail(Errc::kCheckFailed, ifName + " is in " + modeName(podLink.ipoib->mode) + " mode, expected " +
+                                             record.ipoibMode);
+  }
+  if (record.podMtu && podLink.mtu != *record.podMtu) {
+    return cni::fail(Errc::kCheckFailed, ifName + " has mtu " + std::to_string(podLink.mtu) + ", expected " +
+                                             std::to_string(*record.podMtu));
+  }
+  if (!podLink.adminUp) {
+    return cni::fail(Errc::kCheckFailed, ifName + " in the pod is down");
+  }
+  return {};
+}
+
+std::optional<state::AttachmentRecord> IpoibChildMode::recover(const ModeContext& ctx, const nl::Link& podLink) {
+  // Without a record, an IPoIB link named CNI_IFNAME in the pod is this attachment's child: the
+  // runtime names the interface per network.
+  if (podLink.kind != "ipoib") {
+    return std::nullopt;
+  }
+  state::AttachmentRecord r;
+  r.network = ctx.inv.conf.name;
+  r.containerId = ctx.inv.args.containerId;
+  r.ifName = ctx.inv.args.ifName;
+  r.netns = ctx.inv.args.netns;
+  r.mode = "ipoib";
+  r.podIndex = podLink.index;
+  return r;
+}
+
+}  // namespace ibcni::plugin
