@@ -14,6 +14,7 @@
 #include <linux/rtnetlink.h>
 #include <map>
 #include <optional>
+#include <string>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -33,6 +34,7 @@
 #include <netlink/route/route.h>
 #include <netlink/socket.h>
 
+#include "netlink/ipoib_messages.h"
 #include "netlink/vf_messages.h"
 
 namespace ibcni::nl {
@@ -311,6 +313,44 @@ bool linkAttributes(nl_msg* msg, std::array<nlattr*, IFLA_MAX + 1>& tb) {
     return false;
   }
   return nlmsg_parse(hdr, sizeof(ifinfomsg), tb.data(), IFLA_MAX, nullptr) == 0;
+}
+
+// The IPoIB settings in IFLA_LINKINFO when its IFLA_INFO_KIND is "ipoib" (libnl has no ipoib
+// kind, so its link object keeps none of them). Attributes the kernel left out keep the defaults
+// of IpoibInfo; nullopt for other kinds or no IFLA_LINKINFO.
+std::optional<IpoibInfo> ipoibFrom(nlattr* linkinfo) {
+  if (linkinfo == nullptr) {
+    return std::nullopt;
+  }
+  std::array<nlattr*, IFLA_INFO_MAX + 1> info{};
+  if (nla_parse_nested(info.data(), IFLA_INFO_MAX, linkinfo, nullptr) < 0 ||
+      info[IFLA_INFO_KIND] == nullptr) {
+    return std::nullopt;
+  }
+  const auto* kind = static_cast<const char*>(nla_data(info[IFLA_INFO_KIND]));
+  const int kindLen = nla_len(info[IFLA_INFO_KIND]);
+  if (std::string(kind, ::strnlen(kind, static_cast<std::size_t>(kindLen))) != "ipoib") {
+    return std::nullopt;
+  }
+  IpoibInfo out;
+  std::array<nlattr*, IFLA_IPOIB_MAX + 1> data{};
+  if (info[IFLA_INFO_DATA] == nullptr ||
+      nla_parse_nested(data.data(), IFLA_IPOIB_MAX, info[IFLA_INFO_DATA], nullptr) < 0) {
+    return out;
+  }
+  auto u16 = [&data](int type) -> std::optional<std::uint16_t> {
+    if (data[static_cast<std::size_t>(type)] == nullptr ||
+        nla_len(data[static_cast<std::size_t>(type)]) < 2) {
+      return std::nullopt;
+    }
+    return nla_get_u16(data[static_cast<std::size_t>(type)]);
+  };
+  out.pkey = u16(IFLA_IPOIB_PKEY).value_or(0);
+  out.mode = u16(IFLA_IPOIB_MODE).value_or(IPOIB_MODE_DATAGRAM) == IPOIB_MODE_CONNECTED
+                 ? IpoibMode::kConnected
+                 : IpoibMode::kDatagram;
+  out.umcast = u16(IFLA_IPOIB_UMCAST).value_or(0) != 0;
+  return out;
 }
 
 // Copies the fixed-size payload of `a` into `out` when it is at least that long.
@@ -618,10 +658,12 @@ struct LibnlNetlink::Impl {
     }
     std::optional<Link> found;
     std::uint32_t maxMtu = 0;
+    std::uint32_t iflink = 0;
+    std::optional<IpoibInfo> ipoib;
     Exchange ex;
     ex.wantType = "route/link";
     // onMessage runs on each message before libnl turns it into the object onObject gets.
-    ex.onMessage = [&maxMtu, &attrs](nl_msg* m) {
+    ex.onMessage = [&maxMtu, &iflink, &ipoib, &attrs](nl_msg* m) {
       std::array<nlattr*, IFLA_MAX + 1> tb{};
       if (!linkAttributes(m, tb)) {
         return;
@@ -629,13 +671,20 @@ struct LibnlNetlink::Impl {
       maxMtu = tb[IFLA_MAX_MTU] != nullptr && nla_len(tb[IFLA_MAX_MTU]) >= 4
                    ? nla_get_u32(tb[IFLA_MAX_MTU])
                    : 0;
+      iflink = tb[IFLA_LINK] != nullptr && nla_len(tb[IFLA_LINK]) >= 4 ? nla_get_u32(tb[IFLA_LINK])
+                                                                       : 0;
+      ipoib = ipoibFrom(tb[IFLA_LINKINFO]);
       if (attrs) {
         attrs(tb);
       }
     };
-    ex.onObject = [&found, &maxMtu](nl_object* obj) {
+    ex.onObject = [&found, &maxMtu, &iflink, &ipoib](nl_object* obj) {
       found = linkFrom(reinterpret_cast<rtnl_link*>(obj));
       found->maxMtu = maxMtu;
+      // The kernel sends IFLA_LINK whenever it differs from the link's own index.
+      const int parent = static_cast<int>(iflink);
+      found->parentIndex = parent > 0 && parent != found->index ? parent : 0;
+      found->ipoib = ipoib;
     };
     auto res = (*sock)->request(msg.get(), ex, op);
     if (!res) {
@@ -1021,6 +1070,47 @@ os::SysResult<void> LibnlNetlink::setVfLinkState(const os::Netns& ns, int pfInde
   const std::string op = "set state " + std::string(name) + " of vf " + std::to_string(vf) +
                          " on " + linkRef(pfIndex) + inNs(ns);
   return impl_->sendBuilt(ns, pfIndex, buildSetVfLinkState(pfIndex, vf, state), op);
+}
+
+os::SysResult<void> LibnlNetlink::addIpoibChild(const os::Netns& ns, const IpoibChildSpec& spec) {
+  const std::string op = "add ipoib child \"" + spec.name + "\" of " + linkRef(spec.parentIndex) +
+                         " pkey " + std::to_string(spec.pkey) + " mode " +
+                         (spec.mode == IpoibMode::kConnected ? "connected" : "datagram") +
+                         " umcast " + (spec.umcast ? "1" : "0") + inNs(ns);
+  if (!net::isValidIfName(spec.name)) {
+    return os::sysFail(EINVAL, op + ": not a valid interface name");
+  }
+  // libmnl built the request (ipoib_messages.cpp); libnl only carries it on this namespace's
+  // socket, which fills in seq and port id and reads the ACK or the error with its ext-ack text.
+  std::vector<std::uint8_t> bytes = buildAddIpoibChild(spec);
+  if (bytes.size() < NLMSG_HDRLEN) {
+    return os::sysFail(ENOMEM, op + ": cannot build the request");
+  }
+  NlMsgPtr msg(nlmsg_convert(reinterpret_cast<nlmsghdr*>(bytes.data())));
+  if (!msg) {
+    return os::sysFail(ENOMEM, op);
+  }
+  return impl_->simple(ns, msg.get(), op);
+}
+
+os::SysResult<void> LibnlNetlink::deleteLink(const os::Netns& ns, int index) {
+  const std::string op = "delete " + linkRef(index) + inNs(ns);
+  if (index <= 0) {
+    // Without an index or a name the kernel would answer EINVAL.
+    return os::sysFail(ENODEV, op + ": no such link index");
+  }
+  RtnlLinkPtr link(rtnl_link_alloc());
+  if (!link) {
+    return os::sysFail(ENOMEM, op);
+  }
+  rtnl_link_set_ifindex(link.get(), index);
+  nl_msg* raw = nullptr;
+  const int rc = rtnl_link_build_delete_request(link.get(), &raw);
+  NlMsgPtr msg(raw);
+  if (rc < 0) {
+    return libnlFail(rc, op);
+  }
+  return impl_->simple(ns, msg.get(), op);
 }
 
 os::SysResult<void> LibnlNetlink::addRoute(const os::Netns& ns, const Route& route) {

@@ -49,6 +49,21 @@ namespace ibcni::nl {
 ///    each GUID in its own IFLA_VF_INFO of one request: the kernel applies only the first GUID
 ///    of an IFLA_VF_INFO (see buildSetVfGuids). Devices without the driver hook (veth, ...)
 ///    answer EOPNOTSUPP; VF numbers >= INT_MAX are EINVAL; the range check is the driver's.
+///  * addIpoibChild sends the request of ipoib_messages.h (built with libmnl: libnl has no
+///    "ipoib" kind) unchanged on the namespace's libnl socket; a name that is not a valid
+///    interface name is EINVAL without asking the kernel. The kernel's answers (ib_ipoib's
+///    ipoib_new_child_link): EOPNOTSUPP "Unknown device type" when ib_ipoib is not loaded;
+///    ENODEV when the parent is missing or not ARPHRD_INFINIBAND (veth, dummy, ...); EINVAL for
+///    a parent that is itself a child, pkey 0 or 0x8000, or a mode the port cannot take;
+///    EEXIST when the name is taken. Several children of one parent may share a pkey (only
+///    sysfs "legacy" children must be unique), so that is not EEXIST from the kernel.
+///  * deleteLink sends RTM_DELLINK by index (libnl's delete request). Devices without
+///    rtnl_link_ops->dellink (physical ones, "lo") answer EOPNOTSUPP; deleting a veth deletes its
+///    peer too.
+///  * Link lookups fill `parentIndex` from IFLA_LINK when it is not the link's own index (an
+///    IPoIB child's parent; also a veth's peer, possibly in another namespace) and `ipoib` from
+///    IFLA_LINKINFO's IFLA_INFO_DATA when IFLA_INFO_KIND is "ipoib" (physical IPoIB ports report
+///    that kind too), both read from the raw answer.
 class LibnlNetlink final : public Netlink {
  public:
   LibnlNetlink();
@@ -84,12 +99,9 @@ class LibnlNetlink final : public Netlink {
                                                              int index) override;
   [[nodiscard]] os::SysResult<void> addRoute(const os::Netns& ns, const Route& route) override;
   [[nodiscard]] os::SysResult<void> deleteRoute(const os::Netns& ns, const Route& route) override;
-  [[nodiscard]] os::SysResult<void> addIpoibChild(const os::Netns& ns, const IpoibChildSpec& spec) override {
-    (void)ns; (void)spec; return std::unexpected(os::SysError{ENOSYS, "addIpoibChild (not yet implemented)", {}});
-  }
-  [[nodiscard]] os::SysResult<void> deleteLink(const os::Netns& ns, int index) override {
-    (void)ns; (void)index; return std::unexpected(os::SysError{ENOSYS, "deleteLink (not yet implemented)", {}});
-  }
+  [[nodiscard]] os::SysResult<void> addIpoibChild(const os::Netns& ns,
+                                                  const IpoibChildSpec& spec) override;
+  [[nodiscard]] os::SysResult<void> deleteLink(const os::Netns& ns, int index) override;
   [[nodiscard]] os::SysResult<VfInfo> vfInfo(const os::Netns& ns, int pfIndex,
                                               std::uint32_t vf) override;
   [[nodiscard]] os::SysResult<void> setVfGuids(const os::Netns& ns, int pfIndex, std::uint32_t vf,

@@ -57,7 +57,24 @@ namespace ibcni::testing {
 ///    do_setvfinfo checks), then a link without a VF table answers the setters with EOPNOTSUPP
 ///    (no driver hook, as veth), and a VF number beyond the table EINVAL (the interface's rule);
 ///    vfInfo answers ENOENT for a VF the link does not list. The table moves with the link.
-/// Not modelled: carrier, IPv6 link-local addresses and fe80::/64 routes (the kernel adds them
+///  * IPoIB children (ib_ipoib's ipoib_new_child_link and __ipoib_vlan_add): addIpoibChild checks,
+///    in the kernel's order, the name (EINVAL when not a valid interface name, EEXIST when taken),
+///    the parent (ENODEV when missing or not arpType 32, ARPHRD_INFINIBAND, whatever its kind;
+///    EINVAL when the parent is itself a child), the pkey (0 and 0x8000 are EINVAL) and the mode
+///    (connected on a parent whose 20-byte address lacks the RC flag 0x80 in byte 0 is EINVAL,
+///    as ipoib_set_mode). Several children of one parent may share a pkey, as the kernel allows
+///    for netlink-made children. The child is kind "ipoib", arpType 32, down, with the parent's
+///    MTU and maxMtu, parentIndex = the parent, ipoib = {pkey | 0x8000, mode, umcast}, and the
+///    parent's hardware address with a new QP number in bytes 1-3 (unique in this fake; the
+///    parent's flags in byte 0 and its GID in bytes 4-19 stay). Its parentIndex is kept when it
+///    moves to another namespace (the kernel's IFLA_LINK still names the parent);
+///  * deleteLink: ENODEV for a missing link; EOPNOTSUPP for a link without a kind (a physical
+///    device or "lo": no rtnl_link_ops->dellink); a link of kind "ipoib" without a parentIndex
+///    (a physical IPoIB port) is left alone and the call succeeds, as ipoib_del_child_link
+///    does; anything else goes as with removeLink.
+/// Not modelled: children going away with their IPoIB parent or with a deleted namespace, the
+/// kernel refusing the "ipoib" kind when ib_ipoib is not loaded (EOPNOTSUPP), the MTU that
+/// connected mode picks, carrier, IPv6 link-local addresses and fe80::/64 routes (the kernel adds them
 /// once both ends of a veth are up), veth peers, local/broadcast routes and what they do to
 /// gateway checks (addresses or routes on "lo", a gateway that is a local address), multipath
 /// routes, address lifetimes and flags; VF GUIDs taking effect only when the VF is next bound
@@ -86,6 +103,8 @@ class FakeNetlink final : public nl::Netlink {
     kVfInfo,
     kSetVfGuids,
     kSetVfLinkState,
+    kAddIpoibChild,
+    kDeleteLink,
   };
 
   /// One recorded call.
@@ -99,6 +118,7 @@ class FakeNetlink final : public nl::Netlink {
 
   static constexpr std::uint16_t kArphrdEther = 1;
   static constexpr std::uint16_t kArphrdLoopback = 772;
+  static constexpr std::uint16_t kArphrdInfiniband = 32;
 
   /// The method name of `op` ("renameLink").
   [[nodiscard]] static const char* opName(Op op);
@@ -175,12 +195,9 @@ class FakeNetlink final : public nl::Netlink {
   [[nodiscard]] os::SysResult<void> addRoute(const os::Netns& ns, const nl::Route& route) override;
   [[nodiscard]] os::SysResult<void> deleteRoute(const os::Netns& ns,
                                                 const nl::Route& route) override;
-  [[nodiscard]] os::SysResult<void> addIpoibChild(const os::Netns& ns, const nl::IpoibChildSpec& spec) override {
-    (void)ns; (void)spec; return std::unexpected(os::SysError{ENOSYS, "addIpoibChild (not yet modelled)", {}});
-  }
-  [[nodiscard]] os::SysResult<void> deleteLink(const os::Netns& ns, int index) override {
-    (void)ns; (void)index; return std::unexpected(os::SysError{ENOSYS, "deleteLink (not yet modelled)", {}});
-  }
+  [[nodiscard]] os::SysResult<void> addIpoibChild(const os::Netns& ns,
+                                                  const nl::IpoibChildSpec& spec) override;
+  [[nodiscard]] os::SysResult<void> deleteLink(const os::Netns& ns, int index) override;
   [[nodiscard]] os::SysResult<nl::VfInfo> vfInfo(const os::Netns& ns, int pfIndex,
                                                  std::uint32_t vf) override;
   [[nodiscard]] os::SysResult<void> setVfGuids(const os::Netns& ns, int pfIndex, std::uint32_t vf,
@@ -271,6 +288,7 @@ class FakeNetlink final : public nl::Netlink {
   std::vector<Call> calls_;
   bool renameUpAllowed_ = true;
   unsigned macCounter_ = 0;
+  unsigned qpnCounter_ = 0;  // QP numbers handed to IPoIB children
 };
 
 /// An nl::Link to pass to FakeNetlink::addLink: the name (and kind) set, everything else left for
@@ -321,6 +339,10 @@ inline const char* FakeNetlink::opName(Op op) {
       return "setVfGuids";
     case Op::kSetVfLinkState:
       return "setVfLinkState";
+    case Op::kAddIpoibChild:
+      return "addIpoibChild";
+    case Op::kDeleteLink:
+      return "deleteLink";
   }
   return "?";
 }
@@ -1250,6 +1272,94 @@ inline os::SysResult<void> FakeNetlink::setVfLinkState(const os::Netns& ns, int 
     return std::unexpected(target.error());
   }
   (*target)->linkState = state;
+  return {};
+}
+
+inline os::SysResult<void> FakeNetlink::addIpoibChild(const os::Netns& ns,
+                                                      const nl::IpoibChildSpec& spec) {
+  const char* mode = spec.mode == nl::IpoibMode::kConnected ? "connected" : "datagram";
+  char pkey[8];
+  std::snprintf(pkey, sizeof pkey, "0x%04x", static_cast<unsigned>(spec.pkey));
+  const std::string op = "add ipoib child \"" + spec.name + "\" of " +
+                         linkRef(spec.parentIndex) + " pkey " + std::to_string(spec.pkey) +
+                         " mode " + mode + " umcast " + (spec.umcast ? "1" : "0") + inNs(ns);
+  if (auto err = record(Op::kAddIpoibChild, ns,
+                        std::to_string(spec.parentIndex) + ", " + spec.name + ", pkey " + pkey +
+                            ", " + mode + ", umcast " + (spec.umcast ? "1" : "0"),
+                        op)) {
+    return std::unexpected(*err);
+  }
+  NsState& s = state(ns);
+  if (!net::isValidIfName(spec.name)) {
+    return os::sysFail(EINVAL, op + ": not a valid interface name");
+  }
+  if (find(s, spec.name) != nullptr) {
+    return os::sysFail(EEXIST, op);  // rtnl_newlink: the name exists and NLM_F_EXCL is set
+  }
+  const LinkState* parent = find(s, spec.parentIndex);
+  if (parent == nullptr || parent->link.arpType != kArphrdInfiniband) {
+    return os::sysFail(ENODEV, op);
+  }
+  if (parent->link.kind == "ipoib" && parent->link.parentIndex != 0) {
+    return os::sysFail(EINVAL, op);  // "child creation disallowed for child devices"
+  }
+  if (spec.pkey == 0 || spec.pkey == 0x8000) {
+    return os::sysFail(EINVAL, op);
+  }
+  std::vector<std::uint8_t> addr(20, 0);
+  if (auto parsed = net::HwAddress::parse(parent->link.mac.text);
+      parsed && parsed->length == addr.size()) {
+    for (std::size_t i = 0; i < addr.size(); ++i) {
+      addr[i] = static_cast<std::uint8_t>(std::stoul(parsed->text.substr(i * 3, 2), nullptr, 16));
+    }
+    if (spec.mode == nl::IpoibMode::kConnected && (addr[0] & 0x80) == 0) {
+      return os::sysFail(EINVAL, op);  // ipoib_set_mode: the port has no RC (connected) support
+    }
+  }
+  // A fresh QP number (bytes 1-3), never the parent's.
+  const unsigned parentQpn = (unsigned{addr[1]} << 16) | (unsigned{addr[2]} << 8) | addr[3];
+  unsigned qpn = 0;
+  do {
+    qpn = (0x000100 + qpnCounter_++) & 0xffffff;
+  } while (qpn == parentQpn);
+  addr[1] = static_cast<std::uint8_t>(qpn >> 16);
+  addr[2] = static_cast<std::uint8_t>(qpn >> 8);
+  addr[3] = static_cast<std::uint8_t>(qpn);
+
+  LinkState child;
+  child.link.index = allocateIndex(s);
+  child.link.name = spec.name;
+  child.link.kind = "ipoib";
+  child.link.arpType = kArphrdInfiniband;
+  child.link.mtu = parent->link.mtu;
+  child.link.mac = net::HwAddress::fromBytes(addr.data(), addr.size());
+  child.link.parentIndex = spec.parentIndex;
+  child.link.ipoib = nl::IpoibInfo{static_cast<std::uint16_t>(spec.pkey | 0x8000), spec.mode,
+                                   spec.umcast};
+  child.minMtu = parent->minMtu;
+  child.maxMtu = parent->maxMtu;
+  child.link.maxMtu = parent->maxMtu;
+  s.links.push_back(std::move(child));
+  return {};
+}
+
+inline os::SysResult<void> FakeNetlink::deleteLink(const os::Netns& ns, int index) {
+  const std::string op = "delete " + linkRef(index) + inNs(ns);
+  if (auto err = record(Op::kDeleteLink, ns, std::to_string(index), op)) {
+    return std::unexpected(*err);
+  }
+  NsState& s = state(ns);
+  const LinkState* l = find(s, index);
+  if (l == nullptr) {
+    return os::sysFail(ENODEV, op);
+  }
+  if (l->link.kind.empty()) {
+    return os::sysFail(EOPNOTSUPP, op);  // rtnl_delete_link: no rtnl_link_ops->dellink
+  }
+  if (l->link.kind == "ipoib" && l->link.parentIndex == 0) {
+    return {};  // ipoib_del_child_link ignores a port (no parent); the kernel answers 0
+  }
+  removeLink(ns, index);
   return {};
 }
 

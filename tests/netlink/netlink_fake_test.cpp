@@ -314,5 +314,150 @@ TEST_F(FakeNetlinkTest, VfOperationsAreLoggedAndFailOnDemand) {
               ElementsAre(Op::kVfInfo, Op::kSetVfGuids, Op::kSetVfLinkState, Op::kSetVfLinkState));
 }
 
+// ---- IPoIB children ----
+
+constexpr const char* kPortAddress = "80:00:00:48:fe:80:00:00:00:00:00:00:02:c9:03:00:00:00:00:01";
+
+class FakeIpoibTest : public FakeNetlinkTest {
+ protected:
+  void SetUp() override {
+    nl::Link ib0 = fakeLink("ib0", "ipoib");
+    ib0.arpType = 32;
+    ib0.mtu = 2044;
+    ib0.mac = *net::HwAddress::parse(kPortAddress);
+    parent_ = fake_.addLink(host_, ib0);
+    fake_.setMtuRange(host_, parent_, 68, 4092);
+  }
+
+  nl::IpoibChildSpec spec(const char* name, std::uint16_t pkey,
+                          nl::IpoibMode mode = nl::IpoibMode::kDatagram, bool umcast = false) const {
+    return nl::IpoibChildSpec{parent_, name, pkey, mode, umcast};
+  }
+
+  int parent_ = 0;
+};
+
+TEST_F(FakeIpoibTest, AddIpoibChildMakesAChildOfTheParent) {
+  ASSERT_TRUE(fake_.addIpoibChild(host_, spec("ib0.8001", 0x0001, nl::IpoibMode::kConnected, true))
+                  .has_value());
+  auto child = fake_.linkByName(host_, "ib0.8001");
+  ASSERT_TRUE(child.has_value()) << child.error().describe();
+  EXPECT_EQ(child->kind, "ipoib");
+  EXPECT_EQ(child->arpType, 32);
+  EXPECT_FALSE(child->adminUp);
+  EXPECT_EQ(child->mtu, 2044u);
+  EXPECT_EQ(child->maxMtu, 4092u);
+  EXPECT_EQ(child->parentIndex, parent_);
+  ASSERT_TRUE(child->ipoib.has_value());
+  EXPECT_EQ(*child->ipoib, (nl::IpoibInfo{0x8001, nl::IpoibMode::kConnected, true}));
+  // The parent's address with another QP number: byte 0 (flags) and the GID stay.
+  ASSERT_EQ(child->mac.length, 20u);
+  const std::string parentText = kPortAddress;
+  EXPECT_EQ(child->mac.text.substr(0, 2), parentText.substr(0, 2));
+  EXPECT_EQ(child->mac.text.substr(12), parentText.substr(12));
+  EXPECT_NE(child->mac.text.substr(3, 8), parentText.substr(3, 8));
+
+  // A second child, also with pkey 0x8001 (the kernel allows that for netlink-made children),
+  // gets its own QP number and index.
+  ASSERT_TRUE(fake_.addIpoibChild(host_, spec("ib0.8001b", 0x8001)).has_value());
+  auto second = fake_.linkByName(host_, "ib0.8001b");
+  ASSERT_TRUE(second.has_value());
+  EXPECT_NE(second->index, child->index);
+  EXPECT_NE(second->mac, child->mac);
+  EXPECT_EQ(*second->ipoib, (nl::IpoibInfo{0x8001, nl::IpoibMode::kDatagram, false}));
+  EXPECT_EQ(fake_.linkByIndex(host_, parent_)->parentIndex, 0);  // the parent is untouched
+}
+
+TEST_F(FakeIpoibTest, AddIpoibChildRefusesAsTheKernelDoes) {
+  auto err = [this](const nl::IpoibChildSpec& sp) {
+    auto res = fake_.addIpoibChild(host_, sp);
+    return res ? 0 : res.error().err;
+  };
+  nl::Link veth = fakeLink("veth0", "veth");
+  const int vethIdx = fake_.addLink(host_, veth);
+  ASSERT_TRUE(fake_.addIpoibChild(host_, spec("child0", 0x8002)).has_value());
+  const int childIdx = fake_.findLink(host_, "child0")->index;
+  nl::Link noCm = fakeLink("ib1", "ipoib");
+  noCm.arpType = 32;
+  noCm.mac = *net::HwAddress::parse("00:00:00:48:fe:80:00:00:00:00:00:00:02:c9:03:00:00:00:00:02");
+  const int noCmIdx = fake_.addLink(host_, noCm);
+  const std::size_t before = fake_.links(host_).size();
+
+  EXPECT_EQ(err(spec("child0", 0x8003)), EEXIST);           // name taken
+  EXPECT_EQ(err(spec("ib0", 0x8003)), EEXIST);              // even the parent's own name
+  EXPECT_EQ(err(spec("", 0x8003)), EINVAL);                 // not an interface name
+  EXPECT_EQ(err(spec("much.too.long.name", 0x8003)), EINVAL);
+  EXPECT_EQ(err({42, "c1", 0x8003, nl::IpoibMode::kDatagram, false}), ENODEV);  // no parent
+  EXPECT_EQ(err({vethIdx, "c1", 0x8003, nl::IpoibMode::kDatagram, false}), ENODEV);  // not IB
+  EXPECT_EQ(err({1, "c1", 0x8003, nl::IpoibMode::kDatagram, false}), ENODEV);        // lo
+  EXPECT_EQ(err({childIdx, "c1", 0x8003, nl::IpoibMode::kDatagram, false}), EINVAL);  // a child
+  EXPECT_EQ(err(spec("c1", 0x0000)), EINVAL);
+  EXPECT_EQ(err(spec("c1", 0x8000)), EINVAL);
+  EXPECT_EQ(err({noCmIdx, "c1", 0x8003, nl::IpoibMode::kConnected, false}), EINVAL);  // no RC
+  EXPECT_EQ(fake_.links(host_).size(), before);  // nothing was left behind
+  EXPECT_TRUE(fake_.addIpoibChild(host_, {noCmIdx, "c1", 0x8003, nl::IpoibMode::kDatagram, false})
+                  .has_value());
+}
+
+TEST_F(FakeIpoibTest, DeleteLinkRemovesChildrenAndVirtualLinksOnly) {
+  ASSERT_TRUE(fake_.addIpoibChild(host_, spec("ib0.8001", 0x8001)).has_value());
+  const int child = fake_.findLink(host_, "ib0.8001")->index;
+  ASSERT_TRUE(fake_.setLinkUp(host_, child, true).has_value());
+  ASSERT_TRUE(fake_.addAddress(host_, child, pfx("10.9.0.2/24")).has_value());
+  const int veth = fake_.addLink(host_, fakeLink("veth0", "veth"));
+  const int eth = fake_.addLink(host_, fakeLink("eth0"));
+
+  EXPECT_TRUE(fake_.deleteLink(host_, child).has_value());
+  EXPECT_FALSE(fake_.findLink(host_, "ib0.8001").has_value());
+  EXPECT_THAT(fake_.addresses(host_), IsEmpty());
+  EXPECT_THAT(fake_.routes(host_), IsEmpty());
+  EXPECT_EQ(fake_.deleteLink(host_, child).error().err, ENODEV);
+  EXPECT_TRUE(fake_.deleteLink(host_, veth).has_value());
+  EXPECT_FALSE(fake_.findLink(host_, "veth0").has_value());
+  EXPECT_EQ(fake_.deleteLink(host_, eth).error().err, EOPNOTSUPP);  // physical: no dellink
+  EXPECT_EQ(fake_.deleteLink(host_, 1).error().err, EOPNOTSUPP);    // lo
+  // An IPoIB port: ipoib_del_child_link ignores it, the kernel answers success.
+  EXPECT_TRUE(fake_.deleteLink(host_, parent_).has_value());
+  EXPECT_TRUE(fake_.findLink(host_, "ib0").has_value());
+}
+
+TEST_F(FakeIpoibTest, ChildKeepsItsParentIndexWhenMoved) {
+  ASSERT_TRUE(fake_.addIpoibChild(host_, spec("ib0.8001", 0x8001)).has_value());
+  const int child = fake_.findLink(host_, "ib0.8001")->index;
+  ASSERT_TRUE(fake_.moveLink(host_, child, pod_).has_value());
+  auto moved = fake_.linkByName(pod_, "ib0.8001");
+  ASSERT_TRUE(moved.has_value());
+  EXPECT_EQ(moved->parentIndex, parent_);
+  EXPECT_EQ(moved->ipoib->pkey, 0x8001);
+  EXPECT_TRUE(fake_.deleteLink(pod_, moved->index).has_value());
+  EXPECT_EQ(fake_.links(pod_).size(), 1u);
+}
+
+TEST_F(FakeIpoibTest, IpoibOperationsAreLoggedAndFailOnDemand) {
+  fake_.failOn(Op::kAddIpoibChild, ENOMEM, 1, "no memory");
+  fake_.failOn(Op::kDeleteLink, EBUSY);
+  auto add = fake_.addIpoibChild(host_, spec("ib0.8001", 0x0001, nl::IpoibMode::kConnected, true));
+  ASSERT_FALSE(add.has_value());
+  EXPECT_EQ(add.error().err, ENOMEM);
+  EXPECT_EQ(add.error().extAck, "no memory");
+  EXPECT_EQ(add.error().op,
+            "add ipoib child \"ib0.8001\" of link 2 pkey 1 mode connected umcast 1 in netns "
+            "/fake/host");
+  EXPECT_FALSE(fake_.findLink(host_, "ib0.8001").has_value());  // nothing changed
+  ASSERT_TRUE(fake_.addIpoibChild(host_, spec("ib0.8001", 0x8001)).has_value());
+  const int child = fake_.findLink(host_, "ib0.8001")->index;
+  EXPECT_EQ(fake_.deleteLink(host_, child).error().err, EBUSY);
+  EXPECT_TRUE(fake_.findLink(host_, "ib0.8001").has_value());  // nothing changed
+  EXPECT_TRUE(fake_.deleteLink(host_, child).has_value());
+  EXPECT_THAT(fake_.callLog(),
+              ElementsAre("addIpoibChild(/fake/host, 2, ib0.8001, pkey 0x0001, connected, umcast 1)",
+                          "addIpoibChild(/fake/host, 2, ib0.8001, pkey 0x8001, datagram, umcast 0)",
+                          "deleteLink(/fake/host, 3)", "deleteLink(/fake/host, 3)"));
+  EXPECT_THAT(fake_.callOps(), ElementsAre(Op::kAddIpoibChild, Op::kAddIpoibChild,
+                                           Op::kDeleteLink, Op::kDeleteLink));
+  EXPECT_STREQ(FakeNetlink::opName(Op::kAddIpoibChild), "addIpoibChild");
+  EXPECT_STREQ(FakeNetlink::opName(Op::kDeleteLink), "deleteLink");
+}
+
 }  // namespace
 }  // namespace ibcni::testing

@@ -138,8 +138,10 @@ class Netlink {
   /// Creates an IPoIB child link (RTM_NEWLINK, NLM_F_CREATE|NLM_F_EXCL, IFLA_LINK = parent,
   /// IFLA_LINKINFO {kind "ipoib", IFLA_INFO_DATA {PKEY, MODE, UMCAST}}), as `ip link add link PARENT
   /// name NAME type ipoib pkey P mode M umcast U` does. Built with libmnl (libnl has no ipoib kind).
-  /// @return EEXIST when the name or (parent, pkey) is taken; the kernel's errno and extended ACK
-  ///         otherwise (e.g. a parent that is not IPoIB).
+  /// Several children of one parent may share a pkey (the kernel refuses duplicates only for
+  /// children made through sysfs' create_child).
+  /// @return EEXIST when the name is taken; ENODEV when the parent is missing or not IPoIB; the
+  ///         kernel's errno and extended ACK otherwise.
   [[nodiscard]] virtual os::SysResult<void> addIpoibChild(const os::Netns& ns, const IpoibChildSpec& spec) = 0;
   /// Deletes link `index` (RTM_DELLINK). ENODEV when there is none.
   [[nodiscard]] virtual os::SysResult<void> deleteLink(const os::Netns& ns, int index) = 0;
