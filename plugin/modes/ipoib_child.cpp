@@ -142,7 +142,13 @@ cni::Result<nl::Link> IpoibChildMode::setUp(const ModeContext& ctx, const HostDe
 
   log::info("creating IPoIB child {} of {} (pkey {}, {} mode, umcast {})", spec.name, device.link.name,
             hexPkey(spec.pkey), modeName(spec.mode), spec.umcast ? 1 : 0);
-  if (auto r = nl.addIpoibChild(host, spec); !r) {
+  auto created = nl.addIpoibChild(host, spec);
+  // A temporary name another invocation happens to use: draw another.
+  for (int attempt = 0; !created && created.error().err == EEXIST && attempt < 3; ++attempt) {
+    spec.name = temporaryLinkName();
+    created = nl.addIpoibChild(host, spec);
+  }
+  if (auto r = created; !r) {
     return std::unexpected(sysError(Errc::kNetlinkFailure,
                                     "cannot create an IPoIB child of " + device.link.name + " with pkey " +
                                         hexPkey(spec.pkey) + " in " + modeName(spec.mode) + " mode",

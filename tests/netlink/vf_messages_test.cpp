@@ -37,12 +37,13 @@
 
 #include "netlink/libnl_netlink.h"
 #include "netlink/vf_messages.h"
+#include "nl_bytes.h"
 #include "support/test_netns.h"
 
 namespace ibcni::testing {
 namespace {
 
-using Bytes = std::vector<std::uint8_t>;
+using namespace nlbytes;  // NOLINT(google-build-using-namespace): test-local helpers
 
 // ---- an independent, minimal rtnetlink parser (host byte order, as netlink is) ----
 
@@ -63,46 +64,6 @@ static_assert(kIflaVfinfoList == IFLA_VFINFO_LIST && kIflaVfInfo == IFLA_VF_INFO
 static_assert(sizeof(ifla_vf_guid) == kGuidPayloadLen && offsetof(ifla_vf_guid, guid) == 8);
 static_assert(sizeof(ifla_vf_link_state) == kLinkStatePayloadLen);
 
-template <class T>
-T load(const Bytes& b, std::size_t at) {
-  T v{};
-  std::memcpy(&v, b.data() + at, sizeof v);
-  return v;
-}
-
-template <class T>
-void store(Bytes& b, std::size_t at, T v) {
-  std::memcpy(b.data() + at, &v, sizeof v);
-}
-
-struct Attr {
-  std::uint16_t rawType = 0;  // with the NLA_F_* bits
-  std::size_t at = 0;         // offset of the attribute header in the message
-  std::size_t len = 0;        // nla_len (header included)
-  [[nodiscard]] std::uint16_t type() const { return rawType & 0x3fff; }
-  [[nodiscard]] std::size_t payload() const { return at + 4; }
-};
-
-// The attributes in [begin, end); nullopt when they do not tile the range exactly.
-std::optional<std::vector<Attr>> attrsIn(const Bytes& b, std::size_t begin, std::size_t end) {
-  std::vector<Attr> out;
-  std::size_t at = begin;
-  while (at < end) {
-    if (at + 4 > end) {
-      return std::nullopt;
-    }
-    Attr a{load<std::uint16_t>(b, at + 2), at, load<std::uint16_t>(b, at)};
-    if (a.len < 4 || at + a.len > end) {
-      return std::nullopt;
-    }
-    out.push_back(a);
-    at += (a.len + 3) & ~std::size_t{3};
-  }
-  if (at != end) {
-    return std::nullopt;
-  }
-  return out;
-}
 
 // One per-VF setting found in an IFLA_VF_INFO.
 struct VfSetting {
@@ -202,13 +163,6 @@ std::optional<VfRequest> decode(const Bytes& b, std::string* why) {
 
 // ---- normalisations, each one explained ----
 
-// nlmsg_seq and nlmsg_pid: iproute2 numbers its requests from the time of day and leaves the
-// port id 0; our socket fills in its own sequence number and port id when it sends. Neither
-// says anything about the request.
-void clearSeqAndPid(Bytes& b) {
-  store<std::uint32_t>(b, 8, 0);
-  store<std::uint32_t>(b, 12, 0);
-}
 
 // NLA_F_NESTED on IFLA_VFINFO_LIST and IFLA_VF_INFO: libnl sets it on every nest it opens,
 // iproute2 6.1's addattr_nest does not. The kernel takes both: rtnl_setlink parses the message
@@ -253,63 +207,6 @@ void clearGuidPadding(Bytes& b) {
 
 // ---- running iproute2 under strace ----
 
-// `name` found in $PATH (or the usual sbin directories, which a non-login root shell may lack).
-std::string findProgram(const std::string& name) {
-  std::string path = std::getenv("PATH") != nullptr ? std::getenv("PATH") : "";
-  path += ":/usr/sbin:/sbin:/usr/bin:/bin";
-  std::stringstream dirs(path);
-  std::string dir;
-  while (std::getline(dirs, dir, ':')) {
-    if (dir.empty()) {
-      continue;
-    }
-    const std::string candidate = dir + "/" + name;
-    if (::access(candidate.c_str(), X_OK) == 0) {
-      return candidate;
-    }
-  }
-  return {};
-}
-
-// Every buffer that `strace -e write=all` dumped, one per sendmsg/sendto call, in order.
-// A dump looks like
-//   sendmsg(3, {...}, 0) = 52
-//    * 52 bytes in buffer 0
-//    | 00000  34 00 00 00 10 00 05 00  b3 47 01 6b 00 00 00 00  4........G.k.... |
-// (with -f a line may start with "[pid N] "). Buffers of one call are concatenated.
-std::vector<Bytes> dumpedBuffers(const std::string& straceOutput) {
-  std::vector<Bytes> out;
-  std::istringstream lines(straceOutput);
-  std::string line;
-  bool inCall = false;
-  while (std::getline(lines, line)) {
-    if (line.find("sendmsg(") != std::string::npos || line.find("sendto(") != std::string::npos) {
-      out.emplace_back();
-      inCall = true;
-      continue;
-    }
-    const std::size_t bar = line.find(" | ");
-    if (!inCall || bar == std::string::npos || line.find(" * ") != std::string::npos) {
-      continue;
-    }
-    // " | OOOOO  hh hh hh hh hh hh hh hh  hh hh hh hh hh hh hh hh  ascii |": the hex area is
-    // the 49 characters after the offset and its two spaces.
-    const std::size_t hexAt = bar + 3 + 5 + 2;
-    if (line.size() < hexAt) {
-      continue;
-    }
-    std::istringstream hex(line.substr(hexAt, 49));
-    std::string tok;
-    while (hex >> tok) {
-      if (tok.size() == 2 && std::isxdigit(static_cast<unsigned char>(tok[0])) != 0 &&
-          std::isxdigit(static_cast<unsigned char>(tok[1])) != 0) {
-        out.back().push_back(static_cast<std::uint8_t>(std::stoul(tok, nullptr, 16)));
-      }
-    }
-  }
-  std::erase_if(out, [](const Bytes& b) { return b.empty(); });
-  return out;
-}
 
 // True for an RTM_NEWLINK that carries IFLA_VFINFO_LIST (ip also sends an RTM_GETLINK to look
 // the device up, and a bare RTM_NEWLINK probe).

@@ -209,6 +209,13 @@ TEST_F(IpoibModeTest, ConcurrentAttachmentsOnOneParentGetTheirOwnChildren) {
   EXPECT_EQ(records().size(), 2u);
 }
 
+TEST_F(IpoibModeTest, ATemporaryNameInUseIsDrawnAgain) {
+  nl_.failOn(Op::kAddIpoibChild, EEXIST);
+  add(ipoibConfig());
+  EXPECT_EQ(countOps(Op::kAddIpoibChild), 2);
+  EXPECT_TRUE(nl_.findLink(pod_, "net1"));
+}
+
 TEST_F(IpoibModeTest, DelWhenTheNetnsOrTheChildIsGone) {
   add(ipoibConfig());
   nl_.removeLink(pod_, nl_.findLink(pod_, "net1")->index);  // the child dies with its namespace

@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: Apache-2.0
+// What the byte-level netlink tests share: a minimal, independent reader of netlink messages
+// (host byte order, as netlink is), the normalisation of sequence number and port id, and the
+// capture of what iproute2 sends (`strace -e write=all` hex dumps).
+#pragma once
+
+#include <algorithm>
+#include <cctype>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace ibcni::testing::nlbytes {
+
+using Bytes = std::vector<std::uint8_t>;
+
+template <class T>
+inline T load(const Bytes& b, std::size_t at) {
+  T v{};
+  std::memcpy(&v, b.data() + at, sizeof v);
+  return v;
+}
+
+template <class T>
+inline void store(Bytes& b, std::size_t at, T v) {
+  std::memcpy(b.data() + at, &v, sizeof v);
+}
+
+struct Attr {
+  std::uint16_t rawType = 0;  // with the NLA_F_* bits
+  std::size_t at = 0;         // offset of the attribute header in the message
+  std::size_t len = 0;        // nla_len (header included)
+  [[nodiscard]] std::uint16_t type() const { return rawType & 0x3fff; }
+  [[nodiscard]] std::size_t payload() const { return at + 4; }
+};
+
+// The attributes in [begin, end); nullopt when they do not tile the range exactly.
+inline std::optional<std::vector<Attr>> attrsIn(const Bytes& b, std::size_t begin, std::size_t end) {
+  std::vector<Attr> out;
+  std::size_t at = begin;
+  while (at < end) {
+    if (at + 4 > end) {
+      return std::nullopt;
+    }
+    Attr a{load<std::uint16_t>(b, at + 2), at, load<std::uint16_t>(b, at)};
+    if (a.len < 4 || at + a.len > end) {
+      return std::nullopt;
+    }
+    out.push_back(a);
+    at += (a.len + 3) & ~std::size_t{3};
+  }
+  if (at != end) {
+    return std::nullopt;
+  }
+  return out;
+}
+
+// nlmsg_seq and nlmsg_pid: iproute2 numbers its requests from the time of day and leaves the
+// port id 0; our socket fills in its own sequence number and port id when it sends. Neither
+// says anything about the request.
+inline void clearSeqAndPid(Bytes& b) {
+  store<std::uint32_t>(b, 8, 0);
+  store<std::uint32_t>(b, 12, 0);
+}
+
+// `name` found in $PATH (or the usual sbin directories, which a non-login root shell may lack).
+inline std::string findProgram(const std::string& name) {
+  std::string path = std::getenv("PATH") != nullptr ? std::getenv("PATH") : "";
+  path += ":/usr/sbin:/sbin:/usr/bin:/bin";
+  std::stringstream dirs(path);
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    if (dir.empty()) {
+      continue;
+    }
+    const std::string candidate = dir + "/" + name;
+    if (::access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+  }
+  return {};
+}
+
+// Every buffer that `strace -e write=all` dumped, one per sendmsg/sendto call, in order.
+// A dump looks like
+//   sendmsg(3, {...}, 0) = 52
+//    * 52 bytes in buffer 0
+//    | 00000  34 00 00 00 10 00 05 00  b3 47 01 6b 00 00 00 00  4........G.k.... |
+// (with -f a line may start with "[pid N] "). Buffers of one call are concatenated.
+inline std::vector<Bytes> dumpedBuffers(const std::string& straceOutput) {
+  std::vector<Bytes> out;
+  std::istringstream lines(straceOutput);
+  std::string line;
+  bool inCall = false;
+  while (std::getline(lines, line)) {
+    if (line.find("sendmsg(") != std::string::npos || line.find("sendto(") != std::string::npos) {
+      out.emplace_back();
+      inCall = true;
+      continue;
+    }
+    const std::size_t bar = line.find(" | ");
+    if (!inCall || bar == std::string::npos || line.find(" * ") != std::string::npos) {
+      continue;
+    }
+    // " | OOOOO  hh hh hh hh hh hh hh hh  hh hh hh hh hh hh hh hh  ascii |": the hex area is
+    // the 49 characters after the offset and its two spaces.
+    const std::size_t hexAt = bar + 3 + 5 + 2;
+    if (line.size() < hexAt) {
+      continue;
+    }
+    std::istringstream hex(line.substr(hexAt, 49));
+    std::string tok;
+    while (hex >> tok) {
+      if (tok.size() == 2 && std::isxdigit(static_cast<unsigned char>(tok[0])) != 0 &&
+          std::isxdigit(static_cast<unsigned char>(tok[1])) != 0) {
+        out.back().push_back(static_cast<std::uint8_t>(std::stoul(tok, nullptr, 16)));
+      }
+    }
+  }
+  std::erase_if(out, [](const Bytes& b) { return b.empty(); });
+  return out;
+}
+
+}  // namespace ibcni::testing::nlbytes
