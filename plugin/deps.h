@@ -12,6 +12,7 @@
 #include "ibcni/rdma/rdma_netlink.h"
 #include "ibcni/state/attachment_store.h"
 #include "ibcni/sysfs/devices.h"
+#include "ibcni/verbs/verbs_probe.h"
 
 namespace ibcni::plugin {
 
@@ -34,6 +35,8 @@ struct Deps {
   std::function<std::string()> bootId;
   /// How long to wait for a VF's netdev to come back after its driver was rebound.
   std::chrono::milliseconds settleTimeout = std::chrono::seconds(10);
+  /// Runs the verbs check's probe; null: no verbs check (verbsCheck is ignored).
+  verbs::VerbsProbe* verbs = nullptr;
 };
 
 }  // namespace ibcni::plugin

@@ -6,6 +6,7 @@
 
 #include "commands/commands.h"
 #include "commands/common.h"
+#include "commands/verbs_check.h"
 #include "log/log.h"
 
 namespace ibcni::plugin {
@@ -153,6 +154,21 @@ cni::Result<cni::AddResult> cmdAdd(const Invocation& inv, Deps& deps) {
       return {};
     });
     if (auto r = configureAddresses(inv, deps, *pod, podLink->index, ipamResult, rollback); !r) {
+      return std::unexpected(r.error());
+    }
+  }
+
+  // The verbs check, from inside the pod's netns, once the interface is complete.
+  if (!record.rdmaDevice.empty()) {
+    VerbsExpectations want;
+    want.device = record.rdmaDevice;
+    want.port = record.rdmaPort;
+    want.pkey = record.pkey ? std::optional<std::uint16_t>(static_cast<std::uint16_t>(*record.pkey)) : conf.pkey;
+    for (const auto& ip : ipamResult.ips) {
+      want.ips.push_back(ip.address.address);
+    }
+    want.qpProbe = conf.verbsCheck.qpProbe;
+    if (auto r = runVerbsCheck(inv, deps, inv.args.netns, want); !r) {
       return std::unexpected(r.error());
     }
   }

@@ -5,6 +5,7 @@
 
 #include "commands/commands.h"
 #include "commands/common.h"
+#include "commands/verbs_check.h"
 #include "log/log.h"
 
 namespace ibcni::plugin {
@@ -98,6 +99,20 @@ cni::Result<void> cmdCheck(const Invocation& inv, Deps& deps) {
     if (auto r = deps.ipam.check(ipamRequest(inv)); !r) {
       return r;
     }
+  }
+
+  if (!(*record)->rdmaDevice.empty()) {
+    VerbsExpectations want;
+    want.device = (*record)->rdmaDevice;
+    want.port = (*record)->rdmaPort;
+    want.pkey = (*record)->pkey ? std::optional<std::uint16_t>(static_cast<std::uint16_t>(*(*record)->pkey)) : conf.pkey;
+    for (const auto& ip : prev.ips) {
+      if (ip.interface == ourIndex) {
+        want.ips.push_back(ip.address.address);
+      }
+    }
+    want.qpProbe = conf.verbsCheck.qpProbe;
+    return runVerbsCheck(inv, deps, inv.args.netns, want);
   }
   return {};
 }

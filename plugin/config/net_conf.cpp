@@ -390,10 +390,55 @@ cni::Result<void> parseIpoibKeys(const json& j, NetConf& c, cni::Command command
   return {};
 }
 
+// verbsCheck: {"mode": "off"|"warn"|"require", "timeoutMs": 1-60000, "probe": "none"|"qp"}.
+cni::Result<void> parseVerbsCheck(const json& j, NetConf& c) {
+  auto it = j.find("verbsCheck");
+  if (it == j.end() || it->is_null()) {
+    return {};
+  }
+  if (!it->is_object()) {
+    return invalid("verbsCheck", *it, "must be an object such as {\"mode\": \"require\"}");
+  }
+  auto mode = stringField(*it, "mode", "verbsCheck.mode");
+  if (!mode) {
+    return std::unexpected(mode.error());
+  }
+  if (*mode) {
+    if (**mode == "off") {
+      c.verbsCheck.mode = VerbsCheck::Mode::kOff;
+    } else if (**mode == "warn") {
+      c.verbsCheck.mode = VerbsCheck::Mode::kWarn;
+    } else if (**mode == "require") {
+      c.verbsCheck.mode = VerbsCheck::Mode::kRequire;
+    } else {
+      return invalid("verbsCheck.mode", **mode,
+                     "accepted values: \"off\", \"warn\" (log problems), \"require\" (fail ADD and CHECK on them)");
+    }
+  }
+  if (auto t = it->find("timeoutMs"); t != it->end() && !t->is_null()) {
+    if (!t->is_number_integer() || t->get<std::int64_t>() < 1 || t->get<std::int64_t>() > 60000) {
+      return invalid("verbsCheck.timeoutMs", *t, "must be an integer from 1 to 60000 (milliseconds)");
+    }
+    c.verbsCheck.timeoutMs = t->get<std::uint32_t>();
+  }
+  auto probe = stringField(*it, "probe", "verbsCheck.probe");
+  if (!probe) {
+    return std::unexpected(probe.error());
+  }
+  if (*probe) {
+    if (**probe != "none" && **probe != "qp") {
+      return invalid("verbsCheck.probe", **probe,
+                     "accepted values: \"none\" (query the port), \"qp\" (also bring a UD QP to RTS)");
+    }
+    c.verbsCheck.qpProbe = **probe == "qp";
+  }
+  return {};
+}
+
 const std::set<std::string>& knownKeys() {
   static const std::set<std::string> keys = {
       "cniVersion", "cniVersions", "name", "type", "mode", "deviceID", "pciBusID", "device", "mtu",
-      "linkState", "link_state", "pkey", "rdmaIsolation", "master", "rdmaDevice", "port", "ipoibMode", "umcast",
+      "linkState", "link_state", "pkey", "rdmaIsolation", "master", "rdmaDevice", "port", "ipoibMode", "umcast", "verbsCheck",
       "ipam", "dns", "logLevel", "logFile", "stateDir", "runtimeConfig", "args", "prevResult",
       "capabilities"};
   return keys;
@@ -601,6 +646,9 @@ cni::Result<void> parsePluginKeys(const json& j, NetConf& c, cni::Command comman
     c.mtu = it->get<std::uint32_t>();
   }
   if (auto r = parseSriovKeys(j, c); !r) {
+    return std::unexpected(r.error());
+  }
+  if (auto r = parseVerbsCheck(j, c); !r) {
     return std::unexpected(r.error());
   }
 

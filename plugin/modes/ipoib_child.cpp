@@ -116,6 +116,14 @@ cni::Result<HostDevice> IpoibChildMode::resolve(const ModeContext& ctx) {
     }
   }
   HostDevice dev;
+  // The RDMA device and port behind the parent, for the verbs check.
+  if (!conf.rdmaDevice.empty()) {
+    dev.rdma = RdmaPlace{conf.rdmaDevice, 0, false, conf.port, false};
+  } else if (auto pci = ctx.deps.devices.pciOfNetdev(parent->name, parent->index); pci && *pci) {
+    if (auto fn = ctx.deps.devices.pciFunction(**pci); fn && !fn->rdmaDevices.empty()) {
+      dev.rdma = RdmaPlace{fn->rdmaDevices.front(), 0, false, 1, false};
+    }
+  }
   dev.deviceKey = "ipoib-" + parent->name;
   dev.link = *parent;
   dev.ipoibChild = spec;
@@ -136,6 +144,10 @@ cni::Result<nl::Link> IpoibChildMode::setUp(const ModeContext& ctx, const HostDe
   record.pkey = spec.pkey & 0x7fff;
   record.ipoibMode = modeName(spec.mode);
   record.umcast = spec.umcast;
+  if (device.rdma) {
+    record.rdmaDevice = device.rdma->name;
+    record.rdmaPort = device.rdma->port;
+  }
   if (ctx.deps.bootId) {
     record.bootId = ctx.deps.bootId();
   }

@@ -487,6 +487,7 @@ cni::Result<nl::Link> applyVfSettings(const ModeContext& ctx, const HostDevice& 
 
   if (rdmaNow) {
     record.rdmaDevice = rdmaNow->name;
+    record.rdmaPort = rdmaNow->port;
   }
   if (conf.pkey && rdmaNow) {
     auto table = ctx.deps.devices.pkeys(rdmaNow->name, rdmaNow->port);

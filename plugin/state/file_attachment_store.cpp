@@ -84,6 +84,7 @@ std::string FileAttachmentStore::encode(const AttachmentRecord& r) {
   }
   if (!r.rdmaDevice.empty()) {
     vf["rdmaDevice"] = r.rdmaDevice;
+    vf["rdmaPort"] = r.rdmaPort;
     vf["rdmaMoved"] = r.rdmaMoved;
   }
   if (!vf.empty()) {
@@ -142,6 +143,7 @@ os::SysResult<AttachmentRecord> FileAttachmentStore::decode(const std::string& t
         r.oldLinkState = ls->get<std::uint32_t>();
       }
       r.rdmaDevice = vf->value("rdmaDevice", "");
+      r.rdmaPort = vf->value("rdmaPort", 1u);
       r.rdmaMoved = vf->value("rdmaMoved", false);
     }
     if (auto ib = j.find("ipoib"); ib != j.end() && ib->is_object()) {

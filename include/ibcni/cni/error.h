@@ -30,6 +30,7 @@ enum class Errc : std::uint32_t {
   kStateFailure = 106,      ///< ibcni's attachment record could not be written or read
   kCheckFailed = 107,       ///< CHECK found the attachment differs from what ADD made
   kIpamExhausted = 108,     ///< ibcni-ipam: a range set has no free address
+  kVerbsCheckFailed = 109,  ///< verbsCheck.mode "require": the RDMA device behind the interface is not usable
   kInternal = 999,
 };
 

@@ -48,6 +48,18 @@ struct RuntimeConfig {
 /// `linkState`: how the PF presents the VF's link (IFLA_VF_LINK_STATE).
 enum class VfLinkState { kAuto, kEnable, kDisable };
 
+/// `verbsCheck`: whether and how the RDMA device behind the interface is checked with libibverbs.
+struct VerbsCheck {
+  enum class Mode {
+    kOff,      ///< not checked
+    kWarn,     ///< checked; problems are logged, ADD and CHECK succeed
+    kRequire,  ///< checked; a problem fails ADD (after a full rollback) and CHECK with error 109
+  };
+  Mode mode = Mode::kWarn;
+  std::uint32_t timeoutMs = 2000;  ///< the probe process is killed after this
+  bool qpProbe = false;            ///< `probe: "qp"`: also bring a UD QP to RTS
+};
+
 /// `rdmaIsolation`: whether the VF's RDMA device moves into the pod's netns.
 enum class RdmaIsolation {
   kAuto,  ///< move it when the node's RDMA subsystem is in exclusive netns mode
@@ -75,6 +87,7 @@ struct NetConf {
   std::optional<std::uint16_t> pkey;
   RdmaIsolation rdmaIsolation = RdmaIsolation::kAuto;
   std::optional<net::Guid> argsGuid;     ///< args.cni.guid
+  VerbsCheck verbsCheck;
 
   // ipoib mode: the parent, by netdev name or by RDMA device and port.
   std::string master;                    ///< `master`: the IPoIB parent netdev

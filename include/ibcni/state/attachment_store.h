@@ -43,7 +43,8 @@ struct AttachmentRecord {
   std::string oldNodeGuid;                ///< the GUIDs before, restored by DEL
   std::string oldPortGuid;
   std::optional<std::uint32_t> oldLinkState;  ///< IFLA_VF_LINK_STATE before ADD changed it
-  std::string rdmaDevice;                 ///< the VF's RDMA device, when known
+  std::string rdmaDevice;                 ///< the RDMA device behind the interface, when known
+  std::uint32_t rdmaPort = 1;             ///< its port
   bool rdmaMoved = false;                 ///< ADD moved the RDMA device into the pod netns
 
   // ipoib mode: the child ADD created (hostName/hostIndex name the parent).
