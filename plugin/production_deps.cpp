@@ -11,6 +11,7 @@
 #include "netlink/libnl_netlink.h"
 #include "os/system_netns.h"
 #include "rdma/mnl_rdma_netlink.h"
+#include "verbs/dlopen_verbs_probe.h"
 #include "state/file_attachment_store.h"
 #include "sysfs/sysfs_devices.h"
 
@@ -56,6 +57,7 @@ struct ProductionDeps::Impl {
   os::SystemNetnsProvider netns;
   sysfs::SysfsDevices devices{"/sys"};
   rdma::MnlRdmaNetlink rdma;
+  verbs::DlopenVerbsProbe verbs;
   ipam::DelegateIpam delegated{processEnvironment()};
   ipam::EmbeddedIpam embedded;
   ipam::IpamRouter ipam{embedded, delegated};
@@ -75,6 +77,7 @@ ProductionDeps::ProductionDeps() : impl_(std::make_unique<Impl>()) {
       nowRfc3339,
       bootId,
   });
+  deps_->verbs = &impl_->verbs;
 }
 
 ProductionDeps::~ProductionDeps() = default;

@@ -5,6 +5,7 @@
 // the node as it was.
 #include <gtest/gtest.h>
 
+#include "fakes/fake_verbs_probe.h"
 #include "plugin_fixture.h"
 
 namespace ibcni::testing {
@@ -421,6 +422,68 @@ TEST_F(SriovVfTest, CheckFindsAnRdmaDeviceThatLeftThePod) {
   auto out = run("CHECK", c);
   EXPECT_EQ(errorOf(out)["code"], 107);
   EXPECT_NE(errorOf(out)["msg"].get<std::string>().find("mlx5_3"), std::string::npos) << out.stdoutText;
+}
+
+// ---- the verbs check in ADD and CHECK ----
+
+TEST_F(SriovVfTest, VerbsCheckRequireFailsAddAndRollsEverythingBack) {
+  FakeVerbsProbe verbs;
+  verbs.result = FakeVerbsProbe::healthyIb("mlx5_3");
+  verbs.result.port->state = 2;  // INIT: no subnet manager
+  deps_.verbs = &verbs;
+  json c = withGuid(vfConfig());
+  c["verbsCheck"] = {{"mode", "require"}, {"timeoutMs", 500}, {"probe", "qp"}};
+  const std::string before = nodeState();
+  auto out = run("ADD", c);
+  EXPECT_EQ(errorOf(out)["code"], 109);
+  EXPECT_NE(errorOf(out)["msg"].get<std::string>().find("subnet manager"), std::string::npos) << out.stdoutText;
+  EXPECT_EQ(nodeState(), before) << "GUID, links and IPAM are all back";
+  EXPECT_TRUE(ipam_.allocations.empty());
+  EXPECT_TRUE(records().empty());
+  ASSERT_EQ(verbs.requests.size(), 1u);
+  EXPECT_EQ(verbs.requests[0].netnsPath, kPodPath);
+  EXPECT_EQ(verbs.requests[0].device, "mlx5_3");
+  EXPECT_TRUE(verbs.requests[0].qpProbe);
+  EXPECT_EQ(verbs.requests[0].timeout, std::chrono::milliseconds(500));
+}
+
+TEST_F(SriovVfTest, VerbsCheckWarnLogsAndSucceedsOffDoesNotProbe) {
+  FakeVerbsProbe verbs;
+  verbs.error = os::SysError{ETIMEDOUT, "verbs probe", {}};
+  deps_.verbs = &verbs;
+  json c = vfConfig();
+  add(c);  // warn is the default
+  EXPECT_EQ(verbs.requests.size(), 1u);
+  ASSERT_EQ(run("DEL", c).exitCode, 0);
+  c["verbsCheck"] = {{"mode", "off"}};
+  add(c);
+  EXPECT_EQ(verbs.requests.size(), 1u) << "off: no probe";
+}
+
+TEST_F(SriovVfTest, VerbsCheckInCheckReportsAPortThatWentDown) {
+  FakeVerbsProbe verbs;
+  verbs.result = FakeVerbsProbe::healthyIb("mlx5_3");
+  deps_.verbs = &verbs;
+  json c = vfConfig();
+  c["verbsCheck"] = {{"mode", "require"}};
+  c["pkey"] = "0x7fff";
+  auto result = add(c);
+  c["prevResult"] = result;
+  EXPECT_EQ(run("CHECK", c).exitCode, 0);
+  verbs.result.port->state = 1;
+  auto out = run("CHECK", c);
+  EXPECT_EQ(errorOf(out)["code"], 109);
+  EXPECT_NE(errorOf(out)["msg"].get<std::string>().find("DOWN"), std::string::npos) << out.stdoutText;
+}
+
+TEST_F(SriovVfTest, VerbsCheckConfigIsValidated) {
+  for (auto bad : {json{{"mode", "strict"}}, json{{"timeoutMs", 0}}, json{{"probe", "rc"}}, json("require")}) {
+    json c = vfConfig();
+    c["verbsCheck"] = bad;
+    auto out = run("ADD", c);
+    EXPECT_EQ(errorOf(out)["code"], 7) << bad.dump();
+    EXPECT_NE(errorOf(out)["msg"].get<std::string>().find("verbsCheck"), std::string::npos);
+  }
 }
 
 }  // namespace

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: Apache-2.0
+// The verbs check's decisions (each failure with its message and fix) and how ADD and CHECK use
+// them in warn and require mode.
+#include <gtest/gtest.h>
+
+#include "commands/verbs_check.h"
+#include "fakes/fake_verbs_probe.h"
+
+namespace ibcni::testing {
+namespace {
+
+using plugin::evaluateVerbs;
+using plugin::VerbsExpectations;
+
+VerbsExpectations want(const std::string& device = "mlx5_3") {
+  VerbsExpectations w;
+  w.device = device;
+  w.port = 1;
+  return w;
+}
+
+std::string all(const std::vector<plugin::VerbsFinding>& f) {
+  std::string s;
+  for (const auto& x : f) {
+    s += x.check + ": " + x.problem + " | " + x.fix + "\n";
+  }
+  return s;
+}
+
+TEST(EvaluateVerbs, AHealthyInfinibandPortPasses) {
+  auto r = FakeVerbsProbe::healthyIb("mlx5_3");
+  auto w = want();
+  w.pkey = 0x7fff;
+  EXPECT_TRUE(evaluateVerbs(r, w).empty()) << all(evaluateVerbs(r, w));
+  w.pkey = 0x0123;
+  EXPECT_TRUE(evaluateVerbs(r, w).empty()) << "0x8123 in the table is pkey 0x0123";
+}
+
+TEST(EvaluateVerbs, UnavailableLibibverbs) {
+  verbs::ProbeResult r;
+  r.available = false;
+  r.unavailableReason = "libibverbs.so.1: cannot open shared object file";
+  auto f = evaluateVerbs(r, want());
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_NE(f[0].problem.find("verbs check unavailable"), std::string::npos);
+  EXPECT_NE(f[0].fix.find("rdma-core"), std::string::npos);
+}
+
+TEST(EvaluateVerbs, DeviceNotVisibleOrNotOpened) {
+  auto r = FakeVerbsProbe::healthyIb("mlx5_0");
+  auto f = evaluateVerbs(r, want("mlx5_3"));
+  ASSERT_EQ(f.size(), 1u) << all(f);
+  EXPECT_NE(f[0].problem.find("not visible in the pod's network namespace (it sees mlx5_0)"), std::string::npos);
+  EXPECT_NE(f[0].fix.find("rdmaIsolation"), std::string::npos);
+
+  r = FakeVerbsProbe::healthyIb("mlx5_3");
+  r.opened = false;
+  r.port.reset();
+  r.openError = "Permission denied";
+  f = evaluateVerbs(r, want());
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_NE(f[0].problem.find("cannot open mlx5_3: Permission denied"), std::string::npos);
+  EXPECT_NE(f[0].fix.find("uverbs"), std::string::npos);
+}
+
+TEST(EvaluateVerbs, PortInInitMeansNoSubnetManager) {
+  auto r = FakeVerbsProbe::healthyIb("mlx5_3");
+  r.port->state = 2;
+  r.port->lid = 0;
+  r.port->smLid = 0;
+  auto f = evaluateVerbs(r, want());
+  ASSERT_EQ(f.size(), 3u) << all(f);
+  EXPECT_NE(f[0].problem.find("INIT, not ACTIVE"), std::string::npos);
+  EXPECT_NE(f[0].fix.find("subnet manager"), std::string::npos);
+  EXPECT_EQ(f[1].check, "LID");
+  EXPECT_EQ(f[2].check, "SM");
+}
+
+TEST(EvaluateVerbs, PortDownAndPhysicalState) {
+  auto r = FakeVerbsProbe::healthyIb("mlx5_3");
+  r.port->state = 1;
+  r.port->physState = 3;
+  auto f = evaluateVerbs(r, want());
+  ASSERT_EQ(f.size(), 2u) << all(f);
+  EXPECT_NE(f[0].problem.find("DOWN"), std::string::npos);
+  EXPECT_NE(f[0].fix.find("linkState"), std::string::npos);
+  EXPECT_NE(f[1].problem.find("Disabled, not LinkUp"), std::string::npos);
+}
+
+TEST(EvaluateVerbs, ZeroPortGuidAndMissingPkey) {
+  auto r = FakeVerbsProbe::healthyIb("mlx5_3");
+  r.port->portGuid = 0;
+  auto w = want();
+  w.pkey = 0x0042;
+  auto f = evaluateVerbs(r, w);
+  ASSERT_EQ(f.size(), 2u) << all(f);
+  EXPECT_EQ(f[0].check, "GUID");
+  EXPECT_NE(f[1].problem.find("pkey 0x0042 is not in the pkey table of mlx5_3 port 1 (0xffff, 0x8123)"),
+            std::string::npos);
+  EXPECT_NE(f[1].fix.find("partitions.conf"), std::string::npos);
+}
+
+TEST(EvaluateVerbs, RoceNeedsARoceV2GidForEachAddress) {
+  verbs::ProbeResult r;
+  r.devices = {"rxe0"};
+  r.opened = true;
+  verbs::PortFacts p;
+  p.device = "rxe0";
+  p.state = 4;
+  p.physState = 5;
+  p.linkLayer = verbs::LinkLayer::kEthernet;
+  verbs::Gid g;
+  g.index = 1;
+  g.raw = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 77, 0, 1};
+  g.type = "RoCE v2";
+  p.gids = {g};
+  r.port = p;
+  auto w = want("rxe0");
+  w.ips = {net::IpPrefix::parse("10.77.0.1/24")->address};
+  EXPECT_TRUE(evaluateVerbs(r, w).empty()) << "no LID/SM checks on Ethernet: " << all(evaluateVerbs(r, w));
+  w.ips.push_back(net::IpPrefix::parse("10.77.0.2/24")->address);
+  auto f = evaluateVerbs(r, w);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_NE(f[0].problem.find("no RoCE v2 GID of rxe0 port 1 carries 10.77.0.2"), std::string::npos);
+  r.port->gids[0].type = "IB/RoCE v1";
+  EXPECT_EQ(evaluateVerbs(r, want("rxe0")).size(), 0u);
+  w.ips.pop_back();
+  EXPECT_EQ(evaluateVerbs(r, w).size(), 1u) << "a RoCE v1 GID does not count";
+}
+
+TEST(EvaluateVerbs, QpProbeFailure) {
+  auto r = FakeVerbsProbe::healthyIb("mlx5_3");
+  r.qpProbeOk = false;
+  r.qpProbeError = "ibv_create_cq: Cannot allocate memory";
+  auto w = want();
+  w.qpProbe = true;
+  auto f = evaluateVerbs(r, w);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_NE(f[0].problem.find("did not reach RTS: ibv_create_cq"), std::string::npos);
+  EXPECT_NE(f[0].fix.find("ulimit -l"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ibcni::testing
