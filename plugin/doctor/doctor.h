@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: Apache-2.0
+// `ibcni doctor`: a report on a node's RDMA, IPoIB and SR-IOV set-up, run by hand. It replaces the
+// manual checks (ibv_devinfo, ibstat, rdma system show, ip link show) one does before the first pod.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ibcni/netlink/netlink.h"
+#include "ibcni/os/netns.h"
+#include "ibcni/rdma/rdma_netlink.h"
+#include "ibcni/sysfs/devices.h"
+#include "ibcni/verbs/verbs_probe.h"
+
+namespace ibcni::doctor {
+
+/// One port of an RDMA device. State and addresses come from the verbs probe (run in the host
+/// netns); they are left at their defaults when it could not query the port (`queried` false).
+struct PortReport {
+  std::uint32_t port = 0;
+  bool queried = false;         ///< the verbs probe answered for this port
+  std::string state;            ///< "DOWN", "INIT", "ARMED", "ACTIVE", "ACTIVE_DEFER"; empty when unknown
+  std::string physState;        ///< "LinkUp", "Polling", "Disabled", ...; empty when unknown
+  std::string linkLayer;        ///< "InfiniBand", "Ethernet", "unspecified"; empty when unknown
+  std::uint16_t lid = 0;
+  std::uint16_t smLid = 0;
+  std::string portGuid;         ///< "xx:xx:xx:xx:xx:xx:xx:xx"; empty when unknown
+  std::vector<std::uint16_t> pkeys;  ///< the pkey table (verbs, else sysfs), empty slots left out
+  std::string netdev;           ///< the port's netdev as RDMA netlink reports it; empty when none
+  int netdevIndex = 0;
+};
+
+/// One RDMA device and its ports.
+struct DeviceReport {
+  std::string name;             ///< "mlx5_0", "rxe0"
+  std::uint32_t index = 0;      ///< RDMA netlink's device index
+  std::string nodeGuid;         ///< from the verbs probe; empty when unknown
+  std::vector<PortReport> ports;
+};
+
+/// A link of kind "ipoib": a parent (an IB port's netdev) or a child (a pkey interface).
+struct IpoibLinkReport {
+  std::string name;
+  int index = 0;
+  std::uint16_t pkey = 0;       ///< as the kernel reports it (full-membership bit set)
+  std::string mode;             ///< "datagram" or "connected"
+  int parentIndex = 0;          ///< 0 for a parent
+  std::string parent;           ///< the parent's name, for a child (empty when not found)
+  bool adminUp = false;
+  std::uint32_t mtu = 0;
+};
+
+/// One VF as its PF reports it.
+struct VfReport {
+  std::uint32_t vf = 0;
+  std::string linkState;        ///< "auto", "enable", "disable"; empty when not reported
+  std::string nodeGuid;         ///< empty when not reported
+  std::string portGuid;         ///< empty when not reported
+};
+
+/// An SR-IOV PF with VFs enabled.
+struct PfReport {
+  std::string pci;              ///< "dddd:bb:dd.f"
+  std::string netdev;           ///< the PF netdev the VFs were read from
+  int ifIndex = 0;
+  std::string driver;
+  std::vector<std::string> rdmaDevices;
+  std::vector<VfReport> vfs;
+};
+
+/// Something that needs a hand, and what to do about it.
+struct Problem {
+  std::string what;
+  std::string fix;
+  /// true for notes that do not make the node unfit (RDMA netns mode shared); they do not count
+  /// for the exit status.
+  bool informational = false;
+};
+
+/// Everything `ibcni doctor` found. Plain data: renderText and result/doctor_json print it.
+struct DoctorReport {
+  std::string rdmaNetnsMode;    ///< "shared", "exclusive", or "unknown" (no RDMA netlink)
+  bool verbsAvailable = false;  ///< libibverbs.so.1 could be loaded
+  std::string verbsUnavailableReason;
+  std::vector<std::string> uverbsDevices;  ///< /dev/infiniband/uverbs* names, sorted
+  std::vector<DeviceReport> devices;
+  std::vector<IpoibLinkReport> ipoibLinks;
+  std::vector<PfReport> sriovPfs;
+  std::vector<Problem> problems;
+};
+
+/// What collect() looks at. The interfaces are those of plugin::Deps; the two listing functions
+/// stand in for directory reads so that tests need no real /sys/class/net or /dev/infiniband.
+struct DoctorInputs {
+  nl::Netlink& netlink;
+  sysfs::Devices& devices;
+  rdma::RdmaNetlink& rdma;
+  verbs::VerbsProbe* verbs = nullptr;  ///< null: libibverbs is reported unavailable
+  const os::Netns& hostNetns;          ///< the namespace every netlink query is made in
+  std::string verbsNetnsPath = "/proc/self/ns/net";  ///< ProbeRequest::netnsPath for the probes
+  std::function<std::vector<std::string>()> listNetdevs;   ///< netdev names of the host netns
+  std::function<std::vector<std::string>()> listUverbs;    ///< names of /dev/infiniband/uverbs*
+};
+
+/// Queries everything and derives the problems. Never fails: what cannot be read is reported.
+[[nodiscard]] DoctorReport collect(const DoctorInputs& in);
+
+/// A human-readable report, one section per topic, problems last.
+[[nodiscard]] std::string renderText(const DoctorReport& report);
+
+/// 0 when the report has no problem (informational notes aside), 1 otherwise.
+[[nodiscard]] int exitStatus(const DoctorReport& report);
+
+/// The entries of `dir` whose names start with `prefix`, sorted; empty when `dir` cannot be read.
+[[nodiscard]] std::vector<std::string> listDirectory(const std::string& dir, const std::string& prefix);
+
+}  // namespace ibcni::doctor

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "result/doctor_json.h"
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+namespace ibcni::result {
+
+namespace {
+
+using nlohmann::json;
+
+json orNull(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
+
+json pkeys(const std::vector<std::uint16_t>& keys) {
+  json a = json::array();
+  for (auto k : keys) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "0x%04x", static_cast<unsigned>(k));
+    a.push_back(buf);
+  }
+  return a;
+}
+
+}  // namespace
+
+std::string printDoctorReport(const doctor::DoctorReport& r) {
+  json devices = json::array();
+  for (const auto& d : r.devices) {
+    json ports = json::array();
+    for (const auto& p : d.ports) {
+      ports.push_back({{"port", p.port},
+                       {"queried", p.queried},
+                       {"state", orNull(p.state)},
+                       {"physState", orNull(p.physState)},
+                       {"linkLayer", orNull(p.linkLayer)},
+                       {"lid", p.lid},
+                       {"smLid", p.smLid},
+                       {"portGuid", orNull(p.portGuid)},
+                       {"pkeys", pkeys(p.pkeys)},
+                       {"netdev", orNull(p.netdev)},
+                       {"netdevIndex", p.netdevIndex}});
+    }
+    devices.push_back({{"name", d.name}, {"index", d.index}, {"nodeGuid", orNull(d.nodeGuid)}, {"ports", ports}});
+  }
+  json ipoib = json::array();
+  for (const auto& l : r.ipoibLinks) {
+    ipoib.push_back({{"name", l.name},
+                     {"index", l.index},
+                     {"role", l.parentIndex == 0 ? "parent" : "child"},
+                     {"pkey", pkeys({l.pkey})[0]},
+                     {"mode", orNull(l.mode)},
+                     {"parentIndex", l.parentIndex},
+                     {"parent", orNull(l.parent)},
+                     {"up", l.adminUp},
+                     {"mtu", l.mtu}});
+  }
+  json pfs = json::array();
+  for (const auto& pf : r.sriovPfs) {
+    json vfs = json::array();
+    for (const auto& v : pf.vfs) {
+      vfs.push_back({{"vf", v.vf},
+                     {"linkState", orNull(v.linkState)},
+                     {"nodeGuid", orNull(v.nodeGuid)},
+                     {"portGuid", orNull(v.portGuid)}});
+    }
+    pfs.push_back({{"pci", pf.pci},
+                   {"netdev", pf.netdev},
+                   {"ifIndex", pf.ifIndex},
+                   {"driver", orNull(pf.driver)},
+                   {"rdmaDevices", pf.rdmaDevices},
+                   {"vfs", vfs}});
+  }
+  json problems = json::array();
+  for (const auto& p : r.problems) {
+    problems.push_back({{"what", p.what}, {"fix", p.fix}, {"informational", p.informational}});
+  }
+  json out = {{"rdmaNetnsMode", r.rdmaNetnsMode},
+              {"libibverbs", {{"available", r.verbsAvailable}, {"reason", orNull(r.verbsUnavailableReason)}}},
+              {"uverbsDevices", r.uverbsDevices},
+              {"devices", devices},
+              {"ipoibLinks", ipoib},
+              {"sriovPfs", pfs},
+              {"problems", problems}};
+  return out.dump(2);
+}
+
+}  // namespace ibcni::result

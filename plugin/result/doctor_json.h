@@ -1,0 +1,16 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <string>
+
+#include "doctor/doctor.h"
+
+namespace ibcni::result {
+
+/// `ibcni doctor --json`: the report as one JSON object (two-space indented), keys in camelCase as
+/// in DoctorReport: rdmaNetnsMode, libibverbs {available, reason}, uverbsDevices, devices[] (name,
+/// index, nodeGuid, ports[]), ipoibLinks[], sriovPfs[] (vfs[]), problems[] {what, fix,
+/// informational}. Unknown strings are null, pkeys are "0xffff" strings.
+[[nodiscard]] std::string printDoctorReport(const doctor::DoctorReport& report);
+
+}  // namespace ibcni::result
