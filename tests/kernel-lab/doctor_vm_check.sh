@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # `ibcni doctor --json` against the real kernel: inside the kernel-lab VM, with an rxe device on
 # eth0, the devices, ports (netdev, state) and RDMA netns mode it reports must match what iproute2's
-# `rdma` says. Not wired into ctest; run by hand:
-
+# `rdma` says. ctest's kernel_lab_doctor (label kernel-lab) boots the VM and runs it; by hand:
+#   ../shared/kernel-lab/run.sh --nics 1 -- tests/kernel-lab/doctor_vm_check.sh build/ibcni
 # Inside the VM only (KERNEL_LAB=1): it adds rxe0 on eth0 and flips the netns mode back and forth.
 # Prints one PASS/FAIL line per check, ends with "N passed, M failed", exits non-zero on any failure.
 set -u
