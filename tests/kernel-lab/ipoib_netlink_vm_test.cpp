@@ -26,33 +26,15 @@
 
 #include "netlink/libnl_netlink.h"
 #include "support/test_netns.h"
+#include "vm_test_util.h"
 
 namespace ibcni::testing {
 namespace {
 
-bool inKernelLab() {
-  const char* lab = std::getenv("KERNEL_LAB");
-  return lab != nullptr && std::string_view(lab) == "1";
-}
+using ::ibcni::testing::lab::inKernelLab;
+using ::ibcni::testing::lab::Cmd;
+using ::ibcni::testing::lab::sh;
 
-/// Runs a shell command; its standard output and standard error, and whether it exited 0.
-struct Cmd {
-  bool ok = false;
-  std::string out;
-};
-Cmd sh(const std::string& cmd) {
-  Cmd result;
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) {
-    return result;
-  }
-  std::array<char, 512> buf{};
-  while (std::fgets(buf.data(), buf.size(), p) != nullptr) {
-    result.out += buf.data();
-  }
-  result.ok = ::pclose(p) == 0;
-  return result;
-}
 
 std::string describe(const os::SysError& e) {
   return std::string(std::strerror(e.err)) + " (errno " + std::to_string(e.err) + "), ext-ack \"" +

@@ -25,33 +25,15 @@
 #include <vector>
 
 #include "rdma/mnl_rdma_netlink.h"
+#include "vm_test_util.h"
 
 namespace ibcni::rdma {
 namespace {
 
-bool inKernelLab() {
-  const char* lab = std::getenv("KERNEL_LAB");
-  return lab != nullptr && std::string_view(lab) == "1";
-}
+using ::ibcni::testing::lab::inKernelLab;
+using ::ibcni::testing::lab::Cmd;
+using ::ibcni::testing::lab::sh;
 
-/// Runs a shell command; its standard output and standard error, and whether it exited 0.
-struct Cmd {
-  bool ok = false;
-  std::string out;
-};
-Cmd sh(const std::string& cmd) {
-  Cmd result;
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) {
-    return result;
-  }
-  std::array<char, 512> buf{};
-  while (std::fgets(buf.data(), buf.size(), p) != nullptr) {
-    result.out += buf.data();
-  }
-  result.ok = ::pclose(p) == 0;
-  return result;
-}
 
 /// The mode as `rdma system show` prints it ("netns shared copy-on-fork on").
 std::optional<NetnsMode> modeFromRdmaTool() {

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "sysfs/sysfs_devices.h"
+#include "vm_test_util.h"
 
 namespace ibcni::sysfs {
 namespace {
@@ -37,10 +38,7 @@ struct PciNetdev {
   fs::path device;  ///< `readlink -f /sys/class/net/<name>/device`
 };
 
-bool inKernelLab() {
-  const char* lab = std::getenv("KERNEL_LAB");
-  return lab != nullptr && std::string_view(lab) == "1";
-}
+using ::ibcni::testing::lab::inKernelLab;
 
 /// The bus a device directory belongs to ("pci", "virtio", ...), empty when it has none.
 std::string busOf(const fs::path& device) {

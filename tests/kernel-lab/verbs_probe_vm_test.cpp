@@ -22,33 +22,15 @@
 
 #include "support/test_netns.h"
 #include "verbs/dlopen_verbs_probe.h"
+#include "vm_test_util.h"
 
 namespace ibcni::verbs {
 namespace {
 
-bool inKernelLab() {
-  const char* lab = std::getenv("KERNEL_LAB");
-  return lab != nullptr && std::string_view(lab) == "1";
-}
+using ::ibcni::testing::lab::inKernelLab;
+using ::ibcni::testing::lab::Cmd;
+using ::ibcni::testing::lab::sh;
 
-/// Runs a shell command; its standard output and standard error, and whether it exited 0.
-struct Cmd {
-  bool ok = false;
-  std::string out;
-};
-Cmd sh(const std::string& cmd) {
-  Cmd result;
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) {
-    return result;
-  }
-  std::array<char, 512> buf{};
-  while (std::fgets(buf.data(), buf.size(), p) != nullptr) {
-    result.out += buf.data();
-  }
-  result.ok = ::pclose(p) == 0;
-  return result;
-}
 
 /// ::ffff:10.77.0.1, the RoCE v2 GID of eth0's IPv4 address.
 constexpr std::array<std::uint8_t, 16> kV4MappedGid{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 10, 77, 0, 1};
