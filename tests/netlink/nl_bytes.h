@@ -9,7 +9,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <fcntl.h>
+#include <fstream>
+#include <sched.h>
+#include <sys/types.h>
+#include <sys/wait.h>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -125,6 +132,78 @@ inline std::vector<Bytes> dumpedBuffers(const std::string& straceOutput) {
   }
   std::erase_if(out, [](const Bytes& b) { return b.empty(); });
   return out;
+}
+
+inline std::string hex(const Bytes& b) {
+  std::string out;
+  char buf[4];
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    std::snprintf(buf, sizeof buf, "%02x", b[i]);
+    out += buf;
+    out += (i % 16 == 15) ? "\n" : " ";
+  }
+  return out;
+}
+
+/// What `strace ... <command>` run inside a network namespace wrote.
+struct StraceRun {
+  bool ran = false;    ///< strace started and the command exited (any status)
+  std::string error;   ///< why it did not, when !ran
+  std::string output;  ///< strace's trace: every sendmsg/sendto with a hex dump of its buffers
+};
+
+/// Runs `command` under strace inside the network namespace `netnsFd` and returns the trace of
+/// what it sent. `-e write=all` adds a hex dump of every buffer sent, the raw bytes (the -xx text
+/// shows the nlmsghdr decoded into fields, not as bytes); instead of `ip -n NS` (which wants a
+/// name under /run/netns) the child enters the namespace itself. The command's own exit status
+/// does not matter (the kernel may refuse the request; only the bytes are of interest).
+inline StraceRun straceSends(const std::string& strace, int netnsFd, const std::vector<std::string>& command) {
+  StraceRun run;
+  const char* tmp = std::getenv("TMPDIR");
+  std::string outPath = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/ibcni-strace-XXXXXX";
+  const int outFd = ::mkostemp(outPath.data(), O_CLOEXEC);
+  if (outFd < 0) {
+    run.error = std::string("mkostemp: ") + std::strerror(errno);
+    return run;
+  }
+  ::close(outFd);
+  std::vector<std::string> argv{strace, "-f", "-o", outPath, "-e", "trace=sendmsg,sendto", "-e", "write=all",
+                                "-xx", "-s", "65535"};
+  argv.insert(argv.end(), command.begin(), command.end());
+  std::vector<char*> cargv;
+  for (auto& a : argv) {
+    cargv.push_back(a.data());
+  }
+  cargv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    run.error = std::string("fork: ") + std::strerror(errno);
+    ::unlink(outPath.c_str());
+    return run;
+  }
+  if (pid == 0) {
+    const int devNull = ::open("/dev/null", O_WRONLY);
+    if (::setns(netnsFd, CLONE_NEWNET) != 0 || devNull < 0 || ::dup2(devNull, STDOUT_FILENO) < 0 ||
+        ::dup2(devNull, STDERR_FILENO) < 0) {
+      ::_exit(126);
+    }
+    ::execv(cargv[0], cargv.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  std::ifstream in(outPath);
+  std::stringstream text;
+  text << in.rdbuf();
+  ::unlink(outPath.c_str());
+  run.output = text.str();
+  // 126/127: the child could not enter the namespace or strace could not be run.
+  run.ran = WIFEXITED(status) && WEXITSTATUS(status) != 126 && WEXITSTATUS(status) != 127;
+  if (!run.ran) {
+    run.error = "strace did not run";
+  }
+  return run;
 }
 
 }  // namespace ibcni::testing::nlbytes

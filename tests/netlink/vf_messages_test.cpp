@@ -242,53 +242,13 @@ class VfMessagesTest : public ::testing::Test {
 
   // The VF request that `ip link set kDev <args>` sends inside the test namespace.
   Bytes iproute2Request(const std::vector<std::string>& args) {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string outPath =
-        std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/ibcni-vf-strace-XXXXXX";
-    const int outFd = ::mkostemp(outPath.data(), O_CLOEXEC);
-    if (outFd < 0) {
-      ADD_FAILURE() << "mkostemp: " << std::strerror(errno);
-      return {};
-    }
-    ::close(outFd);
-    // The command of the brief, `strace -f -e trace=sendmsg,sendto -xx -s 65535 ip -n NS ...`,
-    // with two changes: `-e write=all` adds a hex dump of every buffer sent, the raw bytes
-    // (the -xx text shows the nlmsghdr decoded into fields, not as bytes), and instead of
-    // `ip -n NS` (which wants a name under /run/netns) the child enters the namespace itself.
-    std::vector<std::string> argv{strace_, "-f", "-o", outPath, "-e", "trace=sendmsg,sendto", "-e", "write=all",
-                                  "-xx", "-s", "65535", ip_, "link", "set", kDev};
-    argv.insert(argv.end(), args.begin(), args.end());
-    std::vector<char*> cargv;
-    for (auto& a : argv) {
-      cargv.push_back(a.data());
-    }
-    cargv.push_back(nullptr);
-    const pid_t pid = ::fork();
-    if (pid < 0) {
-      ADD_FAILURE() << "fork: " << std::strerror(errno);
-      return {};
-    }
-    if (pid == 0) {
-      const int devNull = ::open("/dev/null", O_WRONLY);
-      if (::setns(ns_->netns().fd(), CLONE_NEWNET) != 0 || devNull < 0 ||
-          ::dup2(devNull, STDOUT_FILENO) < 0 || ::dup2(devNull, STDERR_FILENO) < 0) {
-        ::_exit(126);
-      }
-      ::execv(cargv[0], cargv.data());
-      ::_exit(127);
-    }
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    std::ifstream in(outPath);
-    std::stringstream text;
-    text << in.rdbuf();
-    ::unlink(outPath.c_str());
-    // ip exits 2: the kernel refuses VF settings on a veth. 126/127: strace did not run.
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 126 && WEXITSTATUS(status) != 127)
-        << "strace did not run";
+    std::vector<std::string> command{ip_, "link", "set", kDev};
+    command.insert(command.end(), args.begin(), args.end());
+    const StraceRun run = straceSends(strace_, ns_->netns().fd(), command);
+    EXPECT_TRUE(run.ran) << run.error;
+    const std::string& trace = run.output;
     std::vector<Bytes> found;
-    for (auto& b : dumpedBuffers(text.str())) {
+    for (auto& b : dumpedBuffers(trace)) {
       if (isVfRequest(b)) {
         found.push_back(std::move(b));
       }
@@ -296,7 +256,7 @@ class VfMessagesTest : public ::testing::Test {
     if (found.size() != 1) {
       ADD_FAILURE() << "expected one VF request from ip, found " << found.size()
                     << "; strace output:\n"
-                    << text.str();
+                    << trace;
       return {};
     }
     return found[0];
@@ -309,16 +269,6 @@ class VfMessagesTest : public ::testing::Test {
   int index_ = 0;
 };
 
-std::string hex(const Bytes& b) {
-  std::string out;
-  char buf[4];
-  for (std::size_t i = 0; i < b.size(); ++i) {
-    std::snprintf(buf, sizeof buf, "%02x", b[i]);
-    out += buf;
-    out += (i % 16 == 15) ? "\n" : " ";
-  }
-  return out;
-}
 
 // Our bytes after the normalisations, checking first that ours need them.
 Bytes normalisedOurs(Bytes ours) {
