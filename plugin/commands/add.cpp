@@ -126,12 +126,7 @@ cni::Result<cni::AddResult> cmdAdd(const Invocation& inv, Deps& deps) {
   }
 
   os::Rollback rollback(logFailedUndo);
-  state::AttachmentRecord record;
-  record.network = conf.name;
-  record.containerId = inv.args.containerId;
-  record.ifName = inv.args.ifName;
-  record.netns = inv.args.netns;
-  record.mode = config::toString(conf.mode);
+  state::AttachmentRecord record = recordFor(inv);
   record.ipamType = conf.ipamType;
 
   auto podLink = mode.setUp(ctx, *device, *pod, rollback, record);

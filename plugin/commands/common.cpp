@@ -78,6 +78,16 @@ cni::Result<os::FileLock> lockDevice(const Invocation& inv, Deps& deps, const st
   return std::move(*lock);
 }
 
+state::AttachmentRecord recordFor(const Invocation& inv) {
+  state::AttachmentRecord r;
+  r.network = inv.conf.name;
+  r.containerId = inv.args.containerId;
+  r.ifName = inv.args.ifName;
+  r.netns = inv.args.netns;
+  r.mode = config::toString(inv.conf.mode);
+  return r;
+}
+
 std::string deviceKeyFromConfig(const config::NetConf& conf) {
   if (conf.mode == config::Mode::kIpoib) {
     return "ipoib-" + (conf.master.empty() ? conf.rdmaDevice + "-" + std::to_string(conf.port) : conf.master);

@@ -39,6 +39,10 @@ namespace ibcni::plugin {
 /// The lock name for a device known only from the configuration (DEL without a record).
 [[nodiscard]] std::string deviceKeyFromConfig(const config::NetConf& conf);
 
+/// A record keyed by this invocation (network, container, ifname) with its netns and mode; the
+/// mode fills in what it did.
+[[nodiscard]] state::AttachmentRecord recordFor(const Invocation& inv);
+
 /// The IPAM call for this invocation (the raw stdin passed on unchanged).
 [[nodiscard]] ipam::Request ipamRequest(const Invocation& inv);
 

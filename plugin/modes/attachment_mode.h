@@ -24,6 +24,7 @@ struct VfPlace {
   std::uint32_t vfIndex = 0;
   nl::Link pfLink;                ///< the PF's netdev in the host; index 0 when it has none
   std::optional<nl::VfInfo> info; ///< what the PF reports about the VF, when it does
+  std::optional<net::Guid> guid;  ///< the GUID requested for it (requestedGuid), if any
 };
 
 /// The RDMA device behind the netdev, and whether ADD moves it into the pod.

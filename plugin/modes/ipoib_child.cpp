@@ -273,12 +273,7 @@ std::optional<state::AttachmentRecord> IpoibChildMode::recover(const ModeContext
   if (podLink.kind != "ipoib") {
     return std::nullopt;
   }
-  state::AttachmentRecord r;
-  r.network = ctx.inv.conf.name;
-  r.containerId = ctx.inv.args.containerId;
-  r.ifName = ctx.inv.args.ifName;
-  r.netns = ctx.inv.args.netns;
-  r.mode = "ipoib";
+  state::AttachmentRecord r = recordFor(ctx.inv);
   r.podIndex = podLink.index;
   return r;
 }

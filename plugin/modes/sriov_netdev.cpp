@@ -417,12 +417,7 @@ std::optional<state::AttachmentRecord> SriovNetdevMode::recover(const ModeContex
   if (!net::isValidIfName(hostName)) {
     return std::nullopt;
   }
-  state::AttachmentRecord r;
-  r.network = ctx.inv.conf.name;
-  r.containerId = ctx.inv.args.containerId;
-  r.ifName = ctx.inv.args.ifName;
-  r.netns = ctx.inv.args.netns;
-  r.mode = "sriov";
+  state::AttachmentRecord r = recordFor(ctx.inv);
   r.hostName = hostName;
   r.podIndex = podLink.index;
   // What the host settings were is unknown without the record: the device comes back down, with

@@ -280,6 +280,7 @@ cni::Result<void> resolveVf(const ModeContext& ctx, const sysfs::PciFunction* fn
                        subject + ": its PF " + vf.pfPci +
                            " has no netdev in the host namespace, and VF GUIDs and link state are set through it");
     }
+    vf.guid = *guid;
     device.vf = vf;
     if (!*guid) {
       auto cur = currentGuids(device);
@@ -410,26 +411,23 @@ cni::Result<nl::Link> applyVfSettings(const ModeContext& ctx, const HostDevice& 
     record.vfIndex = vf.vfIndex;
     const std::string what = vfName(vf.pfPci, vf.vfIndex, vf.pfLink.name);
 
-    auto guid = requestedGuid(ctx.inv);
-    if (!guid) {
-      return std::unexpected(guid.error());
-    }
+    const std::optional<net::Guid>& guid = vf.guid;  // validated by resolveVf
     auto cur = currentGuids(device);
-    if (*guid && !(cur.node == *guid && cur.port == *guid)) {
+    if (guid && !(cur.node == guid && cur.port == guid)) {
       const net::Guid oldNode = cur.node.value_or(net::Guid{0});
       const net::Guid oldPort = cur.port.value_or(net::Guid{0});
-      log::info("setting the node and port GUID of {} to {} (was {} / {})", what, (*guid)->toString(),
+      log::info("setting the node and port GUID of {} to {} (was {} / {})", what, guid->toString(),
                 oldNode.toString(), oldPort.toString());
-      if (auto r = nl.setVfGuids(host, vf.pfLink.index, vf.vfIndex, **guid, **guid); !r) {
+      if (auto r = nl.setVfGuids(host, vf.pfLink.index, vf.vfIndex, *guid, *guid); !r) {
         return std::unexpected(sysError(Errc::kNetlinkFailure,
-                                        "cannot set GUID " + (*guid)->toString() + " on " + what +
+                                        "cannot set GUID " + guid->toString() + " on " + what +
                                             (r.error().err == EOPNOTSUPP
                                                  ? ": the PF's driver cannot set VF GUIDs (kernel >= 5.6 with mlx5 "
                                                    "is needed)"
                                                  : ""),
                                         r.error()));
       }
-      record.guid = (*guid)->toString();
+      record.guid = guid->toString();
       record.oldNodeGuid = oldNode.toString();
       record.oldPortGuid = oldPort.toString();
       rollback.add("restore the GUIDs of " + what,
