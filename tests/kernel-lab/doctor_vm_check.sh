@@ -48,6 +48,15 @@ if ! rdma -j dev show 2>/dev/null | jq -e 'any(.[]; .ifname == "rxe0")' >/dev/nu
   added=1
 fi
 ip link set eth0 up
+# rxe0's port goes ACTIVE shortly after eth0 is up; compare a settled state, not a transition.
+port_active() {
+  for _ in $(seq 100); do
+    [[ $(rdma -j link show rxe0/1 2>/dev/null | jq -r '.[0].state') == ACTIVE ]] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+check "rxe0/1 is ACTIVE before the comparison" port_active
 
 compare() {  # compare TAG: one doctor run against rdma's view
   local tag=$1 out rc
