@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -15,6 +16,10 @@
 namespace ibcni::doctor {
 
 namespace {
+
+// doctor runs by hand, not inside a runtime's deadline: give a slow node (or an emulated one) time
+// to load libibverbs and open each device, rather than report a port's state as unknown.
+constexpr std::chrono::milliseconds kProbeTimeout{10000};
 
 // enum ibv_port_state
 std::string portStateName(int state) {
@@ -76,6 +81,7 @@ void probePort(const DoctorInputs& in, DoctorReport& r, DeviceReport& device, Po
   req.netnsPath = in.verbsNetnsPath;
   req.device = device.name;
   req.port = port.port;
+  req.timeout = kProbeTimeout;
   auto res = in.verbs->probe(req);
   if (!res) {
     problem(r, "the verbs probe of " + device.name + " port " + std::to_string(port.port) + " failed: " +
@@ -270,6 +276,7 @@ DoctorReport collect(const DoctorInputs& in) {
   // libibverbs: one probe without a device tells whether it loads at all.
   if (in.verbs != nullptr) {
     verbs::ProbeRequest req;
+    req.timeout = kProbeTimeout;
     req.netnsPath = in.verbsNetnsPath;
     auto res = in.verbs->probe(req);
     if (res) {
