@@ -14,6 +14,9 @@ namespace {
 constexpr int kPortActive = 4;
 constexpr int kPortActiveDefer = 5;
 constexpr int kPhysLinkUp = 5;
+constexpr int kPhysDisabled = 3;
+// 0xffff is the permissive LID: a port reports it when no subnet manager has given it one.
+constexpr std::uint16_t kPermissiveLid = 0xffff;
 
 const char* portStateName(int s) {
   switch (s) {
@@ -118,11 +121,14 @@ std::vector<VerbsFinding> evaluateVerbs(const verbs::ProbeResult& result, const 
   }
   if (p.physState != 0 && p.physState != kPhysLinkUp) {
     out.push_back({"physical state", where + " physical state is " + physStateName(p.physState) + ", not LinkUp",
-                   "check the cable, the switch port and the HCA firmware"});
+                   p.physState == kPhysDisabled
+                       ? "the port is disabled: enable it (ibportstate, or the switch side); for a VF, linkState "
+                         "\"disable\" does this"
+                       : "check the cable, the switch port and the HCA firmware"});
   }
   if (p.linkLayer == verbs::LinkLayer::kInfiniband) {
-    if (p.lid == 0) {
-      out.push_back({"LID", where + " has LID 0: no subnet manager has assigned it an address",
+    if (p.lid == 0 || p.lid == kPermissiveLid) {
+      out.push_back({"LID", where + " has LID " + std::to_string(p.lid) + ": no subnet manager has assigned it an address",
                      "run OpenSM or UFM on the fabric"});
     }
     if (p.smLid == 0) {

@@ -140,7 +140,8 @@ void checkPort(DoctorReport& r, const DeviceReport& device, const PortReport& po
             ib ? "wait for the subnet manager's next sweep, then check sminfo / the SM's log"
                : "check the netdev behind the port (ip link) and its carrier");
   }
-  if (ib && port.state != "INIT" && port.smLid == 0) {
+  // INIT says the same, and a port that is DOWN has no SM to know of yet.
+  if (ib && port.state != "INIT" && port.state != "DOWN" && port.smLid == 0) {
     problem(r, name + " is an InfiniBand port with SM LID 0: it knows no subnet manager",
             "run a subnet manager on the fabric (opensm, or the switch's / UFM's SM) and check sminfo");
   }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -9,13 +10,17 @@
 
 namespace ibcni::testing {
 
-/// verbs::VerbsProbe that answers with `result` (or `error`) and records every request.
+/// verbs::VerbsProbe that answers with `byDevice[device]`, else `result` (or `error`), and records
+/// every request.
 class FakeVerbsProbe final : public verbs::VerbsProbe {
  public:
   os::SysResult<verbs::ProbeResult> probe(const verbs::ProbeRequest& request) override {
     requests.push_back(request);
     if (error) {
       return std::unexpected(*error);
+    }
+    if (auto it = byDevice.find(request.device); it != byDevice.end()) {
+      return it->second;
     }
     return result;
   }
@@ -41,6 +46,8 @@ class FakeVerbsProbe final : public verbs::VerbsProbe {
   }
 
   verbs::ProbeResult result;
+  /// Answers for requests naming these devices; `result` answers the others.
+  std::map<std::string, verbs::ProbeResult> byDevice;
   std::optional<os::SysError> error;
   std::vector<verbs::ProbeRequest> requests;
 };

@@ -13,6 +13,7 @@
 #include "fakes/fake_rdma_netlink.h"
 #include "fakes/fake_sysfs_tree.h"
 #include "fakes/fake_verbs_probe.h"
+#include "fakes/ibv_devinfo_text.h"
 #include "result/doctor_json.h"
 #include "sysfs/sysfs_devices.h"
 
@@ -291,6 +292,56 @@ TEST_F(DoctorTest, LibibverbsUnavailable) {
   useVerbs = false;
   r = run();
   EXPECT_EQ(problemsWith(r, "libibverbs is not loadable").size(), 1u) << all(r);
+}
+
+// The values of a real ConnectX-6 (tests/verbs/testdata): mlx5_0 port 1 ACTIVE on a fabric with a
+// subnet manager, mlx5_1 port 1 disabled. The doctor shows both as ibv_devinfo does and flags the
+// second only.
+TEST_F(DoctorTest, RealMlx5PortsAsIbvDevinfoShowsThem) {
+  auto ports = loadIbvDevinfo(std::string(IBCNI_VERBS_TESTDATA) + "/mlx5_cx6_ib.ibv_devinfo_vv.txt");
+  ASSERT_EQ(ports.size(), 2u);
+  nl::Link ib1;
+  ib1.name = "ib1";
+  ib1.kind = "ipoib";
+  ib1.arpType = FakeNetlink::kArphrdInfiniband;
+  ib1.mtu = 2044;
+  ib1.ipoib = nl::IpoibInfo{0xffff, nl::IpoibMode::kDatagram, false};
+  const int ib1Index = netlink.addLink(host, ib1);
+  rdma.addDevice(host, "mlx5_1", ib1Index, "ib1");
+  for (const auto& p : ports) {
+    verbs.byDevice[p.device] = probeResultOf(p, {"mlx5_0", "mlx5_1"});
+    verbs.byDevice[p.device].port->pkeys = {0xffff};  // not in ibv_devinfo's output (testdata/README.md)
+  }
+
+  DoctorReport r = run();
+  ASSERT_EQ(r.devices.size(), 2u);
+  const auto& a = r.devices[0];
+  EXPECT_EQ(a.name, "mlx5_0");
+  EXPECT_EQ(a.nodeGuid, "88:e9:a4:ff:ff:25:a4:62");
+  ASSERT_EQ(a.ports.size(), 1u);
+  EXPECT_EQ(a.ports[0].state, "ACTIVE");
+  EXPECT_EQ(a.ports[0].physState, "LinkUp");
+  EXPECT_EQ(a.ports[0].lid, 4);
+  EXPECT_EQ(a.ports[0].smLid, 1);
+  EXPECT_EQ(a.ports[0].portGuid, "88:e9:a4:ff:ff:25:a4:62");
+  const auto& b = r.devices[1];
+  EXPECT_EQ(b.name, "mlx5_1");
+  ASSERT_EQ(b.ports.size(), 1u);
+  EXPECT_EQ(b.ports[0].state, "DOWN");
+  EXPECT_EQ(b.ports[0].physState, "Disabled");
+  EXPECT_EQ(b.ports[0].lid, 0xffff);
+  EXPECT_EQ(b.ports[0].smLid, 0);
+  EXPECT_EQ(b.ports[0].netdev, "ib1");
+
+  EXPECT_EQ(doctor::exitStatus(r), 1);
+  ASSERT_EQ(r.problems.size(), 1u) << all(r);
+  EXPECT_NE(r.problems[0].what.find("mlx5_1 port 1 is DOWN (physical state Disabled)"), std::string::npos) << all(r);
+  EXPECT_NE(r.problems[0].fix.find("administratively disabled"), std::string::npos);
+  const std::string text = doctor::renderText(r);
+  EXPECT_NE(text.find("port 1: ACTIVE (LinkUp) InfiniBand LID 4 SM LID 1 port GUID 88:e9:a4:ff:ff:25:a4:62 netdev ib0"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("port 1: DOWN (Disabled) InfiniBand LID 65535 SM LID 0"), std::string::npos) << text;
 }
 
 TEST(DoctorListDirectory, FiltersByPrefixAndToleratesMissingDirectories) {

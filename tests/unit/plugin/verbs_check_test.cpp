@@ -5,6 +5,7 @@
 
 #include "commands/verbs_check.h"
 #include "fakes/fake_verbs_probe.h"
+#include "fakes/ibv_devinfo_text.h"
 
 namespace ibcni::testing {
 namespace {
@@ -138,6 +139,76 @@ TEST(EvaluateVerbs, QpProbeFailure) {
   ASSERT_EQ(f.size(), 1u);
   EXPECT_NE(f[0].problem.find("did not reach RTS: ibv_create_cq"), std::string::npos);
   EXPECT_NE(f[0].fix.find("ulimit -l"), std::string::npos);
+}
+
+// The InfiniBand-only fields with the values of a real ConnectX-6 (tests/verbs/testdata): mlx5_0
+// port 1 on a fabric with a subnet manager passes; mlx5_1 port 1 (disabled, no LID, no SM) fails on
+// each of them.
+class RealMlx5Port : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ports = loadIbvDevinfo(std::string(IBCNI_VERBS_TESTDATA) + "/mlx5_cx6_ib.ibv_devinfo_vv.txt");
+    ASSERT_EQ(ports.size(), 2u);
+  }
+  verbs::ProbeResult answer(std::size_t i) {
+    auto r = probeResultOf(ports[i], {"mlx5_0", "mlx5_1"});
+    r.port->pkeys = {0xffff};  // not in ibv_devinfo's output: the default partition (testdata/README.md)
+    return r;
+  }
+  std::vector<DevinfoPort> ports;
+};
+
+TEST_F(RealMlx5Port, TheFixtureReadsAsIbvDevinfoPrintsIt) {
+  const auto& a = ports[0].facts;
+  EXPECT_EQ(ports[0].device, "mlx5_0");
+  EXPECT_EQ(a.state, 4);
+  EXPECT_EQ(a.physState, 5);
+  EXPECT_EQ(a.linkLayer, verbs::LinkLayer::kInfiniband);
+  EXPECT_EQ(a.lid, 4);
+  EXPECT_EQ(a.smLid, 1);
+  EXPECT_EQ(a.nodeGuid, 0x88e9a4ffff25a462ULL);
+  EXPECT_EQ(a.portGuid, 0x88e9a4ffff25a462ULL);
+  const auto& b = ports[1].facts;
+  EXPECT_EQ(ports[1].device, "mlx5_1");
+  EXPECT_EQ(b.state, 1);
+  EXPECT_EQ(b.physState, 3);
+  EXPECT_EQ(b.lid, 0xffff);
+  EXPECT_EQ(b.smLid, 0);
+  EXPECT_EQ(b.portGuid, 0x88e9a4ffff25a463ULL);
+}
+
+TEST_F(RealMlx5Port, AnActivePortWithASubnetManagerPasses) {
+  auto w = want("mlx5_0");
+  w.pkey = 0x7fff;
+  auto f = evaluateVerbs(answer(0), w);
+  EXPECT_TRUE(f.empty()) << all(f);
+}
+
+TEST_F(RealMlx5Port, ADisabledPortWithoutLidOrSubnetManagerFailsOnEach) {
+  auto w = want("mlx5_1");
+  w.pkey = 0x0042;
+  auto f = evaluateVerbs(answer(1), w);
+  ASSERT_EQ(f.size(), 5u) << all(f);
+  EXPECT_EQ(f[0].check, "port state");
+  EXPECT_NE(f[0].problem.find("mlx5_1 port 1 is DOWN, not ACTIVE"), std::string::npos);
+  EXPECT_EQ(f[1].check, "physical state");
+  EXPECT_NE(f[1].problem.find("Disabled, not LinkUp"), std::string::npos);
+  EXPECT_NE(f[1].fix.find("enable it"), std::string::npos);
+  EXPECT_EQ(f[2].check, "LID");
+  EXPECT_NE(f[2].problem.find("LID 65535: no subnet manager has assigned it"), std::string::npos);
+  EXPECT_EQ(f[3].check, "SM");
+  EXPECT_NE(f[3].problem.find("SM LID 0"), std::string::npos);
+  EXPECT_EQ(f[4].check, "pkey");
+  EXPECT_NE(f[4].problem.find("pkey 0x0042 is not in the pkey table of mlx5_1 port 1 (0xffff)"), std::string::npos);
+}
+
+TEST_F(RealMlx5Port, TheDeviceOfAnotherPodIsNotVisible) {
+  auto r = answer(0);
+  r.devices = {"mlx5_0"};
+  auto f = evaluateVerbs(r, want("mlx5_1"));
+  ASSERT_EQ(f.size(), 1u) << all(f);
+  EXPECT_NE(f[0].problem.find("RDMA device mlx5_1 is not visible in the pod's network namespace (it sees mlx5_0)"),
+            std::string::npos);
 }
 
 }  // namespace
