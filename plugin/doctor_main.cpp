@@ -3,44 +3,96 @@
 #include "doctor_main.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
+#include <fstream>
+#include <optional>
+#include <sstream>
 #include <string>
+#include <vector>
 
+#include "doctor/config_check.h"
 #include "doctor/doctor.h"
-#include "ibcni/os/netns.h"
-#include "netlink/libnl_netlink.h"
-#include "rdma/mnl_rdma_netlink.h"
+#include "production_deps.h"
 #include "result/doctor_json.h"
-#include "sysfs/sysfs_devices.h"
-#include "verbs/dlopen_verbs_probe.h"
 
 namespace ibcni::plugin {
 
+namespace {
+
+constexpr const char* kUsage =
+    "usage: ibcni doctor [--json] [--config FILE [--cni-path DIR[:DIR...]]]\n"
+    "  --json      print the report as JSON\n"
+    "  --config    also say whether that network config (a NetworkAttachmentDefinition as\n"
+    "              `kubectl get net-attach-def NAME -o json` prints it, or the config itself)\n"
+    "              would work on this node; the exit status is then its verdict\n"
+    "  --cni-path  where delegated IPAM plugins are looked for (default: $CNI_PATH, else /opt/cni/bin)\n";
+
+std::vector<std::string> splitPath(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  std::string part;
+  while (std::getline(in, part, ':')) {
+    if (!part.empty()) {
+      out.push_back(part);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 int runDoctor(int argc, char** argv) {
   bool json = false;
+  std::optional<std::string> configFile;
+  std::optional<std::string> cniPath;
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--json" && !json) {
       json = true;
+    } else if (arg == "--config" && !configFile && i + 1 < argc) {
+      configFile = argv[++i];
+    } else if (arg == "--cni-path" && !cniPath && i + 1 < argc) {
+      cniPath = argv[++i];
     } else {
-      std::fputs("usage: ibcni doctor [--json]\n", stderr);
+      std::fputs(kUsage, stderr);
       return 2;
     }
   }
+  if (cniPath && !configFile) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  std::string configText;
+  if (configFile) {
+    std::ifstream f(*configFile);
+    std::stringstream s;
+    if (!f || !(s << f.rdbuf())) {
+      std::fprintf(stderr, "ibcni doctor: cannot read --config %s\n", configFile->c_str());
+      return 2;
+    }
+    configText = s.str();
+  }
   try {
-    auto host = os::Netns::open("/proc/self/ns/net");
+    ProductionDeps production;
+    Deps& deps = production.deps();
+    auto host = deps.netns.current();
     if (!host) {
       std::fprintf(stderr, "ibcni doctor: %s\n", host.error().describe().c_str());
       return 1;
     }
-    nl::LibnlNetlink netlink;
-    sysfs::SysfsDevices devices{"/sys"};
-    rdma::MnlRdmaNetlink rdma;
-    verbs::DlopenVerbsProbe verbs;
-    doctor::DoctorInputs in{netlink, devices, rdma, &verbs, *host, "/proc/self/ns/net", {}, {}};
+    doctor::DoctorInputs in{deps.netlink, deps.devices, deps.rdma, deps.verbs, *host, "/proc/self/ns/net", {}, {}};
     in.listNetdevs = [] { return doctor::listDirectory("/sys/class/net", ""); };
     in.listUverbs = [] { return doctor::listDirectory("/dev/infiniband", "uverbs"); };
-    const doctor::DoctorReport report = doctor::collect(in);
+    doctor::DoctorReport report = doctor::collect(in);
+    if (configFile) {
+      if (!cniPath) {
+        const char* env = std::getenv("CNI_PATH");
+        cniPath = env != nullptr && *env != '\0' ? env : "/opt/cni/bin";
+      }
+      doctor::ConfigCheckInputs cin{deps, *host, report, splitPath(*cniPath), "/proc/self/ns/net"};
+      report.config = doctor::checkConfig(configText, *configFile, cin);
+    }
     const std::string out = json ? result::printDoctorReport(report) + "\n" : doctor::renderText(report);
     std::fwrite(out.data(), 1, out.size(), stdout);
     std::fflush(stdout);

@@ -210,6 +210,11 @@ void collectSriov(const DoctorInputs& in, const std::vector<nl::Link>& links, Do
       }
       VfReport v;
       v.vf = info->vf;
+      for (const auto& vfn : fn->vfs) {
+        if (vfn.index == info->vf) {
+          v.pci = vfn.address.text;
+        }
+      }
       if (info->linkState) {
         v.linkState = vfLinkStateName(*info->linkState);
       }
@@ -245,6 +250,36 @@ void collectSriov(const DoctorInputs& in, const std::vector<nl::Link>& links, Do
     pf.rdmaDevices = fn->rdmaDevices;
     r.sriovPfs.push_back(std::move(pf));
   }
+}
+
+std::string renderConfig(const ConfigReport& c) {
+  std::string s = "\nNetwork config " + c.file + ": ";
+  if (!c.name.empty()) {
+    s += c.name + " (mode " + c.mode + ")";
+    if (!c.resourceName.empty()) {
+      s += " resource " + c.resourceName;
+    }
+  }
+  s += c.works ? " would work on this node\n" : " would NOT work on this node\n";
+  for (const auto& o : c.ok) {
+    s += "  ok: " + o + "\n";
+  }
+  for (const auto& d : c.candidates) {
+    s += "  " + d.device + ": ";
+    if (d.works) {
+      s += d.needsGuid ? "works when the pod asks for a GUID (runtimeConfig.infinibandGUID): it has none\n"
+                       : "works\n";
+    } else {
+      s += "refused: " + d.problem + "\n";
+    }
+    for (const auto& w : d.warnings) {
+      s += "      warning: " + w + "\n";
+    }
+  }
+  for (const auto& p : c.problems) {
+    s += std::string(p.informational ? "  note: " : "  - ") + p.what + "\n      fix: " + p.fix + "\n";
+  }
+  return s;
 }
 
 }  // namespace
@@ -363,6 +398,9 @@ DoctorReport collect(const DoctorInputs& in) {
 }
 
 int exitStatus(const DoctorReport& report) {
+  if (report.config) {
+    return report.config->works ? 0 : 1;
+  }
   return std::any_of(report.problems.begin(), report.problems.end(),
                      [](const Problem& p) { return !p.informational; })
              ? 1
@@ -427,7 +465,7 @@ std::string renderText(const DoctorReport& r) {
     }
     s += ", " + std::to_string(pf.vfs.size()) + " VFs\n";
     for (const auto& v : pf.vfs) {
-      s += "    vf " + std::to_string(v.vf) + " state " + (v.linkState.empty() ? "-" : v.linkState) + " node GUID " +
+      s += "    vf " + std::to_string(v.vf) + (v.pci.empty() ? "" : " " + v.pci) + " state " + (v.linkState.empty() ? "-" : v.linkState) + " node GUID " +
            (v.nodeGuid.empty() ? "-" : v.nodeGuid) + " port GUID " + (v.portGuid.empty() ? "-" : v.portGuid) + "\n";
     }
   }
@@ -435,6 +473,9 @@ std::string renderText(const DoctorReport& r) {
   s += "\nProblems:" + std::string(r.problems.empty() ? " none\n" : "\n");
   for (const auto& p : r.problems) {
     s += std::string(p.informational ? "  note: " : "  - ") + p.what + "\n      fix: " + p.fix + "\n";
+  }
+  if (r.config) {
+    s += renderConfig(*r.config);
   }
   return s;
 }

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,7 @@ struct IpoibLinkReport {
 /// One VF as its PF reports it.
 struct VfReport {
   std::uint32_t vf = 0;
+  std::string pci;              ///< the VF's PCI function (the PF's virtfnN), empty when unknown
   std::string linkState;        ///< "auto", "enable", "disable"; empty when not reported
   std::string nodeGuid;         ///< empty when not reported
   std::string portGuid;         ///< empty when not reported
@@ -79,6 +81,29 @@ struct Problem {
   bool informational = false;
 };
 
+/// One device a network config could be given on this node (a VF the device plugin may hand out,
+/// or the device or parent the config names), and what ADD would make of it.
+struct CandidateReport {
+  std::string device;           ///< "0000:3b:00.2 (VF 1 of ib0)", "master ib0", "device vf0"
+  bool works = false;
+  /// Works only when the pod asks for a GUID (runtimeConfig.infinibandGUID): the VF has none.
+  bool needsGuid = false;
+  std::string problem;          ///< the error ADD would give; empty when it works
+  std::vector<std::string> warnings;  ///< what ADD would only log (verbsCheck warn, pkey before the GUID)
+};
+
+/// `ibcni doctor --config FILE`: whether that network config would work on this node, and why not.
+struct ConfigReport {
+  std::string file;
+  std::string name;             ///< the network's name; empty when the config could not be read
+  std::string mode;             ///< "sriov", "ipoib"; empty when the config could not be read
+  std::string resourceName;     ///< the NAD's k8s.v1.cni.cncf.io/resourceName, if any
+  bool works = false;
+  std::vector<std::string> ok;  ///< what was checked and holds
+  std::vector<CandidateReport> candidates;
+  std::vector<Problem> problems;  ///< what stops it; informational ones only warn
+};
+
 /// Everything `ibcni doctor` found. Plain data: renderText and result/doctor_json print it.
 struct DoctorReport {
   std::string rdmaNetnsMode;    ///< "shared", "exclusive", or "unknown" (no RDMA netlink)
@@ -89,6 +114,7 @@ struct DoctorReport {
   std::vector<IpoibLinkReport> ipoibLinks;
   std::vector<PfReport> sriovPfs;
   std::vector<Problem> problems;
+  std::optional<ConfigReport> config;  ///< set by `--config`
 };
 
 /// What collect() looks at. The interfaces are those of plugin::Deps; the two listing functions
@@ -110,7 +136,8 @@ struct DoctorInputs {
 /// A human-readable report, one section per topic, problems last.
 [[nodiscard]] std::string renderText(const DoctorReport& report);
 
-/// 0 when the report has no problem (informational notes aside), 1 otherwise.
+/// 0 when the report has no problem (informational notes aside), 1 otherwise. With a config
+/// report, its verdict alone: 0 when the config would work, 1 when it would not.
 [[nodiscard]] int exitStatus(const DoctorReport& report);
 
 /// The entries of `dir` whose names start with `prefix`, sorted; empty when `dir` cannot be read.

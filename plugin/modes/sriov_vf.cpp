@@ -391,6 +391,35 @@ cni::Result<nl::Link> waitForNetdev(const ModeContext& ctx, const std::string& p
                        " ms after its driver was rebound or its RDMA device moved");
 }
 
+cni::Result<void> checkVfPkey(const ModeContext& ctx, const RdmaPlace& rdma, std::uint16_t pkey,
+                              const std::string& pci) {
+  auto table = ctx.deps.devices.pkeys(rdma.name, rdma.port);
+  if (!table) {
+    return std::unexpected(sysError(Errc::kDeviceNotFound,
+                                    "cannot read the pkey table of " + rdma.name + " port " + std::to_string(rdma.port),
+                                    table.error()));
+  }
+  bool member = false;
+  std::string list;
+  for (auto k : *table) {
+    member = member || (k & 0x7fff) == pkey;
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "0x%04x", k);
+    list += (list.empty() ? "" : ", ") + std::string(buf);
+  }
+  if (member) {
+    return {};
+  }
+  char want[8];
+  std::snprintf(want, sizeof want, "0x%04x", pkey);
+  return cni::fail(Errc::kInvalidConfig,
+                   "pkey = " + std::string(want) + ": " + rdma.name + " port " + std::to_string(rdma.port) +
+                       " (deviceID " + pci + ") is not a member of it (its pkey table holds " +
+                       (list.empty() ? std::string("nothing") : list) +
+                       "). The subnet manager assigns partitions: add the VF's GUID to that partition (e.g. in "
+                       "OpenSM's partitions.conf or UFM) or use a pkey the VF has");
+}
+
 cni::Result<nl::Link> applyVfSettings(const ModeContext& ctx, const HostDevice& device, const os::Netns& pod,
                                       os::Rollback& rollback, state::AttachmentRecord& record) {
   const auto& conf = ctx.inv.conf;
@@ -488,30 +517,8 @@ cni::Result<nl::Link> applyVfSettings(const ModeContext& ctx, const HostDevice& 
     record.rdmaPort = rdmaNow->port;
   }
   if (conf.pkey && rdmaNow) {
-    auto table = ctx.deps.devices.pkeys(rdmaNow->name, rdmaNow->port);
-    if (!table) {
-      return std::unexpected(sysError(Errc::kDeviceNotFound,
-                                      "cannot read the pkey table of " + rdmaNow->name + " port " +
-                                          std::to_string(rdmaNow->port),
-                                      table.error()));
-    }
-    bool member = false;
-    std::string list;
-    for (auto k : *table) {
-      member = member || (k & 0x7fff) == *conf.pkey;
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "0x%04x", k);
-      list += (list.empty() ? "" : ", ") + std::string(buf);
-    }
-    if (!member) {
-      char want[8];
-      std::snprintf(want, sizeof want, "0x%04x", *conf.pkey);
-      return cni::fail(Errc::kInvalidConfig,
-                       "pkey = " + std::string(want) + ": " + rdmaNow->name + " port " +
-                           std::to_string(rdmaNow->port) + " (deviceID " + pci + ") is not a member of it (its "
-                           "pkey table holds " + (list.empty() ? std::string("nothing") : list) +
-                           "). The subnet manager assigns partitions: add the VF's GUID to that partition "
-                           "(e.g. in OpenSM's partitions.conf or UFM) or use a pkey the VF has");
+    if (auto member = checkVfPkey(ctx, *rdmaNow, *conf.pkey, pci); !member) {
+      return std::unexpected(member.error());
     }
   }
 

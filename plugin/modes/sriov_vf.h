@@ -35,6 +35,12 @@ inline constexpr std::uint16_t kArphrdInfiniband = 32;
 [[nodiscard]] cni::Result<nl::Link> waitForNetdev(const ModeContext& ctx, const std::string& pci,
                                                   const std::string& preferName);
 
+/// The VF's RDMA port `rdma` has partition `pkey` (without the membership bit) in its pkey table.
+/// ADD checks it after setting the GUID (the subnet manager assigns partitions by GUID).
+/// @return error 7 listing the table and saying partitions are the SM's job; 100 when unreadable.
+[[nodiscard]] cni::Result<void> checkVfPkey(const ModeContext& ctx, const RdmaPlace& rdma, std::uint16_t pkey,
+                                            const std::string& pci);
+
 /// ADD's VF steps before the netdev moves: GUIDs (then a driver rebind), link state, pkey check,
 /// RDMA device move. Each change registers its undo on `rollback` and is written to `record`.
 /// @return the VF's netdev as it is now (a rebind or an RDMA move makes it anew).

@@ -22,6 +22,14 @@ json pkeys(const std::vector<std::uint16_t>& keys) {
   return a;
 }
 
+json problemList(const std::vector<doctor::Problem>& list) {
+  json a = json::array();
+  for (const auto& p : list) {
+    a.push_back({{"what", p.what}, {"fix", p.fix}, {"informational", p.informational}});
+  }
+  return a;
+}
+
 }  // namespace
 
 std::string printDoctorReport(const doctor::DoctorReport& r) {
@@ -60,6 +68,7 @@ std::string printDoctorReport(const doctor::DoctorReport& r) {
     json vfs = json::array();
     for (const auto& v : pf.vfs) {
       vfs.push_back({{"vf", v.vf},
+                     {"pci", orNull(v.pci)},
                      {"linkState", orNull(v.linkState)},
                      {"nodeGuid", orNull(v.nodeGuid)},
                      {"portGuid", orNull(v.portGuid)}});
@@ -71,10 +80,7 @@ std::string printDoctorReport(const doctor::DoctorReport& r) {
                    {"rdmaDevices", pf.rdmaDevices},
                    {"vfs", vfs}});
   }
-  json problems = json::array();
-  for (const auto& p : r.problems) {
-    problems.push_back({{"what", p.what}, {"fix", p.fix}, {"informational", p.informational}});
-  }
+  json problems = problemList(r.problems);
   json out = {{"rdmaNetnsMode", r.rdmaNetnsMode},
               {"libibverbs", {{"available", r.verbsAvailable}, {"reason", orNull(r.verbsUnavailableReason)}}},
               {"uverbsDevices", r.uverbsDevices},
@@ -82,6 +88,25 @@ std::string printDoctorReport(const doctor::DoctorReport& r) {
               {"ipoibLinks", ipoib},
               {"sriovPfs", pfs},
               {"problems", problems}};
+  if (r.config) {
+    const auto& c = *r.config;
+    json candidates = json::array();
+    for (const auto& d : c.candidates) {
+      candidates.push_back({{"device", d.device},
+                            {"works", d.works},
+                            {"needsGuid", d.needsGuid},
+                            {"problem", orNull(d.problem)},
+                            {"warnings", d.warnings}});
+    }
+    out["config"] = {{"file", c.file},
+                     {"name", orNull(c.name)},
+                     {"mode", orNull(c.mode)},
+                     {"resourceName", orNull(c.resourceName)},
+                     {"works", c.works},
+                     {"ok", c.ok},
+                     {"candidates", candidates},
+                     {"problems", problemList(c.problems)}};
+  }
   return out.dump(2);
 }
 

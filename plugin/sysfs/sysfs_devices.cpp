@@ -301,6 +301,32 @@ bool isValidRdmaName(std::string_view name) {
          name.find('/') == std::string_view::npos;
 }
 
+// The virtfnN links of PF directory `pfDir`: N and the real path each resolves to, by N. Links
+// that do not resolve are left out.
+os::SysResult<std::vector<std::pair<std::uint32_t, std::string>>> virtfnLinks(const std::string& pfDir) {
+  auto entries = listDirAt(AT_FDCWD, pfDir, pfDir);
+  if (!entries) {
+    return std::unexpected(entries.error());
+  }
+  std::vector<std::pair<std::uint32_t, std::string>> out;
+  for (const auto& e : *entries) {
+    if (!e.starts_with("virtfn")) {
+      continue;
+    }
+    std::uint32_t n = 0;
+    auto digits = std::string_view(e).substr(6);
+    auto [ptr, err] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+    if (err != std::errc() || ptr != digits.data() + digits.size() || digits.empty()) {
+      continue;
+    }
+    if (auto target = realPath(pfDir + "/" + e); target) {
+      out.emplace_back(n, std::move(*target));
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 }  // namespace
 
 os::SysResult<PciFunction> SysfsDevices::pciFunction(const net::PciAddress& pci) {
@@ -324,22 +350,12 @@ os::SysResult<PciFunction> SysfsDevices::pciFunction(const net::PciAddress& pci)
     if (!self) {
       return std::unexpected(self.error());
     }
-    const std::string pfDir = root_ + "/bus/pci/devices/" + pfPci->text;
-    auto entries = listDirAt(AT_FDCWD, pfDir, pfDir);
-    if (!entries) {
-      return std::unexpected(entries.error());
+    auto siblings = virtfnLinks(root_ + "/bus/pci/devices/" + pfPci->text);
+    if (!siblings) {
+      return std::unexpected(siblings.error());
     }
-    for (const auto& e : *entries) {
-      if (!e.starts_with("virtfn")) {
-        continue;
-      }
-      std::uint32_t n = 0;
-      auto digits = std::string_view(e).substr(6);
-      auto [ptr, err] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
-      if (err != std::errc() || ptr != digits.data() + digits.size() || digits.empty()) {
-        continue;
-      }
-      if (auto target = realPath(pfDir + "/" + e); target && *target == *self) {
+    for (const auto& [n, target] : *siblings) {
+      if (target == *self) {
         f.vfIndex = n;
         break;
       }
@@ -349,6 +365,16 @@ os::SysResult<PciFunction> SysfsDevices::pciFunction(const net::PciAddress& pci)
     }
   } else if (pf.error().err != ENOENT) {
     return std::unexpected(pf.error());
+  } else {
+    auto vfs = virtfnLinks(dir);
+    if (!vfs) {
+      return std::unexpected(vfs.error());
+    }
+    for (const auto& [n, target] : *vfs) {
+      if (auto vfPci = canonicalPci(lastComponent(target)); vfPci) {
+        f.vfs.push_back(VirtFn{n, *vfPci});
+      }
+    }
   }
 
   if (auto drv = realPath(dir + "/driver"); drv) {

@@ -11,6 +11,12 @@
 
 namespace ibcni::sysfs {
 
+/// One VF of a PF: N of its <pf>/virtfnN link and the function that link points to.
+struct VirtFn {
+  std::uint32_t index = 0;
+  net::PciAddress address;
+};
+
 /// A PCI function as sysfs describes it: what an SR-IOV VF handed out as deviceID resolves to.
 struct PciFunction {
   net::PciAddress address;
@@ -19,6 +25,7 @@ struct PciFunction {
   std::string driver;                     ///< bound driver ("mlx5_core", "vfio-pci"), empty when none
   std::vector<std::string> netdevs;       ///< as netdevsOfPci
   std::vector<std::string> rdmaDevices;   ///< RDMA devices of the function (<pci>/infiniband/*), sorted
+  std::vector<VirtFn> vfs;                ///< on a PF: its VFs, by N (empty for a VF or without SR-IOV)
 };
 
 /// Lookups of PCI functions and their network devices in sysfs. Sysfs shows the network devices of

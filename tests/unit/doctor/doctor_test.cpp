@@ -157,7 +157,7 @@ TEST_F(DoctorTest, AHealthyInfinibandNodeHasNoProblem) {
   EXPECT_NE(text.find("mlx5_0 (index 0) node GUID c2:11:22:33:44:55:66:00"), std::string::npos) << text;
   EXPECT_NE(text.find("port 1: ACTIVE (LinkUp) InfiniBand LID 42 SM LID 1"), std::string::npos) << text;
   EXPECT_NE(text.find("ib0.8123 (index 3) child of ib0 pkey 0x8123 mode connected"), std::string::npos) << text;
-  EXPECT_NE(text.find("vf 1 state enable"), std::string::npos) << text;
+  EXPECT_NE(text.find("vf 1 0000:3b:00.2 state enable"), std::string::npos) << text;
   EXPECT_NE(text.find("Problems: none"), std::string::npos) << text;
 
   json j = json::parse(result::printDoctorReport(r));

@@ -535,6 +535,23 @@ TEST_F(SysfsDevicesTest, VfResolvesToItsPfVfNumberDriverNetdevAndRdmaDevice) {
   EXPECT_THAT(f->rdmaDevices, ElementsAre("mlx5_7"));
 }
 
+TEST_F(SysfsDevicesTest, PfListsItsVfsByNumber) {
+  sys_.addPf(kPf, "ibp175s0f1", "mlx5_1", 12)
+      .addVf(kPf, 10, "0000:af:01.4", "ibp175s0f1v10", "mlx5_12")
+      .addVf(kPf, 0, "0000:af:00.2", "ibp175s0f1v0", "mlx5_2")
+      .addVf(kPf, 5, kVf, "ibp175s0f1v5", "mlx5_7");
+  ASSERT_TRUE(sys_.ok()) << sys_.error();
+  auto f = devices_.pciFunction(pciOf(kPf));
+  ASSERT_TRUE(f) << f.error().describe();
+  ASSERT_EQ(f->vfs.size(), 3u);
+  EXPECT_EQ(f->vfs[0].index, 0u);
+  EXPECT_EQ(f->vfs[0].address.text, "0000:af:00.2");
+  EXPECT_EQ(f->vfs[1].index, 5u);
+  EXPECT_EQ(f->vfs[1].address.text, kVf);
+  EXPECT_EQ(f->vfs[2].index, 10u) << "by number, not by name (virtfn10 sorts before virtfn5)";
+  EXPECT_THAT(devices_.pciFunction(pciOf(kVf))->vfs, IsEmpty()) << "a VF has no VFs";
+}
+
 TEST_F(SysfsDevicesTest, PfAndVirtioFunctionsAreNoVfs) {
   sys_.addPf(kPf, "ibp175s0f1", "mlx5_1", 2).addVirtioNetdev(kVirtio, 0, "eth0", 2);
   for (auto pci : {kPf, kVirtio}) {

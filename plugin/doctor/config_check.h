@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: Apache-2.0
+// `ibcni doctor --config FILE`: would this network config work on this node? The config is read by
+// the plugin's own parser and each device it could be given is resolved by the mode's own resolve()
+// (which changes nothing), so the answer is the one ADD would give, before any pod exists.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "deps.h"
+#include "doctor/doctor.h"
+#include "ibcni/os/netns.h"
+
+namespace ibcni::doctor {
+
+/// What checkConfig() works with: the plugin's dependencies (production ones in `ibcni doctor`,
+/// fakes in tests) and what the node report already found.
+struct ConfigCheckInputs {
+  plugin::Deps& deps;
+  const os::Netns& host;
+  const DoctorReport& node;           ///< its SR-IOV PFs are the VFs a device plugin can hand out
+  std::vector<std::string> cniPath;   ///< where delegated IPAM plugins are looked for
+  std::string verbsNetnsPath = "/proc/self/ns/net";
+};
+
+/// Judges `text`: a NetworkAttachmentDefinition as `kubectl get net-attach-def NAME -o json`
+/// prints it, a network config (type ibcni), or a config list with an ibcni entry.
+/// - sriov without a device (the device plugin picks one per pod): every VF of the node's SR-IOV
+///   PFs is tried; the config works when at least one would be accepted. A VF without a GUID is
+///   accepted on condition (needsGuid) when the config does not set one.
+/// - sriov with deviceID/device, ipoib: that device or parent.
+/// Then what STATUS checks (stateDir writable, IPAM plugin installed and ready) and, unless
+/// verbsCheck is off, the verbs check of each accepted device's RDMA port (from the host: the pod
+/// sees the same port) without the RoCE address part. Never throws.
+[[nodiscard]] ConfigReport checkConfig(std::string_view text, const std::string& file, const ConfigCheckInputs& in);
+
+}  // namespace ibcni::doctor

@@ -1,0 +1,361 @@
+// SPDX-License-Identifier: Apache-2.0
+// `ibcni doctor --config`: the verdict on a network config over the plugin's fakes. A node with an
+// InfiniBand PF (ibp59s0, mlx5_0) and three VFs: VF 0 has a GUID, VF 1 has none, VF 2 is bound to
+// vfio-pci; and an IPoIB parent ib0.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "doctor/config_check.h"
+#include "doctor/doctor.h"
+#include "fakes/fake_verbs_probe.h"
+#include "result/doctor_json.h"
+#include "unit/plugin/plugin_fixture.h"
+
+namespace ibcni::testing {
+namespace {
+
+constexpr const char* kPf = "0000:3b:00.0";
+constexpr const char* kVf0 = "0000:3b:00.1";
+constexpr const char* kVf1 = "0000:3b:00.2";
+constexpr const char* kVf2 = "0000:3b:00.3";
+
+std::string ipoibAddress(const std::string& guid) { return "00:00:10:87:fe:80:00:00:00:00:00:00:" + guid; }
+
+class ConfigCheckTest : public PluginTest {
+ protected:
+  void SetUp() override {
+    PluginTest::SetUp();
+    deps_.verbs = &verbs_;
+    rdma_.setMode(rdma::NetnsMode::kExclusive);
+
+    nl::Link pf = fakeLink("ibp59s0", "ipoib");
+    pf.arpType = 32;
+    pf.mtu = 2044;
+    pf.mac = *net::HwAddress::parse(ipoibAddress("02:00:00:00:00:00:00:01"));
+    pf.ipoib = nl::IpoibInfo{0xffff, nl::IpoibMode::kDatagram, false};
+    pfIndex_ = nl_.addLink(host_, pf);
+    const int v0 = addVfLink("ibp59s0v0", "02:00:00:00:00:00:aa:00");
+    const int v1 = addVfLink("ibp59s0v1", "00:00:00:00:00:00:00:00");
+    sysfs_.addPf(kPf, "ibp59s0", "mlx5_0", 3, pfIndex_)
+        .addVf(kPf, 0, kVf0, "ibp59s0v0", "mlx5_1", v0)
+        .addVf(kPf, 1, kVf1, "ibp59s0v1", "mlx5_2", v1)
+        .addVf(kPf, 2, kVf2, "", "")
+        .setDriver(kVf2, "vfio-pci");
+    for (const char* d : {"mlx5_0", "mlx5_1", "mlx5_2"}) {
+      sysfs_.setPkeys(d, 1, {"0xffff", "0x8123"});
+    }
+    ASSERT_TRUE(sysfs_.ok()) << sysfs_.error();
+    std::vector<nl::VfInfo> vfs;
+    for (std::uint64_t g : {0x020000000000aa00ULL, 0ULL, 0x020000000000aa02ULL}) {
+      nl::VfInfo v;
+      v.vf = static_cast<std::uint32_t>(vfs.size());
+      v.linkState = nl::VfLinkState::kAuto;
+      v.nodeGuid = net::Guid{g};
+      v.portGuid = net::Guid{g};
+      vfs.push_back(v);
+    }
+    nl_.setVfs(host_, pfIndex_, vfs);
+    rdma_.addDevice(host_, "mlx5_0", pfIndex_, "ibp59s0");
+    rdma_.addDevice(host_, "mlx5_1", v0, "ibp59s0v0");
+    rdma_.addDevice(host_, "mlx5_2", v1, "ibp59s0v1");
+    verbs_.result = FakeVerbsProbe::healthyIb("mlx5_1");
+    for (const char* d : {"mlx5_0", "mlx5_1", "mlx5_2"}) {
+      verbs_.byDevice[d] = FakeVerbsProbe::healthyIb(d);
+      verbs_.byDevice[d].devices = {"mlx5_0", "mlx5_1", "mlx5_2"};
+    }
+
+    char tmpl[] = "/tmp/ibcni-cni-path-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    cniPath_ = tmpl;
+  }
+  void TearDown() override {
+    std::filesystem::remove_all(cniPath_);
+    PluginTest::TearDown();
+  }
+
+  int addVfLink(const std::string& name, const std::string& guid) {
+    nl::Link vf = fakeLink(name);
+    vf.arpType = 32;
+    vf.mtu = 2044;
+    vf.mac = *net::HwAddress::parse(ipoibAddress(guid));
+    const int index = nl_.addLink(host_, vf);
+    nl_.setMtuRange(host_, index, 68, 4092);
+    return index;
+  }
+
+  void installIpamPlugin(const std::string& name) {
+    const std::string path = cniPath_ + "/" + name;
+    std::ofstream(path) << "#!/bin/sh\necho '{\"cniVersion\":\"1.1.0\"}'\n";
+    std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+  }
+
+  /// The network config of a NAD whose device plugin hands out the VFs.
+  json sriovConfig(const std::string& version = "1.1.0") const {
+    json c = config(version);
+    c.erase("device");
+    c.erase("mtu");
+    return c;
+  }
+
+  static std::string nad(const json& conf, const std::string& resource = "nvidia.com/mlx5_ib_vf") {
+    json n = {{"apiVersion", "k8s.cni.cncf.io/v1"},
+              {"kind", "NetworkAttachmentDefinition"},
+              {"metadata", {{"name", "ibnet"}}},
+              {"spec", {{"config", conf.dump()}}}};
+    if (!resource.empty()) {
+      n["metadata"]["annotations"]["k8s.v1.cni.cncf.io/resourceName"] = resource;
+    }
+    return n.dump();
+  }
+
+  doctor::DoctorReport node() {
+    doctor::DoctorInputs in{nl_, devices_, rdma_, &verbs_, host_, "/proc/self/ns/net", {}, {}};
+    in.listNetdevs = [this] {
+      std::vector<std::string> names;
+      for (const auto& l : nl_.links(host_)) {
+        names.push_back(l.name);
+      }
+      return names;
+    };
+    in.listUverbs = [] { return std::vector<std::string>{"uverbs0"}; };
+    return doctor::collect(in);
+  }
+
+  doctor::ConfigReport check(const std::string& text) {
+    report_ = node();
+    doctor::ConfigCheckInputs in{deps_, host_, report_, {cniPath_}, "/proc/self/ns/net"};
+    report_.config = doctor::checkConfig(text, "ibnet.json", in);
+    return *report_.config;
+  }
+
+  static std::string all(const doctor::ConfigReport& c) {
+    std::string s;
+    for (const auto& d : c.candidates) {
+      s += d.device + (d.works ? " works" : " refused: " + d.problem) + "\n";
+    }
+    for (const auto& p : c.problems) {
+      s += "problem: " + p.what + "\n";
+    }
+    return s;
+  }
+
+  FakeVerbsProbe verbs_;
+  std::string cniPath_;
+  int pfIndex_ = 0;
+  doctor::DoctorReport report_;
+};
+
+TEST_F(ConfigCheckTest, EachVfTheDevicePluginCouldHandOutIsJudgedAsAddWouldJudgeIt) {
+  installIpamPlugin("fake");
+  auto c = check(nad(sriovConfig()));
+  EXPECT_TRUE(c.works) << all(c);
+  EXPECT_EQ(c.name, "ibnet");
+  EXPECT_EQ(c.mode, "sriov");
+  EXPECT_EQ(c.resourceName, "nvidia.com/mlx5_ib_vf");
+  ASSERT_EQ(c.candidates.size(), 3u) << all(c);
+  EXPECT_EQ(c.candidates[0].device, std::string(kVf0) + " (VF 0 of ibp59s0)");
+  EXPECT_TRUE(c.candidates[0].works);
+  EXPECT_FALSE(c.candidates[0].needsGuid);
+  EXPECT_TRUE(c.candidates[1].works) << "accepted when the pod gives a GUID";
+  EXPECT_TRUE(c.candidates[1].needsGuid);
+  EXPECT_FALSE(c.candidates[2].works);
+  EXPECT_NE(c.candidates[2].problem.find("bound to vfio-pci"), std::string::npos) << c.candidates[2].problem;
+  EXPECT_NE(c.candidates[2].problem.find("[CNI error 100]"), std::string::npos) << c.candidates[2].problem;
+  EXPECT_NE(std::find(c.ok.begin(), c.ok.end(), "2 of 3 VFs would be accepted"), c.ok.end()) << all(c);
+  EXPECT_NE(std::find(c.ok.begin(), c.ok.end(), "IPAM fake is ready (STATUS)"), c.ok.end());
+  EXPECT_EQ(doctor::exitStatus(report_), 0);
+  for (auto op : nl_.callOps()) {
+    EXPECT_TRUE(op == FakeNetlink::Op::kLinkByName || op == FakeNetlink::Op::kLinkByIndex ||
+                op == FakeNetlink::Op::kVfInfo || op == FakeNetlink::Op::kListAddresses ||
+                op == FakeNetlink::Op::kListRoutes)
+        << "the check changes nothing, but called op " << static_cast<int>(op);
+  }
+  EXPECT_TRUE(sysfs_.driverWrites("mlx5_core", "bind").empty()) << "no rebind";
+
+  const std::string text = doctor::renderText(report_);
+  EXPECT_NE(text.find("Network config ibnet.json: ibnet (mode sriov) resource nvidia.com/mlx5_ib_vf would work"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(std::string(kVf1) + " (VF 1 of ibp59s0): works when the pod asks for a GUID"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("vf 1 " + std::string(kVf1) + " state auto"), std::string::npos) << "VF PCI in the node report";
+  json j = json::parse(result::printDoctorReport(report_));
+  EXPECT_EQ(j["config"]["works"], true);
+  EXPECT_EQ(j["config"]["candidates"][1]["needsGuid"], true);
+  EXPECT_EQ(j["config"]["candidates"][2]["works"], false);
+  EXPECT_EQ(j["sriovPfs"][0]["vfs"][2]["pci"], kVf2);
+}
+
+TEST_F(ConfigCheckTest, RdmaIsolationOnASharedModeNodeRefusesEveryVfWithTheFix) {
+  installIpamPlugin("fake");
+  rdma_.setMode(rdma::NetnsMode::kShared);
+  json conf = sriovConfig();
+  conf["rdmaIsolation"] = true;
+  auto c = check(nad(conf));
+  EXPECT_FALSE(c.works) << all(c);
+  ASSERT_EQ(c.candidates.size(), 3u);
+  EXPECT_FALSE(c.candidates[0].works);
+  EXPECT_NE(c.candidates[0].problem.find("rdma system set netns exclusive"), std::string::npos) << all(c);
+  ASSERT_FALSE(c.problems.empty());
+  EXPECT_NE(c.problems.back().what.find("no device would be accepted"), std::string::npos) << all(c);
+  EXPECT_EQ(doctor::exitStatus(report_), 1);
+}
+
+TEST_F(ConfigCheckTest, APkeyMissingFromTheVfTablesIsNamed) {
+  installIpamPlugin("fake");
+  json conf = sriovConfig();
+  conf["pkey"] = "0x0042";
+  auto c = check(nad(conf));
+  ASSERT_EQ(c.candidates.size(), 3u);
+  EXPECT_FALSE(c.candidates[0].works);
+  EXPECT_NE(c.candidates[0].problem.find("pkey = 0x0042: mlx5_1 port 1"), std::string::npos) << all(c);
+  EXPECT_NE(c.candidates[0].problem.find("0xffff, 0x8123"), std::string::npos) << all(c);
+  // VF 1 gets its GUID from the pod, and the subnet manager assigns partitions by GUID: ADD checks
+  // its table only then, so the doctor only warns.
+  EXPECT_TRUE(c.candidates[1].works) << all(c);
+  ASSERT_EQ(c.candidates[1].warnings.size(), 2u) << "the pkey table, and the verbs check (warn) on the same";
+  EXPECT_NE(c.candidates[1].warnings[0].find("ADD checks again once the pod's GUID is set"), std::string::npos);
+  EXPECT_NE(c.candidates[1].warnings[1].find("pkey 0x0042 is not in the pkey table"), std::string::npos);
+
+  conf["args"]["cni"]["guid"] = "02:00:00:00:00:00:bb:01";  // every VF gets a GUID from the config
+  c = check(nad(conf));
+  EXPECT_TRUE(c.candidates[0].works) << all(c);
+  EXPECT_NE(c.candidates[0].warnings.at(0).find("ADD checks again"), std::string::npos);
+
+  conf["args"].erase("cni");
+  conf["pkey"] = "0x8123";
+  EXPECT_TRUE(check(nad(conf)).works) << all(*report_.config);
+}
+
+TEST_F(ConfigCheckTest, VerbsCheckRequireRefusesAPortWithoutSubnetManagerAndWarnOnlyWarns) {
+  installIpamPlugin("fake");
+  for (auto& [name, r] : verbs_.byDevice) {
+    r.port->state = 2;  // INIT: no subnet manager
+    r.port->lid = 0;
+    r.port->smLid = 0;
+  }
+  json conf = sriovConfig();
+  conf["verbsCheck"] = {{"mode", "require"}};
+  auto c = check(nad(conf));
+  EXPECT_FALSE(c.works) << all(c);
+  EXPECT_NE(c.candidates[0].problem.find("verbs check (verbsCheck.mode require) fails"), std::string::npos) << all(c);
+  EXPECT_NE(c.candidates[0].problem.find("INIT, not ACTIVE"), std::string::npos) << all(c);
+  EXPECT_NE(c.candidates[0].problem.find("[CNI error 109]"), std::string::npos) << all(c);
+
+  conf["verbsCheck"] = {{"mode", "warn"}};
+  c = check(nad(conf));
+  EXPECT_TRUE(c.works) << all(c);
+  ASSERT_FALSE(c.candidates[0].warnings.empty());
+  EXPECT_NE(c.candidates[0].warnings[0].find("INIT"), std::string::npos);
+  EXPECT_NE(doctor::renderText(report_).find("warning: mlx5_1 port 1 is INIT"), std::string::npos)
+      << doctor::renderText(report_);
+
+  conf["verbsCheck"] = {{"mode", "off"}};
+  verbs_.requests.clear();
+  c = check(nad(conf));
+  EXPECT_TRUE(c.candidates[0].warnings.empty());
+}
+
+TEST_F(ConfigCheckTest, IpoibParentIsResolvedLikeAdd) {
+  installIpamPlugin("fake");
+  json conf = sriovConfig();
+  conf["mode"] = "ipoib";
+  conf["master"] = "ibp59s0";
+  auto c = check(conf.dump());
+  EXPECT_TRUE(c.works) << all(c);
+  ASSERT_EQ(c.candidates.size(), 1u);
+  EXPECT_EQ(c.candidates[0].device, "master ibp59s0");
+  EXPECT_TRUE(c.resourceName.empty());
+
+  conf["master"] = "vf0";  // the fixture's plain netdev
+  c = check(conf.dump());
+  EXPECT_FALSE(c.works);
+  EXPECT_NE(c.candidates[0].problem.find("not an IPoIB interface"), std::string::npos) << all(c);
+
+  conf["master"] = "ibp59s0";
+  conf["mtu"] = 9000;
+  c = check(conf.dump());
+  EXPECT_FALSE(c.works);
+  EXPECT_NE(c.candidates[0].problem.find("mtu"), std::string::npos) << all(c);
+}
+
+TEST_F(ConfigCheckTest, ConfigErrorsAreTheOnesAddWouldGive) {
+  json conf = sriovConfig();
+  conf["linkState"] = "sometimes";
+  auto c = check(nad(conf));
+  EXPECT_FALSE(c.works);
+  ASSERT_EQ(c.problems.size(), 1u) << all(c);
+  EXPECT_NE(c.problems[0].what.find("ADD would refuse the config: "), std::string::npos);
+  EXPECT_NE(c.problems[0].what.find("linkState"), std::string::npos) << all(c);
+  EXPECT_NE(c.problems[0].what.find("[CNI error 7]"), std::string::npos) << all(c);
+  EXPECT_TRUE(c.candidates.empty());
+}
+
+TEST_F(ConfigCheckTest, NadConfigListAndForeignTypes) {
+  installIpamPlugin("fake");
+  json list = {{"cniVersion", "1.1.0"},
+               {"name", "ibnet-list"},
+               {"plugins", json::array({json{{"type", "tuning"}}, sriovConfig()})}};
+  list["plugins"][1].erase("cniVersion");
+  list["plugins"][1].erase("name");
+  auto c = check(nad(list));
+  EXPECT_TRUE(c.works) << all(c);
+  EXPECT_EQ(c.name, "ibnet-list") << "the list's name, as libcni passes it";
+
+  list["plugins"].erase(1);
+  c = check(nad(list));
+  EXPECT_FALSE(c.works);
+  ASSERT_EQ(c.problems.size(), 1u);
+  EXPECT_NE(c.problems[0].what.find("no plugin of type ibcni (it has tuning)"), std::string::npos) << all(c);
+
+  c = check(json{{"cniVersion", "1.0.0"}, {"name", "x"}, {"type", "macvlan"}}.dump());
+  ASSERT_EQ(c.problems.size(), 1u);
+  EXPECT_NE(c.problems[0].what.find("type = \"macvlan\""), std::string::npos);
+
+  c = check("apiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\n");
+  ASSERT_EQ(c.problems.size(), 1u);
+  EXPECT_NE(c.problems[0].what.find("not a JSON object (YAML is not read)"), std::string::npos);
+  EXPECT_NE(c.problems[0].fix.find("kubectl get net-attach-def NAME -o json"), std::string::npos);
+}
+
+TEST_F(ConfigCheckTest, IpamPluginMissingOrOlderConfigVersions) {
+  auto c = check(nad(sriovConfig()));
+  EXPECT_FALSE(c.works) << "ipam.type fake is not in CNI_PATH";
+  EXPECT_NE(all(c).find("ipam.type = \"fake\" is not installed in CNI_PATH"), std::string::npos) << all(c);
+
+  c = check(nad(sriovConfig("0.4.0")));
+  EXPECT_FALSE(c.works);
+  EXPECT_NE(all(c).find("is not installed in CNI_PATH (" + cniPath_ + ")"), std::string::npos) << all(c);
+  installIpamPlugin("fake");
+  c = check(nad(sriovConfig("0.4.0")));
+  EXPECT_TRUE(c.works) << all(c);
+  EXPECT_NE(std::find(c.ok.begin(), c.ok.end(),
+                      "IPAM plugin fake is installed (its STATUS is not asked: cniVersion 0.4.0 predates STATUS)"),
+            c.ok.end());
+}
+
+TEST_F(ConfigCheckTest, NoVfsOnTheNodeAndNoResourceName) {
+  installIpamPlugin("fake");
+  nl_.setVfs(host_, pfIndex_, {});
+  auto c = check(nad(sriovConfig()));
+  EXPECT_FALSE(c.works);
+  EXPECT_NE(all(c).find("no SR-IOV VF on this node for a device plugin to hand out as nvidia.com/mlx5_ib_vf"),
+            std::string::npos)
+      << all(c);
+
+  nl_.setVfs(host_, pfIndex_, {nl::VfInfo{}});
+  c = check(nad(sriovConfig(), ""));
+  bool note = false;
+  for (const auto& p : c.problems) {
+    note = note || (p.informational && p.what.find("no resourceName annotation") != std::string::npos);
+  }
+  EXPECT_TRUE(note) << all(c);
+}
+
+}  // namespace
+}  // namespace ibcni::testing
