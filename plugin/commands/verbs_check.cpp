@@ -99,7 +99,8 @@ std::vector<VerbsFinding> evaluateVerbs(const verbs::ProbeResult& result, const 
     out.push_back({"device", "RDMA device " + want.device + " is not visible in the pod's network namespace (it sees " +
                                  (seen.empty() ? std::string("none") : seen) + ")",
                    "in exclusive RDMA netns mode the device must move with the interface (rdmaIsolation); in shared "
-                   "mode check that the RDMA driver (mlx5_ib, ib_uverbs) is loaded"});
+                   "mode check that the RDMA driver (mlx5_ib, ib_uverbs) is loaded; a software device (rxe, siw) "
+                   "is removed when its netdev changes namespace: create it again on the pod's interface"});
     return out;
   }
   if (!result.opened || !result.port) {

@@ -7,18 +7,7 @@
 #   ibcni_doctor_test.sh IBCNI
 set -uo pipefail
 bin=$1
-passed=0 failed=0
-check() {
-  local what=$1
-  shift
-  if "$@"; then
-    echo "PASS $what"
-    passed=$((passed + 1))
-  else
-    echo "FAIL $what"
-    failed=$((failed + 1))
-  fi
-}
+source "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../support/check.sh"
 if [[ -e /dev/infiniband ]] || { [[ -d /sys/class/infiniband ]] && [[ -n $(ls -A /sys/class/infiniband) ]]; }; then
   echo "SKIP: this host has RDMA devices; the test expects none"
   exit 77
@@ -85,5 +74,4 @@ check "--cni-path without --config is a usage error (2)" test $? -eq 2
 version=$(CNI_COMMAND=VERSION "$bin" </dev/null)
 check "without arguments ibcni is the CNI plugin" jq -e '.supportedVersions | length > 0' <<<"$version" >/dev/null
 
-echo "$passed passed, $failed failed"
-((failed == 0))
+finish_checks

@@ -3,7 +3,7 @@
 # `ibcni-ipam gc CONFIG_FILE` frees the addresses of pods whose network namespace is gone and keeps
 # those of live pods, for a plain network config and for a conflist.
 #   ibcni_ipam_gc_test.sh IBCNI_IPAM
-set -euo pipefail
+set -uo pipefail
 bin=$1
 if [[ $(id -u) -ne 0 ]]; then
   echo "SKIP: needs root (creates network namespaces)"
@@ -17,18 +17,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-passed=0 failed=0
-check() {
-  local what=$1
-  shift
-  if "$@"; then
-    echo "PASS $what"
-    passed=$((passed + 1))
-  else
-    echo "FAIL $what"
-    failed=$((failed + 1))
-  fi
-}
+source "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../support/check.sh"
 
 ipam() {  # ipam VERB CID NETNS CONFIG
   CNI_COMMAND=$1 CNI_CONTAINERID=$2 CNI_NETNS=$3 CNI_IFNAME=eth0 CNI_PATH=/nonexistent "$bin" <"$4"
@@ -66,5 +55,4 @@ if msg=$("$bin" gc "$work/other.conflist" 2>&1); then
 else
   check "gc of a file without ibcni-ipam fails, saying why" grep -q 'no plugin with "ipam"' <<<"$msg"
 fi
-echo "$passed passed, $failed failed"
-((failed == 0))
+finish_checks

@@ -5,6 +5,8 @@
 # `rdma` says. ctest's kernel_lab_doctor (label kernel-lab) boots the VM and runs it; by hand:
 #   ../shared/kernel-lab/run.sh --nics 1 -- tests/kernel-lab/doctor_vm_check.sh build/ibcni
 # Inside the VM only (KERNEL_LAB=1): it adds rxe0 on eth0 and flips the netns mode back and forth.
+# `doctor --config` is run there too, with eth0's PCI function as deviceID: the verbs check of the
+# real port (ACTIVE, then DOWN) and rdmaIsolation against the real netns mode.
 # Prints one PASS/FAIL line per check, ends with "N passed, M failed", exits non-zero on any failure.
 set -u
 IBCNI=$(readlink -f "${1:?usage: $0 <ibcni>}")
@@ -12,18 +14,7 @@ if [[ ${KERNEL_LAB:-} != 1 ]]; then
   echo "FAIL: run inside the kernel-lab VM (KERNEL_LAB=1): ../shared/kernel-lab/run.sh -- $0 $IBCNI"
   exit 1
 fi
-passed=0 failed=0
-check() {
-  local what=$1
-  shift
-  if "$@"; then
-    echo "PASS $what"
-    passed=$((passed + 1))
-  else
-    echo "FAIL $what"
-    failed=$((failed + 1))
-  fi
-}
+source "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../support/check.sh"
 same() {  # same WHAT EXPECTED ACTUAL
   if [[ $2 == "$3" ]]; then
     echo "PASS $1: $3"
@@ -35,16 +26,11 @@ same() {  # same WHAT EXPECTED ACTUAL
 }
 # `rdma system show` ("netns shared copy-on-fork on"): Debian 12's iproute2 has no JSON for it.
 rdma_mode() { rdma system show | awk '{for (i = 1; i < NF; i++) if ($i == "netns") print $(i + 1)}'; }
-finish() {
-  echo "$passed passed, $failed failed"
-  ((failed == 0))
-  exit
-}
 
 modprobe rdma_rxe 2>/dev/null
 added=0
 if ! rdma -j dev show 2>/dev/null | jq -e 'any(.[]; .ifname == "rxe0")' >/dev/null; then
-  check "rxe0 made on eth0" rdma link add rxe0 type rxe netdev eth0 || finish
+  check "rxe0 made on eth0" rdma link add rxe0 type rxe netdev eth0 || finish_checks
   added=1
 fi
 ip link set eth0 up
@@ -82,15 +68,57 @@ compare() {  # compare TAG: one doctor run against rdma's view
     test "$(jq -r '.uverbsDevices | join(" ")' <<<"$out")" == "$(cd /dev/infiniband 2>/dev/null && ls -d uverbs* 2>/dev/null | sort | xargs)"
 }
 
+# `doctor --config` with eth0's PCI function as deviceID (rxe0 is its RDMA device): the verbs check
+# (require) of the real port, and rdmaIsolation against the real netns mode.
+work=$(mktemp -d /tmp/doctor-vm.XXXXXX)
+pci=$(basename "$(readlink -f /sys/class/net/eth0/device/..)")
+lab_config() {  # lab_config FILE EXTRA_JSON
+  jq -n --arg pci "$pci" --arg state "$work/state" --argjson extra "$2" \
+    '{cniVersion: "1.1.0", name: "lab", type: "ibcni", deviceID: $pci, stateDir: $state,
+      verbsCheck: {mode: "require"}} + $extra' >"$1"
+}
+verdict() {  # verdict FILE: the config part of doctor --json --config FILE
+  "$IBCNI" doctor --json --config "$1" | jq -c '.config'
+}
+configs() {  # configs TAG MODE
+  local tag=$1 mode=$2 v
+  lab_config "$work/plain.json" '{}'
+  v=$(verdict "$work/plain.json")
+  check "[$tag] --config deviceID $pci (rxe0 ACTIVE), verbsCheck require: works ($v)" \
+    jq -e '.works and .candidates[0].works and .candidates[0].warnings == []' <<<"$v" >/dev/null
+  lab_config "$work/iso.json" '{"rdmaIsolation": true}'
+  v=$(verdict "$work/iso.json")
+  if [[ $mode == shared ]]; then
+    check "[$tag] --config rdmaIsolation true: refused in shared mode, with the fix ($v)" \
+      jq -e '(.works | not) and (.candidates[0].problem | test("rdma system set netns exclusive"))' <<<"$v" >/dev/null
+  else
+    check "[$tag] --config rdmaIsolation true: accepted in exclusive mode ($v)" jq -e '.works' <<<"$v" >/dev/null
+  fi
+}
 orig=$(rdma_mode)
 compare "$orig"
+configs "$orig" "$orig"
+# The port DOWN (eth0 down): the verbs check refuses the device.
+ip link set eth0 down
+for _ in $(seq 100); do
+  [[ $(rdma -j link show rxe0/1 2>/dev/null | jq -r '.[0].state') == DOWN ]] && break
+  sleep 0.1
+done
+v=$(verdict "$work/plain.json")
+check "[$orig] --config with rxe0's port DOWN: refused by the verbs check, 109 ($v)" \
+  jq -e '(.works | not) and (.candidates[0].problem | test("rxe0 port 1 is DOWN, not ACTIVE.*CNI error 109"))' \
+  <<<"$v" >/dev/null
+ip link set eth0 up
+check "rxe0/1 is ACTIVE again" port_active
 other=exclusive
 [[ $orig == exclusive ]] && other=shared
 if rdma system set netns "$other" 2>/dev/null; then
   compare "$other"
+  configs "$other" "$other"
   rdma system set netns "$orig"
 else
   echo "note: could not switch the netns mode to $other (other namespaces exist?); compared $orig only"
 fi
 ((added)) && rdma link delete rxe0
-finish
+rm -rf "$work"
+finish_checks
