@@ -37,9 +37,29 @@ test-netns: build
 e2e: build
 	e2e/run.sh
 
-# ibcni-ipam against Debian's host-local, side by side (the README's benchmark table).
+# ibcni-ipam against Debian's host-local, side by side (the README's benchmark table); then the
+# verbs check's cost on this host (target: median under 20 ms) and against rxe0 in the kernel-lab
+# VM (emulated: target relative to ibv_devinfo). Every part runs; the status is 1 if any failed.
+# The VM runner is tests/kernel-lab's (IBCNI_KERNEL_LAB_RUN in the CMake cache) unless
+# KERNEL_LAB_RUN is given; run from the repository root (the VM shares only it).
+KERNEL_LAB_RUN ?=
 bench: deps build
-	$(BUILD)/bench/ipam_bench $(BUILD)/ibcni-ipam /usr/lib/cni/host-local
+	@rc=0; \
+	echo "== ibcni-ipam against host-local =="; \
+	$(BUILD)/bench/ipam_bench $(BUILD)/ibcni-ipam /usr/lib/cni/host-local || rc=1; \
+	echo; echo "== verbs check on this host =="; \
+	$(BUILD)/bench/verbs_bench || rc=1; \
+	lab="$(KERNEL_LAB_RUN)"; \
+	[ -n "$$lab" ] || lab=$$(sed -n 's/^IBCNI_KERNEL_LAB_RUN:[A-Z]*=//p' $(BUILD)/CMakeCache.txt); \
+	[ -n "$$lab" ] || lab=../shared/kernel-lab/run.sh; \
+	echo; echo "== verbs check against rxe0 in the kernel-lab VM ($$lab) =="; \
+	if [ -x "$$lab" ]; then \
+	  KERNEL_LAB_CACHE=$(abspath $(BUILD))/bench/lab-cache $$lab --nics 1 --timeout 900 -- \
+	    bench/verbs_bench_vm.sh $(BUILD)/bench/verbs_bench || rc=1; \
+	else \
+	  echo "FAIL kernel-lab runner $$lab not found (set KERNEL_LAB_RUN)"; rc=1; \
+	fi; \
+	exit $$rc
 
 clean:
 	rm -rf $(BUILD)

@@ -115,7 +115,7 @@ config() {
   jq -nc --arg net "$NET" --arg state "$STATE" --arg ipam "$IPAMDIR" --arg dev "$HOSTEND" --arg log "$LOG" \
     --arg mode "$1" \
     '{cniVersion: "1.0.0", name: $net, type: "ibcni", mode: "sriov", device: $dev, stateDir: $state,
-      logLevel: "info", logFile: $log, verbsCheck: {mode: $mode, timeoutMs: 5000},
+      logLevel: "info", logFile: $log, verbsCheck: {mode: $mode, timeoutMs: 20000},
       ipam: {type: "ibcni-ipam", subnet: "10.77.0.0/24", dataDir: $ipam}}'
 }
 with_prev() { jq -c --argjson prev "$2" '. + {prevResult: $prev}' <<<"$1"; }
