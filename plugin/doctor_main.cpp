@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -81,9 +82,13 @@ int runDoctor(int argc, char** argv) {
       std::fprintf(stderr, "ibcni doctor: %s\n", host.error().describe().c_str());
       return 1;
     }
-    doctor::DoctorInputs in{deps.netlink, deps.devices, deps.rdma, deps.verbs, *host, "/proc/self/ns/net", {}, {}};
+    doctor::DoctorInputs in{deps.netlink, deps.devices, deps.rdma, deps.verbs, *host, "/proc/self/ns/net", {}, {}, {}};
     in.listNetdevs = [] { return doctor::listDirectory("/sys/class/net", ""); };
     in.listUverbs = [] { return doctor::listDirectory("/dev/infiniband", "uverbs"); };
+    in.moduleLoaded = [](const std::string& name) {
+      std::error_code ec;
+      return std::filesystem::exists("/sys/module/" + name, ec);
+    };
     doctor::DoctorReport report = doctor::collect(in);
     if (configFile) {
       if (!cniPath) {

@@ -328,6 +328,11 @@ DoctorReport collect(const DoctorInputs& in) {
   if (in.listUverbs) {
     r.uverbsDevices = in.listUverbs();
   }
+  if (in.moduleLoaded) {
+    r.gpuDirect = !in.moduleLoaded("nvidia")          ? "no NVIDIA driver"
+                  : in.moduleLoaded("nvidia_peermem") ? "enabled"
+                                                      : "disabled";
+  }
 
   // Devices and ports, in the kernel's order.
   if (rdmaNetlink) {
@@ -387,6 +392,13 @@ DoctorReport collect(const DoctorInputs& in) {
     node.push_back({"no /dev/infiniband/uverbs*: user-space verbs cannot open any device",
                     "modprobe ib_uverbs (and check that udev made /dev/infiniband)", false});
   }
+  if (r.gpuDirect == "disabled" && !r.devices.empty()) {
+    node.push_back({"GPUDirect RDMA is off: the NVIDIA driver is loaded but nvidia_peermem is not, so RDMA goes "
+                    "through host memory (NCCL over InfiniBand runs at a fraction of its bandwidth)",
+                    "modprobe nvidia-peermem (load it after the NIC driver; GPU Operator: driver.rdma.enabled=true; "
+                    "reload it after an OFED/DOCA driver upgrade, which unloads it)",
+                    false});
+  }
   if (r.rdmaNetnsMode == "shared") {
     node.push_back({"RDMA netns mode is shared: every namespace sees every RDMA device",
                     "rdmaIsolation needs exclusive mode: rdma system set netns exclusive (persist it with "
@@ -412,6 +424,7 @@ std::string renderText(const DoctorReport& r) {
   s += "RDMA netns mode: " + r.rdmaNetnsMode + "\n";
   s += "libibverbs: " + std::string(r.verbsAvailable ? "loadable" : "NOT loadable (" + r.verbsUnavailableReason + ")") +
        "\n";
+  s += "GPUDirect RDMA: " + r.gpuDirect + "\n";
   s += "/dev/infiniband: ";
   if (r.uverbsDevices.empty()) {
     s += "no uverbs devices\n";

@@ -110,6 +110,9 @@ struct DoctorReport {
   bool verbsAvailable = false;  ///< libibverbs.so.1 could be loaded
   std::string verbsUnavailableReason;
   std::vector<std::string> uverbsDevices;  ///< /dev/infiniband/uverbs* names, sorted
+  /// GPUDirect RDMA (NIC DMA straight to GPU memory): "enabled" (nvidia_peermem loaded), "disabled"
+  /// (the NVIDIA driver is loaded but nvidia_peermem is not), "no NVIDIA driver", or "unknown".
+  std::string gpuDirect = "unknown";
   std::vector<DeviceReport> devices;
   std::vector<IpoibLinkReport> ipoibLinks;
   std::vector<PfReport> sriovPfs;
@@ -128,6 +131,7 @@ struct DoctorInputs {
   std::string verbsNetnsPath = "/proc/self/ns/net";  ///< ProbeRequest::netnsPath for the probes
   std::function<std::vector<std::string>()> listNetdevs;   ///< netdev names of the host netns
   std::function<std::vector<std::string>()> listUverbs;    ///< names of /dev/infiniband/uverbs*
+  std::function<bool(const std::string&)> moduleLoaded;   ///< /sys/module/<name> exists; null: unknown
 };
 
 /// Queries everything and derives the problems. Never fails: what cannot be read is reported.

@@ -84,6 +84,7 @@ std::string printDoctorReport(const doctor::DoctorReport& r) {
   json out = {{"rdmaNetnsMode", r.rdmaNetnsMode},
               {"libibverbs", {{"available", r.verbsAvailable}, {"reason", orNull(r.verbsUnavailableReason)}}},
               {"uverbsDevices", r.uverbsDevices},
+              {"gpuDirect", r.gpuDirect},
               {"devices", devices},
               {"ipoibLinks", ipoib},
               {"sriovPfs", pfs},

@@ -8,7 +8,7 @@
 namespace ibcni::result {
 
 /// `ibcni doctor --json`: the report as one JSON object (two-space indented), keys in camelCase as
-/// in DoctorReport: rdmaNetnsMode, libibverbs {available, reason}, uverbsDevices, devices[] (name,
+/// in DoctorReport: rdmaNetnsMode, libibverbs {available, reason}, uverbsDevices, gpuDirect, devices[] (name,
 /// index, nodeGuid, ports[]), ipoibLinks[], sriovPfs[] (vfs[]), problems[] {what, fix,
 /// informational}; with --config also config {file, name, mode, resourceName, works, ok[],
 /// candidates[] {device, works, needsGuid, problem, warnings[]}, problems[]}. Unknown strings

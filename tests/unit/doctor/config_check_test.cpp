@@ -113,7 +113,7 @@ class ConfigCheckTest : public PluginTest {
   }
 
   doctor::DoctorReport node() {
-    doctor::DoctorInputs in{nl_, devices_, rdma_, &verbs_, host_, "/proc/self/ns/net", {}, {}};
+    doctor::DoctorInputs in{nl_, devices_, rdma_, &verbs_, host_, "/proc/self/ns/net", {}, {}, {}};
     in.listNetdevs = [this] {
       std::vector<std::string> names;
       for (const auto& l : nl_.links(host_)) {

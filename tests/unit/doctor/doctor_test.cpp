@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -80,7 +81,7 @@ class DoctorTest : public ::testing::Test {
   }
 
   DoctorReport run() {
-    doctor::DoctorInputs in{netlink, devices, rdma, useVerbs ? &verbs : nullptr, host, "/proc/self/ns/net", {}, {}};
+    doctor::DoctorInputs in{netlink, devices, rdma, useVerbs ? &verbs : nullptr, host, "/proc/self/ns/net", {}, {}, {}};
     in.listNetdevs = [this] {
       std::vector<std::string> names;
       for (const auto& l : netlink.links(host)) {
@@ -236,7 +237,7 @@ TEST_F(DoctorTest, NoRdmaDeviceAtAll) {
   empty.setMode(rdma::NetnsMode::kShared);
   verbs.result = verbs::ProbeResult{};
   uverbs.clear();
-  doctor::DoctorInputs in{netlink, devices, empty, &verbs, host, "/proc/self/ns/net", {}, {}};
+  doctor::DoctorInputs in{netlink, devices, empty, &verbs, host, "/proc/self/ns/net", {}, {}, {}};
   in.listNetdevs = [] { return std::vector<std::string>{"lo"}; };
   in.listUverbs = [] { return std::vector<std::string>{}; };
   DoctorReport r = doctor::collect(in);
@@ -342,6 +343,36 @@ TEST_F(DoctorTest, RealMlx5PortsAsIbvDevinfoShowsThem) {
             std::string::npos)
       << text;
   EXPECT_NE(text.find("port 1: DOWN (Disabled) InfiniBand LID 65535 SM LID 0"), std::string::npos) << text;
+}
+
+// GPUDirect RDMA needs nvidia_peermem beside the NVIDIA driver (AKS and GPU Operator users lose
+// most of NCCL's bandwidth without it).
+TEST_F(DoctorTest, GpuDirectNeedsNvidiaPeermem) {
+  std::set<std::string> loaded = {"nvidia"};
+  doctor::DoctorInputs in{netlink, devices, rdma, &verbs, host, "/proc/self/ns/net", {}, {}, {}};
+  in.listNetdevs = [] { return std::vector<std::string>{}; };
+  in.listUverbs = [this] { return uverbs; };
+  in.moduleLoaded = [&loaded](const std::string& m) { return loaded.contains(m); };
+  DoctorReport r = doctor::collect(in);
+  EXPECT_EQ(r.gpuDirect, "disabled");
+  auto p = problemsWith(r, "nvidia_peermem is not");
+  ASSERT_EQ(p.size(), 1u) << all(r);
+  EXPECT_NE(p[0].fix.find("modprobe nvidia-peermem"), std::string::npos);
+  EXPECT_EQ(doctor::exitStatus(r), 1);
+  EXPECT_NE(doctor::renderText(r).find("GPUDirect RDMA: disabled"), std::string::npos);
+  EXPECT_EQ(json::parse(result::printDoctorReport(r))["gpuDirect"], "disabled");
+
+  loaded.insert("nvidia_peermem");
+  r = doctor::collect(in);
+  EXPECT_EQ(r.gpuDirect, "enabled");
+  EXPECT_TRUE(problemsWith(r, "peermem").empty()) << all(r);
+
+  loaded.clear();
+  r = doctor::collect(in);
+  EXPECT_EQ(r.gpuDirect, "no NVIDIA driver");
+  EXPECT_TRUE(problemsWith(r, "peermem").empty()) << "a node without GPUs needs no peermem";
+  in.moduleLoaded = nullptr;
+  EXPECT_EQ(doctor::collect(in).gpuDirect, "unknown");
 }
 
 TEST(DoctorListDirectory, FiltersByPrefixAndToleratesMissingDirectories) {
