@@ -207,23 +207,24 @@ cni::Result<nl::Link> SriovNetdevMode::setUp(const ModeContext& ctx, const HostD
   // The host name and settings DEL restores are those from before ADD; the VF steps (a driver
   // rebind, an RDMA device move) may hand back a new netdev, which is the one to move.
   const nl::Link& original = device.link;
+  // The MAC capability (or the legacy CNI_ARGS MAC) cannot apply to a 20-byte IPoIB address:
+  // refused before any VF setting changes (a GUID would cost two driver rebinds for nothing).
+  std::optional<net::HwAddress> mac = conf.runtime.mac;
+  if (!mac && !ctx.inv.cniArgs.mac.empty()) {
+    mac = net::HwAddress::parse(ctx.inv.cniArgs.mac);
+  }
+  if (mac && original.arpType == kArphrdInfiniband) {
+    return cni::fail(cni::Errc::kInvalidConfig,
+                     "mac = \"" + mac->text + "\" cannot be set on InfiniBand interface " + original.name +
+                         ": an IPoIB address is 20 bytes and derived from the port GID; use infinibandGUID");
+  }
+
   auto applied = applyVfSettings(ctx, device, pod, rollback, record);
   if (!applied) {
     return std::unexpected(applied.error());
   }
   const nl::Link link = *applied;
   const std::string hostName = link.name;
-
-  // The MAC capability (or the legacy CNI_ARGS MAC) cannot apply to a 20-byte IPoIB address.
-  std::optional<net::HwAddress> mac = conf.runtime.mac;
-  if (!mac && !ctx.inv.cniArgs.mac.empty()) {
-    mac = net::HwAddress::parse(ctx.inv.cniArgs.mac);
-  }
-  if (mac && link.arpType == kArphrdInfiniband) {
-    return cni::fail(cni::Errc::kInvalidConfig,
-                     "mac = \"" + mac->text + "\" cannot be set on InfiniBand interface " + hostName +
-                         ": an IPoIB address is 20 bytes and derived from the port GID; use infinibandGUID");
-  }
 
   record.pciAddress = device.pciAddress;
   record.deviceKey = device.deviceKey;

@@ -242,6 +242,18 @@ cni::Result<std::optional<net::Guid>> requestedGuid(const Invocation& inv) {
   return std::optional<net::Guid>{};
 }
 
+namespace {
+
+// "runtimeConfig.infinibandGUID = \"c2:..\"": the field the requested GUID came from, and its value.
+std::string guidField(const Invocation& inv, const net::Guid& guid) {
+  const char* field = inv.conf.runtime.infinibandGuid ? "runtimeConfig.infinibandGUID"
+                      : inv.conf.argsGuid             ? "args.cni.guid"
+                                                      : "CNI_ARGS GUID";
+  return std::string(field) + " = \"" + guid.toString() + "\"";
+}
+
+}  // namespace
+
 cni::Result<void> resolveVf(const ModeContext& ctx, const sysfs::PciFunction* fn, HostDevice& device) {
   const auto& conf = ctx.inv.conf;
   auto& nl = ctx.deps.netlink;
@@ -295,7 +307,9 @@ cni::Result<void> resolveVf(const ModeContext& ctx, const sysfs::PciFunction* fn
     }
   } else if (*guid || conf.linkState) {
     return cni::fail(Errc::kInvalidConfig,
-                     std::string(*guid ? "a GUID was requested" : "linkState is set") + ", but " + subject +
+                     (*guid ? "a GUID was requested (" + guidField(ctx.inv, **guid) + ")"
+                            : std::string("linkState is set")) +
+                         ", but " + subject +
                          " is no SR-IOV VF (" + (fn != nullptr ? "it has no physfn" : "it has no PCI function") +
                          "): GUIDs and link state are VF settings kept by a PF; drop them to attach this device");
   }

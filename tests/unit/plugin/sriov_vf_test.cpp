@@ -237,7 +237,15 @@ TEST_F(SriovVfTest, GuidOrLinkStateOnAFunctionThatIsNoVf) {
   auto out = run("ADD", c);
   EXPECT_EQ(errorOf(out)["code"], 7);
   EXPECT_NE(errorOf(out)["msg"].get<std::string>().find("no SR-IOV VF"), std::string::npos) << out.stdoutText;
+  EXPECT_NE(errorOf(out)["msg"].get<std::string>().find(
+                std::string("a GUID was requested (runtimeConfig.infinibandGUID = \"") + kNewGuid + "\")"),
+            std::string::npos)
+      << "the message names the field and the value: " << out.stdoutText;
   c.erase("runtimeConfig");
+  c["args"]["cni"]["guid"] = "c2:00:00:00:00:00:00:09";
+  EXPECT_NE(errorOf(run("ADD", c))["msg"].get<std::string>().find("args.cni.guid = \"c2:00:00:00:00:00:00:09\""),
+            std::string::npos);
+  c.erase("args");
   c["linkState"] = "enable";
   EXPECT_EQ(errorOf(run("ADD", c))["code"], 7);
   c.erase("linkState");
