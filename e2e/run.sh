@@ -199,20 +199,43 @@ write_conflist() {
 # --- driver ----------------------------------------------------------------------------------
 
 CT_N=0
-# ct VERB NETWORK NETNS-PATH    (env: IFN = CNI_IFNAME, default net1; CARGS = CNI_ARGS)
+# ct VERB NETWORK NETNS-PATH
+# Env: IFN = CNI_IFNAME (default net1); CARGS = CNI_ARGS; CAPARGS = CAP_ARGS (JSON);
+#      XPATH = directories put before the suite's CNI_PATH; XENV = space-separated K=V pairs added
+#      to cnitool's environment (libcni passes its environment on to the plugins).
 # Sets CT_RC, CT_OUT (stdout file), CT_ERR (stderr file).
 ct() {
-  local verb=$1 net=$2 ns=$3 ifn=${IFN:-net1}
+  local verb=$1 net=$2 ns=$3 ifn=${IFN:-net1} kv
   CT_N=$((CT_N + 1))
   CT_OUT=$SDIR/$CT_N-$verb-$net.out
   CT_ERR=$SDIR/$CT_N-$verb-$net.err
-  local -a envs=(NETCONFPATH="$SDIR/net" CNI_PATH="$E2E_CNI_PATH" CNI_IFNAME="$ifn")
+  local -a envs=(NETCONFPATH="$SDIR/net" CNI_PATH="${XPATH:+$XPATH:}$E2E_CNI_PATH" CNI_IFNAME="$ifn")
   [[ -n ${CARGS:-} ]] && envs+=(CNI_ARGS="$CARGS")
+  [[ -n ${CAPARGS:-} ]] && envs+=(CAP_ARGS="$CAPARGS")
+  for kv in ${XENV:-}; do envs+=("$kv"); done
   env "${envs[@]}" timeout "$E2E_TIMEOUT" "$CNITOOL" "$verb" "$net" "$ns" >"$CT_OUT" 2>"$CT_ERR"
   CT_RC=$?
   printf '[%d] %s cnitool %s %s %s -> rc=%d\n' "$CT_N" "${envs[*]}" "$verb" "$net" "$ns" "$CT_RC" \
     >>"$SDIR/trace.log"
 }
+
+# dx VERB CONF-FILE PLUGIN [CONTAINERID NETNS IFNAME]: runs one plugin directly, as libcni's
+# invoke does (env -i; CNI_COMMAND, CNI_CONTAINERID, CNI_NETNS, CNI_ARGS, CNI_IFNAME, CNI_PATH all
+# set, the unused ones empty), stdin = CONF-FILE. For what libcni 1.1.2 cannot send (spec 1.1.0:
+# GC, STATUS). CNI_PATH is the suite's unless DX_PATH is set (even empty). Sets DX_RC, DX_OUT,
+# DX_ERR (files).
+dx() {
+  local verb=$1 conf=$2 plugin=$3 cid=${4:-} ns=${5:-} ifn=${6:-}
+  CT_N=$((CT_N + 1))
+  DX_OUT=$SDIR/$CT_N-$verb-$(basename "$plugin").out
+  DX_ERR=$SDIR/$CT_N-$verb-$(basename "$plugin").err
+  env -i PATH="$PATH" CNI_COMMAND="$verb" CNI_CONTAINERID="$cid" CNI_NETNS="$ns" CNI_ARGS= \
+    CNI_IFNAME="$ifn" CNI_PATH="${DX_PATH-$E2E_CNI_PATH}" timeout "$E2E_TIMEOUT" "$plugin" <"$conf" >"$DX_OUT" 2>"$DX_ERR"
+  DX_RC=$?
+  printf '[%d] direct %s %s <%s (containerID=%s netns=%s ifname=%s CNI_PATH=%s) -> rc=%d\n' "$CT_N" "$verb" \
+    "$plugin" "$conf" "$cid" "$ns" "$ifn" "${DX_PATH-$E2E_CNI_PATH}" "$DX_RC" >>"$SDIR/trace.log"
+}
+dx_out() { tr '\n' ' ' <"$DX_OUT" | cut -c1-300; }
 
 ct_err() { tr '\n' ' ' <"$CT_ERR" | cut -c1-300; }
 ok() { ((CT_RC == 0)) || fail "$1 failed (rc=$CT_RC): $(ct_err)"; }
@@ -293,6 +316,15 @@ expect_back_in_host() {
   ! pod_has "$2" "$3" || fail "$4: $3 still present in the pod"
 }
 
+# cache_result_is CACHE-FILE RESULT-FILE WHEN: libcni's result cache (cniCacheV1) holds RESULT-FILE's
+# result (same JSON, key order aside).
+cache_result_is() {
+  [[ -f $1 ]] || fail "$3: libcni cache $1 missing" || return 1
+  jq -e '.kind == "cniCacheV1"' "$1" >/dev/null 2>&1 || fail "$3: $1 is not a cniCacheV1 file" || return 1
+  [[ $(jq -S .result "$1") == "$(jq -S . "$2")" ]] \
+    || fail "$3: the cached result differs from the ADD result: $(jq -c .result "$1" | cut -c1-200) vs $(jq -c . "$2" | cut -c1-200)"
+}
+
 is_known_failure() { [[ $PLUGIN_TYPE == host-device && $E2E_RUN_KNOWN_FAILURES != 1 ]]; }
 
 CNI_ARGS_K8S="IgnoreUnknown=1;K8S_POD_NAMESPACE=ns;K8S_POD_NAME=p;K8S_POD_INFRA_CONTAINER_ID=x;K8S_POD_UID=u"
@@ -322,12 +354,14 @@ scenario_a_chain_tuning() {
   ! host_has e2ea0 || fail "e2ea0 still in the host after add" || return 1
   [[ -f $CACHE_DIR/$net-$cid-net1 ]] \
     || fail "libcni cache $CACHE_DIR/$net-$cid-net1 missing (driver container ID rule?)" || return 1
+  cache_result_is "$CACHE_DIR/$net-$cid-net1" "$CT_OUT" "after add" || return 1
 
   IFN=net1 ct check "$net" "$NS"; ok "check" || return 1
 
   IFN=net1 ct del "$net" "$NS"; ok "del" || return 1
   expect_back_in_host e2ea0 "$POD" net1 "after del" || return 1
   expect_released "$net" "$cid" "after del" || return 1
+  [[ ! -e $CACHE_DIR/$net-$cid-net1 ]] || fail "libcni cache $CACHE_DIR/$net-$cid-net1 still there after del" || return 1
 
   if is_known_failure; then
     note "second del skipped: host-device's DEL is not idempotent"
@@ -551,6 +585,287 @@ scenario_i_ibcni_inprocess_ipam() {
   [[ $(eipam_allocations "$net") -eq 0 ]] || fail "an allocation is left after DEL" || return 1
 }
 
+# j: ibcni (ibcni-ipam in process) → Debian's tuning (sysctl + mtu on net1) → prev-reader, a
+# recorder that saves its stdin per verb and answers ADD with its prevResult unchanged. ibcni's
+# result must travel the chain; CHECK and DEL must travel it too, with the final result.
+scenario_j_chain_prevresult_reader() {
+  local net=e2e-j subnet=10.73.0.0/24 rec=$SDIR/rec cid cache add_out pip mtu_before
+  new_pod j && new_veth e2ej0 || return 1
+  mkdir -p "$SDIR/bin" "$rec" || return 1
+  install -m 0755 "$here/plugins/prev-reader" "$SDIR/bin/prev-reader" || fail "cannot install prev-reader" || return 1
+  write_conflist "$net" 1.0.0 \
+    "$(plugin_conf e2ej0 "$(ibcni_ipam_conf "$net" "$subnet")")" \
+    "{\"type\":\"tuning\",\"dataDir\":\"$SDIR/tuning\",\"mtu\":1280,\"sysctl\":{\"net.ipv4.conf.net1.arp_notify\":\"1\"}}" \
+    '{"type":"prev-reader"}' || return 1
+  cid=$(cid_of "$NS")
+  cache=$CACHE_DIR/$net-$cid-net1
+  mtu_before=$(link_mtu "" e2ej0)
+  local XPATH=$SDIR/bin XENV="PREV_READER_DIR=$rec"
+
+  IFN=net1 ct add "$net" "$NS"; ok "add" || return 1
+  add_out=$CT_OUT
+  [[ -s $rec/ADD.json ]] || fail "the recorder was not run on ADD" || return 1
+  jq -e --arg n "$net" '.name == $n and .cniVersion == "1.0.0" and .type == "prev-reader"' "$rec/ADD.json" >/dev/null \
+    || fail "the recorder's ADD config lacks the injected name/cniVersion: $(head -c 300 "$rec/ADD.json")" || return 1
+  jq -e --arg s "$NS" '[.prevResult.interfaces[]? | select(.name == "net1" and .sandbox == $s)] | length == 1' \
+    "$rec/ADD.json" >/dev/null \
+    || fail "the recorder's prevResult has no interface {name:net1, sandbox:$NS}: $(jq -c .prevResult "$rec/ADD.json" | cut -c1-300)" \
+    || return 1
+  pip=$(jq -r '[.prevResult.ips[]? | .address | select(test("^[0-9.]+/"))][0] // ""' "$rec/ADD.json")
+  in_subnet "$pip" "$subnet" || fail "the recorder's prevResult has no IPv4 address in $subnet (got '$pip')" || return 1
+  jq -e --arg a "$pip" '.prevResult as $r | [$r.ips[] | select(.address == $a) | .interface][0] as $i
+                        | $i == null or $r.interfaces[$i].name == "net1"' "$rec/ADD.json" >/dev/null \
+    || fail "the recorder's prevResult: ips[].interface of $pip does not point at net1" || return 1
+  [[ $(jq -S .prevResult "$rec/ADD.json") == "$(jq -S . "$add_out")" ]] \
+    || fail "cnitool's result differs from what the chain produced (the recorder's prevResult): $(jq -c . "$add_out" | cut -c1-200)" \
+    || return 1
+  CT_OUT=$add_out
+  check_add_result 1.0.0 net1 "$NS" "$subnet" || return 1
+  [[ $RES_IP == "$pip" ]] || fail "final result address $RES_IP != ibcni's $pip" || return 1
+  check_pod_iface "$POD" net1 "$RES_IP" || return 1
+  [[ $(link_mtu "$POD" net1) == 1280 ]] || fail "tuning's mtu: net1 has mtu $(link_mtu "$POD" net1), want 1280" || return 1
+  [[ $(ip netns exec "$POD" cat /proc/sys/net/ipv4/conf/net1/arp_notify) == 1 ]] \
+    || fail "tuning's sysctl net.ipv4.conf.net1.arp_notify is not 1 in the pod" || return 1
+  [[ $(eipam_allocations "$net") -eq 1 ]] || fail "ibcni-ipam holds $(eipam_allocations "$net") allocations, want 1" || return 1
+  cache_result_is "$cache" "$add_out" "after add" || return 1
+
+  IFN=net1 ct check "$net" "$NS"; ok "check" || return 1
+  [[ -s $rec/CHECK.json ]] || fail "CHECK did not reach the end of the chain (the recorder saw no CHECK)" || return 1
+  [[ $(jq -S .prevResult "$rec/CHECK.json") == "$(jq -S . "$add_out")" ]] \
+    || fail "the recorder's CHECK prevResult is not the final ADD result: $(jq -c .prevResult "$rec/CHECK.json" | cut -c1-200)" \
+    || return 1
+
+  IFN=net1 ct del "$net" "$NS"; ok "del" || return 1
+  [[ -s $rec/DEL.json ]] || fail "DEL did not go through the chain (the recorder saw no DEL)" || return 1
+  jq -e '.prevResult | type == "object"' "$rec/DEL.json" >/dev/null \
+    || fail "the recorder's DEL had no prevResult (libcni passes the cached result)" || return 1
+  [[ $(awk '{print $1}' "$rec/calls.log" | tr '\n' ' ') == "ADD CHECK DEL " ]] \
+    || fail "the recorder saw: $(awk '{print $1}' "$rec/calls.log" | tr '\n' ' '), want ADD CHECK DEL" || return 1
+  expect_back_in_host e2ej0 "$POD" net1 "after del" || return 1
+  [[ $(link_mtu "" e2ej0) == "$mtu_before" ]] || fail "after del e2ej0 mtu $(link_mtu "" e2ej0) != $mtu_before" || return 1
+  expect_released "$net" "$cid" "after del" || return 1
+  [[ $(eipam_allocations "$net") -eq 0 ]] || fail "an ibcni-ipam allocation is left after del" || return 1
+  [[ ! -e $cache ]] || fail "libcni cache $cache still there after del" || return 1
+}
+
+# k: capabilities through libcni. CAP_ARGS ips + mac reach ibcni as runtimeConfig (declared);
+# an undeclared or false capability does not (libcni filters); infinibandGUID on a veth is error 7.
+# bin/ibcni is exec-recorder in front of the real ibcni: it records the stdin libcni built and
+# ibcni's answer (cnitool shows only the message).
+scenario_k_cap_args() {
+  local net=e2e-k net2=e2e-k2 subnet=10.77.8.0/24 rec=$SDIR/rec cid cache add_out host_mac last
+  local want_ip=10.77.8.9/24 want_mac=0a:58:0a:4d:08:09 guid=c2:11:22:33:44:55:66:77
+  new_pod k && new_veth e2ek0 || return 1
+  mkdir -p "$SDIR/bin" "$rec" || return 1
+  install -m 0755 "$here/plugins/exec-recorder" "$SDIR/bin/ibcni" || fail "cannot install exec-recorder" || return 1
+  write_conflist "$net" 1.0.0 "$(plugin_conf e2ek0 "$(hostlocal "$subnet")" \
+    '"capabilities":{"ips":true,"mac":true,"infinibandGUID":true}')" || return 1
+  write_conflist "$net2" 1.0.0 "$(plugin_conf e2ek0 "$(hostlocal "$subnet")" '"capabilities":{"ips":true,"mac":false}')" \
+    || return 1
+  cid=$(cid_of "$NS")
+  cache=$CACHE_DIR/$net-$cid-net1
+  host_mac=$(link_mac "" e2ek0)
+  local XPATH=$SDIR/bin XENV="EXEC_RECORDER_REAL=$IBCNI_BIN_DIR/ibcni EXEC_RECORDER_DIR=$rec"
+  # k_last_call VERB: the exec-recorder files (without suffix) of the last call of VERB.
+  k_last_call() { ls -1 "$rec" | sed -n "s/^\([0-9]*-$1\)\.stdin$/\1/p" | sort -n | tail -n1 | sed "s|^|$rec/|"; }
+
+  # 1. ips + mac, both declared.
+  CAPARGS="{\"ips\":[\"$want_ip\"],\"mac\":\"$want_mac\"}" IFN=net1 ct add "$net" "$NS"; ok "add with ips+mac" || return 1
+  add_out=$CT_OUT
+  last=$(k_last_call ADD)
+  [[ -n $last ]] || fail "exec-recorder saw no ADD (is $SDIR/bin first in CNI_PATH?)" || return 1
+  [[ $(jq -cS .runtimeConfig "$last.stdin") == "$(jq -cnS --arg i "$want_ip" --arg m "$want_mac" '{ips: [$i], mac: $m}')" ]] \
+    || fail "ibcni's runtimeConfig is $(jq -c .runtimeConfig "$last.stdin"), want exactly ips and mac" || return 1
+  [[ $(jq -c '[.ips[]?.address]' "$add_out") == "[\"$want_ip\"]" ]] \
+    || fail "result ips $(jq -c '[.ips[]?.address]' "$add_out"), want [\"$want_ip\"]" || return 1
+  [[ $(jq -r '.interfaces[]? | select(.name == "net1") | .mac' "$add_out") == "$want_mac" ]] \
+    || fail "result mac of net1 is '$(jq -r '.interfaces[]? | select(.name == "net1") | .mac' "$add_out")', want $want_mac" || return 1
+  [[ $(ip -j -4 -n "$POD" addr show dev net1 | jq -r '[.[0].addr_info[] | "\(.local)/\(.prefixlen)"] | join(" ")') == "$want_ip" ]] \
+    || fail "net1's IPv4 addresses are '$(ip -4 -o -n "$POD" addr show dev net1 | awk '{print $4}' | tr '\n' ' ')', want exactly $want_ip" \
+    || return 1
+  [[ $(link_mac "$POD" net1) == "$want_mac" ]] || fail "net1's mac is $(link_mac "$POD" net1), want $want_mac" || return 1
+  cache_result_is "$cache" "$add_out" "after add" || return 1
+  CAPARGS="{\"ips\":[\"$want_ip\"],\"mac\":\"$want_mac\"}" IFN=net1 ct check "$net" "$NS"; ok "check" || return 1
+  CAPARGS="{\"ips\":[\"$want_ip\"],\"mac\":\"$want_mac\"}" IFN=net1 ct del "$net" "$NS"; ok "del" || return 1
+  [[ ! -e $cache ]] || fail "libcni cache $cache still there after del" || return 1
+  expect_back_in_host e2ek0 "$POD" net1 "after del" || return 1
+  [[ $(link_mac "" e2ek0) == "$host_mac" ]] || fail "after del e2ek0 has mac $(link_mac "" e2ek0), not its own $host_mac" || return 1
+  expect_released "$net" "$cid" "after del" || return 1
+
+  # 2. Capabilities the config does not declare (deviceID) or declares false (mac) never reach the
+  #    plugin: a deviceID would name a PCI function that does not exist (ADD would fail).
+  CAPARGS="{\"ips\":[\"$want_ip\"],\"mac\":\"$want_mac\",\"deviceID\":\"0000:99:00.0\"}" IFN=net1 ct add "$net2" "$NS"
+  ok "add with undeclared deviceID and mac:false" || return 1
+  add_out=$CT_OUT
+  last=$(k_last_call ADD)
+  [[ $(jq -cS .runtimeConfig "$last.stdin") == "$(jq -cnS --arg i "$want_ip" '{ips: [$i]}')" ]] \
+    || fail "undeclared/false capabilities reached ibcni: runtimeConfig $(jq -c .runtimeConfig "$last.stdin")" || return 1
+  [[ $(link_mac "$POD" net1) != "$want_mac" ]] || fail "net1 got the mac of an undeclared capability" || return 1
+  [[ $(jq -r '.interfaces[]? | select(.name == "net1") | .mac' "$add_out") != "$want_mac" ]] \
+    || fail "the result reports the mac of an undeclared capability" || return 1
+  IFN=net1 ct del "$net2" "$NS"; ok "del ($net2)" || return 1
+  expect_back_in_host e2ek0 "$POD" net1 "after del ($net2)" || return 1
+  expect_released "$net2" "$cid" "after del ($net2)" || return 1
+
+  # 3. infinibandGUID on a veth (no VF): it reaches ibcni as runtimeConfig, ADD fails with code 7,
+  #    nothing is left behind; the runtime's DEL afterwards succeeds.
+  CAPARGS="{\"infinibandGUID\":\"$guid\"}" IFN=net1 ct add "$net" "$NS"; not_ok "add with infinibandGUID on a veth" || return 1
+  last=$(k_last_call ADD)
+  [[ $(jq -r .runtimeConfig.infinibandGUID "$last.stdin") == "$guid" ]] \
+    || fail "infinibandGUID did not reach ibcni as runtimeConfig: $(jq -c .runtimeConfig "$last.stdin")" || return 1
+  [[ $(cat "$last.rc") == 1 && $(jq -r .code "$last.stdout" 2>/dev/null) == 7 ]] \
+    || fail "ibcni answered rc=$(cat "$last.rc") $(head -c 300 "$last.stdout"), want code 7" || return 1
+  host_has e2ek0 || fail "after the failed add e2ek0 is not in the host" || return 1
+  ! pod_has "$POD" net1 || fail "after the failed add net1 exists in the pod" || return 1
+  [[ $(link_mac "" e2ek0) == "$host_mac" ]] || fail "after the failed add e2ek0's mac changed" || return 1
+  expect_released "$net" "$cid" "after the failed add" || return 1
+  [[ ! -e $cache ]] || fail "libcni cached the result of a failed add ($cache)" || return 1
+  CAPARGS="{\"infinibandGUID\":\"$guid\"}" IFN=net1 ct del "$net" "$NS"; ok "del after the failed add" || return 1
+  host_has e2ek0 || fail "after del e2ek0 is not in the host" || return 1
+  expect_released "$net" "$cid" "after del" || return 1
+  # Last, so that everything above is checked first: the message must name the GUID it refuses.
+  jq -r .msg "$last.stdout" | grep -qiF -- "$guid" \
+    || fail "the code-7 message does not name the GUID $guid: $(jq -r .msg "$last.stdout")" || return 1
+}
+
+# n: GC and STATUS (spec 1.1.0, which libcni 1.1.2 lacks) by direct exec, for every plugin of a
+# 1.1.0 conflist [ibcni + ibcni-ipam, tuning], each fed its config as libcni builds it (the list's
+# cniVersion and name injected; for GC cni.dev/valid-attachments and the legacy cni.dev/attachments).
+# As with a NAD carrying a resourceName, the list names no device; each ADD gets its own injected
+# (as Multus injects deviceID), its container ID and its pod.
+scenario_n_gc_status_chain() {
+  local net=e2e-n subnet=10.74.0.0/24 list i c ns_a ns_b pod_a pod_b tv t110=0 r
+  local cid_a=e2e-n-a cid_b=e2e-n-b
+  new_pod na && new_veth e2ena || return 1
+  pod_a=$POD ns_a=$NS
+  new_pod nb && new_veth e2enb || return 1
+  # shellcheck disable=SC2034  # ns_a/ns_b and pod_a/pod_b are read as ${!ns_i} and ${!pod_i}
+  pod_b=$POD ns_b=$NS
+  write_conflist "$net" 1.1.0 \
+    "$(printf '{"type":"ibcni","mode":"sriov","stateDir":"%s","logLevel":"debug","logFile":"%s","ipam":%s}' \
+         "$SDIR/state" "$SDIR/ibcni.log" "$(ibcni_ipam_conf "$net" "$subnet")")" \
+    "{\"type\":\"tuning\",\"dataDir\":\"$SDIR/tuning\",\"sysctl\":{\"net.ipv4.conf.net1.arp_notify\":\"1\"}}" || return 1
+  list=$SDIR/net/$net.conflist
+  # n_conf I FILE [JQ-FILTER...]: plugin I of the list as libcni passes it, then the filters.
+  n_conf() {
+    local idx=$1 out=$2 f
+    shift 2
+    jq -c --argjson i "$idx" '.plugins[$i] + {cniVersion: .cniVersion, name: .name}' "$list" >"$out" || return 1
+    for f in "$@"; do jq -c "$f" "$out" >"$out.tmp" && mv "$out.tmp" "$out" || return 1; done
+  }
+  local ib=$IBCNI_BIN_DIR/ibcni tu=$REF_PLUGIN_DIR/tuning
+  printf '{"cniVersion":"1.1.0"}' >"$SDIR/version.json"
+  dx VERSION "$SDIR/version.json" "$tu"
+  tv=$(jq -c '.supportedVersions // []' "$DX_OUT" 2>/dev/null)
+  jq -e 'index("1.1.0") != null' <<<"$tv" >/dev/null 2>&1 && t110=1
+  note "tuning supports $tv"
+
+  # Two attachments: ibcni ADD (1.1.0), then tuning ADD with ibcni's result as prevResult.
+  for i in a b; do
+    c=cid_$i; c=${!c}
+    local ns_i=ns_$i; ns_i=${!ns_i}
+    n_conf 0 "$SDIR/add-ibcni-$i.json" ".device = \"e2en$i\"" || return 1
+    dx ADD "$SDIR/add-ibcni-$i.json" "$ib" "$c" "$ns_i" net1
+    ((DX_RC == 0)) || fail "ibcni ADD ($i) failed: $(dx_out)" || return 1
+    [[ $(jq -r .cniVersion "$DX_OUT") == 1.1.0 ]] || fail "ibcni ADD ($i): result cniVersion $(jq -c .cniVersion "$DX_OUT")" || return 1
+    cp "$DX_OUT" "$SDIR/result-$i.json"
+    n_conf 1 "$SDIR/add-tuning-$i.json" ".prevResult = $(cat "$SDIR/result-$i.json")" || return 1
+    dx ADD "$SDIR/add-tuning-$i.json" "$tu" "$c" "$ns_i" net1
+    if ((t110)); then
+      ((DX_RC == 0)) || fail "tuning ADD ($i) at 1.1.0 failed although it supports 1.1.0: $(dx_out)" || return 1
+    else
+      ((DX_RC != 0)) && [[ $(jq -r .code "$DX_OUT" 2>/dev/null) == 1 ]] \
+        || fail "tuning ADD ($i) at 1.1.0, which it does not support: rc=$DX_RC $(dx_out), want code 1" || return 1
+      [[ $i == b ]] && note "tuning ADD at 1.1.0: code 1 ($(jq -r .msg "$DX_OUT" | cut -c1-80))"
+    fi
+  done
+  [[ -n $(state_records_of "$cid_a") && -n $(state_records_of "$cid_b") ]] \
+    || fail "after two ADDs ibcni does not hold a record for each" || return 1
+  [[ $(eipam_allocations "$net") -eq 2 ]] || fail "after two ADDs ibcni-ipam holds $(eipam_allocations "$net") allocations" || return 1
+  local ip_a ip_b
+  ip_a=$(jq -r '.ips[0].address' "$SDIR/result-a.json")
+  ip_b=$(jq -r '.ips[0].address' "$SDIR/result-b.json")
+
+  # STATUS: ibcni ready (exit 0, nothing on stdout); tuning's answer recorded.
+  n_conf 0 "$SDIR/status-ibcni.json" || return 1
+  dx STATUS "$SDIR/status-ibcni.json" "$ib"
+  ((DX_RC == 0)) || fail "ibcni STATUS rc=$DX_RC: $(dx_out)" || return 1
+  [[ ! -s $DX_OUT ]] || fail "ibcni STATUS printed on success: $(dx_out)" || return 1
+  n_conf 1 "$SDIR/status-tuning.json" || return 1
+  dx STATUS "$SDIR/status-tuning.json" "$tu"
+  if ((t110)); then
+    ((DX_RC == 0)) || fail "tuning STATUS rc=$DX_RC although it supports 1.1.0: $(dx_out)" || return 1
+  else
+    ((DX_RC != 0)) && jq -e '(.code | type) == "number" and (.msg | type) == "string"' "$DX_OUT" >/dev/null 2>&1 \
+      || fail "tuning STATUS: rc=$DX_RC $(dx_out), want a CNI error object" || return 1
+    note "tuning STATUS: rc=$DX_RC code $(jq -r .code "$DX_OUT") ($(jq -r .msg "$DX_OUT"))"
+  fi
+
+  # GC with only attachment a valid: b's record and address go, a's stay.
+  local valid
+  valid=$(jq -cn --arg c "$cid_a" '[{containerID: $c, ifname: "net1"}]')
+  n_conf 0 "$SDIR/gc-ibcni.json" ".\"cni.dev/valid-attachments\" = $valid | .\"cni.dev/attachments\" = $valid" || return 1
+  dx GC "$SDIR/gc-ibcni.json" "$ib"
+  ((DX_RC == 0)) || fail "ibcni GC rc=$DX_RC: $(dx_out)" || return 1
+  [[ ! -s $DX_OUT ]] || fail "ibcni GC printed on success: $(dx_out)" || return 1
+  [[ -z $(state_records_of "$cid_b") ]] || fail "GC kept the record of $cid_b (not valid): $(state_records_of "$cid_b")" || return 1
+  [[ -n $(state_records_of "$cid_a") ]] || fail "GC removed the record of $cid_a (valid)" || return 1
+  [[ -z $(find "$SDIR/eipam/$net/attachments" -type f -name "*$cid_b*" 2>/dev/null) ]] \
+    || fail "GC kept ibcni-ipam's allocation of $cid_b ($ip_b)" || return 1
+  [[ -n $(find "$SDIR/eipam/$net/attachments" -type f -name "*$cid_a*" 2>/dev/null) ]] \
+    || fail "GC released ibcni-ipam's allocation of $cid_a ($ip_a)" || return 1
+  [[ $(eipam_allocations "$net") -eq 1 ]] || fail "after GC ibcni-ipam holds $(eipam_allocations "$net") allocations, want 1" || return 1
+  expect_back_in_host e2enb "$pod_b" net1 "after GC (attachment b released)" || return 1
+  pod_has "$pod_a" net1 && pod_addrs "$pod_a" net1 | grep -qxF -- "$ip_a" \
+    || fail "after GC attachment a's net1 or its address $ip_a is gone" || return 1
+  n_conf 0 "$SDIR/check-ibcni-a.json" ".device = \"e2ena\" | .prevResult = $(cat "$SDIR/result-a.json")" || return 1
+  dx CHECK "$SDIR/check-ibcni-a.json" "$ib" "$cid_a" "$ns_a" net1
+  ((DX_RC == 0)) || fail "ibcni CHECK of attachment a after GC: $(dx_out)" || return 1
+  n_conf 1 "$SDIR/gc-tuning.json" ".\"cni.dev/valid-attachments\" = $valid | .\"cni.dev/attachments\" = $valid" || return 1
+  dx GC "$SDIR/gc-tuning.json" "$tu"
+  if ((t110)); then
+    ((DX_RC == 0)) || fail "tuning GC rc=$DX_RC although it supports 1.1.0: $(dx_out)" || return 1
+  else
+    ((DX_RC != 0)) && jq -e '(.code | type) == "number" and (.msg | type) == "string"' "$DX_OUT" >/dev/null 2>&1 \
+      || fail "tuning GC: rc=$DX_RC $(dx_out), want a CNI error object" || return 1
+    note "tuning GC: rc=$DX_RC code $(jq -r .code "$DX_OUT") ($(jq -r .msg "$DX_OUT"))"
+  fi
+  [[ -n $(state_records_of "$cid_a") && $(eipam_allocations "$net") -eq 1 ]] \
+    || fail "tuning's GC answer disturbed attachment a" || return 1
+
+  # DEL both, the chain in reverse (tuning, then ibcni), with each one's result as prevResult.
+  for i in a b; do
+    c=cid_$i; c=${!c}
+    local ns_i=ns_$i; ns_i=${!ns_i}
+    n_conf 1 "$SDIR/del-tuning-$i.json" ".prevResult = $(cat "$SDIR/result-$i.json")" || return 1
+    dx DEL "$SDIR/del-tuning-$i.json" "$tu" "$c" "$ns_i" net1
+    if ((t110)); then
+      ((DX_RC == 0)) || fail "tuning DEL ($i) failed: $(dx_out)" || return 1
+    elif [[ $i == b ]]; then
+      note "tuning DEL at 1.1.0: rc=$DX_RC code $(jq -r .code "$DX_OUT" 2>/dev/null)"
+    fi
+    n_conf 0 "$SDIR/del-ibcni-$i.json" ".device = \"e2en$i\" | .prevResult = $(cat "$SDIR/result-$i.json")" || return 1
+    dx DEL "$SDIR/del-ibcni-$i.json" "$ib" "$c" "$ns_i" net1
+    ((DX_RC == 0)) || fail "ibcni DEL ($i) rc=$DX_RC: $(dx_out)" || return 1
+  done
+  for i in a b; do
+    local pod_i=pod_$i
+    expect_back_in_host "e2en$i" "${!pod_i}" net1 "after del" || return 1
+  done
+  expect_released "$net" "$cid_a" "after del" && expect_released "$net" "$cid_b" "after del" || return 1
+  [[ $(eipam_allocations "$net") -eq 0 ]] || fail "an ibcni-ipam allocation is left after del" || return 1
+
+  # STATUS where only ibcni is installed, and with no CNI_PATH (optional for STATUS): ibcni-ipam
+  # runs inside ibcni, so ADD can be serviced and STATUS must say so.
+  mkdir -p "$SDIR/only-ibcni" && ln -sf "$ib" "$SDIR/only-ibcni/ibcni" || return 1
+  local p
+  for p in "$SDIR/only-ibcni" ""; do
+    DX_PATH=$p dx STATUS "$SDIR/status-ibcni.json" "$ib"
+    ((DX_RC == 0)) || fail "ibcni STATUS with CNI_PATH='$p' (in-process ibcni-ipam needs no binary): rc=$DX_RC $(dx_out)" \
+      || return 1
+  done
+}
+
 # =============================================================================================
 
 selected() {
@@ -617,6 +932,15 @@ else
 fi
 if [[ $PLUGIN_TYPE == ibcni ]]; then
   run_scenario i_ibcni_inprocess_ipam scenario_i_ibcni_inprocess_ipam
+fi
+if [[ $PLUGIN_TYPE == ibcni ]]; then
+  run_scenario j_chain_prevresult_reader scenario_j_chain_prevresult_reader
+  run_scenario k_cap_args scenario_k_cap_args
+  run_scenario n_gc_status_chain scenario_n_gc_status_chain
+else
+  skip_scenario j_chain_prevresult_reader "chains ibcni with its in-process ibcni-ipam"
+  skip_scenario k_cap_args "ibcni's capabilities (infinibandGUID; mac restored on DEL)"
+  skip_scenario n_gc_status_chain "spec 1.1.0 GC/STATUS: Debian's host-device (1.1.1) supports up to 1.0.0"
 fi
 
 ((SKIPPED > 0)) && echo "$SKIPPED skipped"

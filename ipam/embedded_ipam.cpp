@@ -194,12 +194,13 @@ cni::Result<void> EmbeddedIpam::gc(const Request& request) {
   if (!s) {
     return std::unexpected(s.error());
   }
+  // No list means no valid attachment (the spec's reading; `cnitool gc` sends none and means "all"):
+  // every allocation of this network is released, as ibcni releases every device of it.
+  const std::vector<AttachmentKey> none;
   if (!(*s)->config.validAttachments) {
-    // Without the list every allocation would look stale: release nothing.
-    log::warn("gc: no cni.dev/valid-attachments in the configuration; nothing released");
-    return {};
+    log::warn("gc: no cni.dev/valid-attachments in the configuration: every allocation of the network is stale");
   }
-  auto released = (*s)->allocator->gc(*(*s)->config.validAttachments);
+  auto released = (*s)->allocator->gc((*s)->config.validAttachments ? *(*s)->config.validAttachments : none);
   if (!released) {
     return std::unexpected(released.error());
   }

@@ -65,8 +65,8 @@ cni::Result<void> configureAddresses(const Invocation& inv, Deps& deps, const os
       std::string text = rt.dst.toString() + (route.gw ? " via " + route.gw->toString() : "");
       return std::unexpected(sysError(cni::Errc::kNetlinkFailure,
                                       "cannot add route " + text + " on " + ifName +
-                                          (r.error().err == EEXIST ? ": the pod already has that route; give it a "
-                                                                     "different priority or drop it from ipam.routes"
+                                          (r.error().err == EEXIST ? ": ipam.routes lists it twice (or the IPAM "
+                                                                     "result does); drop the duplicate"
                                                                    : ""),
                                       r.error()));
     }

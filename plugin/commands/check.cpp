@@ -59,8 +59,17 @@ cni::Result<void> cmdCheck(const Invocation& inv, Deps& deps) {
     return cni::fail(cni::Errc::kCheckFailed,
                      ifName + " has mac " + link->mac.text + ", prevResult says " + ours.mac);
   }
+  // prevResult is the chain's final word on our interface: a later plugin (tuning's "mtu" or
+  // "mac") may have changed what ADD set, and reported it there. The record only knows ADD's values.
+  state::AttachmentRecord expected = **record;
+  if (ours.mtu) {
+    expected.podMtu = *ours.mtu;
+  }
+  if (!ours.mac.empty()) {
+    expected.podMac = ours.mac;
+  }
   ModeContext ctx{inv, deps, *host};
-  if (auto r = modeFor(conf.mode).check(ctx, **record, *pod, *link); !r) {
+  if (auto r = modeFor(conf.mode).check(ctx, expected, *pod, *link); !r) {
     return r;
   }
 

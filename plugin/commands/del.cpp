@@ -8,6 +8,35 @@
 
 namespace ibcni::plugin {
 
+namespace {
+
+// The attachment whose record says it holds `found` (a device recovered from the pod without a
+// record of this attachment), if it is another one: e.g. network A's net1, when the runtime DELs
+// network B's (container, net1) after network B's ADD failed on the name clash.
+std::optional<state::AttachmentRecord> heldByAnother(state::AttachmentStore& store, const Invocation& inv,
+                                                     const state::AttachmentRecord& found) {
+  auto records = store.list("");
+  if (!records) {
+    return std::nullopt;
+  }
+  for (const auto& r : *records) {
+    const bool self =
+        r.network == inv.conf.name && r.containerId == inv.args.containerId && r.ifName == inv.args.ifName;
+    if (self) {
+      continue;
+    }
+    const bool sameLink = r.netns == inv.args.netns && r.ifName == inv.args.ifName;
+    const bool sameDevice = r.mode == "sriov" && found.mode == "sriov" && !found.hostName.empty() &&
+                            r.hostName == found.hostName;
+    if (sameLink || sameDevice) {
+      return r;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 cni::Result<void> cmdDel(const Invocation& inv, Deps& deps) {
   const auto& conf = inv.conf;
   auto host = hostNetns(deps);
@@ -32,6 +61,12 @@ cni::Result<void> cmdDel(const Invocation& inv, Deps& deps) {
       if (auto l = deps.netlink.linkByName(*pod, inv.args.ifName); l) {
         ModeContext ctx{inv, deps, *host};
         record = modeFor(conf.mode).recover(ctx, *l);
+        if (auto owner = record ? heldByAnother(*store, inv, *record) : std::nullopt) {
+          log::warn("{} in the pod belongs to another attachment (network {}, container {}, ifname {}): leaving it "
+                    "alone",
+                    inv.args.ifName, owner->network, owner->containerId, owner->ifName);
+          record.reset();
+        }
         if (record) {
           log::warn("no attachment record for {}: restoring {} from its alias", inv.args.ifName, record->hostName);
         }

@@ -10,6 +10,7 @@
 
 #include "commands/commands.h"
 #include "commands/common.h"
+#include "ibcni/ipam/embedded.h"
 #include "ipam/exec.h"
 
 namespace ibcni::plugin {
@@ -44,7 +45,9 @@ cni::Result<void> cmdStatus(const Invocation& inv, Deps& deps) {
     }
   }
   if (!conf.ipamType.empty()) {
-    if (ipam::findInPath(conf.ipamType, inv.args.path).empty()) {
+    // The embedded IPAM runs inside ibcni: there is no binary to find, and STATUS may come with no
+    // CNI_PATH at all (the spec lists it as optional there).
+    if (conf.ipamType != ipam::kEmbeddedIpamType && ipam::findInPath(conf.ipamType, inv.args.path).empty()) {
       return cni::fail(cni::Errc::kPluginNotAvailable,
                        "ipam.type = \"" + conf.ipamType + "\" is not installed in CNI_PATH");
     }

@@ -812,7 +812,10 @@ struct LibnlNetlink::Impl {
       rtnl_route_add_nexthop(r.get(), nh.release());  // the route owns it from here
     }
     nl_msg* raw = nullptr;
-    int rc = add ? rtnl_route_build_add_request(r.get(), NLM_F_EXCL, &raw)
+    // NLM_F_CREATE (libnl adds it) without NLM_F_EXCL, as the reference plugins (RouteAddEcmp):
+    // a route to a destination another interface already routes (the same network attached twice)
+    // is added beside it; only the very same route is EEXIST.
+    int rc = add ? rtnl_route_build_add_request(r.get(), 0, &raw)
                  : rtnl_route_build_del_request(r.get(), 0, &raw);
     NlMsgPtr msg(raw);
     if (rc < 0) {

@@ -46,8 +46,9 @@ namespace ibcni::testing {
 ///  * renaming an up link succeeds (Linux >= 6.2); setRenameUpAllowed(false) gives the EBUSY of
 ///    older kernels;
 ///  * routes: IPv4 needs an up output device (ENETDOWN) and a gateway reachable through a link
-///    route, most specific first (ENETUNREACH; IPv6: EHOSTUNREACH); EEXIST when table,
-///    destination and priority match; deletion treats unset fields as wildcards and answers
+///    route, most specific first (ENETUNREACH; IPv6: EHOSTUNREACH); EEXIST only for the same route
+///    (a route to the same destination through another nexthop is added beside it, as the kernel
+///    does without NLM_F_EXCL); deletion treats unset fields as wildcards and answers
 ///    ESRCH, with "FIB table does not exist" for a table never used;
 ///  * addresses are listed in the kernel's order (IPv4 in the order added, IPv6 newest first);
 ///  * links report their maximum MTU (maxMtu: 65535 by default, as veth; 0 for "lo", as the
@@ -1149,12 +1150,29 @@ inline os::SysResult<void> FakeNetlink::addRoute(const os::Netns& ns, const nl::
     r.scope = kScopeUniverse;  // IPv6 has no route scopes
     r.priority = route.priority.value_or(0) == 0 ? kIpv6DefaultMetric : *route.priority;
   }
-  for (const auto& x : s.routes) {
-    if (x.route.dst == r.dst && x.route.table == r.table && x.route.priority == r.priority) {
+  // NLM_F_CREATE without NLM_F_EXCL (as the reference plugins add routes): a route whose key
+  // (table, destination, priority) is taken is refused only when it is the same route. IPv4
+  // (fib_table_insert): the same fib_info, i.e. not the kernel's prefix route and the same device,
+  // gateway, scope and metrics; otherwise it becomes an alias in front of the others. IPv6
+  // (fib6_add_rt2node, rt6_duplicate_nexthop): the same device and gateway; otherwise it goes after
+  // them (a gateway route as an ECMP sibling, which is listed per nexthop all the same).
+  auto insertAt = s.routes.end();
+  for (auto it = s.routes.begin(); it != s.routes.end(); ++it) {
+    const nl::Route& x = it->route;
+    if (x.dst != r.dst || x.table != r.table || x.priority != r.priority) {
+      continue;
+    }
+    const bool same = v4 ? !it->kernel && x.ifIndex == r.ifIndex && x.gw == r.gw && x.scope == r.scope &&
+                               x.mtu == r.mtu && x.advmss == r.advmss
+                         : x.ifIndex == r.ifIndex && x.gw == r.gw;
+    if (same) {
       return os::sysFail(EEXIST, op);
     }
+    if (v4 && insertAt == s.routes.end()) {
+      insertAt = it;
+    }
   }
-  s.routes.push_back(RouteState{r, false});
+  s.routes.insert(insertAt, RouteState{r, false});
   return {};
 }
 

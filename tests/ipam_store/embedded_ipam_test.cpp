@@ -149,14 +149,18 @@ TEST_F(EmbeddedIpamTest, GcReleasesWhatTheRuntimeNoLongerLists) {
   for (const char* c : {"a", "b", "c"}) {
     ASSERT_TRUE(ipam_->add(makeRequest(config(body), c)));
   }
-  ASSERT_TRUE(ipam_->gc(makeRequest(config(body), "")));  // no list: nothing released
-  EXPECT_EQ(countEntries(tmp_.path() + "/net1/ips"), 3u);
   auto gcConf = config(body, R"("cni.dev/valid-attachments": [{"containerID": "b", "ifname": "net1"}], )");
   ASSERT_TRUE(ipam_->gc(makeRequest(gcConf, "")));
   EXPECT_EQ(countEntries(tmp_.path() + "/net1/ips"), 1u);
   EXPECT_TRUE(ipam_->check(makeRequest(config(body), "b")));
   auto gcAll = config(body, R"("cni.dev/attachments": [], )");
   ASSERT_TRUE(ipam_->gc(makeRequest(gcAll, "")));
+  EXPECT_EQ(countEntries(tmp_.path() + "/net1/ips"), 0u);
+  // No key at all is an empty list too (what `cnitool gc` sends): everything is released.
+  for (const char* c : {"d", "e"}) {
+    ASSERT_TRUE(ipam_->add(makeRequest(config(body), c)));
+  }
+  ASSERT_TRUE(ipam_->gc(makeRequest(config(body), "")));
   EXPECT_EQ(countEntries(tmp_.path() + "/net1/ips"), 0u);
 }
 

@@ -705,9 +705,9 @@ TYPED_TEST_P(NetlinkContract, DuplicateRouteIsEexist) {
   nl::Route r = route("10.2.0.0/16").via("10.1.0.1").dev(dev);
   IBCNI_ASSERT_OK(this->nl().addRoute(this->ns(0), r));
   IBCNI_EXPECT_ERRNO(this->nl().addRoute(this->ns(0), r), EEXIST);
-  // Same table, destination and priority: a different gateway does not make it another route.
-  IBCNI_EXPECT_ERRNO(
-      this->nl().addRoute(this->ns(0), route("10.2.0.0/16").via("10.1.0.9").dev(dev)), EEXIST);
+  // Another gateway for the same table, destination and priority is another route (no
+  // NLM_F_EXCL, as the reference plugins add routes): it is added beside the first.
+  IBCNI_EXPECT_OK(this->nl().addRoute(this->ns(0), route("10.2.0.0/16").via("10.1.0.9").dev(dev)));
   IBCNI_EXPECT_OK(
       this->nl().addRoute(this->ns(0), route("10.2.0.0/16").via("10.1.0.9").dev(dev).metric(5)));
   IBCNI_EXPECT_OK(
@@ -717,6 +717,39 @@ TYPED_TEST_P(NetlinkContract, DuplicateRouteIsEexist) {
   IBCNI_EXPECT_ERRNO(this->nl().addRoute(this->ns(0), v6), EEXIST);
   IBCNI_EXPECT_ERRNO(this->nl().addRoute(this->ns(0), route("fd00:2::/64").dev(dev).metric(1024)),
                      EEXIST);
+}
+
+// One network attached twice in a pod: each interface gets the network's routes, through itself.
+TYPED_TEST_P(NetlinkContract, TheSameRouteThroughTwoLinks) {
+  nl::Link a = this->upLink();
+  nl::Link b = this->upLink("10.1.1.2/24", "fd00:11::2/64");
+  ASSERT_GT(a.index, 0);
+  ASSERT_GT(b.index, 0);
+  for (int dev : {a.index, b.index}) {
+    IBCNI_EXPECT_OK(this->nl().addRoute(this->ns(0), route("10.3.0.0/16").dev(dev)));
+    IBCNI_EXPECT_OK(this->nl().addRoute(this->ns(0), route("fd00:3::/64").dev(dev)));
+  }
+  IBCNI_EXPECT_OK(this->nl().addRoute(this->ns(0), route("0.0.0.0/0").via("10.1.0.1").dev(a.index)));
+  IBCNI_EXPECT_OK(this->nl().addRoute(this->ns(0), route("0.0.0.0/0").via("10.1.1.1").dev(b.index)));
+  IBCNI_EXPECT_OK(this->nl().addRoute(this->ns(0), route("::/0").via("fd00:1::1").dev(a.index)));
+  IBCNI_EXPECT_OK(this->nl().addRoute(this->ns(0), route("::/0").via("fd00:11::1").dev(b.index)));
+  auto has = [this](int dev, const char* dst) {
+    auto texts = this->routesOf(this->ns(0), dev);
+    return std::any_of(texts.begin(), texts.end(), [&](const std::string& t) { return t.starts_with(dst); });
+  };
+  for (int dev : {a.index, b.index}) {
+    EXPECT_TRUE(has(dev, "10.3.0.0/16 ")) << dev;
+    EXPECT_TRUE(has(dev, "fd00:3::/64 ")) << dev;
+    EXPECT_TRUE(has(dev, "0.0.0.0/0 ")) << dev;
+    EXPECT_TRUE(has(dev, "::/0 ")) << dev;
+  }
+  // Taking one link's routes away leaves the other's.
+  IBCNI_EXPECT_OK(this->nl().deleteRoute(this->ns(0), route("10.3.0.0/16").dev(a.index)));
+  IBCNI_EXPECT_OK(this->nl().deleteRoute(this->ns(0), route("::/0").via("fd00:1::1").dev(a.index)));
+  EXPECT_FALSE(has(a.index, "10.3.0.0/16 "));
+  EXPECT_FALSE(has(a.index, "::/0 "));
+  EXPECT_TRUE(has(b.index, "10.3.0.0/16 "));
+  EXPECT_TRUE(has(b.index, "::/0 "));
 }
 
 TYPED_TEST_P(NetlinkContract, DeleteRouteMatchesLikeIpRouteDel) {
@@ -877,7 +910,7 @@ REGISTER_TYPED_TEST_SUITE_P(
     DeletingAnIpv4PrimaryDeletesItsSecondaries, Ipv6AddressesGoWhenTheLinkGoesDown,
     MtuBelow1280DisablesIpv6, LoopbackUpGetsLoopbackAddressesButNoUnicastRoutes,
     PrefixRoutesFollowAddressesOnUpLinks, AddressesOnADownLinkGetRoutesWhenItComesUp,
-    AddListAndDeleteRoutes, RoutesListedCanBeDeletedAsListed, DuplicateRouteIsEexist,
+    AddListAndDeleteRoutes, RoutesListedCanBeDeletedAsListed, DuplicateRouteIsEexist, TheSameRouteThroughTwoLinks,
     DeleteRouteMatchesLikeIpRouteDel, RouteErrors, Ipv6RouteHostBitsAreMasked,
     DeletingTheLastIpv4AddressFlushesIpv4Routes, Ipv6RouteMtuFollowsTheDevice,
     RoutesGoWhenTheLinkGoesDown, ListRoutesFiltersByLink, CallerStaysInItsNamespace);

@@ -129,7 +129,9 @@ class Netlink {
 
   /// Unicast routes of every table in `ns` whose output link is `index` (0: all links).
   [[nodiscard]] virtual os::SysResult<std::vector<Route>> listRoutes(const os::Netns& ns, int index) = 0;
-  /// Adds a route. EEXIST when it is already there.
+  /// Adds a route as the reference plugins do (NLM_F_CREATE, not NLM_F_EXCL): beside any route to
+  /// the same destination through another nexthop (IPv4: an alias in front of it; IPv6: after it,
+  /// gateway routes as ECMP siblings). EEXIST when the same route is already there.
   [[nodiscard]] virtual os::SysResult<void> addRoute(const os::Netns& ns, const Route& route) = 0;
   [[nodiscard]] virtual os::SysResult<void> deleteRoute(const os::Netns& ns, const Route& route) = 0;
 
