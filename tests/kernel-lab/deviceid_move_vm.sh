@@ -1,49 +1,21 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # deviceID on real PCI hardware: the built ibcni moves the kernel-lab VM's virtio-net PCI NIC eth1
-# (a PCI function like an SR-IOV VF handed out as deviceID) into pod namespaces and back.
+# (a PCI function like an SR-IOV VF handed out as deviceID) into pod namespaces and back; first it
+# runs the GoogleTest binaries that need the VM's kernel (sysfs, RDMA netlink with rxe0 on eth0,
+# IPoIB netlink, verbs probe).
 #
-# Outside the VM (what ctest runs, from the source directory; label kernel-lab):
-#   deviceid_move_vm.sh --boot <kernel-lab run.sh> <ibcni> <gtest binary>...
-#     boots the VM with --nics 2 and runs, inside, the GoogleTest binaries and then this script's
-#     checks. Fails with a clear message when the kernel-lab is not installed.
-# Inside the VM (KERNEL_LAB=1; refuses to run anywhere else: it moves eth1 around):
+# Inside the VM only (KERNEL_LAB=1; refuses to run anywhere else: it moves eth1 around). Needs eth0
+# and eth1 (run.sh --nics 2 or more); other NICs are not touched. Every NIC is left as found
+# (name, MTU, MAC, up/down; lab_nics.sh), also when a check or a GoogleTest fails:
 #   deviceid_move_vm.sh [--gtest <binary>]... <ibcni>
+# ctest's kernel_lab runs it first in its one boot (kernel_lab.sh, see README.md); by hand, from the
+# repository root:
+#   ../shared/kernel-lab/run.sh --nics 4 -- bash tests/kernel-lab/deviceid_move_vm.sh build/ibcni
 #
 # Prints one PASS/FAIL line per check, ends with "N passed, M failed", exits non-zero on any
 # failure.
 set -u
-
-self=$(readlink -f "${BASH_SOURCE[0]}")
-
-if [[ ${1:-} == --boot ]]; then
-  usage="usage: $0 --boot <run.sh> <ibcni> <gtest binary>..."
-  run_sh=${2:?$usage}
-  ibcni=${3:?$usage}
-  shift 3
-  if ! compgen -G '/boot/vmlinuz-*-amd64' >/dev/null; then
-    echo "FAIL: the kernel-lab is not installed: there is no Debian kernel /boot/vmlinuz-*-amd64 to boot."
-    echo "      Install it with $(dirname "$run_sh")/setup.sh (the project's install step runs it)."
-    exit 1
-  fi
-  if [[ ! -x $run_sh ]]; then
-    echo "FAIL: the kernel-lab runner $run_sh is missing or not executable (expected ../shared/kernel-lab/run.sh)."
-    exit 1
-  fi
-  inner=()
-  for f in "$ibcni" "$@"; do
-    if [[ ! -x $f ]]; then
-      echo "FAIL: $f is not built"
-      exit 1
-    fi
-  done
-  for f in "$@"; do inner+=(--gtest "$(readlink -f "$f")"); done
-  started=$SECONDS
-  "$run_sh" --nics 2 --timeout 840 -- bash "$self" "${inner[@]}" "$(readlink -f "$ibcni")"
-  rc=$?
-  echo "kernel-lab: exit status $rc after $((SECONDS - started)) s"
-  exit "$rc"
-fi
 
 gtests=()
 while [[ ${1:-} == --gtest ]]; do
@@ -54,9 +26,11 @@ IBCNI=$(readlink -f "${1:?usage: $0 [--gtest <binary>]... <ibcni>}")
 
 if [[ ${KERNEL_LAB:-} != 1 ]]; then
   echo "FAIL: this script moves eth1 between namespaces and runs only inside the kernel-lab VM (KERNEL_LAB=1):"
-  echo "      ../shared/kernel-lab/run.sh --nics 2 -- $0 $IBCNI"
+  echo "      ../shared/kernel-lab/run.sh --nics 4 -- bash $0 $IBCNI"
   exit 1
 fi
+source "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/lab_nics.sh"
+nics_snapshot
 
 pass=0
 fail=0
@@ -78,6 +52,7 @@ WORK=$(mktemp -d /tmp/ibcni-klab.XXXXXX)
 NETNSES=()
 cleanup() {
   for ns in "${NETNSES[@]}"; do ip netns del "$ns" 2>/dev/null; done
+  nics_restore  # eth1 from a pod (by PCI address), eth0 and eth1 with their state as found
   rm -rf "$WORK"
 }
 trap cleanup EXIT

@@ -2,19 +2,25 @@
 # SPDX-License-Identifier: Apache-2.0
 # `ibcni doctor --json` against the real kernel: inside the kernel-lab VM, with an rxe device on
 # eth0, the devices, ports (netdev, state) and RDMA netns mode it reports must match what iproute2's
-# `rdma` says. ctest's kernel_lab_doctor (label kernel-lab) boots the VM and runs it; by hand:
-#   ../shared/kernel-lab/run.sh --nics 1 -- tests/kernel-lab/doctor_vm_check.sh build/ibcni
-# Inside the VM only (KERNEL_LAB=1): it adds rxe0 on eth0 and flips the netns mode back and forth.
+# `rdma` says. ctest's kernel_lab runs it in its one boot (kernel_lab.sh through doctor_verbs_vm.sh,
+# see README.md); by hand, from the repository root:
+#   ../shared/kernel-lab/run.sh --nics 4 -- bash tests/kernel-lab/doctor_vm_check.sh build/ibcni
+# Inside the VM only (KERNEL_LAB=1): it adds rxe0 on eth0 (needs --nics 1 or more; other NICs are
+# not touched) and flips the netns mode back and forth; it leaves rxe0 (when it made it), eth0's
+# state and the netns mode as found, also when a check fails.
 # `doctor --config` is run there too, with eth0's PCI function as deviceID: the verbs check of the
 # real port (ACTIVE, then DOWN) and rdmaIsolation against the real netns mode.
 # Prints one PASS/FAIL line per check, ends with "N passed, M failed", exits non-zero on any failure.
 set -u
 IBCNI=$(readlink -f "${1:?usage: $0 <ibcni>}")
 if [[ ${KERNEL_LAB:-} != 1 ]]; then
-  echo "FAIL: run inside the kernel-lab VM (KERNEL_LAB=1): ../shared/kernel-lab/run.sh -- $0 $IBCNI"
+  echo "FAIL: run inside the kernel-lab VM (KERNEL_LAB=1): ../shared/kernel-lab/run.sh --nics 4 -- bash $0 $IBCNI"
   exit 1
 fi
-source "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../support/check.sh"
+here=$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")
+source "$here/../support/check.sh"
+source "$here/lab_nics.sh"
+nics_snapshot
 same() {  # same WHAT EXPECTED ACTUAL
   if [[ $2 == "$3" ]]; then
     echo "PASS $1: $3"
@@ -29,6 +35,15 @@ rdma_mode() { rdma system show | awk '{for (i = 1; i < NF; i++) if ($i == "netns
 
 modprobe rdma_rxe 2>/dev/null
 added=0
+work=
+orig=
+cleanup() {
+  ((added)) && rdma link delete rxe0 2>/dev/null
+  [[ -n $orig && $(rdma_mode) != "$orig" ]] && rdma system set netns "$orig"
+  nics_restore
+  [[ -n $work ]] && rm -rf "$work"
+}
+trap cleanup EXIT
 if ! rdma -j dev show 2>/dev/null | jq -e 'any(.[]; .ifname == "rxe0")' >/dev/null; then
   check "rxe0 made on eth0" rdma link add rxe0 type rxe netdev eth0 || finish_checks
   added=1
@@ -119,6 +134,4 @@ if rdma system set netns "$other" 2>/dev/null; then
 else
   echo "note: could not switch the netns mode to $other (other namespaces exist?); compared $orig only"
 fi
-((added)) && rdma link delete rxe0
-rm -rf "$work"
-finish_checks
+finish_checks  # cleanup (EXIT): rxe0 deleted when made here, eth0 as found

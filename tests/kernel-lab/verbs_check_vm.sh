@@ -13,14 +13,16 @@
 #      ACTIVE"; vcpeer0 up again: CHECK passes.
 #   4. rxe0 deleted: CHECK fails with 109 "not visible".
 #   5. DEL exits 0 and leaves nothing; DEL again exits 0.
-# ctest's kernel_lab_doctor (label kernel-lab) runs it after doctor_vm_check.sh; by hand:
-#   ../shared/kernel-lab/run.sh --nics 1 -- bash tests/kernel-lab/verbs_check_vm.sh build/ibcni
-# Inside the VM only (KERNEL_LAB=1). Prints one PASS/FAIL line per check, ends with
-# "N passed, M failed", exits non-zero on any failure, and removes what it made even then.
+# ctest's kernel_lab (label kernel-lab) runs it after doctor_vm_check.sh in its one boot
+# (kernel_lab.sh, see README.md); by hand, from the repository root:
+#   ../shared/kernel-lab/run.sh --nics 4 -- bash tests/kernel-lab/verbs_check_vm.sh build/ibcni
+# Inside the VM only (KERNEL_LAB=1); it uses no NIC (the VM's ethN are not touched). Prints one
+# PASS/FAIL line per check, ends with "N passed, M failed", exits non-zero on any failure, and
+# removes what it made even then.
 set -u
 IBCNI=$(readlink -f "${1:?usage: $0 <ibcni>}")
 if [[ ${KERNEL_LAB:-} != 1 ]]; then
-  echo "FAIL: run inside the kernel-lab VM (KERNEL_LAB=1): ../shared/kernel-lab/run.sh --nics 1 -- bash $0 $IBCNI"
+  echo "FAIL: run inside the kernel-lab VM (KERNEL_LAB=1): ../shared/kernel-lab/run.sh --nics 4 -- bash $0 $IBCNI"
   exit 1
 fi
 

@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The whole kernel-lab suite in ONE boot of the kernel-lab VM (../shared/kernel-lab/run.sh) with
+# four virtio-net PCI NICs, eth0..eth3. Inside, in this order (README.md):
+#   deviceid_move  deviceid_move_vm.sh: the GoogleTest binaries that need the VM's kernel
+#                  (sysfs_devices, rdma_netlink, ipoib_netlink, verbs_probe _vm_test), then the
+#                  built ibcni with deviceID = eth1's PCI address (rxe on eth1, ipoib parents)
+#   doctor_verbs   doctor_verbs_vm.sh: doctor_vm_check.sh (ibcni doctor against rxe0 on eth0) and
+#                  verbs_check_vm.sh (verbsCheck with real rxe data on a veth pair)
+#   e2e_lab        e2e_lab_vm.sh: ibcni + ibcni-ipam through the libcni driver on eth0..eth3
+# After each part it checks that the part left the NICs as found (names, MTU, MAC, state), no pod
+# namespace, no RDMA device and the RDMA netns mode as found, and puts back what it did not.
+# Prints each part's summary and exits non-zero when any part or check failed.
+#
+# Outside the VM (what ctest's kernel_lab runs, from the source directory; label kernel-lab):
+#   kernel_lab.sh --boot <kernel-lab run.sh> [--cnitool <driver>] <build dir> [PART...]
+#     builds the libcni driver on the host (e2e/build-driver.sh -> <build dir>/e2e/cnitool: Go
+#     under emulation is slow; --cnitool: use that one, built already), then boots the VM
+#     (run.sh --nics 4) and runs the parts inside. Fails with a clear message when the kernel-lab
+#     is not installed or something is not built.
+#     Env: KERNEL_LAB_TIMEOUT (s, default 900) for run.sh --timeout; KERNEL_LAB_CACHE (run.sh's
+#     initrd cache; ctest gives the test its own).
+# Inside the VM (KERNEL_LAB=1; refuses to run anywhere else: the parts move the NICs around):
+#   kernel_lab.sh [--cnitool <driver>] <build dir> [PART...]
+#     PART: deviceid_move, doctor_verbs, e2e_lab (default: all three, in this order)
+# By hand, from the repository root (the VM shares the current directory read-write, the rest of
+# the file system read-only; build/ is the build dir):
+#   tests/kernel-lab/kernel_lab.sh --boot ../shared/kernel-lab/run.sh build
+#   tests/kernel-lab/kernel_lab.sh --boot ../shared/kernel-lab/run.sh build e2e_lab
+set -u
+self=$(readlink -f "${BASH_SOURCE[0]}")
+here=$(dirname "$self")
+repo=$(cd "$here/../.." && pwd)
+GTESTS=(sysfs_devices_vm_test rdma_netlink_vm_test ipoib_netlink_vm_test verbs_probe_vm_test)
+ALL_PARTS=(deviceid_move doctor_verbs e2e_lab)
+
+# CNITOOL in the environment (e.g. upstream cnitool, as for e2e/run.sh) stands for --cnitool.
+cnitool=${CNITOOL:+$(readlink -f "$CNITOOL")}
+if [[ ${1:-} == --boot ]]; then
+  usage="usage: $0 --boot <run.sh> [--cnitool <driver>] <build dir> [PART...]"
+  run_sh=${2:?$usage}
+  shift 2
+  if [[ ${1:-} == --cnitool ]]; then
+    cnitool=$(readlink -f "${2:?$usage}")
+    shift 2
+  fi
+  build=${1:?$usage}
+  shift
+  if ! compgen -G '/boot/vmlinuz-*-amd64' >/dev/null; then
+    echo "FAIL: the kernel-lab is not installed: there is no Debian kernel /boot/vmlinuz-*-amd64 to boot."
+    echo "      Install it with $(dirname "$run_sh")/setup.sh (the project's install step runs it)."
+    exit 1
+  fi
+  if [[ ! -x $run_sh ]]; then
+    echo "FAIL: the kernel-lab runner $run_sh is missing or not executable (expected ../shared/kernel-lab/run.sh;"
+    echo "      IBCNI_KERNEL_LAB_RUN in the environment or the CMake cache names another one)."
+    exit 1
+  fi
+  build=$(readlink -f "$build")
+  for f in "$build/ibcni" "$build/ibcni-ipam" "${GTESTS[@]/#/$build/tests/kernel-lab/}"; do
+    if [[ ! -x $f ]]; then
+      echo "FAIL: $f is not built"
+      exit 1
+    fi
+  done
+  # The VM's user space is this machine's: a driver built here runs there.
+  if [[ -z $cnitool ]]; then
+    cnitool=$build/e2e/cnitool
+    t0=$SECONDS
+    if ! bash "$repo/e2e/build-driver.sh" "$cnitool"; then
+      echo "FAIL: could not build the libcni driver (e2e/build-driver.sh; needs golang-go and golang-github-appc-cni-dev)"
+      exit 1
+    fi
+    echo "kernel-lab: libcni driver built in $((SECONDS - t0)) s"
+  elif [[ ! -x $cnitool ]]; then
+    echo "FAIL: the libcni driver $cnitool is not built (e2e/build-driver.sh $cnitool)"
+    exit 1
+  fi
+  started=$SECONDS
+  "$run_sh" --nics 4 --timeout "${KERNEL_LAB_TIMEOUT:-900}" -- bash "$self" --cnitool "$cnitool" "$build" "$@"
+  rc=$?
+  case $rc in
+    124) echo "FAIL: the VM ran past ${KERNEL_LAB_TIMEOUT:-900} s (KERNEL_LAB_TIMEOUT)" ;;
+    125) echo "FAIL: the VM stopped before the suite finished" ;;
+  esac
+  echo "kernel-lab: exit status $rc after $((SECONDS - started)) s (boot to power-off)"
+  exit "$rc"
+fi
+
+usage="usage: $0 [--cnitool <driver>] <build dir> [PART...] (inside the VM), or $0 --boot <run.sh> [--cnitool <driver>] <build dir> [PART...]"
+if [[ ${1:-} == --cnitool ]]; then
+  cnitool=$(readlink -f "${2:?$usage}")
+  shift 2
+fi
+build=$(readlink -f "${1:?$usage}")
+shift
+[[ -n $cnitool ]] || cnitool=$build/e2e/cnitool
+parts=("$@")
+((${#parts[@]})) || parts=("${ALL_PARTS[@]}")
+if [[ ${KERNEL_LAB:-} != 1 ]]; then
+  echo "FAIL: this suite moves the NICs between namespaces and runs only inside the kernel-lab VM (KERNEL_LAB=1):"
+  echo "      $0 --boot ../shared/kernel-lab/run.sh $build"
+  exit 1
+fi
+source "$here/../support/check.sh"
+source "$here/lab_nics.sh"
+
+logs=$(mktemp -d /tmp/kernel-lab-parts.XXXXXX)
+trap 'rm -rf "$logs"' EXIT
+# The parts run the built ibcni and ibcni-ipam from a copy in the VM's tmpfs: exec'd from the
+# shared tree (9p without page cache) each run costs 0.3 s more in the emulated VM, and the suite
+# runs them a few hundred times. The GoogleTest binaries run once each, from the build tree.
+bin=$logs/bin
+mkdir -p "$bin"
+for f in ibcni ibcni-ipam; do
+  cp "$build/$f" "$bin/$f" || { echo "FAIL: $build/$f is not built"; exit 1; }
+done
+
+# The world as found: NICs, RDMA devices, RDMA netns mode, namespaces.
+rdma_mode() { rdma system show 2>/dev/null | grep -o 'netns [a-z]*' | cut -d' ' -f2; }
+rdma_devs() { rdma -j dev show 2>/dev/null | jq -r '[.[].ifname] | sort | join(",")'; }
+nics_snapshot
+MODE_FOUND=$(rdma_mode)
+DEVS_FOUND=$(rdma_devs)
+echo "kernel-lab: $(uname -r); NICs: ${NICS[*]}; RDMA netns mode ${MODE_FOUND:-?}; RDMA devices: ${DEVS_FOUND:-none}"
+for n in "${NICS[@]}"; do echo "  $n: PCI ${NICS_PCI[$n]}, ${NICS_FOUND[$n]}"; done
+if ((${#NICS[@]} < 4)); then
+  check "the VM has 4 PCI NICs (run.sh --nics 4): found ${#NICS[@]}" false
+  finish_checks
+fi
+
+# as_found PART: what PART left behind, checked and put back for the next part.
+as_found() {
+  local part=$1 ns
+  check "[$part] left the NICs as found" nics_diff || nics_restore
+  ns=$(ip netns list | awk '{print $1}' | xargs)
+  check "[$part] left no network namespace (${ns:-none})" test -z "$ns" ||
+    for n in $ns; do ip netns del "$n"; done
+  check "[$part] left the RDMA devices as found (${DEVS_FOUND:-none})" test "$(rdma_devs)" = "$DEVS_FOUND"
+  if ! check "[$part] left the RDMA netns mode $MODE_FOUND" test "$(rdma_mode)" = "$MODE_FOUND"; then
+    for _ in $(seq 50); do rdma system set netns "$MODE_FOUND" 2>/dev/null && break; sleep 0.2; done
+  fi
+}
+
+declare -A SUMMARY=() VERDICTS=()
+# run_part PART COMMAND...: runs it (output shown and kept), records its summary lines.
+run_part() {
+  local part=$1 rc t0=$SECONDS
+  shift
+  echo
+  echo "======== $part: $*"
+  "$@" 2>&1 | tee "$logs/$part.log"
+  rc=${PIPESTATUS[0]}
+  # The parts' own summaries: "N passed, M failed" (one per script) and "<script>: exit N".
+  SUMMARY[$part]="exit $rc after $((SECONDS - t0)) s; $(grep -E '^[0-9]+ passed, [0-9]+ failed$|^doctor_vm_check.sh: exit' "$logs/$part.log" | paste -sd'|' | sed 's/|/; /g')"
+  VERDICTS[$part]=$(grep -E '^  (PASS|FAIL) [a-z0-9_]+ .*\([0-9]+ checks, [0-9]+ s\)$' "$logs/$part.log")
+  echo "======== $part: ${SUMMARY[$part]}"
+  check "[$part] exits 0" test "$rc" -eq 0
+  as_found "$part"
+}
+
+for part in "${parts[@]}"; do
+  case $part in
+    deviceid_move)
+      args=()
+      for g in "${GTESTS[@]}"; do args+=(--gtest "$build/tests/kernel-lab/$g"); done
+      run_part "$part" bash "$here/deviceid_move_vm.sh" "${args[@]}" "$bin/ibcni" ;;
+    doctor_verbs) run_part "$part" bash "$here/doctor_verbs_vm.sh" "$bin/ibcni" ;;
+    e2e_lab) run_part "$part" bash "$here/e2e_lab_vm.sh" "$bin" "$cnitool" ;;
+    *) check "known part '$part' (${ALL_PARTS[*]})" false ;;
+  esac
+done
+
+echo
+echo "======== kernel-lab summary (one boot, $SECONDS s inside the VM)"
+for part in "${parts[@]}"; do
+  [[ -n ${SUMMARY[$part]:-} ]] && echo "  $part: ${SUMMARY[$part]}"
+  [[ -n ${VERDICTS[$part]:-} ]] && sed 's/^ */    /' <<<"${VERDICTS[$part]}"
+done
+finish_checks
