@@ -64,10 +64,6 @@ const std::string& ipamBinary() {
 // ---------------------------------------------------------------------------------------------
 // Exec
 
-std::string Exec::describe() const {
-  return "exit " + std::to_string(status) + "\n--- stdout ---\n" + out + "\n--- stderr ---\n" + err;
-}
-
 json Exec::parsed() const { return oneJsonDocument(out).value_or(json::object()); }
 
 unsigned Exec::code() const {
@@ -84,113 +80,7 @@ std::string Exec::msg() const {
 
 Exec execProgram(const std::string& path, const std::vector<std::string>& env, const std::optional<std::string>& input,
                  std::chrono::milliseconds timeout) {
-  Exec run;
-  int in[2] = {-1, -1};
-  int out[2] = {-1, -1};
-  int err[2] = {-1, -1};
-  if ((input && ::pipe2(in, O_CLOEXEC) != 0) || ::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
-    run.err = std::string("pipe2: ") + std::strerror(errno);
-    return run;
-  }
-  std::vector<char*> argv{const_cast<char*>(path.c_str()), nullptr};
-  std::vector<char*> envp;
-  for (const auto& e : env) {
-    envp.push_back(const_cast<char*>(e.c_str()));
-  }
-  envp.push_back(nullptr);
-
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    run.err = std::string("fork: ") + std::strerror(errno);
-    return run;
-  }
-  if (pid == 0) {
-    // Child: async-signal-safe calls only. dup2 clears close-on-exec on 0, 1 and 2.
-    if (input) {
-      if (::dup2(in[0], STDIN_FILENO) < 0) {
-        ::_exit(126);
-      }
-    } else {
-      ::close(STDIN_FILENO);
-    }
-    if (::dup2(out[1], STDOUT_FILENO) < 0 || ::dup2(err[1], STDERR_FILENO) < 0) {
-      ::_exit(126);
-    }
-    ::execve(path.c_str(), argv.data(), envp.data());
-    ::_exit(127);
-  }
-  if (input) {
-    ::close(in[0]);
-  }
-  ::close(out[1]);
-  ::close(err[1]);
-  int inFd = in[1];
-  std::size_t written = 0;
-  if (inFd >= 0) {
-    ::fcntl(inFd, F_SETFL, ::fcntl(inFd, F_GETFL) | O_NONBLOCK);
-    if (input->empty()) {
-      ::close(inFd);
-      inFd = -1;
-    }
-  }
-  int outFd = out[0];
-  int errFd = err[0];
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  bool timedOut = false;
-  while (outFd >= 0 || errFd >= 0) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      timedOut = true;
-      break;
-    }
-    pollfd fds[3] = {{outFd, POLLIN, 0}, {errFd, POLLIN, 0}, {inFd, POLLOUT, 0}};
-    if (::poll(fds, 3, static_cast<int>(left.count())) < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      break;
-    }
-    if (inFd >= 0 && fds[2].revents != 0) {
-      const ssize_t w = ::write(inFd, input->data() + written, input->size() - written);
-      if (w > 0) {
-        written += static_cast<std::size_t>(w);
-      }
-      if ((w < 0 && errno != EINTR && errno != EAGAIN) || written == input->size()) {
-        ::close(inFd);
-        inFd = -1;
-      }
-    }
-    for (int i = 0; i < 2; ++i) {
-      int& fd = i == 0 ? outFd : errFd;
-      if (fd < 0 || fds[i].revents == 0) {
-        continue;
-      }
-      char buf[8192];
-      const ssize_t n = ::read(fd, buf, sizeof buf);
-      if (n > 0) {
-        (i == 0 ? run.out : run.err).append(buf, static_cast<std::size_t>(n));
-      } else if (n == 0 || errno != EINTR) {
-        ::close(fd);
-        fd = -1;
-      }
-    }
-  }
-  if (timedOut) {
-    ::kill(pid, SIGKILL);
-  }
-  for (int fd : {inFd, outFd, errFd}) {
-    if (fd >= 0) {
-      ::close(fd);
-    }
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  run.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  if (timedOut) {
-    run.err += "\n[conformance: killed after " + std::to_string(timeout.count()) + " ms]";
-  }
-  return run;
+  return Exec{testing::runProgram(path, env, input, timeout)};
 }
 
 std::vector<std::string> CniEnv::toVector() const {

@@ -10,6 +10,8 @@
 // (result_schema.h), error objects and VERSION answers too.
 #pragma once
 
+#include "support/exec_program.h"
+
 #include <chrono>
 #include <filesystem>
 #include <functional>
@@ -37,16 +39,10 @@ using testing::TestNetns;
 /// The spec versions ibcni and ibcni-ipam support, oldest first.
 inline const std::vector<std::string> kVersions = {"0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"};
 
-/// PATH as every process environment has it.
-inline constexpr const char* kPathEnv = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+using testing::kPathEnv;
 
-/// What a finished child left behind.
-struct Exec {
-  int status = -1;  ///< exit status; 128 + signal number when killed
-  std::string out;
-  std::string err;
-
-  [[nodiscard]] std::string describe() const;
+/// What a finished child left behind (support/exec_program.h), with its CNI answer read.
+struct Exec : testing::ProgramRun {
   /// stdout as one JSON document (an empty object when it is not exactly one).
   [[nodiscard]] nlohmann::json parsed() const;
   /// The error code on stdout (0 when there is none).

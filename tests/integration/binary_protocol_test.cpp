@@ -39,6 +39,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "support/exec_program.h"
 #include "support/test_netns.h"
 
 #ifndef IBCNI_BINARY
@@ -57,137 +58,14 @@ const std::string kBinary = [] {
   const char* fromEnv = std::getenv("IBCNI_TEST_BINARY");
   return std::string(fromEnv != nullptr && *fromEnv != '\0' ? fromEnv : IBCNI_BINARY);
 }();
-constexpr const char* kPathEnv = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 constexpr const char* kCniBin = "/usr/lib/cni";  // Debian's containernetworking-plugins
 const std::set<std::string> kSupportedVersions = {"0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"};
 
 // ---------------------------------------------------------------------------------------------
 // Running a program like a runtime does
 
-/// What a finished child left behind.
-struct Exec {
-  int status = -1;  ///< exit status; 128 + signal number when killed
-  std::string out;
-  std::string err;
-
-  [[nodiscard]] std::string describe() const {
-    return "exit " + std::to_string(status) + "\n--- stdout ---\n" + out + "\n--- stderr ---\n" + err;
-  }
-};
-
-/// Runs `path` with exactly `env` as its environment. `input` is written to a stdin pipe (then
-/// closed); std::nullopt runs the child with file descriptor 0 closed (`<&-`). The child inherits
-/// the calling thread's network namespace. Killed after `timeout`.
-Exec execProgram(const std::string& path, const std::vector<std::string>& env, const std::optional<std::string>& input,
-                 std::chrono::milliseconds timeout = 60s) {
-  Exec run;
-  int in[2] = {-1, -1};
-  int out[2];
-  int err[2];
-  if ((input && ::pipe2(in, O_CLOEXEC) != 0) || ::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
-    run.err = std::string("pipe2: ") + std::strerror(errno);
-    return run;
-  }
-  std::vector<char*> argv{const_cast<char*>(path.c_str()), nullptr};
-  std::vector<char*> envp;
-  for (const auto& e : env) {
-    envp.push_back(const_cast<char*>(e.c_str()));
-  }
-  envp.push_back(nullptr);
-
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    run.err = std::string("fork: ") + std::strerror(errno);
-    return run;
-  }
-  if (pid == 0) {
-    // Child: async-signal-safe calls only. dup2 clears close-on-exec on 0, 1 and 2.
-    if (input) {
-      if (::dup2(in[0], STDIN_FILENO) < 0) {
-        ::_exit(126);
-      }
-    } else {
-      ::close(STDIN_FILENO);
-    }
-    if (::dup2(out[1], STDOUT_FILENO) < 0 || ::dup2(err[1], STDERR_FILENO) < 0) {
-      ::_exit(126);
-    }
-    ::execve(path.c_str(), argv.data(), envp.data());
-    ::_exit(127);
-  }
-  if (input) {
-    ::close(in[0]);
-  }
-  ::close(out[1]);
-  ::close(err[1]);
-  int inFd = in[1];
-  std::size_t written = 0;
-  if (inFd >= 0) {
-    ::fcntl(inFd, F_SETFL, ::fcntl(inFd, F_GETFL) | O_NONBLOCK);
-    if (input->empty()) {
-      ::close(inFd);
-      inFd = -1;
-    }
-  }
-  int outFd = out[0];
-  int errFd = err[0];
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  bool timedOut = false;
-  while (outFd >= 0 || errFd >= 0) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      timedOut = true;
-      break;
-    }
-    pollfd fds[3] = {{outFd, POLLIN, 0}, {errFd, POLLIN, 0}, {inFd, POLLOUT, 0}};
-    if (::poll(fds, 3, static_cast<int>(left.count())) < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      break;
-    }
-    if (inFd >= 0 && fds[2].revents != 0) {
-      ssize_t w = ::write(inFd, input->data() + written, input->size() - written);
-      if (w > 0) {
-        written += static_cast<std::size_t>(w);
-      }
-      if ((w < 0 && errno != EINTR && errno != EAGAIN) || written == input->size()) {
-        ::close(inFd);
-        inFd = -1;
-      }
-    }
-    for (int i = 0; i < 2; ++i) {
-      int& fd = i == 0 ? outFd : errFd;
-      if (fd < 0 || fds[i].revents == 0) {
-        continue;
-      }
-      char buf[8192];
-      ssize_t n = ::read(fd, buf, sizeof buf);
-      if (n > 0) {
-        (i == 0 ? run.out : run.err).append(buf, static_cast<std::size_t>(n));
-      } else if (n == 0 || errno != EINTR) {
-        ::close(fd);
-        fd = -1;
-      }
-    }
-  }
-  if (timedOut) {
-    ::kill(pid, SIGKILL);
-  }
-  for (int fd : {inFd, outFd, errFd}) {
-    if (fd >= 0) {
-      ::close(fd);
-    }
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  run.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  if (timedOut) {
-    run.err += "\n[test: killed after " + std::to_string(timeout.count()) + " ms]";
-  }
-  return run;
-}
+/// What a finished child left behind (support/exec_program.h).
+using Exec = ProgramRun;
 
 /// The CNI_* variables of one request; an unset optional is not in the environment at all.
 struct CniEnv {
@@ -254,7 +132,7 @@ void expectProtocol(const Exec& run, const std::string& verb) {
 
 /// Runs the built ibcni with `env` and `input` and checks the protocol shape of what it printed.
 Exec ibcni(const CniEnv& env, const std::optional<std::string>& input) {
-  Exec run = execProgram(kBinary, env.toVector(), input);
+  Exec run = runProgram(kBinary, env.toVector(), input);
   expectProtocol(run, env.command.value_or(""));
   return run;
 }
@@ -636,7 +514,7 @@ TEST_F(BinaryTest, VersionWithBareAndProbeEnvironments) {
   };
   {
     SCOPED_TRACE("env -i CNI_COMMAND=VERSION, empty stdin");
-    Exec r = execProgram(kBinary, {"CNI_COMMAND=VERSION"}, std::string());
+    Exec r = runProgram(kBinary, {"CNI_COMMAND=VERSION"}, std::string());
     expectProtocol(r, "VERSION");
     expectVersions(r, "1.1.0");
   }
@@ -645,13 +523,13 @@ TEST_F(BinaryTest, VersionWithBareAndProbeEnvironments) {
                                           "CNI_ARGS=",           "CNI_IFNAME=dummy", "CNI_PATH=dummy"};
   for (const std::string v : {"1.1.0", "1.0.0", "0.4.0"}) {
     SCOPED_TRACE("libcni probe, stdin cniVersion " + v);
-    Exec r = execProgram(kBinary, probe, "{\"cniVersion\":\"" + v + "\"}");
+    Exec r = runProgram(kBinary, probe, "{\"cniVersion\":\"" + v + "\"}");
     expectProtocol(r, "VERSION");
     expectVersions(r, v);
   }
   {
     SCOPED_TRACE("libcni probe env, empty stdin");
-    Exec r = execProgram(kBinary, probe, std::string());
+    Exec r = runProgram(kBinary, probe, std::string());
     expectProtocol(r, "VERSION");
     expectVersions(r, "1.1.0");
   }
@@ -983,13 +861,13 @@ TEST_F(BinaryTest, ExhaustedHostLocalRangeRollsBack) {
 
   // Another container holds the only address.
   CniEnv other = env("ADD", "cid-other", pod);
-  Exec taken = execProgram(std::string(kCniBin) + "/host-local", other.toVector(), c.dump());
+  Exec taken = runProgram(std::string(kCniBin) + "/host-local", other.toVector(), c.dump());
   ASSERT_EQ(taken.status, 0) << taken.describe();
   ASSERT_EQ(reservations().size(), 1U);
 
   // What host-local itself answers for a full range: ibcni must pass that code on.
   CniEnv probe = env("ADD", "cid-probe", pod);
-  Exec direct = execProgram(std::string(kCniBin) + "/host-local", probe.toVector(), c.dump());
+  Exec direct = runProgram(std::string(kCniBin) + "/host-local", probe.toVector(), c.dump());
   ASSERT_EQ(direct.status, 1) << direct.describe();
   const unsigned hostLocalCode = jsonOut(direct).value("code", 0U);
   ASSERT_NE(hostLocalCode, 0U) << direct.describe();
@@ -1009,7 +887,7 @@ TEST_F(BinaryTest, ExhaustedHostLocalRangeRollsBack) {
   EXPECT_EQ(del.status, 0) << del.describe();
   EXPECT_EQ(reservations().size(), 1U) << "ibcni's DEL released another container's address";
   other.command = "DEL";
-  Exec release = execProgram(std::string(kCniBin) + "/host-local", other.toVector(), c.dump());
+  Exec release = runProgram(std::string(kCniBin) + "/host-local", other.toVector(), c.dump());
   EXPECT_EQ(release.status, 0) << release.describe();
 }
 
@@ -1197,7 +1075,7 @@ TEST_F(BinaryTest, ChainedWithTuningPlugin) {
                  {"dataDir", (tmp_.path() / "tuning").string()},
                  {"prevResult", ours}};
   CniEnv te = env("ADD", "cid-chain", pod);
-  Exec tuned = execProgram(tuningBin, te.toVector(), tuning.dump());
+  Exec tuned = runProgram(tuningBin, te.toVector(), tuning.dump());
   ASSERT_EQ(tuned.status, 0) << "tuning rejected ibcni's result\n" << tuned.describe();
   auto tunedResult = oneJsonDocument(tuned.out);
   ASSERT_TRUE(tunedResult && tunedResult->is_object()) << tuned.describe();
@@ -1212,7 +1090,7 @@ TEST_F(BinaryTest, ChainedWithTuningPlugin) {
 
   te.command = "DEL";
   tuning["prevResult"] = *tunedResult;
-  Exec untuned = execProgram(tuningBin, te.toVector(), tuning.dump());
+  Exec untuned = runProgram(tuningBin, te.toVector(), tuning.dump());
   EXPECT_EQ(untuned.status, 0) << untuned.describe();
   Exec del = ibcni(env("DEL", "cid-chain", pod), check.dump());
   EXPECT_EQ(del.status, 0) << del.describe();
