@@ -5,6 +5,7 @@
 //   ibcni-ipam                    a CNI IPAM plugin: CNI_COMMAND and the configuration on stdin
 //   ibcni-ipam gc CONFIG_FILE     frees the addresses of pods whose network namespace is gone, for
 //                                 the network (or conflist) in CONFIG_FILE; prints what it freed
+//   ibcni-ipam version            one line: release and CNI spec versions
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +19,7 @@
 #include "ibcni/os/file_io.h"
 #include "process_main.h"
 #include "result/result_json.h"
+#include "version.h"
 
 namespace {
 
@@ -73,6 +75,10 @@ int reclaimCommand(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (ibcni::plugin::isVersionRequest(argc, argv)) {
+    std::puts(ibcni::plugin::versionLine("ibcni-ipam").c_str());
+    return 0;
+  }
   if (argc >= 2 && std::string(argv[1]) == "gc") {
     if (argc != 3) {
       std::fputs("usage: ibcni-ipam gc CONFIG_FILE\n", stderr);

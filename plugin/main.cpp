@@ -3,13 +3,20 @@
 //
 //   ibcni                  the CNI plugin: CNI_COMMAND and the configuration on stdin
 //   ibcni doctor [--json]  a report on this node's RDMA, IPoIB and SR-IOV set-up (doctor_main.h)
+//   ibcni version          one line: release and CNI spec versions (what the installer checks)
+#include <cstdio>
 #include <string_view>
 
 #include "doctor_main.h"
 #include "process_main.h"
 #include "production_deps.h"
+#include "version.h"
 
 int main(int argc, char** argv) {
+  if (ibcni::plugin::isVersionRequest(argc, argv)) {
+    std::puts(ibcni::plugin::versionLine("ibcni").c_str());
+    return 0;
+  }
   if (argc >= 2 && std::string_view(argv[1]) == "doctor") {
     return ibcni::plugin::runDoctor(argc, argv);
   }

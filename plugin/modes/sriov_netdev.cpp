@@ -4,7 +4,6 @@
 #include <cerrno>
 #include <cstdint>
 #include <fmt/core.h>
-#include <random>
 
 #include "commands/common.h"
 #include "modes/sriov_vf.h"

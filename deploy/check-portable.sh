@@ -1,0 +1,103 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# Checks that plugin binaries run on any x86_64 Linux node with glibc >= the supported floor, so
+# that a build on a newer distribution never ships binaries that fail on older nodes:
+#   - a dynamic binary may need only glibc (libc.so.6, libm.so.6, ld-linux), libgcc_s.so.1 and
+#     libmnl.so.0
+#     (no libstdc++, libnl, fmt or spdlog: those are linked in or header-only);
+#   - it may bind no glibc symbol version newer than the floor (GLIBC_2.34: Ubuntu 22.04,
+#     Debian 12, RHEL/Rocky/Alma 9 and newer) and no libgcc_s version newer than GCC_4.8.0;
+#   - its ELF interpreter is the standard /lib64/ld-linux-x86-64.so.2.
+# A fully static binary passes. Used by CI (tests/deploy) and by deploy/Dockerfile's build stage.
+#
+#   deploy/check-portable.sh [--glibc-floor 2.34] BINARY...
+# Exit status 0 when every binary passes; 1 with one line per problem otherwise.
+set -eu
+
+floor=2.34
+gcc_floor=4.8.0
+allowed_needed="libc.so.6 libm.so.6 ld-linux-x86-64.so.2 libgcc_s.so.1 libmnl.so.0"
+
+if [ "${1:-}" = "--glibc-floor" ]; then
+  floor=$2
+  shift 2
+fi
+if [ $# -eq 0 ]; then
+  echo "usage: check-portable.sh [--glibc-floor X.Y] BINARY..." >&2
+  exit 2
+fi
+command -v readelf >/dev/null || { echo "check-portable: readelf (binutils) is needed" >&2; exit 2; }
+
+# version_gt A B: true when dotted version A is newer than B.
+version_gt() {
+  [ "$1" != "$2" ] && [ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | tail -n 1)" = "$1" ]
+}
+
+status=0
+for bin in "$@"; do
+  if [ ! -f "$bin" ]; then
+    echo "FAIL $bin: no such file"
+    status=1
+    continue
+  fi
+  if ! readelf -h "$bin" >/dev/null 2>&1; then
+    echo "FAIL $bin: not an ELF file"
+    status=1
+    continue
+  fi
+  machine=$(readelf -h "$bin" | sed -n 's/^ *Machine: *//p')
+  if [ "$machine" != "Advanced Micro Devices X86-64" ]; then
+    echo "FAIL $bin: built for '$machine', not x86_64"
+    status=1
+  fi
+  needed=$(readelf -d -W "$bin" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+  if [ -z "$needed" ]; then
+    echo "ok   $bin: static, no shared library or glibc version needed"
+    continue
+  fi
+  interp=$(readelf -l -W "$bin" | sed -n 's/.*Requesting program interpreter: \(.*\)\]/\1/p')
+  if [ "$interp" != "/lib64/ld-linux-x86-64.so.2" ]; then
+    echo "FAIL $bin: ELF interpreter '$interp', not /lib64/ld-linux-x86-64.so.2"
+    status=1
+  fi
+  bad=0
+  for lib in $needed; do
+    case " $allowed_needed " in
+      *" $lib "*) ;;
+      *) echo "FAIL $bin: needs $lib, which a node may not have (link it statically)"; bad=1 ;;
+    esac
+  done
+  # The version-needs section lists every symbol version the binary binds, library by library.
+  versions=$(readelf -V -W "$bin" | sed -n 's/.*Name: \([A-Z_]*_[0-9.]*\) .*/\1/p' | sort -u)
+  newest_glibc=0
+  for v in $versions; do
+    case $v in
+      GLIBC_PRIVATE) ;;
+      GLIBC_*)
+        n=${v#GLIBC_}
+        if version_gt "$n" "$floor"; then
+          symbols=$(readelf --dyn-syms -W "$bin" | awk -v v="@$v" 'index($8, v) {sub(/@.*/, "", $8); print $8}' | sort -u | tr '\n' ' ')
+          echo "FAIL $bin: binds $v (> glibc $floor floor) for: ${symbols% }"
+          bad=1
+        fi
+        if version_gt "$n" "$newest_glibc"; then newest_glibc=$n; fi
+        ;;
+      GCC_*)
+        if version_gt "${v#GCC_}" "$gcc_floor"; then
+          echo "FAIL $bin: binds $v of libgcc_s (> GCC_$gcc_floor)"
+          bad=1
+        fi
+        ;;
+      GLIBCXX_* | CXXABI_*)
+        echo "FAIL $bin: binds $v of libstdc++ (link it with -static-libstdc++)"
+        bad=1
+        ;;
+    esac
+  done
+  if [ "$bad" -ne 0 ]; then
+    status=1
+  else
+    echo "ok   $bin: needs $(echo $needed | tr ' ' ','), glibc >= $newest_glibc (floor $floor)"
+  fi
+done
+exit $status
