@@ -1,23 +1,30 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Installs everything ibcni needs to build and test, from Debian 12's packages. Idempotent: it
+# Installs everything ibcni needs to build and test, from Debian 12's packages (and the deploy
+# tests' npm packages, which tests/deploy/k8s/setup.sh installs from its lock file). Idempotent: it
 # only calls apt-get when a package is missing.
 #   scripts/install-deps.sh            build + test dependencies, and the kernel lab's
 #   scripts/install-deps.sh --build    only what building the plugin needs
 set -euo pipefail
 
 build_pkgs=(cmake g++ make pkg-config
-            libnl-3-dev libnl-route-3-dev libmnl-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
-            libgtest-dev libgmock-dev googletest)
+            libnl-3-dev libnl-route-3-dev libmnl-dev libibverbs-dev nlohmann-json3-dev libspdlog-dev
+            libfmt-dev libgtest-dev libgmock-dev googletest)
 test_pkgs=(iproute2 jq util-linux coreutils findutils strace
-           containernetworking-plugins golang-go golang-github-appc-cni-dev)
+           containernetworking-plugins golang-go golang-github-appc-cni-dev
+           podman debootstrap)
 # What ../shared/kernel-lab/run.sh boots: Debian's kernel in QEMU, with rdma-core inside.
 lab_pkgs=(qemu-system-x86 linux-image-amd64 busybox-static kmod cpio
-          rdma-core ibverbs-providers ibverbs-utils libibverbs-dev perftest iputils-ping)
+          rdma-core ibverbs-providers ibverbs-utils perftest iputils-ping)
 
 pkgs=("${build_pkgs[@]}")
 if [[ ${1:-} != --build ]]; then
   pkgs+=("${test_pkgs[@]}" "${lab_pkgs[@]}")
+  # tests/deploy's Kubernetes tooling (helm, schema validator) comes from npm: Debian's Node.js
+  # unless the machine already has one.
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    pkgs+=(nodejs npm)
+  fi
 fi
 
 missing=()

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# image_test.sh BUILD_DIR
+# Builds deploy/Dockerfile for real, with podman (daemonless; --isolation chroot, so no OCI runtime
+# or cgroups are needed) on a Debian 12 base image made here with debootstrap from Debian's mirror,
+# since no container registry is reachable. Then checks the image and runs its entrypoint the way
+# the DaemonSet does: the image's root with a fake node root bind-mounted at /host.
+#   - both stages build; the build stage's check-portable passes (else the build fails);
+#   - the image holds ibcni, ibcni-ipam and the installer as ENTRYPOINT, and its binaries pass
+#     deploy/check-portable.sh here too;
+#   - the entrypoint installs both binaries into the node's /opt/cni/bin, and they run there;
+#   - against a node without libmnl.so.0 it refuses and leaves the node's binary alone.
+# The debootstrap tree is cached in BUILD_DIR/deploy-image; the container store is the test's own
+# and is removed at the end.
+# Needs root, podman and debootstrap (scripts/install-deps.sh); 77 = skip when not root.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+source "$repo/tests/support/check.sh"
+source "$here/node_root.sh"
+build=$(cd "${1:?usage: image_test.sh BUILD_DIR}" && pwd)
+
+if [[ $(id -u) -ne 0 ]]; then
+  echo "SKIP: needs root"
+  exit 77
+fi
+check "podman and debootstrap are installed" command -v podman debootstrap >/dev/null || finish_checks
+
+cache=$build/deploy-image
+base=localhost/ibcni-test-base/debian:bookworm
+image=localhost/ibcni-test/ibcni:test
+# A container store of its own (deleted at the end): the test neither sees nor leaves images in
+# the machine's store, and two runs never share one.
+mkdir -p "$cache"
+work=$(mktemp -d "$cache/run.XXXXXX")
+podman() { command podman --root "$work/storage" --runroot "$work/run" "$@"; }
+cleanup() {
+  podman rmi -af >/dev/null 2>&1
+  command podman --root "$work/storage" --runroot "$work/run" system reset -f >/dev/null 2>&1
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# --- the base image: Debian 12 minbase from Debian's mirror (cached tarball)
+if [[ ! -s $cache/bookworm.tar ]]; then
+  rm -rf "$cache/rootfs"
+  check "debootstrap a Debian 12 base" \
+    debootstrap --variant=minbase bookworm "$cache/rootfs" http://deb.debian.org/debian >"$cache/debootstrap.log" 2>&1 ||
+    { tail -20 "$cache/debootstrap.log"; finish_checks; }
+  tar -C "$cache/rootfs" -cf "$cache/bookworm.tar.part" . && mv "$cache/bookworm.tar.part" "$cache/bookworm.tar"
+  rm -rf "$cache/rootfs"
+fi
+check "base image imported" podman import "$cache/bookworm.tar" "$base" >/dev/null || finish_checks
+
+# --- the image, from deploy/Dockerfile as it is
+started=$(date +%s)
+check "deploy/Dockerfile builds (both stages)" \
+  podman build --isolation chroot --network host --layers=false \
+    --build-arg BUILD_IMAGE="$base" --build-arg RUNTIME_IMAGE="$base" \
+    -f "$repo/deploy/Dockerfile" -t "$image" "$repo" >"$work/build.log" 2>&1 ||
+  { tail -40 "$work/build.log"; finish_checks; }
+echo "image built in $(($(date +%s) - started)) s"
+grep -E '^(ok|FAIL) ' "$work/build.log"
+check "the build stage ran check-portable on both binaries" \
+  test "$(grep -cE '^ok +/build/ibcni(-ipam)?:' "$work/build.log")" -eq 2
+
+entrypoint=$(podman image inspect --format '{{json .Config.Entrypoint}}' "$image")
+check "ENTRYPOINT is the installer" test "$entrypoint" = '["/usr/local/bin/ibcni-install"]'
+
+rootfs=$work/rootfs
+mkdir -p "$rootfs"
+cid=$(podman create "$image")
+podman export "$cid" | tar -C "$rootfs" -xf -
+podman rm -f "$cid" >/dev/null
+check "image holds /opt/ibcni/bin/ibcni and ibcni-ipam" test -x "$rootfs/opt/ibcni/bin/ibcni" -a -x "$rootfs/opt/ibcni/bin/ibcni-ipam"
+check "image holds the installer" test -x "$rootfs/usr/local/bin/ibcni-install"
+check "image's binaries pass check-portable" "$repo/deploy/check-portable.sh" "$rootfs/opt/ibcni/bin/ibcni" "$rootfs/opt/ibcni/bin/ibcni-ipam"
+expected=$(chroot "$rootfs" /opt/ibcni/bin/ibcni version)
+check "image's ibcni runs in the image: $expected" test -n "$expected"
+
+# run_entrypoint NODE_ROOT LOG: the pod's view: the node's / read-only at /host and its
+# /opt/cni/bin read-write on top, as deploy/helm's DaemonSet mounts them, and the DaemonSet's
+# securityContext: uid 0 with every capability dropped but SYS_CHROOT, no privilege escalation.
+run_entrypoint() {
+  unshare -m bash -c '
+    set -e
+    mount --make-rprivate /
+    mount --bind "$1" "$2/host" && mount -o remount,bind,ro "$2/host"
+    mount --bind "$1/opt/cni/bin" "$2/host/opt/cni/bin"
+    exec setpriv --no-new-privs --bounding-set -all,+sys_chroot \
+      chroot "$2" /usr/local/bin/ibcni-install --no-sleep' _ "$1" "$rootfs" >"$2" 2>&1
+}
+
+node=$work/node
+make_node_root "$node" "$rootfs/opt/ibcni/bin/ibcni"
+check "entrypoint installs into the node" run_entrypoint "$node" "$work/install.log" || cat "$work/install.log"
+check "node's ibcni is the image's" cmp -s "$rootfs/opt/ibcni/bin/ibcni" "$node/opt/cni/bin/ibcni"
+check "node's ibcni-ipam is the image's" cmp -s "$rootfs/opt/ibcni/bin/ibcni-ipam" "$node/opt/cni/bin/ibcni-ipam"
+check "node's ibcni runs on the node" test "$(chroot "$node" /opt/cni/bin/ibcni version)" = "$expected"
+check "the read-only host root was not written" test ! -e "$node/host"
+
+nomnl=$work/nomnl
+make_node_root "$nomnl" "$rootfs/opt/ibcni/bin/ibcni" libmnl.so.0
+printf 'previous' >"$nomnl/opt/cni/bin/ibcni"
+run_entrypoint "$nomnl" "$work/nomnl.log"
+check "node without libmnl: entrypoint fails" test $? -ne 0
+check "node without libmnl: its ibcni is left alone" test "$(cat "$nomnl/opt/cni/bin/ibcni")" = previous
+check "node without libmnl: the reason is logged" grep -q "libmnl.so.0" "$work/nomnl.log"
+
+finish_checks
