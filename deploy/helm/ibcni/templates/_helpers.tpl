@@ -1,0 +1,48 @@
+{{- /* SPDX-License-Identifier: Apache-2.0 */ -}}
+
+{{/* The chart's name, for the app.kubernetes.io/name label. */}}
+{{- define "ibcni.name" -}}
+{{- .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/*
+The DaemonSet's name: the release name when it already contains the chart's name (release "ibcni"
+gives "ibcni"), else RELEASE-ibcni; at most 63 characters (a label value and a DNS label).
+*/}}
+{{- define "ibcni.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Labels that select the pods. Kept to name and instance: a DaemonSet's selector cannot change, so
+nothing that changes with an upgrade may be in it.
+*/}}
+{{- define "ibcni.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "ibcni.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/*
+All labels. No helm.sh/chart or app.kubernetes.io/managed-by: the static manifest
+deploy/ibcni-daemonset.yaml is this chart's output and must not claim to be managed by Helm.
+*/}}
+{{- define "ibcni.labels" -}}
+{{ include "ibcni.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | replace "+" "_" | trunc 63 | trimSuffix "-" | quote }}
+app.kubernetes.io/component: cni-installer
+app.kubernetes.io/part-of: ibcni
+{{- end -}}
+
+{{/* The installer image: repository:tag, the tag defaulting to the chart's appVersion. */}}
+{{- define "ibcni.image" -}}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+
+{{/* Where the node's CNI bin directory appears in the container: under /host, like on the node. */}}
+{{- define "ibcni.cniBinMountPath" -}}
+{{- printf "/host%s" .Values.hostPaths.cniBinDir -}}
+{{- end -}}

@@ -1,0 +1,221 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# helm_chart_test.sh BUILD_DIR: the Helm chart deploy/helm/ibcni, the static manifest
+# deploy/ibcni-daemonset.yaml and the example manifests, checked offline:
+#   - helm lint --strict; the default render and a render with custom values are valid Kubernetes
+#     objects (tests/deploy/k8s/validate.mjs: Kubernetes' OpenAPI schemas, unknown fields refused)
+#     and carry each custom value where it belongs; invalid values are refused by values.schema.json;
+#   - deploy/ibcni-daemonset.yaml is the default render (deploy/helm/render-static.sh);
+#   - every manifest under deploy/examples/ and e2e/hw/manifests/ is valid;
+#   - validate.mjs accepts tests/deploy/k8s/good/ and rejects each of tests/deploy/k8s/bad/ for the
+#     reason its "# expect:" lines give.
+# The tooling (helm in an npm package, kubernetes-models, yaml, ajv) is installed from
+# tests/deploy/k8s/package-lock.json into BUILD_DIR/deploy-node by `npm ci` (the npm registry only),
+# again only when the lock file changes. Needs node and npm in PATH.
+set -uo pipefail
+build=${1:?usage: helm_chart_test.sh BUILD_DIR}
+here=$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")
+repo=$(cd "$here/../.." && pwd -P)
+source "$repo/tests/support/check.sh"
+mkdir -p "$build" || exit 1
+node_dir=$(cd "$build" && pwd -P)/deploy-node
+work=$(mktemp -d "${TMPDIR:-/tmp}/ibcni-helm-test.XXXXXX") || exit 1
+trap 'rm -rf "$work"' EXIT
+cd "$repo" || exit 1
+
+chart=deploy/helm/ibcni
+helm=$node_dir/node_modules/.bin/helm
+validate() { node "$node_dir/validate.mjs" "$@"; }
+flatten() { node "$node_dir/flatten.mjs" "$@"; }
+
+# shows FILE's last lines when a check failed
+show() { sed -e 's/^/    /' "$1" | tail -n "${2:-40}" >&2; }
+
+# has FLAT LINE...: every LINE is a line of the flattened manifest FLAT
+has() {
+  local flat=$1 line status=0
+  shift
+  for line in "$@"; do
+    if ! grep -Fxq -- "0 $line" "$flat"; then
+      echo "    missing: $line" >&2
+      status=1
+    fi
+  done
+  return $status
+}
+
+check "tooling installed from tests/deploy/k8s/package-lock.json (npm ci)" \
+  "$repo/tests/deploy/k8s/setup.sh" "$node_dir" || finish_checks
+check "helm is v3 from the npm package" bash -c '"$1" version --short | grep -q "^v3\."' _ "$helm" || finish_checks
+
+# --- the chart ---------------------------------------------------------------------------------
+check "helm lint --strict $chart" "$helm" lint --strict "$chart" >"$work/lint" 2>&1 || show "$work/lint"
+
+check "helm template renders the default values" \
+  "$helm" template ibcni "$chart" --namespace kube-system >"$work/default.yaml" 2>"$work/default.err" ||
+  show "$work/default.err"
+check "the default render is valid (validate.mjs)" validate "$work/default.yaml" >"$work/default.out" ||
+  show "$work/default.out"
+flatten "$work/default.yaml" >"$work/default.flat"
+p=/spec/template/spec
+c=$p/containers[ibcni-install]
+check "default render: one DaemonSet in the release namespace, on NFD's Mellanox label, tolerating all taints" \
+  has "$work/default.flat" \
+  '/kind="DaemonSet"' '/metadata/namespace="kube-system"' \
+  "$p/nodeSelector/feature.node.kubernetes.io/pci-15b3.present=\"true\"" \
+  "$p/tolerations/0/operator=\"Exists\"" \
+  "$p/priorityClassName=\"system-node-critical\"" \
+  '/spec/updateStrategy/type="RollingUpdate"' '/spec/updateStrategy/rollingUpdate/maxUnavailable="10%"'
+check "default render: the node's / read-only at /host, /opt/cni/bin read-write at /host/opt/cni/bin" \
+  has "$work/default.flat" \
+  "$p/volumes[host-root]/hostPath/path=\"/\"" \
+  "$c/volumeMounts[host-root]/mountPath=\"/host\"" "$c/volumeMounts[host-root]/readOnly=true" \
+  "$p/volumes[cni-bin-dir]/hostPath/path=\"/opt/cni/bin\"" \
+  "$p/volumes[cni-bin-dir]/hostPath/type=\"DirectoryOrCreate\"" \
+  "$c/volumeMounts[cni-bin-dir]/mountPath=\"/host/opt/cni/bin\"" \
+  "$c/env[IBCNI_HOST_ROOT]/value=\"/host\"" "$c/env[IBCNI_CNI_BIN_DIR]/value=\"/opt/cni/bin\"" \
+  "$c/env[IBCNI_LOG_LEVEL]/value=\"info\""
+check "default render: image at the chart's appVersion, least privilege (SYS_CHROOT only, read-only root)" \
+  has "$work/default.flat" \
+  "$c/image=\"ghcr.io/ibcni/ibcni:0.1.0\"" "$c/imagePullPolicy=\"IfNotPresent\"" \
+  "$c/securityContext/runAsUser=0" "$c/securityContext/readOnlyRootFilesystem=true" \
+  "$c/securityContext/allowPrivilegeEscalation=false" \
+  "$c/securityContext/capabilities/drop/0=\"ALL\"" "$c/securityContext/capabilities/add/0=\"SYS_CHROOT\""
+check "default render: the recommended labels, and none saying Helm manages it" \
+  bash -c 'grep -Fxq "0 /metadata/labels/app.kubernetes.io/component=\"cni-installer\"" "$1" &&
+    grep -Fxq "0 /metadata/labels/app.kubernetes.io/part-of=\"ibcni\"" "$1" &&
+    grep -Fxq "0 /metadata/labels/app.kubernetes.io/version=\"0.1.0\"" "$1" &&
+    ! grep -Eq "helm.sh/chart|app.kubernetes.io/managed-by" "$1"' _ "$work/default.flat"
+
+cat >"$work/custom-values.yaml" <<'EOF'
+image:
+  repository: registry.example.com/hpc/ibcni
+  tag: v9.9.9-test
+  pullPolicy: Always
+imagePullSecrets: [{name: regcred}]
+nodeSelector:
+  feature.node.kubernetes.io/pci-15b3.present: null
+  node-role.example.com/infiniband: "yes"
+tolerations:
+  - key: nvidia.com/gpu
+    operator: Exists
+    effect: NoSchedule
+hostPaths:
+  hostRoot: /media/root
+  cniBinDir: /usr/libexec/cni
+logLevel: debug
+priorityClassName: ""
+hostNetwork: false
+updateStrategy: {type: OnDelete}
+podAnnotations: {example.com/team: hpc}
+extraEnv: [{name: IBCNI_SLEEP, value: "true"}]
+EOF
+check "helm template renders custom values" \
+  "$helm" template ib "$chart" --namespace hpc-system -f "$work/custom-values.yaml" \
+  >"$work/custom.yaml" 2>"$work/custom.err" || show "$work/custom.err"
+check "the custom render is valid (validate.mjs)" validate "$work/custom.yaml" >"$work/custom.out" ||
+  show "$work/custom.out"
+flatten "$work/custom.yaml" >"$work/custom.flat"
+check "custom render: cniBinDir /usr/libexec/cni in the volume, its mount and IBCNI_CNI_BIN_DIR" \
+  has "$work/custom.flat" \
+  "$p/volumes[cni-bin-dir]/hostPath/path=\"/usr/libexec/cni\"" \
+  "$c/volumeMounts[cni-bin-dir]/mountPath=\"/host/usr/libexec/cni\"" \
+  "$c/env[IBCNI_CNI_BIN_DIR]/value=\"/usr/libexec/cni\"" \
+  "$p/volumes[host-root]/hostPath/path=\"/media/root\"" "$c/volumeMounts[host-root]/mountPath=\"/host\""
+check "custom render: image, pull policy and secret, log level, extra env" \
+  has "$work/custom.flat" \
+  "$c/image=\"registry.example.com/hpc/ibcni:v9.9.9-test\"" "$c/imagePullPolicy=\"Always\"" \
+  "$p/imagePullSecrets[regcred]/name=\"regcred\"" \
+  "$c/env[IBCNI_LOG_LEVEL]/value=\"debug\"" "$c/env[IBCNI_SLEEP]/value=\"true\""
+check "custom render: nodeSelector, tolerations, strategy, annotations, namespace, release name" \
+  has "$work/custom.flat" \
+  "$p/nodeSelector/node-role.example.com/infiniband=\"yes\"" \
+  "$p/tolerations/0/key=\"nvidia.com/gpu\"" "$p/tolerations/0/effect=\"NoSchedule\"" \
+  '/spec/updateStrategy/type="OnDelete"' "$p/hostNetwork=false" \
+  '/spec/template/metadata/annotations/example.com/team="hpc"' \
+  '/metadata/namespace="hpc-system"' '/metadata/name="ib-ibcni"' \
+  '/spec/selector/matchLabels/app.kubernetes.io/instance="ib"'
+check "custom render: the default nodeSelector, toleration and priority class are gone" \
+  bash -c '! grep -Eq "pci-15b3|priorityClassName|dnsPolicy" "$1" &&
+    [[ $(grep -c "/tolerations/" "$1") -eq 3 ]]' _ "$work/custom.flat"
+check "nodeSelector=null renders no nodeSelector (all nodes)" \
+  bash -c '"$1" template ibcni "$2" --set nodeSelector=null >"$3" && ! grep -q nodeSelector "$3"' \
+  _ "$helm" "$chart" "$work/all-nodes.yaml"
+
+# NOTES.txt is not part of `helm template`'s output: render it through a copy of the chart with a
+# template that includes it.
+notes_rendered() {
+  cp -r "$chart" "$work/notes-chart" &&
+    echo 'notes: {{ include (print .Template.BasePath "/NOTES.txt") . | toJson }}' \
+      >"$work/notes-chart/templates/notes-check.yaml" &&
+    "$helm" template ib "$work/notes-chart" --namespace hpc-system --show-only templates/notes-check.yaml \
+      >"$work/notes.yaml" &&
+    flatten "$work/notes.yaml" >"$work/notes.flat" &&
+    grep -Fq 'kubectl -n hpc-system rollout status daemonset/ib-ibcni' "$work/notes.flat" &&
+    grep -Fq 'kubectl -n hpc-system logs --prefix -l app.kubernetes.io/instance=ib,app.kubernetes.io/name=ibcni' "$work/notes.flat" &&
+    grep -Fq 'labelled feature.node.kubernetes.io/pci-15b3.present=true' "$work/notes.flat"
+}
+check "NOTES.txt renders, with the rollout status and logs commands for the release" notes_rendered ||
+  show "$work/notes.yaml"
+
+# refused: VALUE as --set, the field helm must name
+refused() {
+  local out
+  if out=$("$helm" template ibcni "$chart" --set "$1" 2>&1); then
+    echo "    helm accepted --set $1" >&2
+    return 1
+  fi
+  grep -q -- "$2" <<<"$out" || { echo "    helm refused --set $1 without naming $2: $out" >&2; return 1; }
+}
+check "values.schema.json refuses logLevel=loud" refused logLevel=loud logLevel
+check "values.schema.json refuses hostPaths.cniBinDir=relative/path" refused hostPaths.cniBinDir=relative/path cniBinDir
+check "values.schema.json refuses hostPaths.cniBinDir=/opt/../etc" refused hostPaths.cniBinDir=/opt/../etc cniBinDir
+check "values.schema.json refuses image.pullPolicy=Sometimes" refused image.pullPolicy=Sometimes pullPolicy
+check "values.schema.json refuses an unknown value (nodeSelecter)" refused nodeSelecter.a=b nodeSelecter
+
+# --- the static manifest -----------------------------------------------------------------------
+static=deploy/ibcni-daemonset.yaml
+same_documents() {
+  flatten --json "$1" >"$work/a.json" && flatten --json "$2" >"$work/b.json" &&
+    cmp -s "$work/a.json" "$work/b.json" ||
+    { diff -u <(flatten "$1") <(flatten "$2") | tail -n +3 | grep '^[-+]' | head -n 20 >&2; return 1; }
+}
+check "$static is the default render (else: deploy/helm/render-static.sh)" \
+  same_documents "$static" "$work/default.yaml"
+check "$static says it is generated and how to regenerate it" \
+  bash -c 'head -n 15 "$1" | grep -q "GENERATED" && head -n 15 "$1" | grep -q "render-static.sh"' _ "$static"
+
+# --- the example manifests ---------------------------------------------------------------------
+# The placeholders of e2e/hw/manifests/*-template.yaml, filled with values like the scripts' own.
+subst=(--subst NAME=ibcni-hw-test --subst RUN=run-1 --subst NAD=ib-sriov-hw --subst NAD_NAMESPACE=default
+  --subst IP=192.168.100.201/24 --subst GUID=02:00:00:00:ac:00:00:01 --subst IMAGE=registry.example.com/perftest:1
+  --subst RESOURCE=nvidia.com/mlnx_ib_vf --subst RDMA_RESOURCE=rdma/hca_shared_devices_a
+  --subst PRIVILEGED=false --subst NODE=node-1)
+mapfile -t examples < <(find deploy/examples e2e/hw/manifests -type f \( -name '*.yaml' -o -name '*.yml' \) 2>/dev/null | sort)
+if ((${#examples[@]} > 0)); then
+  check "the ${#examples[@]} manifests under deploy/examples/ and e2e/hw/manifests/ are valid" \
+    validate "${subst[@]}" "${examples[@]}" >"$work/examples.out" || grep -v '^ok' "$work/examples.out" | show /dev/stdin
+else
+  echo "SKIP no manifests under deploy/examples/ or e2e/hw/manifests/ yet"
+fi
+
+# --- the validator itself ----------------------------------------------------------------------
+check "validate.mjs accepts tests/deploy/k8s/good/*.yaml" \
+  validate "$here"/k8s/good/*.yaml >"$work/good.out" || show "$work/good.out"
+validate "$here"/k8s/bad/*.yaml >"$work/bad.out"
+check "validate.mjs exits 1 on tests/deploy/k8s/bad/*.yaml" test $? -eq 1
+for fixture in "$here"/k8s/bad/*.yaml; do
+  name=tests/deploy/k8s/bad/${fixture##*/}
+  # every object of the fixture fails, and each "# expect: TEXT" is in its FAIL lines
+  rejected() {
+    local lines expect
+    lines=$(grep -F " $1[" "$work/bad.out")
+    [[ -n $lines ]] && ! grep -q '^ok' <<<"$lines" || { echo "    not rejected: $lines" >&2; return 1; }
+    while IFS= read -r expect; do
+      grep -qF -- "$expect" <<<"$lines" || { echo "    '$expect' not in: $lines" >&2; return 1; }
+    done < <(sed -n 's/^# expect: //p' "$1")
+  }
+  check "validate.mjs rejects $name: $(sed -n 's/^# expect: //p' "$fixture" | head -n 1)" rejected "$fixture"
+done
+
+finish_checks
