@@ -184,7 +184,7 @@ class MultusShapeTest : public PluginTest {
     nl_.clearCalls();
   }
 
-  /// The NAD's spec.config (B1 line 140; README's deploy/examples/ib-sriov-nad.yaml), declaring
+  /// The NAD's spec.config (B1 line 140; deploy/examples/sriov-guid-per-pod.yaml), declaring
   /// `capabilities`.
   json nadConfig(const json& capabilities) const {
     return json{
