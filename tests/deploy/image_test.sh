@@ -33,11 +33,12 @@ image=localhost/ibcni-test/ibcni:test
 # the machine's store, and two runs never share one.
 mkdir -p "$cache"
 work=$(mktemp -d "$cache/run.XXXXXX")
-podman() { command podman --root "$work/storage" --runroot "$work/run" "$@"; }
+runroot=$(mktemp -d /tmp/ibcni-podman.XXXXXX)  # podman refuses a runroot longer than 50 characters
+podman() { command podman --root "$work/storage" --runroot "$runroot" "$@"; }
 cleanup() {
   podman rmi -af >/dev/null 2>&1
-  command podman --root "$work/storage" --runroot "$work/run" system reset -f >/dev/null 2>&1
-  rm -rf "$work"
+  command podman --root "$work/storage" --runroot "$runroot" system reset -f >/dev/null 2>&1
+  rm -rf "$work" "$runroot"
 }
 trap cleanup EXIT
 
