@@ -9,6 +9,7 @@
 #include "file_store.h"
 #include "ibcni/cni/cmd_args.h"
 #include "ibcni/ipam/embedded.h"
+#include "ibcni/os/safe_path.h"
 #include "ibcni/os/unique_fd.h"
 #include "ipam_config.h"
 #include "log/log.h"
@@ -29,13 +30,13 @@ struct Session {
 cni::Result<void> checkAttachment(const cni::CmdArgs& args) {
   if (!isValidContainerId(args.containerId)) {
     return cni::fail(cni::Errc::kInvalidEnvironment,
-                     "invalid CNI_CONTAINERID \"" + args.containerId +
-                         "\": give 1 to 200 letters, digits, '_', '.' or '-', starting with a letter or digit");
+                     "invalid CNI_CONTAINERID " + cni::quoted(args.containerId) +
+                         ": give 1 to 200 letters, digits, '_', '.' or '-', starting with a letter or digit");
   }
   if (!net::isValidIfName(args.ifName)) {
     return cni::fail(cni::Errc::kInvalidEnvironment,
-                     "invalid CNI_IFNAME \"" + args.ifName +
-                         "\": give 1 to 15 bytes without '/', ':' or whitespace, not \".\" or \"..\"");
+                     "invalid CNI_IFNAME " + cni::quoted(args.ifName) +
+                         ": give 1 to 15 printable bytes without '/', ':' or whitespace, not \".\" or \"..\"");
   }
   return {};
 }
@@ -64,7 +65,27 @@ EmbeddedIpam::EmbeddedIpam(EmbeddedIpamOptions options) : options_(std::move(opt
 
 namespace {
 
-cni::Result<std::unique_ptr<Session>> openSession(const Request& request, const EmbeddedIpamOptions& options) {
+// The store lives in <dataDir>/<name>. The configuration may come from someone with less power
+// than root, so the directory is reached and created (0700) under the rules of os/safe_path.h:
+// only root's symbolic links are followed, and every directory on the way is root's and writable
+// by no one else. A refusal is error 7; a failing system call is `ioCode`.
+cni::Result<void> prepareStoreDir(const std::string& dir, cni::Errc ioCode) {
+  auto fd = os::openDirectory(dir, os::DirPolicy{.trustedOwners = true, .create = true, .mode = 0700});
+  if (!fd) {
+    if (os::isRefusal(fd.error())) {
+      return cni::fail(cni::Errc::kInvalidConfig, "invalid ipam.dataDir: " + fd.error().op +
+                                                      "; use a directory only root can change, such as the default " +
+                                                      std::string(kDefaultIpamDataDir) +
+                                                      " (README \"Security model\")");
+    }
+    // `dir` passed the spelling rules (printable, bounded) and the network name is an identifier.
+    return cni::fail(ioCode, "ipam data directory " + dir + " cannot be opened or created", fd.error().describe());
+  }
+  return {};
+}
+
+cni::Result<std::unique_ptr<Session>> openSession(const Request& request, const EmbeddedIpamOptions& options,
+                                                  cni::Errc ioCode = cni::Errc::kIoFailure) {
   auto config = parseNetworkConfig(request.rawConfig);
   if (!config) {
     return std::unexpected(config.error());
@@ -76,6 +97,9 @@ cni::Result<std::unique_ptr<Session>> openSession(const Request& request, const 
   }
   std::string dataDir = s->config.ipam.dataDir.empty() ? options.defaultDataDir : s->config.ipam.dataDir;
   s->dir = dataDir + "/" + s->config.name;
+  if (auto r = prepareStoreDir(s->dir, ioCode); !r) {
+    return std::unexpected(r.error());
+  }
   s->store =
       std::make_unique<FileStore>(FileStore::Options{s->dir, Allocator::spansOf(s->config.ipam), options.lockTimeout});
   s->allocator = std::make_unique<Allocator>(s->config.ipam, *s->store, *options.netnsChecker, options.clock);
@@ -208,7 +232,7 @@ cni::Result<void> EmbeddedIpam::gc(const Request& request) {
 }
 
 cni::Result<void> EmbeddedIpam::status(const Request& request) {
-  auto s = openSession(request, options_);
+  auto s = openSession(request, options_, cni::Errc::kPluginNotAvailable);
   if (!s) {
     return std::unexpected(s.error());
   }
@@ -222,7 +246,7 @@ cni::Result<void> EmbeddedIpam::status(const Request& request) {
     return unavailable("ipam data directory " + dir + " cannot be created: " + ec.message());
   }
   std::string probe = dir + "/.status-probe." + std::to_string(::getpid());
-  auto fd = os::UniqueFd::open(probe, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  auto fd = os::UniqueFd::open(probe, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
   if (!fd) {
     return unavailable("ipam data directory " + dir + " is not writable", fd.error().describe());
   }

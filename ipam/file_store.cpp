@@ -477,6 +477,27 @@ os::SysResult<void> FileStore::decodeIndex(SetIndex& idx, const std::string& bod
   return {};
 }
 
+os::SysResult<Allocation> FileStore::parseRecord(const std::string& text, const AttachmentKey& key,
+                                                 const std::string& path) {
+  return decodeRecord(text, key, path);
+}
+
+os::SysResult<std::optional<net::IpAddress>> FileStore::parseIndex(std::size_t set, const std::string& text,
+                                                                   const std::string& path) const {
+  if (set >= sets_.size()) {
+    return os::sysFail(EINVAL, "ipam store " + options_.dir + ": no range set " + std::to_string(set));
+  }
+  auto body = unframe(text, kIndexKind, path, "remove it to have it rebuilt from " + options_.dir + "/ips");
+  if (!body) {
+    return std::unexpected(body.error());
+  }
+  SetIndex idx = sets_[set];
+  if (auto d = decodeIndex(idx, *body, path); !d) {
+    return std::unexpected(d.error());
+  }
+  return idx.cursor;
+}
+
 os::SysResult<void> FileStore::rebuildIndex(SetIndex& idx) {
   for (auto& r : idx.ranges) {
     r.words.assign(r.bitmap ? static_cast<std::size_t>((r.end - r.start) / 64 + 1) : 0, 0);

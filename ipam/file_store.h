@@ -74,6 +74,16 @@ class FileStore final : public Store {
   /// (empty when consistent); an error only when the store cannot be read at all.
   [[nodiscard]] os::SysResult<std::vector<std::string>> verify();
 
+  /// The parsers behind find() and the index load, on a whole file's bytes (tests/fuzz feeds them
+  /// arbitrary bytes). A corrupt file is an EUCLEAN error naming `path`.
+  /// A record (attachments/<containerID>:<ifname>), which must describe `key`.
+  [[nodiscard]] static os::SysResult<Allocation> parseRecord(const std::string& text, const AttachmentKey& key,
+                                                             const std::string& path);
+  /// An index (index/set-<hash>) of range set `set`, which must describe that set's ranges.
+  /// @return the round-robin cursor it holds.
+  [[nodiscard]] os::SysResult<std::optional<net::IpAddress>> parseIndex(std::size_t set, const std::string& text,
+                                                                        const std::string& path) const;
+
   [[nodiscard]] const std::string& dir() const noexcept { return options_.dir; }
   [[nodiscard]] std::string recordPath(const AttachmentKey& key) const;
   [[nodiscard]] std::string claimPath(const net::IpAddress& ip) const;

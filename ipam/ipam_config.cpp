@@ -15,6 +15,7 @@
 
 #include "address_math.h"
 #include "ibcni/os/file_io.h"
+#include "ibcni/os/safe_path.h"
 #include "ibcni/os/unique_fd.h"
 
 namespace ibcni::ipam {
@@ -26,7 +27,8 @@ namespace {
 constexpr cni::Errc kBad = cni::Errc::kInvalidConfig;
 
 std::string shortDump(const json& j) {
-  std::string s = j.dump();
+  // Strings from the environment (CNI_ARGS) may hold any byte: replace invalid UTF-8, never throw.
+  std::string s = j.dump(-1, ' ', false, json::error_handler_t::replace);
   if (s.size() > 80) {
     s = s.substr(0, 77) + "...";
   }
@@ -521,7 +523,10 @@ cni::Result<void> validateAgainstRanges(IpamConfig& c) {
 }
 
 // Reads a configuration side file (resolv.conf): at most 1 MiB, opened with O_CLOEXEC.
-os::SysResult<std::string> readSmallFile(const std::string& path) { return os::readFile(path, std::size_t{1} << 20); }
+// A regular file only: a FIFO would block every verb, and a device node may act when opened.
+os::SysResult<std::string> readSmallFile(const std::string& path) {
+  return os::readRegularFile(path, std::size_t{1} << 20);
+}
 
 cni::Result<IpamConfig> parseIpamObject(const json& j) {
   if (!j.is_object()) {
@@ -589,6 +594,9 @@ cni::Result<IpamConfig> parseIpamObject(const json& j) {
       return invalid("ipam.resolvConf", *it, "must be the path of a resolv.conf file, e.g. \"/etc/resolv.conf\"");
     }
     c.resolvConf = it->get<std::string>();
+    if (auto problem = os::pathSpellingProblem(c.resolvConf); !problem.empty()) {
+      return invalid("ipam.resolvConf", *it, problem + ", e.g. \"/etc/resolv.conf\"");
+    }
     auto text = readSmallFile(c.resolvConf);
     if (!text) {
       return invalid("ipam.resolvConf", *it,
@@ -613,6 +621,9 @@ cni::Result<IpamConfig> parseIpamObject(const json& j) {
   if (auto it = j.find("dataDir"); it != j.end() && !it->is_null()) {
     if (!it->is_string() || it->get<std::string>().empty() || it->get<std::string>().front() != '/') {
       return invalid("ipam.dataDir", *it, "must be an absolute directory path, e.g. \"/run/ibcni-ipam\"");
+    }
+    if (auto problem = os::pathSpellingProblem(it->get<std::string>()); !problem.empty()) {
+      return invalid("ipam.dataDir", *it, problem + " (e.g. \"/run/ibcni-ipam\"; README \"Security model\")");
     }
     c.dataDir = it->get<std::string>();
     while (c.dataDir.size() > 1 && c.dataDir.back() == '/') {

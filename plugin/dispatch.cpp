@@ -6,6 +6,7 @@
 #include "commands/common.h"
 #include "ibcni/config/net_conf.h"
 #include "log/log.h"
+#include "log/timing.h"
 #include "result/result_json.h"
 
 namespace ibcni::plugin {
@@ -16,6 +17,11 @@ struct EnvRule {
   const char* name;
   bool requiredFor[6];  // indexed by cni::Command: ADD, DEL, CHECK, VERSION, GC, STATUS
 };
+
+// The spec's identifier rule sets no length; 200 keeps "<containerID>:<ifname>" a valid file name
+// (ibcni-ipam's records) with room to spare. Kubernetes runtimes send 64 hex digits.
+constexpr std::size_t kMaxContainerId = 200;
+constexpr std::size_t kMaxNetnsPath = 4096;  // PATH_MAX, with its terminating NUL
 
 // The spec's per-verb requirements. STATUS requires nothing (the Go skel's demand for CNI_PATH
 // there is stricter than the spec); GC requires CNI_PATH.
@@ -81,19 +87,25 @@ cni::Result<cni::CmdArgs> readEnvironment(const Getenv& getenv, cni::Command com
   args.ifName = value("CNI_IFNAME");
   args.rawArgs = value("CNI_ARGS");
   args.path = splitPath(value("CNI_PATH"));
-  if (!cni::isValidIdentifier(args.containerId)) {
+  // The container ID and the interface name become file names in ibcni's state directory and in
+  // ibcni-ipam's store: the spec's character set keeps them single path components.
+  if (!cni::isValidIdentifier(args.containerId) || args.containerId.size() > kMaxContainerId) {
     return cni::fail(cni::Errc::kInvalidEnvironment,
-                     "invalid CNI_CONTAINERID=\"" + args.containerId +
-                         "\": must start with a letter or digit and hold only letters, digits, '_', '.' and '-'");
+                     "invalid CNI_CONTAINERID=" + cni::quoted(args.containerId) +
+                         ": must be 1-200 letters, digits, '_', '.' and '-', starting with a letter or digit");
   }
   if (!net::isValidIfName(args.ifName)) {
     return cni::fail(cni::Errc::kInvalidEnvironment,
-                     "invalid CNI_IFNAME=\"" + args.ifName +
-                         "\": an interface name is 1-15 bytes, not \".\" or \"..\", without '/', ':' or whitespace");
+                     "invalid CNI_IFNAME=" + cni::quoted(args.ifName) +
+                         ": an interface name is 1-15 bytes of printable characters, not \".\" or \"..\", without "
+                         "'/', ':' or whitespace (e.g. net1)");
   }
-  if (!args.netns.empty() && args.netns.front() != '/') {
+  // The path is kept in records and logs: printable UTF-8, as every runtime's netns paths are.
+  if (!args.netns.empty() &&
+      (args.netns.front() != '/' || args.netns.size() >= kMaxNetnsPath || !cni::isPrintableText(args.netns))) {
     return cni::fail(cni::Errc::kInvalidEnvironment,
-                     "invalid CNI_NETNS=\"" + args.netns + "\": must be an absolute path to a network namespace");
+                     "invalid CNI_NETNS=" + cni::quoted(args.netns, 256) +
+                         ": must be the absolute path (printable, shorter than 4096 bytes) of a network namespace");
   }
   return args;
 }
@@ -113,6 +125,7 @@ cni::Result<void> IpamVerbs::gc(const Invocation& inv) { return ipam_.gc(ipamReq
 cni::Result<void> IpamVerbs::status(const Invocation& inv) { return ipam_.status(ipamRequest(inv)); }
 
 Outcome dispatch(const Getenv& getenv, std::string_view stdinText, bool stdinOk, Verbs& verbs) {
+  log::timing::lap("setup");
   auto commandText = getenv("CNI_COMMAND").value_or("");
   if (commandText.empty()) {
     return failure({cni::Errc::kInvalidEnvironment, "required env variables [CNI_COMMAND] missing", {}}, "");
@@ -120,7 +133,7 @@ Outcome dispatch(const Getenv& getenv, std::string_view stdinText, bool stdinOk,
   auto command = parseCommand(commandText);
   if (!command) {
     return failure({cni::Errc::kInvalidEnvironment,
-                    "unknown CNI_COMMAND=\"" + commandText + "\": use ADD, DEL, CHECK, VERSION, GC or STATUS",
+                    "unknown CNI_COMMAND=" + cni::quoted(commandText) + ": use ADD, DEL, CHECK, VERSION, GC or STATUS",
                     {}},
                    "");
   }
@@ -143,7 +156,7 @@ Outcome dispatch(const Getenv& getenv, std::string_view stdinText, bool stdinOk,
   }
   log::Context context{cni::toString(*command), getenv("CNI_CONTAINERID").value_or(""),
                        getenv("CNI_IFNAME").value_or(""), getenv("CNI_NETNS").value_or("")};
-  log::setup(preamble->logLevel, preamble->logFile, context);
+  const auto logProblem = log::setup(preamble->logLevel, preamble->logFile, context);
 
   auto args = readEnvironment(getenv, *command);
   if (!args) {
@@ -153,11 +166,21 @@ Outcome dispatch(const Getenv& getenv, std::string_view stdinText, bool stdinOk,
   if (!conf) {
     return failure(conf.error(), preamble->cniVersion);
   }
+  // A log file the rules refuse (a symbolic link, not a regular file, a second hard link: README
+  // "Security model") fails ADD and CHECK, as an invalid field would; DEL, GC and STATUS must not be
+  // blocked by logging and only warn (on stderr).
+  if (logProblem.refused && (*command == cni::Command::kAdd || *command == cni::Command::kCheck)) {
+    return failure({cni::Errc::kInvalidConfig,
+                    "invalid logFile = " + cni::quoted(preamble->logFile, 256) + ": " + logProblem.reason +
+                        "; name a regular .log file in a directory such as /var/log (README \"Security model\")",
+                    {}},
+                   preamble->cniVersion);
+  }
   Invocation inv{std::move(*args), {}, std::move(*conf), std::string(stdinText)};
   if (!inv.conf.unknownKeys.empty()) {
     std::string keys;
     for (const auto& k : inv.conf.unknownKeys) {
-      keys += (keys.empty() ? "" : ", ") + k;
+      keys += (keys.empty() ? "" : ", ") + cni::quoted(k);
     }
     log::warn("ignoring configuration keys ibcni does not know: {}", keys);
   }
@@ -168,6 +191,7 @@ Outcome dispatch(const Getenv& getenv, std::string_view stdinText, bool stdinOk,
     }
     inv.cniArgs = std::move(*cniArgs);
   }
+  log::timing::lap("parse");
   log::debug("{} network {} mode {}", cni::toString(*command), inv.conf.name, config::toString(inv.conf.mode));
 
   switch (*command) {

@@ -9,12 +9,15 @@
 
 #include "ibcni/os/file_io.h"
 #include "log/log.h"
+#include "log/timing.h"
 #include "result/result_json.h"
 
 namespace ibcni::plugin {
 
 int runMain(const Entry& entry) {
+  log::timing::start();
   auto input = os::readAllFd(STDIN_FILENO, std::size_t{16} << 20, "stdin");
+  log::timing::lap("stdin");
   Outcome out;
   try {
     out = entry(
@@ -26,6 +29,8 @@ int runMain(const Entry& entry) {
   } catch (const std::exception& e) {  // only bad_alloc or a bug can get here
     out = {result::printError({cni::Errc::kInternal, "unexpected exception", e.what()}, ""), 1};
   }
+  log::timing::lap("finish");
+  log::timing::report();
   log::flush();
   if (!out.stdoutText.empty()) {
     std::fwrite(out.stdoutText.data(), 1, out.stdoutText.size(), stdout);

@@ -12,7 +12,9 @@ build_pkgs=(cmake g++ make pkg-config
             libfmt-dev libgtest-dev libgmock-dev googletest)
 test_pkgs=(iproute2 jq util-linux coreutils findutils strace
            containernetworking-plugins golang-go golang-github-appc-cni-dev
-           podman debootstrap)
+           podman debootstrap
+           # tests/fuzz (libFuzzer): clang 16, as clang 14 cannot compile libstdc++ 12's <expected>
+           clang-16 libclang-rt-16-dev)
 # What ../shared/kernel-lab/run.sh boots: Debian's kernel in QEMU, with rdma-core inside.
 lab_pkgs=(qemu-system-x86 linux-image-amd64 busybox-static kmod cpio
           rdma-core ibverbs-providers ibverbs-utils perftest iputils-ping)

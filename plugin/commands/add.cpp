@@ -8,6 +8,7 @@
 #include "commands/common.h"
 #include "commands/verbs_check.h"
 #include "log/log.h"
+#include "log/timing.h"
 
 namespace ibcni::plugin {
 
@@ -87,8 +88,12 @@ cni::Result<cni::AddResult> cmdAdd(const Invocation& inv, Deps& deps) {
   if (!pod) {
     return std::unexpected(pod.error());
   }
+  log::timing::lap("netns");
   ModeContext ctx{inv, deps, *host};
   auto& mode = modeFor(conf.mode);
+  if (auto r = prepareStateDir(conf); !r) {
+    return std::unexpected(r.error());
+  }
   auto store = deps.makeStore(conf.stateDir);
   auto existing = store->load(conf.name, inv.args.containerId, inv.args.ifName);
   if (existing && *existing) {
@@ -96,6 +101,7 @@ cni::Result<cni::AddResult> cmdAdd(const Invocation& inv, Deps& deps) {
                      "container " + inv.args.containerId + " already has " + inv.args.ifName + " on network " +
                          conf.name + " (ADD twice without DEL)");
   }
+  log::timing::lap("state-read");
 
   auto device = mode.resolve(ctx);
   if (!device) {
@@ -124,6 +130,7 @@ cni::Result<cni::AddResult> cmdAdd(const Invocation& inv, Deps& deps) {
                      "CNI_IFNAME=" + inv.args.ifName + " already exists in netns " + inv.args.netns +
                          ": pick another interface name");
   }
+  log::timing::lap("resolve");
 
   os::Rollback rollback(logFailedUndo);
   state::AttachmentRecord record = recordFor(inv);
@@ -133,6 +140,7 @@ cni::Result<cni::AddResult> cmdAdd(const Invocation& inv, Deps& deps) {
   if (!podLink) {
     return std::unexpected(podLink.error());
   }
+  log::timing::lap("link");
 
   cni::AddResult ipamResult;
   if (!conf.ipamType.empty()) {
@@ -142,6 +150,7 @@ cni::Result<cni::AddResult> cmdAdd(const Invocation& inv, Deps& deps) {
       return std::unexpected(allocated.error());
     }
     ipamResult = std::move(*allocated);
+    log::timing::lap("ipam");
     rollback.add("release the IPAM allocation", [&deps, request]() -> os::SysResult<void> {
       if (auto r = deps.ipam.del(request); !r) {
         return os::sysFail(EIO, "ipam DEL: " + r.error().msg);
@@ -151,6 +160,7 @@ cni::Result<cni::AddResult> cmdAdd(const Invocation& inv, Deps& deps) {
     if (auto r = configureAddresses(inv, deps, *pod, podLink->index, ipamResult, rollback); !r) {
       return std::unexpected(r.error());
     }
+    log::timing::lap("addr");
   }
 
   // The verbs check, from inside the pod's netns, once the interface is complete.
@@ -186,12 +196,14 @@ cni::Result<cni::AddResult> cmdAdd(const Invocation& inv, Deps& deps) {
     result.dns = conf.dns;
   }
 
+  log::timing::lap("result");
   record.result = result;
   record.createdAt = deps.now ? deps.now() : "";
   if (auto r = store->save(record); !r) {
     return std::unexpected(sysError(cni::Errc::kStateFailure,
                                     "cannot write the attachment record in stateDir = " + conf.stateDir, r.error()));
   }
+  log::timing::lap("state-write");
   rollback.commit();
   log::info("attached {} as {} in {}", record.hostName, inv.args.ifName, inv.args.netns);
   return result;

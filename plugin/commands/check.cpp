@@ -25,6 +25,9 @@ cni::Result<void> cmdCheck(const Invocation& inv, Deps& deps) {
   if (!pod) {
     return std::unexpected(pod.error());
   }
+  if (auto r = prepareStateDir(conf); !r) {
+    return r;
+  }
   auto store = deps.makeStore(conf.stateDir);
   auto record = store->load(conf.name, inv.args.containerId, ifName);
   if (!record) {

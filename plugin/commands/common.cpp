@@ -3,6 +3,7 @@
 
 #include <cerrno>
 
+#include "ibcni/os/safe_path.h"
 #include "log/log.h"
 
 namespace ibcni::plugin {
@@ -19,27 +20,50 @@ cni::Result<os::Netns> hostNetns(Deps& deps) {
   return std::move(*host);
 }
 
+namespace {
+
+// The network namespace of PID 1: the node's own. A pod's namespace is never it (pods on the
+// host network get no CNI call), whichever namespace ibcni itself was started in.
+constexpr const char* kNodeNetns = "/proc/1/ns/net";
+
+bool isNodeNetns(const os::Netns& ns, Deps& deps) {
+  auto node = deps.netns.open(kNodeNetns);
+  return node && ns.sameAs(*node);
+}
+
+}  // namespace
+
 cni::Result<os::Netns> openPodNetns(const Invocation& inv, Deps& deps, const os::Netns& host) {
   const std::string& path = inv.args.netns;
+  const std::string shown = "CNI_NETNS=" + cni::quoted(path, 256);
   auto ns = deps.netns.open(path);
   if (!ns) {
     if (ns.error().err == ENOENT) {
       return cni::fail(cni::Errc::kInvalidEnvironment,
-                       "CNI_NETNS=" + path + " does not exist: pass the path of the pod's network namespace",
-                       ns.error().describe());
+                       shown + " does not exist: pass the path of the pod's network namespace", ns.error().describe());
     }
     if (ns.error().err == EINVAL) {
       return cni::fail(cni::Errc::kInvalidEnvironment,
-                       "CNI_NETNS=" + path + " is not a network namespace: pass a path such as "
-                       "/var/run/netns/<name> or /proc/<pid>/ns/net",
+                       shown +
+                           " is not a network namespace: pass a path such as "
+                           "/var/run/netns/<name> or /proc/<pid>/ns/net",
                        ns.error().describe());
     }
-    return std::unexpected(sysError(cni::Errc::kInvalidEnvironment, "cannot open CNI_NETNS=" + path, ns.error()));
+    return std::unexpected(sysError(cni::Errc::kInvalidEnvironment,
+                                    "cannot open " + shown + ": pass the path of the pod's network namespace",
+                                    ns.error()));
   }
   if (ns->sameAs(host)) {
     return cni::fail(cni::Errc::kInvalidEnvironment,
-                     "CNI_NETNS=" + path + " is ibcni's own network namespace, not a pod's: refusing to move "
-                     "host devices into it");
+                     shown +
+                         " is ibcni's own network namespace, not a pod's: refusing to move "
+                         "host devices into it");
+  }
+  if (isNodeNetns(*ns, deps)) {
+    return cni::fail(cni::Errc::kInvalidEnvironment,
+                     shown +
+                         " is the node's own network namespace (that of PID 1), not a pod's: refusing to "
+                         "treat the host as the pod");
   }
   return std::move(*ns);
 }
@@ -50,14 +74,33 @@ std::optional<os::Netns> openPodNetnsIfAlive(const std::string& path, Deps& deps
   }
   auto ns = deps.netns.open(path);
   if (!ns) {
-    log::info("pod netns {} is gone ({}): only host-side cleanup is done", path, ns.error().describe());
+    log::info("pod netns {} is gone ({}): only host-side cleanup is done", cni::quoted(path, 256),
+              ns.error().describe());
     return std::nullopt;
   }
-  if (ns->sameAs(host)) {
-    log::warn("CNI_NETNS={} is ibcni's own network namespace: treating the pod netns as gone", path);
+  if (ns->sameAs(host) || isNodeNetns(*ns, deps)) {
+    log::warn("CNI_NETNS={} is the node's or ibcni's own network namespace: treating the pod netns as gone",
+              cni::quoted(path, 256));
     return std::nullopt;
   }
   return std::move(*ns);
+}
+
+cni::Result<void> prepareStateDir(const config::NetConf& conf, cni::Errc ioCode) {
+  auto fd = os::openDirectory(conf.stateDir, os::DirPolicy{.trustedOwners = true, .create = true, .mode = 0700});
+  if (!fd) {
+    if (os::isRefusal(fd.error())) {
+      return cni::fail(cni::Errc::kInvalidConfig,
+                       "invalid stateDir = " + cni::quoted(conf.stateDir, 256) + ": " + fd.error().op +
+                           "; use a directory only root can change, such as the default " +
+                           std::string(config::kDefaultStateDir) + " (README \"Security model\")");
+    }
+    return cni::fail(
+        ioCode,
+        "stateDir = " + cni::quoted(conf.stateDir, 256) + " cannot be opened or created: make it a writable directory",
+        fd.error().describe());
+  }
+  return {};
 }
 
 cni::Result<os::FileLock> lockDevice(const Invocation& inv, Deps& deps, const std::string& key) {

@@ -32,6 +32,14 @@ namespace ibcni::plugin {
 [[nodiscard]] std::optional<os::Netns> openPodNetnsIfAlive(const std::string& path, Deps& deps,
                                                            const os::Netns& host);
 
+/// Makes sure `stateDir` is a directory only root can change, creating it (0700) when missing,
+/// before any record or lock is written in it: only root's symbolic links are followed on the way
+/// and every directory is root's and writable by no one else (os/safe_path.h, README "Security
+/// model").
+/// @return error 7 naming stateDir and the rule broken; `ioCode` when a system call fails.
+[[nodiscard]] cni::Result<void> prepareStateDir(const config::NetConf& conf,
+                                                cni::Errc ioCode = cni::Errc::kStateFailure);
+
 /// Takes the lock that serializes all work on one device (<stateDir>/locks/<key>.lock).
 /// @return error 11 when another invocation held it for the whole timeout.
 [[nodiscard]] cni::Result<os::FileLock> lockDevice(const Invocation& inv, Deps& deps, const std::string& key);

@@ -43,56 +43,81 @@ cni::Result<void> cmdDel(const Invocation& inv, Deps& deps) {
   if (!host) {
     return std::unexpected(host.error());
   }
+  if (auto r = prepareStateDir(conf); !r) {
+    return r;
+  }
   auto store = deps.makeStore(conf.stateDir);
   std::optional<state::AttachmentRecord> record;
   bool undecodable = false;
-  if (auto loaded = store->load(conf.name, inv.args.containerId, inv.args.ifName); loaded) {
-    record = *loaded;
-  } else {
-    // A record that cannot be read must not block DEL forever: fall back to what the device says.
-    log::error("cannot read the attachment record: {}", loaded.error().describe());
-    undecodable = true;
-  }
+  // What this DEL undoes: the record, else what the device in the pod says. `report`: log it.
+  auto findAttachment = [&](bool report) {
+    record.reset();
+    undecodable = false;
+    if (auto loaded = store->load(conf.name, inv.args.containerId, inv.args.ifName); loaded) {
+      record = *loaded;
+    } else {
+      // A record that cannot be read must not block DEL forever: fall back to what the device says.
+      if (report) {
+        log::error("cannot read the attachment record: {}", loaded.error().describe());
+      }
+      undecodable = true;
+    }
 
-  if (!record) {
-    // No record: ADD never ran, failed, or its record was lost. The device itself may still carry
-    // ibcni's mark in the pod.
-    if (auto pod = openPodNetnsIfAlive(inv.args.netns, deps, *host)) {
-      if (auto l = deps.netlink.linkByName(*pod, inv.args.ifName); l) {
-        ModeContext ctx{inv, deps, *host};
-        record = modeFor(conf.mode).recover(ctx, *l);
-        if (auto owner = record ? heldByAnother(*store, inv, *record) : std::nullopt) {
-          log::warn("{} in the pod belongs to another attachment (network {}, container {}, ifname {}): leaving it "
-                    "alone",
-                    inv.args.ifName, owner->network, owner->containerId, owner->ifName);
-          record.reset();
-        }
-        if (record) {
-          log::warn("no attachment record for {}: restoring {} from its alias", inv.args.ifName, record->hostName);
+    if (!record) {
+      // No record: ADD never ran, failed, or its record was lost. The device itself may still carry
+      // ibcni's mark in the pod.
+      if (auto pod = openPodNetnsIfAlive(inv.args.netns, deps, *host)) {
+        if (auto l = deps.netlink.linkByName(*pod, inv.args.ifName); l) {
+          ModeContext ctx{inv, deps, *host};
+          record = modeFor(conf.mode).recover(ctx, *l);
+          if (auto owner = record ? heldByAnother(*store, inv, *record) : std::nullopt) {
+            if (report) {
+              log::warn("{} in the pod belongs to another attachment (network {}, container {}, ifname {}): "
+                        "leaving it alone",
+                        inv.args.ifName, owner->network, owner->containerId, owner->ifName);
+            }
+            record.reset();
+          }
+          if (record && report) {
+            log::warn("no attachment record for {}: restoring {} from its alias", inv.args.ifName, record->hostName);
+          }
         }
       }
     }
+    if (record && record->netns.empty()) {
+      record->netns = inv.args.netns;
+    }
+    return record && !record->deviceKey.empty() ? record->deviceKey : deviceKeyFromConfig(conf);
+  };
+
+  std::string key = findAttachment(false);
+  auto lock = lockDevice(inv, deps, key);
+  if (!lock) {
+    return std::unexpected(lock.error());
   }
-  if (record && record->netns.empty()) {
-    record->netns = inv.args.netns;
+  // Again under the lock: an ADD of this attachment that held it may have written its record
+  // meanwhile. Acting on what was read before would release the address of an attachment that now
+  // exists and remove its record (found by the fault tier's ADD/DEL storm).
+  if (std::string again = findAttachment(true); again != key) {
+    // The attachment now names another device lock (its ADD finished meanwhile): take that one.
+    { [[maybe_unused]] os::FileLock released = std::move(*lock); }
+    lock = lockDevice(inv, deps, again);
+    if (!lock) {
+      return std::unexpected(lock.error());
+    }
+    (void)findAttachment(true);
   }
   if (!record) {
     log::info("no attachment to undo for {}; releasing IPAM only", inv.args.ifName);
   }
 
-  std::string key = record && !record->deviceKey.empty() ? record->deviceKey : deviceKeyFromConfig(conf);
-  auto lock = lockDevice(inv, deps, key);
-  if (!lock) {
-    return std::unexpected(lock.error());
-  }
-
   if (auto r = releaseAttachment(inv, deps, *host, record, /*releaseIpam=*/true); !r) {
     return r;
   }
-  if (record || undecodable) {
-    if (auto r = store->remove(conf.name, inv.args.containerId, inv.args.ifName); !r) {
-      return std::unexpected(sysError(cni::Errc::kStateFailure, "cannot remove the attachment record", r.error()));
-    }
+  // Also without a record: an ADD or DEL that died half-way may have left the record's temporary
+  // file or its directory (then a failure to remove them does not fail DEL).
+  if (auto r = store->remove(conf.name, inv.args.containerId, inv.args.ifName); !r && (record || undecodable)) {
+    return std::unexpected(sysError(cni::Errc::kStateFailure, "cannot remove the attachment record", r.error()));
   }
   return {};
 }

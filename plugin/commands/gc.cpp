@@ -16,6 +16,9 @@ cni::Result<void> cmdGc(const Invocation& inv, Deps& deps) {
   if (!host) {
     return std::unexpected(host.error());
   }
+  if (auto r = prepareStateDir(conf); !r) {
+    return r;
+  }
   std::vector<cni::Error> errors;
   auto store = deps.makeStore(conf.stateDir);
   auto records = store->list(conf.name);

@@ -19,14 +19,16 @@ cni::Result<void> cmdStatus(const Invocation& inv, Deps& deps) {
   const auto& conf = inv.conf;
   // The state directory must be writable for ADD to record what it did: prove it with a probe file
   // (root passes access(2) checks even where it cannot write).
-  std::error_code ec;
-  std::filesystem::create_directories(conf.stateDir, ec);
+  if (auto r = prepareStateDir(conf, cni::Errc::kPluginNotAvailable); !r) {
+    return r;
+  }
   std::string probe = conf.stateDir + "/.status-probe-" + std::to_string(::getpid());
   auto fd = os::UniqueFd::open(probe, O_WRONLY | O_CREAT | O_EXCL, 0600);
   if (!fd) {
-    return cni::fail(cni::Errc::kPluginNotAvailable,
-                     "stateDir = \"" + conf.stateDir + "\" cannot be written: ADD could not record attachments",
-                     fd.error().describe());
+    return cni::fail(
+        cni::Errc::kPluginNotAvailable,
+        "stateDir = " + cni::quoted(conf.stateDir, 256) + " cannot be written: ADD could not record attachments",
+        fd.error().describe());
   }
   ::unlink(probe.c_str());
   // A statically named device must be present (a deviceID normally arrives per pod at ADD time).

@@ -3,10 +3,12 @@
 // field, the value and what is accepted.
 #include "ibcni/config/net_conf.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "ibcni/os/file_io.h"
+#include "ibcni/os/safe_path.h"
 #include "result/json_codec.h"
 
 namespace ibcni::config {
@@ -22,17 +24,36 @@ std::unexpected<cni::Error> invalid(const std::string& field, const json& value,
   return cni::fail(kBad, "invalid " + field + " = " + shortDump(value) + ": " + accepted);
 }
 
-std::unexpected<cni::Error> invalid(const std::string& field, const std::string& value,
-                                    const std::string& accepted) {
-  return cni::fail(kBad, "invalid " + field + " = \"" + value + "\": " + accepted);
+// The value is quoted (escaped and cut, cni::quoted): whatever a field holds, the message stays
+// one bounded, printable line.
+std::unexpected<cni::Error> invalid(const std::string& field, const std::string& value, const std::string& accepted,
+                                    std::size_t maxShown = cni::kQuotedMax) {
+  return cni::fail(kBad, "invalid " + field + " = " + cni::quoted(value, maxShown) + ": " + accepted);
+}
+
+// The longest network name: a Kubernetes object name, and a single file name component.
+constexpr std::size_t kMaxNameBytes = 253;
+
+// A configured path (logFile, stateDir): the spelling rules of os/safe_path.h, with the fix.
+std::optional<std::unexpected<cni::Error>> badPath(const std::string& field, const std::string& value,
+                                                   const std::string& problem, const std::string& example) {
+  if (problem.empty()) {
+    return std::nullopt;
+  }
+  return invalid(field, value, problem + " (e.g. " + example + "; README \"Security model\")", 256);
 }
 
 cni::Result<json> parseObject(std::string_view text) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    // Where and why: bytes that are not UTF-8 or a raw control character in a string are the usual
+    // reasons besides plain syntax errors. The parser's text quotes the input: shown escaped.
     return cni::fail(cni::Errc::kDecodingFailure,
-                     "the network configuration on stdin is not valid JSON",
-                     std::string(text.substr(0, 200)));
+                     "the network configuration on stdin is not valid JSON (at byte " + std::to_string(e.byte) +
+                         "): send one UTF-8 JSON object",
+                     cni::quoted(e.what(), 300));
   }
   if (!j.is_object()) {
     return cni::fail(cni::Errc::kDecodingFailure,
@@ -238,32 +259,42 @@ cni::Result<std::vector<AttachmentKey>> parseAttachments(const json& j, const st
 // that cannot be read or names no PCI address is an error; otherwise it only cross-checks.
 cni::Result<std::optional<net::PciAddress>> readDeviceInfoFile(const std::string& path, bool required) {
   const std::string field = "runtimeConfig.CNIDeviceInfoFile";
-  auto text = os::readFile(path, 1 << 16);
+  if (auto problem = os::pathSpellingProblem(path); !problem.empty()) {
+    return invalid(field, path, problem, 256);
+  }
+  // A regular file only: a FIFO would block ADD, and a device node may act when opened.
+  auto text = os::readRegularFile(path, 1 << 16);
   if (!text) {
-    if (!required) {
+    if (!required && !os::isRefusal(text.error())) {
       return std::optional<net::PciAddress>{};
     }
-    return invalid(field, path, "cannot read the device-info file (" + text.error().describe() +
-                                    "); it is written by the device plugin for Multus");
+    return invalid(field, path,
+                   "cannot read the device-info file (" + text.error().describe() +
+                       "); it is a regular file written by the device plugin for Multus",
+                   256);
   }
   json info = json::parse(*text, nullptr, false);
   if (!info.is_object()) {
-    return invalid(field, path, "the device-info file is not a JSON object");
+    return invalid(field, path, "the device-info file is not a JSON object", 256);
   }
   auto pci = info.find("pci");
   if (pci == info.end() || !pci->is_object()) {
     if (!required) {
       return std::optional<net::PciAddress>{};
     }
-    return invalid(field, path, "the device-info file has no \"pci\" object (type \"" +
-                                    info.value("type", std::string()) + "\"); ibcni attaches PCI functions");
+    const auto type = info.find("type");
+    return invalid(field, path,
+                   "the device-info file has no \"pci\" object (type " +
+                       (type != info.end() ? shortDump(*type) : std::string("none")) +
+                       "); ibcni attaches PCI functions",
+                   256);
   }
   auto addr = pciField(*pci, "pci-address", field + " pci.pci-address");
   if (!addr) {
     return std::unexpected(addr.error());
   }
   if (!*addr && required) {
-    return invalid(field, path, "the device-info file has no pci.pci-address");
+    return invalid(field, path, "the device-info file has no pci.pci-address", 256);
   }
   return *addr;
 }
@@ -346,7 +377,8 @@ cni::Result<void> parseIpoibKeys(const json& j, NetConf& c, cni::Command command
   }
   if (*rdmaDevice) {
     const std::string& d = **rdmaDevice;
-    if (d.empty() || d.size() > 63 || d.find('/') != std::string::npos || d == "." || d == "..") {
+    const bool printable = std::all_of(d.begin(), d.end(), [](char ch) { return ch > ' ' && ch < 0x7f; });
+    if (d.empty() || d.size() > 63 || !printable || d.find('/') != std::string::npos || d == "." || d == "..") {
       return invalid("rdmaDevice", d, "must be an RDMA device name such as \"mlx5_0\" (see `rdma dev`)");
     }
     c.rdmaDevice = d;
@@ -607,8 +639,9 @@ cni::Result<void> parsePluginKeys(const json& j, NetConf& c, cni::Command comman
     }
     if (*fromFile && c.deviceId && **fromFile != *c.deviceId) {
       return cni::fail(kBad, "deviceID = \"" + c.deviceId->text + "\" but the device-info file " +
-                                 c.runtime.deviceInfoFile + " (runtimeConfig.CNIDeviceInfoFile) names " +
-                                 (*fromFile)->text + ": the device plugin and the configuration disagree");
+                                 cni::quoted(c.runtime.deviceInfoFile, 256) +
+                                 " (runtimeConfig.CNIDeviceInfoFile) names " + (*fromFile)->text +
+                                 ": the device plugin and the configuration disagree");
     }
     if (*fromFile && !c.deviceId) {
       c.deviceId = *fromFile;
@@ -676,8 +709,8 @@ cni::Result<void> parsePluginKeys(const json& j, NetConf& c, cni::Command comman
     return std::unexpected(logFile.error());
   }
   if (*logFile && !(*logFile)->empty()) {
-    if ((*logFile)->front() != '/') {
-      return invalid("logFile", **logFile, "must be an absolute path");
+    if (auto bad = badPath("logFile", **logFile, os::logFileSpellingProblem(**logFile), "\"/var/log/ibcni.log\"")) {
+      return *bad;
     }
     c.logFile = **logFile;
   }
@@ -686,8 +719,9 @@ cni::Result<void> parsePluginKeys(const json& j, NetConf& c, cni::Command comman
     return std::unexpected(stateDir.error());
   }
   if (*stateDir) {
-    if ((*stateDir)->empty() || (*stateDir)->front() != '/') {
-      return invalid("stateDir", **stateDir, "must be an absolute directory path");
+    if (auto bad = badPath("stateDir", **stateDir, os::pathSpellingProblem(**stateDir),
+                           "\"" + std::string(kDefaultStateDir) + "\"")) {
+      return *bad;
     }
     c.stateDir = **stateDir;
   }
@@ -715,8 +749,10 @@ cni::Result<Preamble> parsePreamble(std::string_view stdinText) {
     p.logLevel = parseLogLevel(it->get<std::string>()).value_or(LogLevel::kWarn);
   }
   if (auto it = j->find("logFile"); it != j->end() && it->is_string()) {
+    // Only a log file that passes the spelling rules is opened before the whole configuration is
+    // validated (parseNetConf reports the others as error 7).
     const auto& f = it->get_ref<const std::string&>();
-    if (!f.empty() && f.front() == '/') {
+    if (!f.empty() && os::logFileSpellingProblem(f).empty()) {
       p.logFile = f;
     }
   }
@@ -753,9 +789,10 @@ cni::Result<NetConf> parseNetConf(std::string_view stdinText, cni::Command comma
   if (!*name || (*name)->empty()) {
     return cni::fail(kBad, "the network name is missing: set \"name\" (letters, digits, '_', '.', '-')");
   }
-  if (!cni::isValidIdentifier(**name)) {
+  if (!cni::isValidIdentifier(**name) || (*name)->size() > kMaxNameBytes) {
     return invalid("name", **name,
-                   "must start with a letter or digit and hold only letters, digits, '_', '.' and '-'");
+                   "must be 1-253 letters, digits, '_', '.' and '-', starting with a letter or digit (it names "
+                   "directories in stateDir)");
   }
   c.name = **name;
 
@@ -791,7 +828,7 @@ cni::Result<NetConf> parseNetConf(std::string_view stdinText, cni::Command comma
     }
     if (*ipamType) {
       const auto& t = **ipamType;
-      if (t.empty() || t.find('/') != std::string::npos || t == "." || t == "..") {
+      if (t.empty() || t.size() > 255 || t.find('/') != std::string::npos || t == "." || t == "..") {
         return invalid("ipam.type", t, "must be the file name of an IPAM plugin in CNI_PATH, without '/'");
       }
       c.ipamType = t;

@@ -3,6 +3,7 @@
 // configured logFile, never to stdout (stdout carries only the CNI result or error).
 #pragma once
 
+#include <cstddef>
 #include <fmt/core.h>
 #include <string>
 #include <string_view>
@@ -21,14 +22,26 @@ struct Context {
 };
 
 /// Configures the process-wide logger: level, sink (stderr when `file` is empty) and context.
-/// Can be called again once the full configuration is known. A log file that cannot be opened
-/// falls back to stderr, with a warning.
-void setup(config::LogLevel level, const std::string& file, Context context);
+/// Can be called again once the full configuration is known. The log file is opened by
+/// os::openLogFile (appended to, never through a symbolic link, a regular file with one link; see
+/// README "Security model"). A log file that cannot be opened falls back to stderr, with a warning.
+/// @return "" when the file is in use (or none was asked for); otherwise why it was not opened,
+///         and whether the rules refused it (rather than a failed system call).
+struct SetupProblem {
+  std::string reason;    ///< empty: none
+  bool refused = false;  ///< the file breaks the rules (the caller may make this an error)
+};
+SetupProblem setup(config::LogLevel level, const std::string& file, Context context);
 
 /// True when a message at `level` would be written.
 [[nodiscard]] bool enabled(config::LogLevel level);
 
+/// Writes one line. Control characters in the message (and in the context) are written as \xNN,
+/// so that no value can start a line of its own, and a line is cut after kMaxLineBytes.
 void write(config::LogLevel level, std::string_view message);
+
+/// The longest message written on one line.
+inline constexpr std::size_t kMaxLineBytes = 16384;
 
 /// Writes everything buffered (the file sink is flushed per line anyway).
 void flush();

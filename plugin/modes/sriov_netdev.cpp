@@ -4,10 +4,12 @@
 #include <cerrno>
 #include <cstdint>
 #include <fmt/core.h>
+#include <memory>
 
 #include "commands/common.h"
 #include "modes/sriov_vf.h"
 #include "log/log.h"
+#include "log/timing.h"
 
 namespace ibcni::plugin {
 
@@ -117,6 +119,45 @@ std::optional<nl::Link> findInHost(const ModeContext& ctx, const state::Attachme
   return std::nullopt;
 }
 
+// Devices the node itself needs, refused whatever the configuration says (error 7: the
+// configuration, or the device plugin's resource, names the wrong device). A PF with VFs: moving
+// it would take the port of every VF (and every pod on them) with it. The netdev that carries the
+// node's default route: moving it would cut the node off its network.
+cni::Result<void> refuseNodeDevice(const ModeContext& ctx, const HostDevice& dev, const sysfs::PciFunction* fn) {
+  const auto& conf = ctx.inv.conf;
+  const std::string subject =
+      conf.deviceId ? "deviceID = \"" + conf.deviceId->text + "\"" : "device = \"" + conf.device + "\"";
+  if (fn != nullptr && !fn->vfs.empty()) {
+    std::string list;
+    for (std::size_t i = 0; i < fn->vfs.size() && i < 4; ++i) {
+      list += (list.empty() ? "" : ", ") + fn->vfs[i].address.text;
+    }
+    if (fn->vfs.size() > 4) {
+      list += ", ...";
+    }
+    return cni::fail(cni::Errc::kInvalidConfig,
+                     subject + " (" + dev.link.name + ") is the SR-IOV PF " + fn->address.text + " of " +
+                         std::to_string(fn->vfs.size()) + (fn->vfs.size() == 1 ? " VF (" : " VFs (") + list +
+                         "): moving it into a pod would take the port of every VF with it; give the pod one of its "
+                         "VFs (the device plugin's resource must select VFs, not their PF)");
+  }
+  auto routes = ctx.deps.netlink.listRoutes(ctx.host, dev.link.index);
+  if (!routes) {
+    log::debug("cannot list the routes of {}: {}", dev.link.name, routes.error().describe());
+    return {};
+  }
+  for (const auto& r : *routes) {
+    const bool mainTable = !r.table || *r.table == 0 || *r.table == 254;  // RT_TABLE_MAIN
+    if (r.dst.prefixLen == 0 && mainTable) {
+      return cni::fail(cni::Errc::kInvalidConfig,
+                       subject + " (" + dev.link.name + ") carries the node's default route (" + nl::describe(r) +
+                           "): moving it into a pod would cut the node off its network; name a secondary "
+                           "interface or a VF");
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 cni::Result<HostDevice> SriovNetdevMode::resolve(const ModeContext& ctx) {
@@ -190,6 +231,9 @@ cni::Result<HostDevice> SriovNetdevMode::resolve(const ModeContext& ctx) {
   if (dev.link.name == "lo") {
     return cni::fail(cni::Errc::kInvalidConfig, "device = \"lo\": the loopback interface cannot be moved");
   }
+  if (auto r = refuseNodeDevice(ctx, dev, fn ? &*fn : nullptr); !r) {
+    return std::unexpected(r.error());
+  }
   dev.deviceKey = dev.pciAddress.empty() ? "netdev-" + dev.link.name : "pci-" + dev.pciAddress;
   if (auto r = resolveVf(ctx, fn ? &*fn : nullptr, dev); !r) {
     return std::unexpected(r.error());
@@ -233,6 +277,37 @@ cni::Result<nl::Link> SriovNetdevMode::setUp(const ModeContext& ctx, const HostD
   record.hostUp = original.adminUp;
   record.hostAlias = original.alias;
   record.hostMac = original.mac.text;
+  // The record is written ahead, before the first change to the netdev (with the MTU and MAC about
+  // to be set): if this process dies half-way (SIGKILL, the OOM killer), DEL finds the device
+  // wherever it was left, under its temporary name too, and restores what it was.
+  if (conf.mtu && *conf.mtu != link.mtu) {
+    record.podMtu = *conf.mtu;
+  }
+  if (mac && *mac != link.mac) {
+    record.podMac = mac->text;
+  }
+  std::shared_ptr<state::AttachmentStore> store = ctx.deps.makeStore(conf.stateDir);
+  if (auto existing = store->load(record.network, record.containerId, ifName); existing && *existing) {
+    return cni::fail(cni::Errc::kIfNameExists, "container " + record.containerId + " already has " + ifName +
+                                                   " on network " + record.network + " (ADD twice without DEL)");
+  }
+  // Not fsync()ed: it is for a process that dies, not for a node that does (a reboot ends the pod
+  // and returns the device); the final record is.
+  if (auto r = store->saveVolatile(record); !r) {
+    return std::unexpected(sysError(cni::Errc::kStateFailure,
+                                    "cannot write the attachment record in stateDir = " + conf.stateDir, r.error()));
+  }
+  log::timing::lap("state-ahead");
+  // Undone only while the record is still this ADD's (an ADD of the same attachment through another
+  // device, which the runtime never runs at the same time, may have replaced it).
+  rollback.add("remove the attachment record",
+               [store, network = record.network, cid = record.containerId, ifName,
+                key = record.deviceKey]() -> os::SysResult<void> {
+                 if (auto now = store->load(network, cid, ifName); now && *now && (*now)->deviceKey != key) {
+                   return {};
+                 }
+                 return store->remove(network, cid, ifName);
+               });
 
   log::info("moving {} ({}) into netns {} as {}", hostName,
             device.pciAddress.empty() ? "no PCI function" : device.pciAddress, pod.path(), ifName);
@@ -309,6 +384,19 @@ cni::Result<void> SriovNetdevMode::tearDown(const ModeContext& ctx, const state:
 
   if (pod != nullptr) {
     auto l = nl.linkByName(*pod, record.ifName);
+    if (!l) {
+      // An ADD or DEL that died half-way leaves the device in the pod under its temporary name: a
+      // link keeps its index across a move when it can, and ibcni's alias tells it apart.
+      for (int index : {record.podIndex, record.hostIndex}) {
+        if (index == 0) {
+          continue;
+        }
+        if (auto byIndex = nl.linkByIndex(*pod, index); byIndex && byIndex->alias == mark) {
+          l = std::move(byIndex);
+          break;
+        }
+      }
+    }
     if (l && (l->alias == mark || l->index == record.podIndex)) {
       log::info("moving {} out of netns {} back to the host as {}", record.ifName, pod->path(), record.hostName);
       if (l->adminUp) {

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <sys/socket.h>
 
+#include "ibcni/cni/error.h"
+
 namespace ibcni::net {
 
 namespace {
@@ -206,11 +208,12 @@ bool isValidIfName(std::string_view name) {
     return false;
   }
   for (char c : name) {
-    if (c == '/' || c == ':' || std::isspace(static_cast<unsigned char>(c)) || c == '\0') {
+    if (c == '/' || c == ':' || std::isspace(static_cast<unsigned char>(c))) {
       return false;
     }
   }
-  return true;
+  // The kernel takes any other byte; ibcni also wants names it can print, log and use in file names.
+  return cni::isPrintableText(name);
 }
 
 }  // namespace ibcni::net

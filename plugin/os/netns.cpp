@@ -10,6 +10,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <string>
 #include <unistd.h>
 
 namespace ibcni::os {
@@ -27,18 +28,32 @@ SysResult<Netns> Netns::fromFd(UniqueFd fd, std::string path) {
 }
 
 SysResult<Netns> Netns::open(const std::string& path) {
-  auto fd = UniqueFd::open(path, O_RDONLY);
-  if (!fd) {
-    return std::unexpected(fd.error());
+  // Look with O_PATH first, which opens nothing: a plain open of a FIFO would block the plugin
+  // until someone writes to it, and opening a device node can act on the device. Only a file on
+  // nsfs (a bind mount such as /run/netns/x, or what a /proc/<pid>/ns/net link leads to) is then
+  // opened for real, through the descriptor already held, so the path cannot change in between.
+  auto probe = UniqueFd::open(path, O_PATH);
+  if (!probe) {
+    return std::unexpected(probe.error());
   }
-  // A namespace file is either a bind mount of nsfs (/run/netns/x) or a /proc/<pid>/ns/net link.
   struct statfs fs {};
-  if (::fstatfs(fd->get(), &fs) != 0) {
+  if (::fstatfs(probe->get(), &fs) != 0) {
     return sysFail(errno, "statfs " + path);
   }
   if (fs.f_type != static_cast<decltype(fs.f_type)>(NSFS_MAGIC) &&
       fs.f_type != static_cast<decltype(fs.f_type)>(PROC_SUPER_MAGIC)) {
     return sysFail(EINVAL, path + " is not a namespace file (not on nsfs or procfs)");
+  }
+  struct stat st {};
+  if (::fstat(probe->get(), &st) != 0) {
+    return sysFail(errno, "stat " + path);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return sysFail(EINVAL, path + " is not a namespace file");
+  }
+  auto fd = UniqueFd::open("/proc/self/fd/" + std::to_string(probe->get()), O_RDONLY | O_NOCTTY);
+  if (!fd) {
+    return sysFail(fd.error().err, "open " + path);
   }
   int type = ::ioctl(fd->get(), NS_GET_NSTYPE);
   if (type < 0) {

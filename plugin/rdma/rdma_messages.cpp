@@ -67,6 +67,13 @@ struct Aligned {
   std::span<const std::uint8_t> data;
 };
 
+// Whether a whole message starts at `nlh` with `len` bytes left. mnl_nlmsg_ok() alone is not
+// enough: it compares (int)nlmsg_len with `len`, so a length of 2^31 or more passes as negative and
+// the walk (mnl_nlmsg_next) or the attribute parser would run off the buffer.
+bool messageFits(const nlmsghdr* nlh, int len) {
+  return mnl_nlmsg_ok(nlh, len) && nlh->nlmsg_len <= static_cast<std::uint32_t>(len);
+}
+
 // --- attributes --------------------------------------------------------------------------
 
 // The attribute table of one nldev message, filled the libmnl way (examples/rtnl/rtnl-link-dump.c
@@ -113,7 +120,7 @@ os::SysResult<NldevAttrs> parseNldev(std::span<const std::uint8_t> message,
                                      std::initializer_list<std::uint16_t> types, const char* what) {
   Aligned in(message);
   const auto* nlh = reinterpret_cast<const nlmsghdr*>(in.data.data());
-  if (!mnl_nlmsg_ok(nlh, static_cast<int>(in.data.size()))) {
+  if (!messageFits(nlh, static_cast<int>(in.data.size()))) {
     return os::sysFail(EPROTO, std::string("parse ") + what + ": truncated netlink message");
   }
   bool typeOk = false;
@@ -230,7 +237,7 @@ os::SysResult<void> readDatagram(std::span<const std::uint8_t> datagram, std::ui
   Aligned in(datagram);
   const auto* nlh = reinterpret_cast<const nlmsghdr*>(in.data.data());
   int len = static_cast<int>(in.data.size());
-  while (mnl_nlmsg_ok(nlh, len)) {
+  while (messageFits(nlh, len)) {
     // The same checks as mnl_cb_run, with errors that say which.
     if (!mnl_nlmsg_portid_ok(nlh, portid)) {
       return protoFail("netlink reply for port id " + std::to_string(nlh->nlmsg_pid) + ", ours is " +

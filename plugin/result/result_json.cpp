@@ -314,13 +314,21 @@ std::string printResult(const cni::AddResult& r, cni::SpecVersion v) {
 
 std::string printError(const cni::Error& e, std::string_view cniVersion) {
   json out = json::object();
-  if (!cniVersion.empty()) {
+  // The request's version, echoed when it is one (an unsupported one may be any string).
+  if (!cniVersion.empty() && cniVersion.size() <= 16) {
     out["cniVersion"] = std::string(cniVersion);
   }
+  // Bounded whatever went into them (an IPAM plugin's output, a kernel message, a long value): the
+  // runtime stores the error in the pod's events.
+  constexpr std::size_t kMaxField = 4096;
+  auto bounded = [](const std::string& text) {
+    return text.size() <= kMaxField ? text
+                                    : text.substr(0, kMaxField) + "... (" + std::to_string(text.size()) + " bytes)";
+  };
   out["code"] = static_cast<std::uint32_t>(e.code);
-  out["msg"] = e.msg;
+  out["msg"] = bounded(e.msg);
   if (!e.details.empty()) {
-    out["details"] = e.details;
+    out["details"] = bounded(e.details);
   }
   // Replace invalid UTF-8 (a path or a kernel message could carry any byte) instead of throwing.
   return out.dump(-1, ' ', false, json::error_handler_t::replace);

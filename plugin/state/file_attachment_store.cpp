@@ -169,18 +169,24 @@ os::SysResult<AttachmentRecord> FileAttachmentStore::decode(const std::string& t
   return r;
 }
 
-os::SysResult<void> FileAttachmentStore::save(const AttachmentRecord& record) {
+os::SysResult<void> FileAttachmentStore::write(const AttachmentRecord& record, bool durable) {
   std::string path = pathOf(record.network, record.containerId, record.ifName);
   std::string dir = fs::path(path).parent_path();
   std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) {
-    return os::sysFail(ec.value(), "create state directory " + dir);
-  }
-  // Write a temporary file next to the record, flush it, then rename over the record: a reader
-  // sees the old record or the new one, never a torn one, even across a crash.
+  // Write a temporary file next to the record, flush it (when durable), then rename over the
+  // record: a reader sees the old record or the new one, never a torn one, even across a crash.
   std::string tmp = path + ".tmp";
-  auto fd = os::UniqueFd::open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  os::SysResult<os::UniqueFd> fd = os::sysFail(ENOENT, "open " + tmp);
+  // A DEL of another attachment of the same container removes the directory with its last record:
+  // when it does so between mkdir and open, make it again.
+  for (int attempt = 0; attempt < 3 && !fd && fd.error().err == ENOENT; ++attempt) {
+    fs::create_directories(dir, ec);
+    if (ec) {
+      return os::sysFail(ec.value(), "create state directory " + dir);
+    }
+    // O_NOFOLLOW: never truncate whatever a symbolic link in the state directory points to.
+    fd = os::UniqueFd::open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
+  }
   if (!fd) {
     return std::unexpected(fd.error());
   }
@@ -189,7 +195,7 @@ os::SysResult<void> FileAttachmentStore::save(const AttachmentRecord& record) {
     ::unlink(tmp.c_str());
     return w;
   }
-  if (::fsync(fd->get()) != 0) {
+  if (durable && ::fsync(fd->get()) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());
     return os::sysFail(err, "fsync " + tmp);
@@ -203,7 +209,7 @@ os::SysResult<void> FileAttachmentStore::save(const AttachmentRecord& record) {
     ::unlink(tmp.c_str());
     return os::sysFail(err, "rename " + tmp + " to " + path);
   }
-  return os::fsyncDirectory(dir);
+  return durable ? os::fsyncDirectory(dir) : os::SysResult<void>{};
 }
 
 os::SysResult<std::optional<AttachmentRecord>> FileAttachmentStore::load(const std::string& network,
@@ -234,6 +240,8 @@ os::SysResult<void> FileAttachmentStore::remove(const std::string& network, cons
   if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
     return os::sysFail(errno, "remove " + path);
   }
+  // A save that died before its rename leaves its temporary file: it goes with the record.
+  ::unlink((path + ".tmp").c_str());
   // The container's directory goes with its last record (rmdir fails harmlessly otherwise).
   ::rmdir(fs::path(path).parent_path().c_str());
   return {};
@@ -247,15 +255,22 @@ os::SysResult<std::vector<AttachmentRecord>> FileAttachmentStore::list(const std
   if (!network.empty()) {
     dirs.push_back(fs::path(base) / network);
   } else {
-    for (const auto& e : fs::directory_iterator(base, ec)) {
-      if (e.is_directory()) {
-        dirs.push_back(e.path());
+    for (auto it = fs::directory_iterator(base, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+      if (it->is_directory(ec)) {
+        dirs.push_back(it->path());
       }
+      ec.clear();
     }
+    ec.clear();
   }
+  // Iterated with error codes: a DEL running at the same time removes a container's directory with
+  // its last record, and the iterator must not throw when a directory vanishes under it.
   for (const auto& d : dirs) {
-    for (const auto& e : fs::recursive_directory_iterator(d, ec)) {
-      if (!e.is_regular_file() || e.path().extension() != ".json") {
+    for (auto it = fs::recursive_directory_iterator(d, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec)) {
+      const auto& e = *it;
+      if (!e.is_regular_file(ec) || e.path().extension() != ".json") {
+        ec.clear();
         continue;
       }
       auto text = os::readFile(e.path(), kMaxRecordBytes);
@@ -267,6 +282,7 @@ os::SysResult<std::vector<AttachmentRecord>> FileAttachmentStore::list(const std
         out.push_back(std::move(*rec));
       }
     }
+    ec.clear();
   }
   return out;
 }

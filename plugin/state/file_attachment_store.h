@@ -12,7 +12,8 @@ class FileAttachmentStore final : public AttachmentStore {
  public:
   explicit FileAttachmentStore(std::string dir) : dir_(std::move(dir)) {}
 
-  os::SysResult<void> save(const AttachmentRecord& record) override;
+  os::SysResult<void> save(const AttachmentRecord& record) override { return write(record, true); }
+  os::SysResult<void> saveVolatile(const AttachmentRecord& record) override { return write(record, false); }
   os::SysResult<std::optional<AttachmentRecord>> load(const std::string& network, const std::string& containerId,
                                                       const std::string& ifName) override;
   os::SysResult<void> remove(const std::string& network, const std::string& containerId,
@@ -28,6 +29,9 @@ class FileAttachmentStore final : public AttachmentStore {
   [[nodiscard]] static os::SysResult<AttachmentRecord> decode(const std::string& text, const std::string& origin);
 
  private:
+  /// Writes the record atomically (temporary file, rename); `durable`: fsync the file and the
+  /// directory too.
+  os::SysResult<void> write(const AttachmentRecord& record, bool durable);
   std::string dir_;
 };
 

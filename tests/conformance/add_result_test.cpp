@@ -498,8 +498,11 @@ TEST(Item42, IbcniIpamReturnsTheAbbreviatedResult) {
     CniEnv e = World::ipamEnv("ADD", "c1", "/var/run/netns/p");
     Exec add = w.ipamPlugin(e, w.ipamConf(v));  // the harness validates it as an IPAM result
     ASSERT_EQ(add.status, 0) << add.describe();
-    EXPECT_FALSE(add.parsed().contains("interfaces")) << add.out;
-    for (const auto& a : add.parsed()["ips"]) {
+    // A named copy: parsed() returns a temporary, and a range-for over a reference into it would
+    // read freed memory (the temporary dies before the loop runs; AddressSanitizer found it).
+    const nlohmann::json result = add.parsed();
+    EXPECT_FALSE(result.contains("interfaces")) << add.out;
+    for (const auto& a : result.at("ips")) {
       EXPECT_FALSE(a.contains("interface")) << add.out;
     }
     e.command = "DEL";

@@ -3,7 +3,9 @@
 
 #include <cstdint>
 #include <expected>
+#include <cstddef>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace ibcni::cni {
@@ -47,5 +49,19 @@ using Result = std::expected<T, Error>;
 [[nodiscard]] inline std::unexpected<Error> fail(Errc code, std::string msg, std::string details = {}) {
   return std::unexpected(Error{code, std::move(msg), std::move(details)});
 }
+
+/// True when `text` is UTF-8 without control characters (bytes below 0x20, and 0x7f): what the
+/// CNI_* variables that end up in records, file names and logs must be.
+[[nodiscard]] bool isPrintableText(std::string_view text);
+
+/// How long a value quoted in a message may be before it is cut.
+inline constexpr std::size_t kQuotedMax = 64;
+
+/// `value` as it is shown in a message: in double quotes, with '"' and '\\' escaped, every byte
+/// that is not printable ASCII (control characters, non-UTF-8 and other non-ASCII bytes) written
+/// as \xNN, and cut after `maxBytes` bytes of the value with "... (N bytes)" after the quote. A
+/// message built from quoted values stays readable, one line, bounded and safe to log whatever the
+/// environment or the configuration held.
+[[nodiscard]] std::string quoted(std::string_view value, std::size_t maxBytes = kQuotedMax);
 
 }  // namespace ibcni::cni

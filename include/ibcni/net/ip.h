@@ -68,8 +68,9 @@ struct PciAddress {
   bool operator==(const PciAddress&) const = default;
 };
 
-/// True when `name` is a valid Linux interface name: 1-15 bytes, not "." or "..", no '/', ':'
-/// or whitespace.
+/// True when `name` is a valid Linux interface name (1-15 bytes, not "." or "..", no '/', ':' or
+/// whitespace: the kernel's dev_valid_name) that is also safe to print and to use as a file name:
+/// no control character and no byte sequence that is not UTF-8.
 [[nodiscard]] bool isValidIfName(std::string_view name);
 
 }  // namespace ibcni::net

@@ -66,6 +66,10 @@ class AttachmentStore {
  public:
   virtual ~AttachmentStore() = default;
   [[nodiscard]] virtual os::SysResult<void> save(const AttachmentRecord& record) = 0;
+  /// save() without waiting for the disk (no fsync): still atomic for readers, and kept when the
+  /// process dies (SIGKILL, OOM), but not necessarily across a power loss. For the record ADD
+  /// writes ahead of its first change, which only a dying process needs (a reboot ends the pod).
+  [[nodiscard]] virtual os::SysResult<void> saveVolatile(const AttachmentRecord& record) { return save(record); }
   /// @return nullopt when there is no record; EINVAL when the file exists but cannot be decoded
   ///         or was written by a newer, unknown format.
   [[nodiscard]] virtual os::SysResult<std::optional<AttachmentRecord>> load(const std::string& network,

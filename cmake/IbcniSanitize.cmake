@@ -1,0 +1,51 @@
+# SPDX-License-Identifier: Apache-2.0
+# Two instrumented builds, both OFF by default:
+#
+# IBCNI_SANITIZE: everything (libraries, plugins, tests, benchmarks) with AddressSanitizer and
+#   UndefinedBehaviorSanitizer, any report fatal (`make test-sanitize`). GCC or clang.
+# IBCNI_FUZZ: only the libFuzzer targets of tests/fuzz and the libraries they call, the libraries
+#   instrumented for coverage with ASan and UBSan (tests/fuzz/run_fuzzers.sh). Needs clang.
+option(IBCNI_SANITIZE "Build everything with AddressSanitizer and UndefinedBehaviorSanitizer" OFF)
+option(IBCNI_FUZZ "Build only the libFuzzer targets (tests/fuzz) and the libraries they need; clang" OFF)
+
+if(IBCNI_SANITIZE AND IBCNI_FUZZ)
+  message(FATAL_ERROR "IBCNI_SANITIZE and IBCNI_FUZZ are separate builds: turn one of them on")
+endif()
+
+# -O1 (after the build type's -O3, so it wins): instrumented code at -O3 takes several times
+# longer to compile for little gain in run time. -g1: line tables, so that reports name file and
+# line, at little cost in build time.
+set(IBCNI_SANITIZER_FLAGS -O1 -fsanitize=address,undefined -fno-sanitize-recover=all
+    -fno-omit-frame-pointer -g1)
+
+if(IBCNI_SANITIZE)
+  add_compile_options(${IBCNI_SANITIZER_FLAGS})
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    # GCC's flow analysis reports uninitialized reads inside ASan-instrumented libstdc++ code
+    # (std::regex's std::function at -O1) that the uninstrumented build does not have.
+    add_compile_options(-Wno-maybe-uninitialized)
+  endif()
+  add_link_options(-fsanitize=address,undefined -fno-sanitize-recover=all)
+  # Tests run the built plugins with a fresh environment (as a runtime does), so ASAN_OPTIONS
+  # set around ctest would not reach them: every executable carries its defaults
+  # (sanitizer_defaults.cpp). A variable in the environment still overrides them.
+  add_library(ibcni_sanitizer_defaults INTERFACE)
+  target_sources(ibcni_sanitizer_defaults INTERFACE
+                 ${CMAKE_CURRENT_LIST_DIR}/sanitizer_defaults.cpp)
+  link_libraries(ibcni_sanitizer_defaults)
+endif()
+
+if(IBCNI_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "IBCNI_FUZZ needs clang (libFuzzer): configure with CXX=clang++-16")
+  endif()
+  add_compile_options(-fsanitize=fuzzer-no-link ${IBCNI_SANITIZER_FLAGS}
+                      # GCC-only warnings named in IbcniWarnings.cmake
+                      -Wno-unknown-warning-option)
+  add_link_options(-fsanitize=address,undefined -fno-sanitize-recover=all)
+  # libstdc++ 12 offers std::expected only when __cpp_concepts >= 202002L, which clang announces
+  # from version 19 on although clang 16 implements what <expected> needs (P0848R3).
+  if(CMAKE_CXX_COMPILER_VERSION VERSION_LESS 19)
+    add_compile_options(-Wno-macro-redefined -D__cpp_concepts=202002L)
+  endif()
+endif()

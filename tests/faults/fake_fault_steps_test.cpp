@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: Apache-2.0
+// The fault decorators of ibcni-faulty (plugin/fault/) around the unit tests' fakes, for what this
+// machine's kernel cannot do: an IPoIB child (ipoib mode; no ib_ipoib here) and an InfiniBand
+// SR-IOV VF with a GUID, a link state and its RDMA device isolated (mlx5's sysfs layout, the PF's
+// VF table, RDMA netlink in exclusive mode). Every mutating step of ADD fails in turn: the node
+// (links, addresses, VF settings on the PF, RDMA device's netns), the records and the IPAM
+// allocations must be as before. Every step of DEL fails in turn: a second DEL must converge.
+// No root needed (label `faults` only).
+#include <gtest/gtest.h>
+
+#include "fault/faulty_deps.h"
+#include "unit/plugin/plugin_fixture.h"
+
+namespace ibcni::testing {
+namespace {
+
+constexpr const char* kPf = "0000:3b:00.0";
+constexpr const char* kVf = "0000:3b:00.3";
+constexpr std::uint32_t kVfNumber = 2;
+constexpr const char* kOldGuid = "02:00:00:00:00:00:aa:01";
+constexpr const char* kNewGuid = "c2:11:22:33:44:55:66:77";
+
+std::string ipoibAddress(const std::string& guid) { return "00:00:10:87:fe:80:00:00:00:00:00:00:" + guid; }
+
+class FakeFaultSteps : public PluginTest {
+ protected:
+  /// Runs one verb with the fault plan around the fakes (dispatch() as PluginTest::run does).
+  plugin::Outcome runFaulty(fault::FaultPlan& plan, const std::string& command, const json& conf) {
+    fault::FaultyDeps faulty(deps_, plan);
+    std::map<std::string, std::string> vars = {{"CNI_COMMAND", command},
+                                               {"CNI_CONTAINERID", "c1"},
+                                               {"CNI_NETNS", kPodPath},
+                                               {"CNI_IFNAME", "net1"},
+                                               {"CNI_PATH", "/opt/cni/bin"}};
+    auto getenv = [&vars](const char* name) -> std::optional<std::string> {
+      auto it = vars.find(name);
+      return it == vars.end() ? std::nullopt : std::optional<std::string>(it->second);
+    };
+    return plugin::dispatch(getenv, conf.dump(), true, faulty.deps());
+  }
+
+  /// What must survive a failed ADD or a completed DEL.
+  virtual std::string nodeState() {
+    std::string s = snapshot(host_) + snapshot(pod_);
+    for (const auto& a : ipam_.allocations) {
+      s += "ipam " + a.first + "/" + a.second + "\n";
+    }
+    for (const auto& r : records()) {
+      s += "record " + r.containerId + "/" + r.ifName + "\n";
+    }
+    return s;
+  }
+
+  /// ADD failing at each step, then DEL failing at each step; returns "ADD n, DEL m" steps.
+  std::string everyStep(const json& conf) {
+    const std::string before = nodeState();
+    fault::FaultPlan counting;
+    auto ok = runFaulty(counting, "ADD", conf);
+    EXPECT_EQ(ok.exitCode, 0) << ok.stdoutText;
+    const unsigned addSteps = counting.steps();
+    fault::FaultPlan countingDel;
+    EXPECT_EQ(runFaulty(countingDel, "DEL", conf).exitCode, 0);
+    const unsigned delSteps = countingDel.steps();
+    EXPECT_EQ(nodeState(), before) << "a successful ADD and DEL";
+
+    for (unsigned n = 1; n <= addSteps; ++n) {
+      fault::FaultPlan plan(n, 0, "");
+      auto out = runFaulty(plan, "ADD", conf);
+      EXPECT_TRUE(plan.fired());
+      EXPECT_EQ(out.exitCode, 1) << "ADD with a fault at step " << n;
+      EXPECT_NE(out.stdoutText.find("fault injected at step " + std::to_string(n)), std::string::npos)
+          << out.stdoutText;
+      EXPECT_EQ(nodeState(), before) << "after ADD failed at step " << n << " of " << addSteps << ": "
+                                     << out.stdoutText;
+      EXPECT_EQ(run("DEL", conf).exitCode, 0);
+      EXPECT_EQ(nodeState(), before) << "after the runtime's DEL";
+    }
+    for (unsigned n = 1; n <= delSteps; ++n) {
+      EXPECT_EQ(run("ADD", conf).exitCode, 0) << "ADD before the DEL failing at step " << n;
+      fault::FaultPlan plan(n, 0, "");
+      auto out = runFaulty(plan, "DEL", conf);
+      EXPECT_TRUE(plan.fired());
+      if (out.exitCode != 0) {
+        EXPECT_NE(out.stdoutText.find("fault injected at step " + std::to_string(n)), std::string::npos)
+            << out.stdoutText;
+        auto again = run("DEL", conf);
+        EXPECT_EQ(again.exitCode, 0) << "the second DEL after a fault at step " << n << ": " << again.stdoutText;
+      }
+      EXPECT_EQ(nodeState(), before) << "DEL with a fault at step " << n << " of " << delSteps << " ("
+                                     << (out.exitCode == 0 ? "succeeded" : "failed, then DEL again") << ")";
+      EXPECT_EQ(run("DEL", conf).exitCode, 0);
+    }
+    return "ADD " + std::to_string(addSteps) + " steps, DEL " + std::to_string(delSteps);
+  }
+};
+
+// ---- ipoib mode ----
+
+class IpoibFaultSteps : public FakeFaultSteps {
+ protected:
+  void SetUp() override {
+    FakeFaultSteps::SetUp();
+    nl::Link ib0 = fakeLink("ib0", "ipoib");
+    ib0.arpType = 32;
+    ib0.mtu = 2044;
+    ib0.mac = *net::HwAddress::parse(ipoibAddress("02:00:00:00:00:00:00:01"));
+    ib0.ipoib = nl::IpoibInfo{0xffff, nl::IpoibMode::kDatagram, false};
+    ASSERT_TRUE(nl_.setLinkUp(host_, nl_.addLink(host_, ib0), true));
+  }
+  json ipoibConfig() const {
+    json c = config();
+    c.erase("device");
+    c["mtu"] = 2000;
+    c["mode"] = "ipoib";
+    c["master"] = "ib0";
+    return c;
+  }
+};
+
+TEST_F(IpoibFaultSteps, EveryAddStepFailsCleanlyAndEveryDelStepConverges) {
+  const std::string steps = everyStep(ipoibConfig());
+  std::cout << "ipoib (fakes): " << steps << "\n";
+}
+
+// ---- sriov mode on an InfiniBand VF: GUID, link state, RDMA isolation ----
+
+class VfFaultSteps : public FakeFaultSteps {
+ protected:
+  void SetUp() override {
+    FakeFaultSteps::SetUp();
+    nl::Link pf = fakeLink("ibp59s0");
+    pf.arpType = 32;
+    pf.mac = *net::HwAddress::parse(ipoibAddress("02:00:00:00:00:00:00:01"));
+    pfIndex_ = nl_.addLink(host_, pf);
+    nl::Link vf = fakeLink("ibp59s0v2");
+    vf.arpType = 32;
+    vf.mtu = 2044;
+    vf.mac = *net::HwAddress::parse(ipoibAddress(kOldGuid));
+    const int vfLink = nl_.addLink(host_, vf);
+    nl_.setMtuRange(host_, vfLink, 68, 4092);
+    sysfs_.addPf(kPf, "ibp59s0", "mlx5_0", 4, pfIndex_).addVf(kPf, kVfNumber, kVf, "ibp59s0v2", "mlx5_3", vfLink);
+    sysfs_.setPkeys("mlx5_3", 1, {"0xffff", "0x8123", "0x0000"});
+    ASSERT_TRUE(sysfs_.ok()) << sysfs_.error();
+    std::vector<nl::VfInfo> vfs;
+    for (std::uint32_t i = 0; i < 4; ++i) {
+      nl::VfInfo v;
+      v.vf = i;
+      v.linkState = nl::VfLinkState::kAuto;
+      v.nodeGuid = *net::Guid::parse(kOldGuid);
+      v.portGuid = *net::Guid::parse(kOldGuid);
+      vfs.push_back(v);
+    }
+    nl_.setVfs(host_, pfIndex_, vfs);
+    rdma_.addDevice(host_, "mlx5_0", 0, "");
+    rdma_.addDevice(host_, "mlx5_3", 0, "");
+    rdma_.setMode(rdma::NetnsMode::kExclusive);
+    nl_.clearCalls();
+  }
+  std::string nodeState() override {
+    auto v = nl_.vf(host_, pfIndex_, kVfNumber).value_or(nl::VfInfo{});
+    return FakeFaultSteps::nodeState() + "vf node=" + (v.nodeGuid ? v.nodeGuid->toString() : "-") +
+           " port=" + (v.portGuid ? v.portGuid->toString() : "-") +
+           " state=" + std::to_string(static_cast<int>(v.linkState.value_or(nl::VfLinkState::kAuto))) + " mlx5_3 in " +
+           std::to_string(rdma_.nsOf("mlx5_3")) + "\n";
+  }
+  json vfConfig() const {
+    json c = config();
+    c.erase("device");
+    c.erase("mtu");
+    c["deviceID"] = kVf;
+    c["linkState"] = "enable";
+    c["rdmaIsolation"] = true;
+    c["runtimeConfig"]["infinibandGUID"] = kNewGuid;
+    return c;
+  }
+  int pfIndex_ = 0;
+};
+
+TEST_F(VfFaultSteps, EveryAddStepFailsCleanlyAndEveryDelStepConverges) {
+  const std::string steps = everyStep(vfConfig());
+  std::cout << "sriov IB VF with GUID, linkState and rdmaIsolation (fakes): " << steps << "\n";
+}
+
+}  // namespace
+}  // namespace ibcni::testing

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Builds the libFuzzer targets (IBCNI_FUZZ=ON, clang) in BUILD_DIR/fuzz-build and runs each for
+# SECONDS from a copy of its seed corpus (tests/fuzz/corpus/<target>). Exit 1 when any target
+# crashed, leaked, timed out or ran out of memory: the crash input's path and the sanitizer report
+# are printed. Inputs the run found stay in BUILD_DIR/fuzz-run/<target>/corpus.
+#   tests/fuzz/run_fuzzers.sh BUILD_DIR SECONDS_PER_TARGET [TARGET...]
+# Environment: FUZZ_CXX (default clang++-16: clang 14 cannot compile libstdc++ 12's <expected>),
+# JOBS (build parallelism, default 2), FUZZ_RSS_MB (default 2048), FUZZ_TIMEOUT (seconds one input
+# may take, default 10).
+set -euo pipefail
+
+if (($# < 2)); then
+  echo "usage: $0 BUILD_DIR SECONDS_PER_TARGET [TARGET...]" >&2
+  exit 2
+fi
+build=$1
+seconds=$2
+shift 2
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+src=$(cd "$here/../.." && pwd)
+all_targets=(net_conf_fuzz cni_args_fuzz prev_result_fuzz ipam_store_fuzz rdma_reply_fuzz)
+targets=("${@:-${all_targets[@]}}")
+cxx=${FUZZ_CXX:-clang++-16}
+jobs=${JOBS:-2}
+rss_mb=${FUZZ_RSS_MB:-2048}
+timeout_s=${FUZZ_TIMEOUT:-10}
+# Reports name functions, files and lines (llvm-symbolizer comes with clang's llvm package).
+for s in llvm-symbolizer-16 llvm-symbolizer; do
+  if command -v "$s" >/dev/null; then
+    export ASAN_SYMBOLIZER_PATH=${ASAN_SYMBOLIZER_PATH:-$(command -v "$s")}
+    break
+  fi
+done
+
+if ! command -v "$cxx" >/dev/null; then
+  echo "run_fuzzers: $cxx not found (scripts/install-deps.sh installs clang-16 and libclang-rt-16-dev)" >&2
+  exit 1
+fi
+
+mkdir -p "$build"
+build=$(cd "$build" && pwd)
+fb=$build/fuzz-build
+start=$SECONDS
+echo "== configure and build the fuzz targets ($cxx) in $fb"
+if [[ -f $fb/CMakeCache.txt ]] && ! grep -q "^CMAKE_CXX_COMPILER:[A-Z]*=.*$(basename "$cxx")$" "$fb/CMakeCache.txt"; then
+  rm -rf "$fb"  # configured with another compiler
+fi
+if ! cmake -S "$src" -B "$fb" -DIBCNI_FUZZ=ON -DIBCNI_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Release \
+       -DCMAKE_CXX_COMPILER="$cxx" >"$build/fuzz-configure.log" 2>&1; then
+  cat "$build/fuzz-configure.log" >&2
+  exit 1
+fi
+if ! cmake --build "$fb" -j "$jobs" --target "${targets[@]}" >"$build/fuzz-build.log" 2>&1; then
+  tail -n 60 "$build/fuzz-build.log" >&2
+  exit 1
+fi
+echo "   built in $((SECONDS - start)) s"
+
+failed=()
+for t in "${targets[@]}"; do
+  run=$build/fuzz-run/$t
+  rm -rf "$run"
+  mkdir -p "$run/corpus" "$run/artifacts" "$run/tmp"
+  if [[ -d $here/corpus/$t ]]; then
+    cp -r "$here/corpus/$t/." "$run/corpus/"
+  fi
+  opts=()
+  [[ -f $here/dict/$t.dict ]] && opts+=("-dict=$here/dict/$t.dict")
+  echo "== $t: ${seconds} s from $(find "$run/corpus" -type f | wc -l) seeds"
+  rc=0
+  # stdin is /dev/null: a config may name a file to read (CNIDeviceInfoFile), and /dev/stdin of
+  # a terminal would block. The store target writes under TMPDIR.
+  TMPDIR=$run/tmp \
+  ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:detect_stack_use_after_return=1:allocator_may_return_null=1 \
+  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    "$fb/tests/fuzz/$t" -max_total_time="$seconds" -rss_limit_mb="$rss_mb" -timeout="$timeout_s" \
+      -artifact_prefix="$run/artifacts/" -print_final_stats=1 "${opts[@]}" "$run/corpus" \
+      </dev/null >"$run/log" 2>&1 || rc=$?
+  stats=$(grep -E '^#[0-9]+.*DONE' "$run/log" | tail -n 1 || true)
+  if ((rc != 0)) || compgen -G "$run/artifacts/*" >/dev/null; then
+    echo "FAIL $t (exit $rc)"
+    for a in "$run/artifacts"/*; do
+      [[ -e $a ]] && echo "   crash input: $a"
+    done
+    echo "   log: $run/log; the report:"
+    # The sanitizer's or libFuzzer's report, from its first line.
+    report=$(awk '/^==[0-9]+== ?ERROR|runtime error:|fuzz property broken|ALARM|out-of-memory/ {p=1} p' \
+      "$run/log" | head -n 80)
+    [[ -n $report ]] || report=$(tail -n 40 "$run/log")
+    sed 's/^/   /' <<<"$report"
+    failed+=("$t")
+  else
+    echo "ok   $t: $stats"
+  fi
+  rm -rf "$run/tmp"
+done
+
+echo "== fuzz_smoke: ${#targets[@]} targets, $((${#targets[@]} - ${#failed[@]})) passed, ${#failed[@]} failed ($((SECONDS - start)) s)"
+if ((${#failed[@]})); then
+  echo "failed: ${failed[*]}"
+  echo "Fix the bug, then add the crash input to tests/fuzz/corpus/<target>/ as a regression seed."
+  exit 1
+fi
