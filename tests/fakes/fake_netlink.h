@@ -301,6 +301,20 @@ class FakeNetlink final : public nl::Netlink {
   return link;
 }
 
+/// The 20-byte IPoIB hardware address of an InfiniBand port whose GUID is `guid` ("02:00:...:01").
+[[nodiscard]] inline std::string ipoibAddress(const std::string& guid) {
+  return "00:00:10:87:fe:80:00:00:00:00:00:00:" + guid;
+}
+
+/// fakeLink for an InfiniBand netdev (ARPHRD_INFINIBAND) of port GUID `guid`: its hardware address
+/// is ipoibAddress(guid).
+[[nodiscard]] inline nl::Link fakeIbLink(std::string name, const std::string& guid, std::string kind = {}) {
+  nl::Link link = fakeLink(std::move(name), std::move(kind));
+  link.arpType = FakeNetlink::kArphrdInfiniband;
+  link.mac = *net::HwAddress::parse(ipoibAddress(guid));
+  return link;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Implementation (header-only so that any test target can use the fake without a library).
 

@@ -20,8 +20,6 @@ constexpr std::uint32_t kVfNumber = 2;
 constexpr const char* kOldGuid = "02:00:00:00:00:00:aa:01";
 constexpr const char* kNewGuid = "c2:11:22:33:44:55:66:77";
 
-std::string ipoibAddress(const std::string& guid) { return "00:00:10:87:fe:80:00:00:00:00:00:00:" + guid; }
-
 class FakeFaultSteps : public PluginTest {
  protected:
   /// Runs one verb with the fault plan around the fakes (dispatch() as PluginTest::run does).
@@ -100,10 +98,8 @@ class IpoibFaultSteps : public FakeFaultSteps {
  protected:
   void SetUp() override {
     FakeFaultSteps::SetUp();
-    nl::Link ib0 = fakeLink("ib0", "ipoib");
-    ib0.arpType = 32;
+    nl::Link ib0 = fakeIbLink("ib0", "02:00:00:00:00:00:00:01", "ipoib");
     ib0.mtu = 2044;
-    ib0.mac = *net::HwAddress::parse(ipoibAddress("02:00:00:00:00:00:00:01"));
     ib0.ipoib = nl::IpoibInfo{0xffff, nl::IpoibMode::kDatagram, false};
     ASSERT_TRUE(nl_.setLinkUp(host_, nl_.addLink(host_, ib0), true));
   }
@@ -128,14 +124,10 @@ class VfFaultSteps : public FakeFaultSteps {
  protected:
   void SetUp() override {
     FakeFaultSteps::SetUp();
-    nl::Link pf = fakeLink("ibp59s0");
-    pf.arpType = 32;
-    pf.mac = *net::HwAddress::parse(ipoibAddress("02:00:00:00:00:00:00:01"));
+    nl::Link pf = fakeIbLink("ibp59s0", "02:00:00:00:00:00:00:01");
     pfIndex_ = nl_.addLink(host_, pf);
-    nl::Link vf = fakeLink("ibp59s0v2");
-    vf.arpType = 32;
+    nl::Link vf = fakeIbLink("ibp59s0v2", kOldGuid);
     vf.mtu = 2044;
-    vf.mac = *net::HwAddress::parse(ipoibAddress(kOldGuid));
     const int vfLink = nl_.addLink(host_, vf);
     nl_.setMtuRange(host_, vfLink, 68, 4092);
     sysfs_.addPf(kPf, "ibp59s0", "mlx5_0", 4, pfIndex_).addVf(kPf, kVfNumber, kVf, "ibp59s0v2", "mlx5_3", vfLink);

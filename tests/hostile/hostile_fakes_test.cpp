@@ -25,8 +25,6 @@ constexpr const char* kPf = "0000:3b:00.0";
 constexpr const char* kVf = "0000:3b:00.3";
 constexpr const char* kGuid = "02:00:00:00:00:00:aa:01";
 
-std::string ipoibAddress(const std::string& guid) { return "00:00:10:87:fe:80:00:00:00:00:00:00:" + guid; }
-
 bool mutating(FakeNetlink::Op op) {
   using Op = FakeNetlink::Op;
   return op != Op::kLinkByName && op != Op::kLinkByIndex && op != Op::kListAddresses && op != Op::kListRoutes &&
@@ -39,14 +37,10 @@ class HostileFakesTest : public PluginTest {
     PluginTest::SetUp();
     // The mlx5 layout of tests/unit/plugin/sriov_vf_test.cpp: an IPoIB PF with VFs 2 (with its
     // netdev and RDMA device, GUIDs set) and 3 (bound to no netdev).
-    nl::Link pf = fakeLink("ibp59s0");
-    pf.arpType = FakeNetlink::kArphrdInfiniband;
-    pf.mac = *net::HwAddress::parse(ipoibAddress("02:00:00:00:00:00:00:01"));
+    nl::Link pf = fakeIbLink("ibp59s0", "02:00:00:00:00:00:00:01");
     pfIndex_ = nl_.addLink(host_, pf);
-    nl::Link vf = fakeLink("ibp59s0v2");
-    vf.arpType = FakeNetlink::kArphrdInfiniband;
+    nl::Link vf = fakeIbLink("ibp59s0v2", kGuid);
     vf.mtu = 2044;
-    vf.mac = *net::HwAddress::parse(ipoibAddress(kGuid));
     vfLinkIndex_ = nl_.addLink(host_, vf);
     nl_.setMtuRange(host_, vfLinkIndex_, 68, 4092);
     sysfs_.addPf(kPf, "ibp59s0", "mlx5_0", 4, pfIndex_)

@@ -23,8 +23,6 @@ constexpr const char* kVf0 = "0000:3b:00.1";
 constexpr const char* kVf1 = "0000:3b:00.2";
 constexpr const char* kVf2 = "0000:3b:00.3";
 
-std::string ipoibAddress(const std::string& guid) { return "00:00:10:87:fe:80:00:00:00:00:00:00:" + guid; }
-
 class ConfigCheckTest : public PluginTest {
  protected:
   void SetUp() override {
@@ -32,10 +30,8 @@ class ConfigCheckTest : public PluginTest {
     deps_.verbs = &verbs_;
     rdma_.setMode(rdma::NetnsMode::kExclusive);
 
-    nl::Link pf = fakeLink("ibp59s0", "ipoib");
-    pf.arpType = 32;
+    nl::Link pf = fakeIbLink("ibp59s0", "02:00:00:00:00:00:00:01", "ipoib");
     pf.mtu = 2044;
-    pf.mac = *net::HwAddress::parse(ipoibAddress("02:00:00:00:00:00:00:01"));
     pf.ipoib = nl::IpoibInfo{0xffff, nl::IpoibMode::kDatagram, false};
     pfIndex_ = nl_.addLink(host_, pf);
     const int v0 = addVfLink("ibp59s0v0", "02:00:00:00:00:00:aa:00");
@@ -78,10 +74,8 @@ class ConfigCheckTest : public PluginTest {
   }
 
   int addVfLink(const std::string& name, const std::string& guid) {
-    nl::Link vf = fakeLink(name);
-    vf.arpType = 32;
+    nl::Link vf = fakeIbLink(name, guid);
     vf.mtu = 2044;
-    vf.mac = *net::HwAddress::parse(ipoibAddress(guid));
     const int index = nl_.addLink(host_, vf);
     nl_.setMtuRange(host_, index, 68, 4092);
     return index;

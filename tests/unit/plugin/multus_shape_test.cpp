@@ -50,7 +50,6 @@ constexpr const char* kPodMac = "0a:58:0a:38:d9:0a";         // the pod's mac
 constexpr const char* kSandbox = "5f3e0b2f8a9c4d1e7b6a5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f";
 constexpr const char* kPodUid = "8d2b8c3e-1f4a-4b6c-9e2d-7a1b3c5d7e9f";
 
-std::string ipoibAddress(const std::string& guid) { return "00:00:10:87:fe:80:00:00:00:00:00:00:" + guid; }
 net::Guid guid(const char* text) { return *net::Guid::parse(text); }
 
 /// An IPAM that honours the `ips` capability as host-local, static and whereabouts do: it hands out
@@ -149,14 +148,10 @@ class MultusShapeTest : public PluginTest {
   void SetUp() override {
     PluginTest::SetUp();
     // The InfiniBand PF and its VF 2, as in SriovVfTest::SetUp.
-    nl::Link pf = fakeLink("ibp59s0");
-    pf.arpType = 32;
-    pf.mac = *net::HwAddress::parse(ipoibAddress("02:00:00:00:00:00:00:01"));
+    nl::Link pf = fakeIbLink("ibp59s0", "02:00:00:00:00:00:00:01");
     pfIndex_ = nl_.addLink(host_, pf);
-    nl::Link vf = fakeLink("ibp59s0v2");
-    vf.arpType = 32;
+    nl::Link vf = fakeIbLink("ibp59s0v2", kOldGuid);
     vf.mtu = 2044;
-    vf.mac = *net::HwAddress::parse(ipoibAddress(kOldGuid));
     vfLinkIndex_ = nl_.addLink(host_, vf);
     nl_.setMtuRange(host_, vfLinkIndex_, 68, 4092);
     sysfs_.addPf(kPf, "ibp59s0", "mlx5_0", 4, pfIndex_).addVf(kPf, kVfNumber, kVf, "ibp59s0v2", "mlx5_3", vfLinkIndex_);

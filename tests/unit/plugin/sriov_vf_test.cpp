@@ -17,17 +17,13 @@ constexpr std::uint32_t kVfNumber = 2;
 constexpr const char* kOldGuid = "02:00:00:00:00:00:aa:01";
 constexpr const char* kNewGuid = "c2:11:22:33:44:55:66:77";
 
-std::string ipoibAddress(const std::string& guid) { return "00:00:10:87:fe:80:00:00:00:00:00:00:" + guid; }
-
 net::Guid guid(const char* text) { return *net::Guid::parse(text); }
 
 class SriovVfTest : public PluginTest {
  protected:
   void SetUp() override {
     PluginTest::SetUp();
-    nl::Link pf = fakeLink("ibp59s0");
-    pf.arpType = 32;
-    pf.mac = *net::HwAddress::parse(ipoibAddress("02:00:00:00:00:00:00:01"));
+    nl::Link pf = fakeIbLink("ibp59s0", "02:00:00:00:00:00:00:01");
     pfIndex_ = nl_.addLink(host_, pf);
     addVfLink(kOldGuid);
     sysfs_.addPf(kPf, "ibp59s0", "mlx5_0", 4, pfIndex_).addVf(kPf, kVfNumber, kVf, "ibp59s0v2", "mlx5_3", vfLinkIndex_);
@@ -49,10 +45,8 @@ class SriovVfTest : public PluginTest {
   }
 
   void addVfLink(const std::string& portGuid) {
-    nl::Link vf = fakeLink("ibp59s0v2");
-    vf.arpType = 32;
+    nl::Link vf = fakeIbLink("ibp59s0v2", portGuid);
     vf.mtu = 2044;
-    vf.mac = *net::HwAddress::parse(ipoibAddress(portGuid));
     vfLinkIndex_ = nl_.addLink(host_, vf);
     nl_.setMtuRange(host_, vfLinkIndex_, 68, 4092);
   }
