@@ -94,6 +94,10 @@ void FaultPlan::trace(const std::string& outcome) {
   writeLine(pending_ + "\t" + outcome);
   if (killAfter_ != 0 && steps_ == killAfter_) {
     writeLine(std::to_string(steps_) + "\tKILLED after this step");
+    if (onKill_) {
+      onKill_();
+      return;
+    }
     ::kill(::getpid(), SIGKILL);
   }
 }

@@ -77,6 +77,11 @@ class FaultPlan {
   /// True once the planned failure was injected.
   [[nodiscard]] bool fired() const noexcept { return fired_; }
 
+  /// For tests that run the plugin in-process on fakes: at the kill step, `instead` is called in
+  /// place of SIGKILL (it records the world as the dead process would have left it; the test then
+  /// puts that world back and runs DEL on it). Unset: the process kills itself.
+  void onKill(std::function<void()> instead) { onKill_ = std::move(instead); }
+
  private:
   void writeLine(const std::string& line);
 
@@ -86,6 +91,7 @@ class FaultPlan {
   unsigned steps_ = 0;
   bool fired_ = false;
   std::string pending_;  // "N\twhat" of the call in flight
+  std::function<void()> onKill_;
   os::UniqueFd trace_;
 };
 

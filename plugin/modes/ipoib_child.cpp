@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "modes/ipoib_child.h"
 
+#include "modes/record_ahead.h"
+
 #include <cerrno>
 #include <cstdio>
 
 #include "commands/common.h"
 #include "log/log.h"
+#include "modes/record_ahead.h"
 #include "modes/sriov_vf.h"
 
 namespace ibcni::plugin {
@@ -154,13 +157,22 @@ cni::Result<nl::Link> IpoibChildMode::setUp(const ModeContext& ctx, const HostDe
 
   log::info("creating IPoIB child {} of {} (pkey {}, {} mode, umcast {})", spec.name, device.link.name,
             hexPkey(spec.pkey), modeName(spec.mode), spec.umcast ? 1 : 0);
-  auto created = nl.addIpoibChild(host, spec);
-  // A temporary name another invocation happens to use: draw another.
-  for (int attempt = 0; !created && created.error().err == EEXIST && attempt < 3; ++attempt) {
-    spec.name = temporaryLinkName();
+  // The child's temporary name is written ahead: a process that dies before the child is in the
+  // pod under CNI_IFNAME leaves DEL the name to find it by, in the host or in the pod.
+  RecordAhead ahead(ctx, record, rollback);
+  std::optional<os::SysResult<void>> created;
+  // A temporary name another invocation happens to use: draw another (3 times).
+  for (int attempt = 0; attempt < 4 && (!created || (!*created && created->error().err == EEXIST)); ++attempt) {
+    if (attempt > 0) {
+      spec.name = temporaryLinkName();
+    }
+    record.tempName = spec.name;
+    if (auto r = ahead.save(); !r) {
+      return std::unexpected(r.error());
+    }
     created = nl.addIpoibChild(host, spec);
   }
-  if (auto r = created; !r) {
+  if (auto r = *created; !r) {
     return std::unexpected(sysError(Errc::kNetlinkFailure,
                                     "cannot create an IPoIB child of " + device.link.name + " with pkey " +
                                         hexPkey(spec.pkey) + " in " + modeName(spec.mode) + " mode",
@@ -200,6 +212,7 @@ cni::Result<nl::Link> IpoibChildMode::setUp(const ModeContext& ctx, const HostDe
     }
     return std::unexpected(sysError(Errc::kNetlinkFailure, "cannot rename " + spec.name + " to " + ifName, r.error()));
   }
+  record.tempName.clear();  // ADD's final record names the child by CNI_IFNAME alone
   const int idx = moved->index;
   if (conf.mtu && *conf.mtu != moved->mtu) {
     if (auto r = nl.setMtu(pod, idx, *conf.mtu); !r) {
@@ -221,23 +234,40 @@ cni::Result<nl::Link> IpoibChildMode::setUp(const ModeContext& ctx, const HostDe
 
 cni::Result<void> IpoibChildMode::tearDown(const ModeContext& ctx, const state::AttachmentRecord& record,
                                            const os::Netns* pod) {
+  // An ADD that died between creating the child and moving it left it in the host under its
+  // temporary name: the record written ahead names it. Only a child of the recorded parent with
+  // the recorded pkey is taken for ADD's.
+  if (!record.tempName.empty()) {
+    auto l = ipoibLink(ctx, ctx.host, record.tempName);
+    if (l && (record.hostIndex == 0 || l->parentIndex == record.hostIndex) &&
+        (!record.pkey || (l->ipoib && (l->ipoib->pkey & 0x7fff) == *record.pkey))) {
+      log::info("deleting IPoIB child {} an interrupted ADD left in the host", record.tempName);
+      if (auto r = ctx.deps.netlink.deleteLink(ctx.host, l->index); !r && r.error().err != ENODEV) {
+        return std::unexpected(
+            sysError(Errc::kNetlinkFailure, "cannot delete IPoIB child " + record.tempName, r.error()));
+      }
+    }
+  }
   if (pod == nullptr) {
     log::info("the pod's netns is gone, and the IPoIB child {} with it", record.ifName);
     return {};
   }
   auto child = ipoibLink(ctx, *pod, record.ifName);
+  if (!child && !record.tempName.empty()) {
+    child = ipoibLink(ctx, *pod, record.tempName);  // moved, not yet renamed
+  }
   if (!child) {
     log::info("no IPoIB child {} in netns {}: nothing to delete", record.ifName, pod->path());
     return {};
   }
   if (record.pkey && child->ipoib && (child->ipoib->pkey & 0x7fff) != *record.pkey) {
-    log::warn("{} in netns {} has pkey {}, not the {} ibcni created: leaving it alone", record.ifName, pod->path(),
+    log::warn("{} in netns {} has pkey {}, not the {} ibcni created: leaving it alone", child->name, pod->path(),
               hexPkey(child->ipoib->pkey), hexPkey(*record.pkey));
     return {};
   }
-  log::info("deleting IPoIB child {} in netns {}", record.ifName, pod->path());
+  log::info("deleting IPoIB child {} in netns {}", child->name, pod->path());
   if (auto r = ctx.deps.netlink.deleteLink(*pod, child->index); !r && r.error().err != ENODEV) {
-    return std::unexpected(sysError(Errc::kNetlinkFailure, "cannot delete IPoIB child " + record.ifName, r.error()));
+    return std::unexpected(sysError(Errc::kNetlinkFailure, "cannot delete IPoIB child " + child->name, r.error()));
   }
   return {};
 }

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "commands/common.h"
+#include "modes/record_ahead.h"
 #include "modes/sriov_vf.h"
 #include "log/log.h"
 #include "log/timing.h"
@@ -262,52 +263,35 @@ cni::Result<nl::Link> SriovNetdevMode::setUp(const ModeContext& ctx, const HostD
                          ": an IPoIB address is 20 bytes and derived from the port GID; use infinibandGUID");
   }
 
-  auto applied = applyVfSettings(ctx, device, pod, rollback, record);
+  // What DEL needs to put the device back is written ahead of the first change (the VF's
+  // settings, then the netdev): a process that dies half-way (SIGKILL, the OOM killer) leaves DEL
+  // what it needs to find the device wherever it was left, under its temporary name too, and to
+  // restore what it was.
+  record.pciAddress = device.pciAddress;
+  record.deviceKey = device.deviceKey;
+  record.hostName = original.name;
+  record.hostIndex = original.index;
+  record.hostMtu = original.mtu;
+  record.hostUp = original.adminUp;
+  record.hostAlias = original.alias;
+  record.hostMac = original.mac.text;
+  RecordAhead ahead(ctx, record, rollback);
+  auto applied = applyVfSettings(ctx, device, pod, rollback, record, ahead);
   if (!applied) {
     return std::unexpected(applied.error());
   }
   const nl::Link link = *applied;
   const std::string hostName = link.name;
-
-  record.pciAddress = device.pciAddress;
-  record.deviceKey = device.deviceKey;
-  record.hostName = original.name;
-  record.hostIndex = link.index;
-  record.hostMtu = original.mtu;
-  record.hostUp = original.adminUp;
-  record.hostAlias = original.alias;
-  record.hostMac = original.mac.text;
-  // The record is written ahead, before the first change to the netdev (with the MTU and MAC about
-  // to be set): if this process dies half-way (SIGKILL, the OOM killer), DEL finds the device
-  // wherever it was left, under its temporary name too, and restores what it was.
+  record.hostIndex = link.index;  // a rebind or an RDMA move makes the netdev anew
   if (conf.mtu && *conf.mtu != link.mtu) {
     record.podMtu = *conf.mtu;
   }
   if (mac && *mac != link.mac) {
     record.podMac = mac->text;
   }
-  std::shared_ptr<state::AttachmentStore> store = ctx.deps.makeStore(conf.stateDir);
-  if (auto existing = store->load(record.network, record.containerId, ifName); existing && *existing) {
-    return cni::fail(cni::Errc::kIfNameExists, "container " + record.containerId + " already has " + ifName +
-                                                   " on network " + record.network + " (ADD twice without DEL)");
+  if (auto r = ahead.save(); !r) {
+    return std::unexpected(r.error());
   }
-  // Not fsync()ed: it is for a process that dies, not for a node that does (a reboot ends the pod
-  // and returns the device); the final record is.
-  if (auto r = store->saveVolatile(record); !r) {
-    return std::unexpected(sysError(cni::Errc::kStateFailure,
-                                    "cannot write the attachment record in stateDir = " + conf.stateDir, r.error()));
-  }
-  log::timing::lap("state-ahead");
-  // Undone only while the record is still this ADD's (an ADD of the same attachment through another
-  // device, which the runtime never runs at the same time, may have replaced it).
-  rollback.add("remove the attachment record",
-               [store, network = record.network, cid = record.containerId, ifName,
-                key = record.deviceKey]() -> os::SysResult<void> {
-                 if (auto now = store->load(network, cid, ifName); now && *now && (*now)->deviceKey != key) {
-                   return {};
-                 }
-                 return store->remove(network, cid, ifName);
-               });
 
   log::info("moving {} ({}) into netns {} as {}", hostName,
             device.pciAddress.empty() ? "no PCI function" : device.pciAddress, pod.path(), ifName);

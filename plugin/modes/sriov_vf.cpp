@@ -435,7 +435,7 @@ cni::Result<void> checkVfPkey(const ModeContext& ctx, const RdmaPlace& rdma, std
 }
 
 cni::Result<nl::Link> applyVfSettings(const ModeContext& ctx, const HostDevice& device, const os::Netns& pod,
-                                      os::Rollback& rollback, state::AttachmentRecord& record) {
+                                      os::Rollback& rollback, state::AttachmentRecord& record, RecordAhead& ahead) {
   const auto& conf = ctx.inv.conf;
   auto& nl = ctx.deps.netlink;
   const os::Netns& host = ctx.host;
@@ -461,6 +461,12 @@ cni::Result<nl::Link> applyVfSettings(const ModeContext& ctx, const HostDevice& 
       const net::Guid oldPort = cur.port.value_or(net::Guid{0});
       log::info("setting the node and port GUID of {} to {} (was {} / {})", what, guid->toString(),
                 oldNode.toString(), oldPort.toString());
+      record.guid = guid->toString();
+      record.oldNodeGuid = oldNode.toString();
+      record.oldPortGuid = oldPort.toString();
+      if (auto r = ahead.save(); !r) {
+        return std::unexpected(r.error());
+      }
       if (auto r = nl.setVfGuids(host, vf.pfLink.index, vf.vfIndex, *guid, *guid); !r) {
         return std::unexpected(sysError(Errc::kNetlinkFailure,
                                         "cannot set GUID " + guid->toString() + " on " + what +
@@ -470,9 +476,6 @@ cni::Result<nl::Link> applyVfSettings(const ModeContext& ctx, const HostDevice& 
                                                  : ""),
                                         r.error()));
       }
-      record.guid = guid->toString();
-      record.oldNodeGuid = oldNode.toString();
-      record.oldPortGuid = oldPort.toString();
       rollback.add("restore the GUIDs of " + what,
                    [&ctx, pfIndex = vf.pfLink.index, vfIndex = vf.vfIndex, oldNode, oldPort, pci,
                     original = device.link]() -> os::SysResult<void> {
@@ -512,12 +515,15 @@ cni::Result<nl::Link> applyVfSettings(const ModeContext& ctx, const HostDevice& 
       const nl::VfLinkState want = toNl(*conf.linkState);
       const nl::VfLinkState was = vf.info && vf.info->linkState ? *vf.info->linkState : nl::VfLinkState::kAuto;
       if (want != was) {
+        record.oldLinkState = static_cast<std::uint32_t>(was);
+        if (auto r = ahead.save(); !r) {
+          return std::unexpected(r.error());
+        }
         if (auto r = nl.setVfLinkState(host, vf.pfLink.index, vf.vfIndex, want); !r) {
           return std::unexpected(sysError(Errc::kNetlinkFailure,
                                           std::string("cannot set linkState = ") + linkStateName(want) + " on " + what,
                                           r.error()));
         }
-        record.oldLinkState = static_cast<std::uint32_t>(was);
         rollback.add(std::string("restore the link state of ") + what + " to " + linkStateName(was),
                      [&nl, &host, pfIndex = vf.pfLink.index, vfIndex = vf.vfIndex, was] {
                        return nl.setVfLinkState(host, pfIndex, vfIndex, was);
@@ -539,6 +545,10 @@ cni::Result<nl::Link> applyVfSettings(const ModeContext& ctx, const HostDevice& 
   if (rdmaNow && rdmaNow->isolate) {
     const RdmaPlace& r = *rdmaNow;
     log::info("moving RDMA device {} into netns {}", r.name, pod.path());
+    record.rdmaMoved = true;
+    if (auto s = ahead.save(); !s) {
+      return std::unexpected(s.error());
+    }
     if (auto m = ctx.deps.rdma.moveDevice(host, r.index, pod); !m) {
       return std::unexpected(sysError(Errc::kNetlinkFailure,
                                       "cannot move RDMA device " + r.name + " into netns " + pod.path() +
@@ -548,7 +558,6 @@ cni::Result<nl::Link> applyVfSettings(const ModeContext& ctx, const HostDevice& 
                                                : ""),
                                       m.error()));
     }
-    record.rdmaMoved = true;
     rollback.add("move RDMA device " + r.name + " back to the host", [&ctx, &pod, r]() -> os::SysResult<void> {
       auto inPod = rdmaDeviceIn(ctx, pod, r.name);
       if (!inPod) {

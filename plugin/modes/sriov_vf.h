@@ -10,6 +10,7 @@
 
 #include "ibcni/cni/error.h"
 #include "modes/attachment_mode.h"
+#include "modes/record_ahead.h"
 
 namespace ibcni::plugin {
 
@@ -42,11 +43,12 @@ inline constexpr std::uint16_t kArphrdInfiniband = 32;
                                             const std::string& pci);
 
 /// ADD's VF steps before the netdev moves: GUIDs (then a driver rebind), link state, pkey check,
-/// RDMA device move. Each change registers its undo on `rollback` and is written to `record`.
+/// RDMA device move. Each change is written to `record` with the value it replaces and saved
+/// through `ahead` before it is made, and registers its undo on `rollback` after.
 /// @return the VF's netdev as it is now (a rebind or an RDMA move makes it anew).
 [[nodiscard]] cni::Result<nl::Link> applyVfSettings(const ModeContext& ctx, const HostDevice& device,
                                                     const os::Netns& pod, os::Rollback& rollback,
-                                                    state::AttachmentRecord& record);
+                                                    state::AttachmentRecord& record, RecordAhead& ahead);
 
 /// DEL's VF steps after the netdev is back: the RDMA device back to the host, the link state and
 /// GUIDs as they were (with a rebind). Skips what is already so; skips the PF settings when the

@@ -92,6 +92,9 @@ std::string FileAttachmentStore::encode(const AttachmentRecord& r) {
   }
   if (r.pkey) {
     j["ipoib"] = {{"pkey", *r.pkey}, {"mode", r.ipoibMode}, {"umcast", r.umcast}};
+    if (!r.tempName.empty()) {
+      j["ipoib"]["tempName"] = r.tempName;
+    }
   }
   return j.dump(2) + "\n";
 }
@@ -152,6 +155,7 @@ os::SysResult<AttachmentRecord> FileAttachmentStore::decode(const std::string& t
       }
       r.ipoibMode = ib->value("mode", "");
       r.umcast = ib->value("umcast", false);
+      r.tempName = ib->value("tempName", "");
     }
     r.ipamType = j.value("ipamType", "");
     r.createdAt = j.value("createdAt", "");

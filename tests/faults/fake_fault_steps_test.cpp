@@ -8,6 +8,10 @@
 // No root needed (label `faults` only).
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <optional>
+#include <set>
+
 #include "fault/faulty_deps.h"
 #include "unit/plugin/plugin_fixture.h"
 
@@ -90,6 +94,68 @@ class FakeFaultSteps : public PluginTest {
     }
     return "ADD " + std::to_string(addSteps) + " steps, DEL " + std::to_string(delSteps);
   }
+
+  /// The node as a process killed at some instant leaves it: the fakes' state and the records.
+  struct World {
+    FakeNetlink nl;
+    FakeRdmaNetlink rdma;
+    std::set<std::pair<std::string, std::string>> allocations;
+    std::string stateCopy;
+  };
+  World capture() {
+    World w{nl_, rdma_, ipam_.allocations, stateDir_ + ".killed"};
+    std::filesystem::remove_all(w.stateCopy);
+    std::filesystem::copy(stateDir_, w.stateCopy, std::filesystem::copy_options::recursive);
+    return w;
+  }
+  void restore(const World& w) {
+    nl_ = w.nl;
+    rdma_ = w.rdma;
+    ipam_.allocations = w.allocations;
+    std::filesystem::remove_all(stateDir_);
+    std::filesystem::copy(w.stateCopy, stateDir_, std::filesystem::copy_options::recursive);
+    std::filesystem::remove_all(w.stateCopy);
+  }
+
+  /// SIGKILL right after each mutating step of ADD, then of DEL (the window between step n and
+  /// n+1): the world is taken as the dead process left it, then the runtime's DEL (twice, as
+  /// kubelet retries) must bring the node back to what it was before ADD. Returns the step counts.
+  std::string everyKill(const json& conf) {
+    const std::string before = nodeState();
+    fault::FaultPlan countAdd;
+    EXPECT_EQ(runFaulty(countAdd, "ADD", conf).exitCode, 0);
+    const unsigned addSteps = countAdd.steps();
+    fault::FaultPlan countDel;
+    EXPECT_EQ(runFaulty(countDel, "DEL", conf).exitCode, 0);
+    const unsigned delSteps = countDel.steps();
+    EXPECT_EQ(nodeState(), before);
+
+    for (int verb = 0; verb < 2; ++verb) {
+      const bool killAdd = verb == 0;
+      for (unsigned n = 1; n <= (killAdd ? addSteps : delSteps); ++n) {
+        if (!killAdd) {
+          EXPECT_EQ(run("ADD", conf).exitCode, 0) << "ADD before the DEL killed after step " << n;
+        }
+        std::optional<World> dead;
+        fault::FaultPlan plan(0, 0, "", n);
+        plan.onKill([&] { dead.emplace(capture()); });
+        (void)runFaulty(plan, killAdd ? "ADD" : "DEL", conf);
+        EXPECT_TRUE(dead.has_value()) << "no step " << n;
+        if (!dead) {
+          continue;
+        }
+        restore(*dead);
+        auto first = run("DEL", conf);
+        auto second = run("DEL", conf);
+        EXPECT_EQ(second.exitCode, 0) << (killAdd ? "ADD" : "DEL") << " killed after step " << n
+                                      << ": the second DEL failed: " << second.stdoutText
+                                      << " (the first said: " << first.stdoutText << ")";
+        EXPECT_EQ(nodeState(), before) << (killAdd ? "ADD" : "DEL") << " killed after step " << n << " of "
+                                       << (killAdd ? addSteps : delSteps) << ", then DEL twice";
+      }
+    }
+    return "ADD " + std::to_string(addSteps) + " kill points, DEL " + std::to_string(delSteps);
+  }
 };
 
 // ---- ipoib mode ----
@@ -116,6 +182,11 @@ class IpoibFaultSteps : public FakeFaultSteps {
 TEST_F(IpoibFaultSteps, EveryAddStepFailsCleanlyAndEveryDelStepConverges) {
   const std::string steps = everyStep(ipoibConfig());
   std::cout << "ipoib (fakes): " << steps << "\n";
+}
+
+TEST_F(IpoibFaultSteps, SigkillAfterEveryStepThenDelTwiceLeavesNothing) {
+  const std::string points = everyKill(ipoibConfig());
+  std::cout << "ipoib (fakes): " << points << "\n";
 }
 
 // ---- sriov mode on an InfiniBand VF: GUID, link state, RDMA isolation ----
@@ -171,6 +242,11 @@ class VfFaultSteps : public FakeFaultSteps {
 TEST_F(VfFaultSteps, EveryAddStepFailsCleanlyAndEveryDelStepConverges) {
   const std::string steps = everyStep(vfConfig());
   std::cout << "sriov IB VF with GUID, linkState and rdmaIsolation (fakes): " << steps << "\n";
+}
+
+TEST_F(VfFaultSteps, SigkillAfterEveryStepThenDelTwiceLeavesNothing) {
+  const std::string points = everyKill(vfConfig());
+  std::cout << "sriov IB VF with GUID, linkState and rdmaIsolation (fakes): " << points << "\n";
 }
 
 }  // namespace

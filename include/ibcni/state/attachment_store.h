@@ -51,6 +51,7 @@ struct AttachmentRecord {
   std::optional<std::uint32_t> pkey;      ///< the child's pkey, without the membership bit
   std::string ipoibMode;                  ///< "datagram" or "connected"
   bool umcast = false;
+  std::string tempName;                   ///< the child's name from its creation to its rename in the pod
 
   // What ADD changed in the pod.
   int podIndex = 0;
