@@ -193,6 +193,7 @@ TEST(HostileText, InterfaceNamesArePrintable) {
 }
 
 TEST(HostilePaths, SpellingRules) {
+  EXPECT_EQ(os::pathSpellingProblem("/run/ibcni"), "");
   EXPECT_EQ(os::pathSpellingProblem("/var/lib/cni/ibcni"), "");
   EXPECT_EQ(os::pathSpellingProblem("/var/lib//cni/ibcni/"), "");
   for (std::string bad : {"", "relative", "/a/../etc", "/a/./b", "/..", "/a/..", "/a\nb", "/a\x7f"}) {

@@ -26,8 +26,10 @@ enum class IpoibMode { kDatagram, kConnected };
 
 enum class LogLevel { kError, kWarn, kInfo, kDebug };
 
-/// Where ibcni keeps its attachment records and locks unless `stateDir` says otherwise.
-inline constexpr std::string_view kDefaultStateDir = "/var/lib/cni/ibcni";
+/// Where ibcni keeps its attachment records and locks unless `stateDir` says otherwise. tmpfs: a
+/// record describes kernel state (a device in a pod netns, a VF's GUID) that a reboot discards with
+/// every pod, so it has no use after one, and writing it costs no disk flush.
+inline constexpr std::string_view kDefaultStateDir = "/run/ibcni";
 
 /// An attachment named in a GC request (cni.dev/valid-attachments).
 struct AttachmentKey {
