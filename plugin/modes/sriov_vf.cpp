@@ -330,7 +330,9 @@ cni::Result<void> resolveVf(const ModeContext& ctx, const sysfs::PciFunction* fn
       if (on) {
         return std::unexpected(sysError(Errc::kInvalidConfig,
                                         "rdmaIsolation = true, but the RDMA subsystem's netns mode cannot be read "
-                                        "(is ib_core loaded?)",
+                                        "through RDMA netlink: load ib_core (`modprobe ib_core`, or the HCA's RDMA "
+                                        "driver, e.g. mlx5_ib) and " +
+                                            std::string(kExclusiveHowTo) + "; or set rdmaIsolation to \"auto\" or false",
                                         mode.error()));
       }
       log::debug("RDMA netns mode unknown ({}): not isolating", mode.error().describe());

@@ -3,6 +3,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,7 +23,8 @@ namespace ibcni::testing {
 ///  * moveDevice: ENODEV when `from` does not see the device, EOPNOTSUPP in shared mode or for a
 ///    device whose driver cannot move (rxe), otherwise the device belongs to `to`;
 ///  * destroyNetns(): the kernel gives a dying namespace's RDMA devices back to the initial one.
-/// Every call is recorded; failOn() makes the next call of an operation fail once.
+/// Every call is recorded; failOn() makes the next call of an operation fail once. onMoveDevice,
+/// when set, is called by every moveDevice that is not made to fail, before it changes anything.
 class FakeRdmaNetlink final : public rdma::RdmaNetlink {
  public:
   enum class Op { kNetnsMode, kPorts, kMoveDevice };
@@ -51,6 +53,10 @@ class FakeRdmaNetlink final : public rdma::RdmaNetlink {
     devices_.push_back(d);
     return d.index;
   }
+  /// Removes device `name` wherever it is, as unbinding its driver does. @return false: no such device.
+  bool removeDevice(const std::string& name) {
+    return std::erase_if(devices_, [&name](const Device& d) { return d.name == name; }) != 0;
+  }
   void setMode(rdma::NetnsMode mode) { mode_ = mode; }
   /// false: the kernel has no RDMA netlink (ib_core not loaded).
   void setPresent(bool present) { present_ = present; }
@@ -74,6 +80,9 @@ class FakeRdmaNetlink final : public rdma::RdmaNetlink {
   void failOn(Op op, int err, std::string extAck = {}) { failures_.push_back({op, err, std::move(extAck)}); }
   [[nodiscard]] const std::vector<std::string>& calls() const noexcept { return calls_; }
   void clearCalls() { calls_.clear(); }
+  /// Called as moveDevice(from, deviceIndex, to) starts (after failOn() had its chance), e.g. to
+  /// look at the other fakes at that moment.
+  std::function<void(const os::Netns& from, std::uint32_t deviceIndex, const os::Netns& to)> onMoveDevice;
 
   os::SysResult<rdma::NetnsMode> netnsMode(const os::Netns& ns) override {
     if (auto e = record(Op::kNetnsMode, "netnsMode(" + ns.path() + ")")) {
@@ -114,6 +123,9 @@ class FakeRdmaNetlink final : public rdma::RdmaNetlink {
     const std::string op = "moveDevice(" + from.path() + ", " + std::to_string(deviceIndex) + ", " + to.path() + ")";
     if (auto e = record(Op::kMoveDevice, op)) {
       return std::unexpected(*e);
+    }
+    if (onMoveDevice) {
+      onMoveDevice(from, deviceIndex, to);
     }
     for (auto& d : devices_) {
       if (d.index != deviceIndex) {

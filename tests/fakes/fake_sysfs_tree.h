@@ -165,6 +165,17 @@ class FakeSysfsTree {
     return makeDir(dir).link("class/infiniband/" + std::string(rdmaDevice), dir);
   }
 
+  /// Removes RDMA device `rdmaDevice` of PCI function `pci` (its directory, its pkey tables and
+  /// its class/infiniband link), as unbinding the function's driver does. Missing is fine.
+  FakeSysfsTree& removeRdmaDevice(std::string_view pci, std::string_view rdmaDevice) {
+    auto it = pciDirs_.find(std::string(pci));
+    if (!ok() || it == pciDirs_.end()) {
+      return *this;
+    }
+    removePath("class/infiniband/" + std::string(rdmaDevice));
+    return removePath(it->second + "/infiniband/" + std::string(rdmaDevice));
+  }
+
   /// Binds PCI function `pci` to `driver` (<pci>/driver and bus/pci/drivers/<driver>/<pci>),
   /// replacing any previous binding; an empty `driver` leaves it unbound.
   FakeSysfsTree& setDriver(std::string_view pci, std::string_view driver) {

@@ -68,6 +68,10 @@ class SriovVfTest : public PluginTest {
     const std::string binds = sysfs_.driverWrites("mlx5_core", "bind");
     return static_cast<int>(std::count(binds.begin(), binds.end(), '\n'));
   }
+  int unbinds() {
+    const std::string writes = sysfs_.driverWrites("mlx5_core", "unbind");
+    return static_cast<int>(std::count(writes.begin(), writes.end(), '\n'));
+  }
   int countOps(FakeNetlink::Op op) {
     auto ops = nl_.callOps();
     return static_cast<int>(std::count(ops.begin(), ops.end(), op));
@@ -171,15 +175,22 @@ TEST_F(SriovVfTest, AnyLaterFailureRestoresGuidLinkStateAndRdmaDevice) {
   for (auto op : {FakeNetlink::Op::kSetVfLinkState, FakeNetlink::Op::kMoveLink, FakeNetlink::Op::kSetLinkUp,
                   FakeNetlink::Op::kAddAddress}) {
     nl_.failOn(op, EBUSY);
+    const int binds = rebinds();
+    const int unbound = unbinds();
     auto out = run("ADD", c);
     EXPECT_EQ(out.exitCode, 1) << FakeNetlink::opName(op);
     EXPECT_EQ(nodeState(), before) << "after a failed " << FakeNetlink::opName(op);
+    // The old GUID only takes effect on the next bind: the rollback rebinds the VF too.
+    EXPECT_EQ(rebinds() - binds, 2) << "one rebind for the new GUID, one for the old; failed " << FakeNetlink::opName(op);
+    EXPECT_EQ(unbinds() - unbound, 2) << FakeNetlink::opName(op);
     EXPECT_TRUE(records().empty());
     nl_.clearFailures();
   }
   rdma_.failOn(FakeRdmaNetlink::Op::kMoveDevice, EPERM);
+  const int binds = rebinds();
   EXPECT_EQ(run("ADD", c).exitCode, 1);
   EXPECT_EQ(nodeState(), before);
+  EXPECT_EQ(rebinds() - binds, 2) << "a failed RDMA move rebinds the VF with its old GUID";
 }
 
 TEST_F(SriovVfTest, LinkStateIsSetOnThePfAndRestoredOnDel) {
@@ -257,6 +268,7 @@ TEST_F(SriovVfTest, PkeyMustBeInTheVfsTable) {
 
   c["pkey"] = "0x0042";
   const std::string before = nodeState();
+  ASSERT_EQ(rebinds(), 0) << "no GUID so far: no rebind";
   auto out = run("ADD", withGuid(c));
   EXPECT_EQ(errorOf(out)["code"], 7);
   const std::string msg = errorOf(out)["msg"];
@@ -264,6 +276,8 @@ TEST_F(SriovVfTest, PkeyMustBeInTheVfsTable) {
   EXPECT_NE(msg.find("0xffff, 0x8123"), std::string::npos) << msg;
   EXPECT_NE(msg.find("subnet manager"), std::string::npos) << msg;
   EXPECT_EQ(nodeState(), before) << "the GUID set before the check is restored";
+  EXPECT_EQ(rebinds(), 2) << "and the VF rebound so that the old GUID takes effect";
+  EXPECT_EQ(sysfs_.driverWrites("mlx5_core", "unbind"), std::string(kVf) + "\n" + kVf + "\n");
 }
 
 TEST_F(SriovVfTest, PkeyValuesAreValidated) {
@@ -424,6 +438,406 @@ TEST_F(SriovVfTest, CheckFindsAnRdmaDeviceThatLeftThePod) {
   auto out = run("CHECK", c);
   EXPECT_EQ(errorOf(out)["code"], 107);
   EXPECT_NE(errorOf(out)["msg"].get<std::string>().find("mlx5_3"), std::string::npos) << out.stdoutText;
+}
+
+// ---- GUID precedence ----
+
+// runtimeConfig.infinibandGUID (the capability) over args.cni.guid over CNI_ARGS GUID, whichever
+// others are given with it.
+TEST_F(SriovVfTest, GuidPrecedenceRuntimeConfigOverArgsOverCniArgs) {
+  constexpr const char* kRuntime = "c2:00:00:00:00:00:00:01";
+  constexpr const char* kArgs = "c2:00:00:00:00:00:00:02";
+  constexpr const char* kCniArgs = "c2:00:00:00:00:00:00:03";
+  struct Case {
+    bool runtime, args, cniArgs;
+    const char* want;
+  };
+  for (const Case& k : {Case{true, true, true, kRuntime}, Case{true, true, false, kRuntime},
+                        Case{true, false, true, kRuntime}, Case{false, true, true, kArgs}}) {
+    const std::string name = std::string(k.runtime ? "runtime " : "") + (k.args ? "args " : "") +
+                             (k.cniArgs ? "CNI_ARGS" : "");
+    json c = vfConfig();
+    if (k.runtime) {
+      c = withGuid(c, kRuntime);
+    }
+    if (k.args) {
+      c["args"]["cni"]["guid"] = kArgs;
+    }
+    std::map<std::string, std::string> env;
+    if (k.cniArgs) {
+      env["CNI_ARGS"] = std::string("IgnoreUnknown=1;GUID=") + kCniArgs;
+    }
+    auto out = run("ADD", c, env);
+    ASSERT_EQ(out.exitCode, 0) << name << ": " << out.stdoutText;
+    EXPECT_EQ(vfState().nodeGuid, guid(k.want)) << name;
+    EXPECT_EQ(vfState().portGuid, guid(k.want)) << name;
+    ASSERT_EQ(records().size(), 1u);
+    EXPECT_EQ(records()[0].guid, k.want) << name;
+    ASSERT_EQ(run("DEL", c, env).exitCode, 0) << name;
+    EXPECT_EQ(vfState().portGuid, guid(kOldGuid)) << name;
+  }
+}
+
+// ---- RDMA device: netlink first, sysfs as the fallback ----
+
+TEST_F(SriovVfTest, RdmaNetlinksNetdevMappingWinsOverSysfs) {
+  // RDMA netlink maps the VF's netdev to mlx5_9; sysfs still lists mlx5_3 under the VF.
+  rdma_.addDevice(host_, "mlx5_9", vfLinkIndex_, "ibp59s0v2");
+  rdma_.setMode(rdma::NetnsMode::kExclusive);
+  json c = vfConfig();
+  c["rdmaIsolation"] = true;
+  add(c);
+  EXPECT_EQ(rdma_.nsOf("mlx5_9"), pod_.inode()) << "the device RDMA netlink names moves";
+  EXPECT_EQ(rdma_.nsOf("mlx5_3"), host_.inode()) << "the one sysfs names stays";
+  ASSERT_EQ(records().size(), 1u);
+  EXPECT_EQ(records()[0].rdmaDevice, "mlx5_9");
+  ASSERT_EQ(run("DEL", c).exitCode, 0);
+  EXPECT_EQ(rdma_.nsOf("mlx5_9"), host_.inode());
+}
+
+TEST_F(SriovVfTest, RdmaNetlinkMappingAloneIsEnoughForIsolation) {
+  sysfs_.removePath(sysfs_.pciDirOrEmpty(kVf) + "/infiniband");  // sysfs knows no RDMA device of the VF
+  rdma_ = FakeRdmaNetlink();
+  rdma_.setMode(rdma::NetnsMode::kExclusive);
+  rdma_.addDevice(host_, "mlx5_0", 0, "");
+  rdma_.addDevice(host_, "mlx5_3", vfLinkIndex_, "ibp59s0v2");
+  json c = vfConfig();
+  c["rdmaIsolation"] = true;
+  add(c);
+  EXPECT_EQ(rdma_.nsOf("mlx5_3"), pod_.inode());
+  ASSERT_EQ(records().size(), 1u);
+  EXPECT_TRUE(records()[0].rdmaMoved);
+  ASSERT_EQ(run("DEL", c).exitCode, 0);
+  EXPECT_EQ(rdma_.nsOf("mlx5_3"), host_.inode());
+}
+
+// ---- the RDMA netns mode cannot be read ----
+
+TEST_F(SriovVfTest, UnreadableNetnsModeWithIsolationTrueIsError7WithTheFix) {
+  json c = vfConfig();
+  c["rdmaIsolation"] = true;
+  const std::string before = nodeState();
+  for (int variant = 0; variant < 2; ++variant) {
+    if (variant == 0) {
+      rdma_.setPresent(false);  // no RDMA netlink at all (ib_core not loaded)
+    } else {
+      rdma_.setPresent(true);
+      rdma_.setMode(rdma::NetnsMode::kExclusive);
+      rdma_.failOn(FakeRdmaNetlink::Op::kNetnsMode, EACCES);
+    }
+    auto out = run("ADD", withGuid(c));
+    EXPECT_EQ(out.exitCode, 1) << variant;
+    EXPECT_EQ(errorOf(out)["code"], 7) << variant << ": " << out.stdoutText;
+    const std::string msg = errorOf(out)["msg"];
+    EXPECT_NE(msg.find("rdmaIsolation = true"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("netns mode"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("modprobe ib_core"), std::string::npos) << "the command that fixes it: " << msg;
+    EXPECT_NE(msg.find("rdma system set netns exclusive"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("set rdmaIsolation to \"auto\" or false"), std::string::npos) << msg;
+    EXPECT_EQ(nodeState(), before) << "refused before anything changed";
+    EXPECT_EQ(countOps(FakeNetlink::Op::kSetVfGuids), 0);
+  }
+}
+
+TEST_F(SriovVfTest, UnreadableNetnsModeWithIsolationAutoAttachesWithoutIsolating) {
+  rdma_.setMode(rdma::NetnsMode::kExclusive);  // would isolate, if the mode could be read
+  // ADD resolves the device twice (before and under the device lock): both reads fail.
+  rdma_.failOn(FakeRdmaNetlink::Op::kNetnsMode, EIO);
+  rdma_.failOn(FakeRdmaNetlink::Op::kNetnsMode, EIO);
+  json c = vfConfig();
+  c["rdmaIsolation"] = "auto";
+  add(c);
+  EXPECT_TRUE(nl_.findLink(pod_, "net1"));
+  EXPECT_EQ(rdma_.nsOf("mlx5_3"), host_.inode()) << "mode unknown: the RDMA device stays shared";
+  ASSERT_EQ(records().size(), 1u);
+  EXPECT_FALSE(records()[0].rdmaMoved);
+  ASSERT_EQ(run("DEL", c).exitCode, 0);
+
+  rdma_.setPresent(false);
+  json d = vfConfig();  // auto is the default
+  add(d);
+  EXPECT_TRUE(nl_.findLink(pod_, "net1"));
+  EXPECT_EQ(rdma_.nsOf("mlx5_3"), host_.inode());
+}
+
+// ---- pkey without an RDMA device ----
+
+TEST_F(SriovVfTest, PkeyWithoutAnRdmaDeviceIsError100) {
+  sysfs_.removePath(sysfs_.pciDirOrEmpty(kVf) + "/infiniband");  // e.g. mlx5_ib not loaded
+  json c = withGuid(vfConfig());
+  c["pkey"] = "0x7fff";
+  const std::string before = nodeState();
+  auto out = run("ADD", c);
+  EXPECT_EQ(out.exitCode, 1);
+  EXPECT_EQ(errorOf(out)["code"], 100) << out.stdoutText;
+  const std::string msg = errorOf(out)["msg"];
+  EXPECT_NE(msg.find("pkey"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("no RDMA device"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(kVf), std::string::npos) << "names the VF: " << msg;
+  EXPECT_EQ(nodeState(), before);
+  EXPECT_EQ(countOps(FakeNetlink::Op::kSetVfGuids), 0) << "refused before the GUID changes";
+  EXPECT_EQ(rebinds(), 0);
+  EXPECT_TRUE(records().empty());
+}
+
+// ---- the RDMA device moves before the netdev ----
+
+TEST_F(SriovVfTest, RdmaDeviceMovesIntoThePodBeforeTheNetdev) {
+  rdma_.setMode(rdma::NetnsMode::kExclusive);
+  for (bool withGuidSet : {false, true}) {
+    std::optional<std::size_t> netlinkCallsAtMove;
+    bool netdevInHostAtMove = false;
+    rdma_.onMoveDevice = [&](const os::Netns& from, std::uint32_t, const os::Netns& to) {
+      if (from.inode() != host_.inode() || to.inode() != pod_.inode() || netlinkCallsAtMove) {
+        return;
+      }
+      netlinkCallsAtMove = nl_.calls().size();
+      for (const auto& l : nl_.links(host_)) {
+        netdevInHostAtMove = netdevInHostAtMove || l.index == vfLinkIndex_;
+      }
+    };
+    nl_.clearCalls();
+    json c = withGuidSet ? withGuid(vfConfig()) : vfConfig();
+    add(c);
+    ASSERT_TRUE(netlinkCallsAtMove.has_value()) << "the RDMA device was moved";
+    EXPECT_TRUE(netdevInHostAtMove) << "the VF's netdev was still in the host when its RDMA device moved";
+    const auto ops = nl_.callOps();
+    auto firstMove = std::find(ops.begin(), ops.end(), FakeNetlink::Op::kMoveLink);
+    ASSERT_NE(firstMove, ops.end());
+    EXPECT_GE(static_cast<std::size_t>(firstMove - ops.begin()), *netlinkCallsAtMove)
+        << "moveLink of the VF's netdev came before the RDMA device's move";
+    EXPECT_EQ(rdma_.nsOf("mlx5_3"), pod_.inode());
+    rdma_.onMoveDevice = nullptr;
+    ASSERT_EQ(run("DEL", c).exitCode, 0);
+    EXPECT_EQ(rdma_.nsOf("mlx5_3"), host_.inode());
+  }
+}
+
+// ---- a rebind that makes a new netdev and a new RDMA device ----
+
+/// mlx5 rebinding the VF (unbind, then bind): its netdev and RDMA device are destroyed wherever
+/// they are and made anew in the host namespace: a new ifindex, the kernel's name "ib0" (udev has
+/// not renamed it), the driver's defaults (down, MTU 4092), the port GUID the PF now holds for the
+/// VF in its address, and a new RDMA device (mlx5_9, then mlx5_10, ...) with the same pkey table.
+/// Sysfs is the host's view: the VF's netdev is listed while it is in the host, under its current
+/// name.
+class Mlx5Rebind final : public sysfs::Devices {
+ public:
+  Mlx5Rebind(sysfs::Devices& inner, FakeSysfsTree& tree, FakeNetlink& nl, FakeRdmaNetlink& rdma,
+             const os::Netns& host, const os::Netns& pod, int pfIndex, int vfLink)
+      : inner_(inner), tree_(tree), nl_(nl), rdma_(rdma), host_(host), pod_(pod), pfIndex_(pfIndex), vfLink_(vfLink) {
+    tree_.removeNetdev("ibp59s0v2");  // listed from netlink from now on
+  }
+
+  os::SysResult<std::vector<std::string>> netdevsOfPci(const net::PciAddress& pci) override {
+    if (pci.text != kVf) {
+      return inner_.netdevsOfPci(pci);
+    }
+    return vfNetdevs();
+  }
+  os::SysResult<std::optional<net::PciAddress>> pciOfNetdev(const std::string& name, int ifIndex) override {
+    if (auto l = vfInHost(); l && l->name == name && l->index == ifIndex) {
+      return std::optional<net::PciAddress>(*net::PciAddress::parse(kVf));
+    }
+    return inner_.pciOfNetdev(name, ifIndex);
+  }
+  os::SysResult<sysfs::PciFunction> pciFunction(const net::PciAddress& pci) override {
+    auto fn = inner_.pciFunction(pci);
+    if (fn && pci.text == kVf) {
+      fn->netdevs = vfNetdevs();
+    }
+    return fn;
+  }
+  os::SysResult<std::vector<std::uint16_t>> pkeys(const std::string& rdmaDevice, std::uint32_t port) override {
+    return inner_.pkeys(rdmaDevice, port);
+  }
+  os::SysResult<std::vector<std::string>> netdevsOfRdmaPort(const std::string& rdmaDevice,
+                                                            std::uint32_t port) override {
+    return inner_.netdevsOfRdmaPort(rdmaDevice, port);
+  }
+  os::SysResult<void> rebind(const net::PciAddress& pci) override {
+    auto r = inner_.rebind(pci);
+    if (!r || pci.text != kVf) {
+      return r;
+    }
+    for (const os::Netns* ns : {&host_, &pod_}) {
+      (void)nl_.removeLink(*ns, vfLink_);
+    }
+    auto vf = nl_.vf(host_, pfIndex_, kVfNumber);
+    nl::Link fresh = fakeIbLink("ib0", vf && vf->portGuid ? vf->portGuid->toString() : std::string(kOldGuid));
+    fresh.mtu = 4092;
+    vfLink_ = nl_.addLink(host_, fresh);
+    nl_.setMtuRange(host_, vfLink_, 68, 4092);
+    created_.push_back(vfLink_);
+
+    rdma_.removeDevice(rdmaName_);
+    tree_.removeRdmaDevice(kVf, rdmaName_);
+    rdmaName_ = "mlx5_" + std::to_string(nextRdma_++);
+    rdma_.addDevice(host_, rdmaName_, 0, "");
+    tree_.addRdmaDevice(kVf, rdmaName_).setPkeys(rdmaName_, 1, {"0xffff", "0x8123", "0x0000"});
+    return r;
+  }
+
+  /// The ifindexes of the netdevs each rebind made, in order.
+  [[nodiscard]] const std::vector<int>& created() const { return created_; }
+  [[nodiscard]] const std::string& rdmaName() const { return rdmaName_; }
+  [[nodiscard]] int vfLink() const { return vfLink_; }
+
+ private:
+  std::optional<nl::Link> vfInHost() {
+    for (const auto& l : nl_.links(host_)) {
+      if (l.index == vfLink_) {
+        return l;
+      }
+    }
+    return std::nullopt;
+  }
+  std::vector<std::string> vfNetdevs() {
+    if (auto l = vfInHost()) {
+      return {l->name};
+    }
+    return {};
+  }
+
+  sysfs::Devices& inner_;
+  FakeSysfsTree& tree_;
+  FakeNetlink& nl_;
+  FakeRdmaNetlink& rdma_;
+  const os::Netns& host_;
+  const os::Netns& pod_;
+  int pfIndex_;
+  int vfLink_;
+  std::string rdmaName_ = "mlx5_3";
+  int nextRdma_ = 9;
+  std::vector<int> created_;
+};
+
+class SriovVfRebindTest : public SriovVfTest {
+ protected:
+  void SetUp() override {
+    SriovVfTest::SetUp();
+    ASSERT_TRUE(nl_.setLinkUp(host_, vfLinkIndex_, true));  // up, MTU 2044: not the driver's defaults
+    rdma_.setMode(rdma::NetnsMode::kExclusive);
+    mlx5_ = std::make_unique<Mlx5Rebind>(devices_, sysfs_, nl_, rdma_, host_, pod_, pfIndex_, vfLinkIndex_);
+    ASSERT_TRUE(sysfs_.ok()) << sysfs_.error();
+    rebindDeps_ = std::make_unique<plugin::Deps>(plugin::Deps{nl_, netns_, *mlx5_, rdma_, ipam_, deps_.makeStore,
+                                                              deps_.lockTimeout, deps_.now, deps_.bootId,
+                                                              // the rebind's netdev is there at once, under another
+                                                              // name: no need to wait long for udev
+                                                              std::chrono::milliseconds(20)});
+    nl_.clearCalls();
+  }
+
+  plugin::Outcome runRebind(const std::string& command, const json& conf) {
+    std::map<std::string, std::string> vars = {{"CNI_COMMAND", command}, {"CNI_CONTAINERID", "c1"},
+                                               {"CNI_NETNS", kPodPath},  {"CNI_IFNAME", "net1"},
+                                               {"CNI_PATH", "/opt/cni/bin"}};
+    auto getenv = [&vars](const char* name) -> std::optional<std::string> {
+      auto it = vars.find(name);
+      return it == vars.end() ? std::nullopt : std::optional<std::string>(it->second);
+    };
+    return plugin::dispatch(getenv, conf.dump(), true, *rebindDeps_);
+  }
+
+  json isolatedConfig() const {
+    json c = withGuid(vfConfig());
+    c["rdmaIsolation"] = true;
+    c["pkey"] = "0x7fff";
+    return c;
+  }
+
+  /// Links and addresses of both namespaces, the VF's GUIDs, and where the VF's RDMA device is
+  /// (whatever its name now).
+  std::string vfNodeState() {
+    auto v = vfState();
+    const ino_t rdmaNs = rdma_.nsOf(mlx5_->rdmaName());
+    return snapshot(host_) + snapshot(pod_) + "vf node=" + (v.nodeGuid ? v.nodeGuid->toString() : "-") +
+           " port=" + (v.portGuid ? v.portGuid->toString() : "-") +
+           " rdma in " + (rdmaNs == host_.inode() ? "host" : rdmaNs == pod_.inode() ? "pod" : "?");
+  }
+
+  std::unique_ptr<Mlx5Rebind> mlx5_;
+  std::unique_ptr<plugin::Deps> rebindDeps_;
+};
+
+TEST_F(SriovVfRebindTest, AddMovesTheNewNetdevAndRdmaDeviceAndDelRestoresTheVf) {
+  const std::string before = vfNodeState();
+  const json c = isolatedConfig();
+  auto out = runRebind("ADD", c);
+  ASSERT_EQ(out.exitCode, 0) << out.stdoutText;
+  ASSERT_EQ(mlx5_->created().size(), 1u) << "one rebind, for the GUID";
+  EXPECT_EQ(rdma_.nsOf("mlx5_3"), 0) << "destroyed by the rebind";
+  EXPECT_EQ(rdma_.nsOf("mlx5_9"), pod_.inode()) << "the RDMA device the rebind made is the one isolated";
+  auto net1 = nl_.findLink(pod_, "net1");
+  ASSERT_TRUE(net1);
+  EXPECT_EQ(net1->index, mlx5_->created()[0]) << "the netdev the rebind made is the one moved";
+  EXPECT_EQ(net1->mac.text, ipoibAddress(kNewGuid));
+  EXPECT_TRUE(net1->adminUp);
+  EXPECT_FALSE(nl_.findLink(host_, "ib0"));
+  EXPECT_FALSE(nl_.findLink(host_, "ibp59s0v2"));
+  ASSERT_EQ(records().size(), 1u);
+  EXPECT_EQ(records()[0].rdmaDevice, "mlx5_9");
+  EXPECT_EQ(records()[0].hostName, "ibp59s0v2") << "DEL restores the name from before ADD";
+  json check = c;
+  check["prevResult"] = json::parse(out.stdoutText);
+  EXPECT_EQ(runRebind("CHECK", check).exitCode, 0) << "CHECK looks for mlx5_9 in the pod";
+
+  out = runRebind("DEL", c);
+  ASSERT_EQ(out.exitCode, 0) << out.stdoutText;
+  ASSERT_EQ(mlx5_->created().size(), 2u) << "DEL rebinds for the old GUID";
+  EXPECT_EQ(rdma_.nsOf("mlx5_9"), 0);
+  EXPECT_EQ(rdma_.nsOf(mlx5_->rdmaName()), host_.inode());
+  auto vf = nl_.findLink(host_, "ibp59s0v2");
+  ASSERT_TRUE(vf) << snapshot(host_);
+  EXPECT_EQ(vf->index, mlx5_->created()[1]);
+  EXPECT_EQ(vf->mtu, 2044u);
+  EXPECT_TRUE(vf->adminUp);
+  EXPECT_EQ(vf->alias, "");
+  EXPECT_EQ(vfState().portGuid, guid(kOldGuid));
+  EXPECT_EQ(vfState().nodeGuid, guid(kOldGuid));
+  EXPECT_EQ(vfNodeState(), before);
+  EXPECT_TRUE(records().empty());
+}
+
+TEST_F(SriovVfRebindTest, FailedAddRestoresTheNewNetdevsNameMtuStateAndTheRdmaDevice) {
+  json c = isolatedConfig();
+  c["linkState"] = "enable";
+  const std::string before = vfNodeState();
+  auto check = [&](const std::string& what) {
+    EXPECT_EQ(vfNodeState(), before) << "after a failed " << what;
+    auto vf = nl_.findLink(host_, "ibp59s0v2");
+    ASSERT_TRUE(vf) << what << ": " << snapshot(host_);
+    EXPECT_EQ(vf->index, mlx5_->created().back()) << what << ": the netdev of the rollback's rebind";
+    EXPECT_EQ(vf->mtu, 2044u) << what;
+    EXPECT_TRUE(vf->adminUp) << what;
+    EXPECT_EQ(rdma_.nsOf(mlx5_->rdmaName()), host_.inode()) << what;
+    EXPECT_EQ(vfState().linkState, nl::VfLinkState::kAuto) << what;
+    EXPECT_TRUE(records().empty()) << what;
+  };
+  for (auto op : {FakeNetlink::Op::kSetVfLinkState, FakeNetlink::Op::kMoveLink, FakeNetlink::Op::kSetLinkUp,
+                  FakeNetlink::Op::kAddAddress}) {
+    const std::size_t rebinds = mlx5_->created().size();
+    nl_.failOn(op, EBUSY);
+    auto out = runRebind("ADD", c);
+    EXPECT_EQ(out.exitCode, 1) << FakeNetlink::opName(op);
+    EXPECT_EQ(mlx5_->created().size() - rebinds, 2u) << FakeNetlink::opName(op);
+    check(FakeNetlink::opName(op));
+    nl_.clearFailures();
+  }
+  rdma_.failOn(FakeRdmaNetlink::Op::kMoveDevice, EPERM);
+  EXPECT_EQ(runRebind("ADD", c).exitCode, 1);
+  check("moveDevice");
+
+  c["pkey"] = "0x0042";  // not in the table: refused after the GUID changed
+  auto out = runRebind("ADD", c);
+  EXPECT_EQ(errorOf(out)["code"], 7) << out.stdoutText;
+  check("pkey check");
+
+  // A good ADD and DEL still work after all that.
+  c["pkey"] = "0x7fff";
+  ASSERT_EQ(runRebind("ADD", c).exitCode, 0);
+  ASSERT_EQ(runRebind("DEL", c).exitCode, 0);
+  EXPECT_EQ(vfNodeState(), before);
 }
 
 // ---- the verbs check in ADD and CHECK ----
