@@ -5,6 +5,7 @@
 
 #include "ibcni/os/safe_path.h"
 #include "log/log.h"
+#include "modes/sriov_vf.h"
 
 namespace ibcni::plugin {
 
@@ -131,9 +132,35 @@ state::AttachmentRecord recordFor(const Invocation& inv) {
   return r;
 }
 
-std::string deviceKeyFromConfig(const config::NetConf& conf) {
+cni::Result<nl::Link> ipoibPortParent(Deps& deps, const os::Netns& host, const std::string& rdmaDevice,
+                                      std::uint32_t port) {
+  const std::string field = "rdmaDevice = \"" + rdmaDevice + "\", port = " + std::to_string(port);
+  auto names = deps.devices.netdevsOfRdmaPort(rdmaDevice, port);
+  if (!names) {
+    return std::unexpected(sysError(cni::Errc::kDeviceNotFound,
+                                    field + ": no such RDMA device on this node (see `rdma dev`)", names.error()));
+  }
+  for (const auto& n : *names) {
+    // A pkey child (an IPoIB link with a parent) shares its parent's device and dev_port in sysfs.
+    if (auto l = deps.netlink.linkByName(host, n); l && l->arpType == kArphrdInfiniband && l->parentIndex == 0) {
+      return *l;
+    }
+  }
+  return cni::fail(cni::Errc::kDeviceNotFound, field + ": that port has no IPoIB netdev in the host namespace (is "
+                                                       "ib_ipoib loaded, and is the port InfiniBand, not Ethernet?)");
+}
+
+std::string deviceKeyFromConfig(const Invocation& inv, Deps& deps, const os::Netns& host) {
+  const auto& conf = inv.conf;
   if (conf.mode == config::Mode::kIpoib) {
-    return "ipoib-" + (conf.master.empty() ? conf.rdmaDevice + "-" + std::to_string(conf.port) : conf.master);
+    if (!conf.master.empty()) {
+      return "ipoib-" + conf.master;
+    }
+    // ADD locked the parent it resolved: "ipoib-<parent netdev>".
+    if (auto parent = ipoibPortParent(deps, host, conf.rdmaDevice, conf.port)) {
+      return "ipoib-" + parent->name;
+    }
+    return "ipoib-" + conf.rdmaDevice + "-" + std::to_string(conf.port);
   }
   if (conf.deviceId) {
     return "pci-" + conf.deviceId->text;

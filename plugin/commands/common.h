@@ -44,8 +44,20 @@ namespace ibcni::plugin {
 /// @return error 11 when another invocation held it for the whole timeout.
 [[nodiscard]] cni::Result<os::FileLock> lockDevice(const Invocation& inv, Deps& deps, const std::string& key);
 
-/// The lock name for a device known only from the configuration (DEL without a record).
-[[nodiscard]] std::string deviceKeyFromConfig(const config::NetConf& conf);
+/// ipoib mode: the IPoIB parent netdev of port `port` of RDMA device `rdmaDevice`, in `host`: the
+/// first netdev of that port (sysfs, sorted by name) that is ARPHRD_INFINIBAND and not itself a
+/// pkey child. Children are listed in sysfs under their parent's device and port, and their names
+/// may sort first (ibcni's temporary "ibc…" names sort before "ibp…" ones), so they are skipped.
+/// @return error 100 naming rdmaDevice and port: no such RDMA device, or no IPoIB parent netdev
+///         on that port in `host`.
+[[nodiscard]] cni::Result<nl::Link> ipoibPortParent(Deps& deps, const os::Netns& host, const std::string& rdmaDevice,
+                                                    std::uint32_t port);
+
+/// The lock name for a device known only from the configuration (DEL without a record): the key
+/// ADD takes for the same configuration. ipoib mode with rdmaDevice + port resolves the parent
+/// netdev as ADD does ("ipoib-<parent>"), and falls back to "ipoib-<rdmaDevice>-<port>" when there
+/// is none (nothing of this device is left to protect then).
+[[nodiscard]] std::string deviceKeyFromConfig(const Invocation& inv, Deps& deps, const os::Netns& host);
 
 /// A record keyed by this invocation (network, container, ifname) with its netns and mode; the
 /// mode fills in what it did.

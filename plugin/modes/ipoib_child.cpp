@@ -42,39 +42,43 @@ std::string describeLink(const nl::Link& l) {
 cni::Result<nl::Link> findParent(const ModeContext& ctx) {
   const auto& conf = ctx.inv.conf;
   auto& nl = ctx.deps.netlink;
-  std::string name = conf.master;
   std::string field = "master = \"" + conf.master + "\"";
-  if (name.empty()) {
+  std::optional<nl::Link> link;
+  if (conf.master.empty()) {
     field = "rdmaDevice = \"" + conf.rdmaDevice + "\", port = " + std::to_string(conf.port);
-    auto names = ctx.deps.devices.netdevsOfRdmaPort(conf.rdmaDevice, conf.port);
-    if (!names) {
-      return std::unexpected(sysError(Errc::kDeviceNotFound,
-                                      field + ": no such RDMA device on this node (see `rdma dev`)", names.error()));
+    // The same lookup as DEL's lock key (commands/common.cpp), so both lock the same parent.
+    auto parent = ipoibPortParent(ctx.deps, ctx.host, conf.rdmaDevice, conf.port);
+    if (!parent) {
+      return std::unexpected(parent.error());
     }
-    for (const auto& n : *names) {
-      if (auto l = nl.linkByName(ctx.host, n); l && l->arpType == kArphrdInfiniband) {
-        name = n;
-        break;
+    link = std::move(*parent);
+  } else {
+    auto found = nl.linkByName(ctx.host, conf.master);
+    if (!found) {
+      if (found.error().err == ENODEV) {
+        return cni::fail(Errc::kDeviceNotFound,
+                         field + ": no such network interface in the host namespace (`ip -d link show type ipoib` "
+                                 "lists the IPoIB interfaces; rdmaDevice and port find it whatever its name)");
       }
+      return std::unexpected(sysError(Errc::kNetlinkFailure, "cannot look up " + field, found.error()));
     }
-    if (name.empty()) {
-      return cni::fail(Errc::kDeviceNotFound, field + ": that port has no IPoIB netdev in the host namespace (is "
-                                                      "ib_ipoib loaded, and is the port InfiniBand, not Ethernet?)");
-    }
-  }
-  auto link = nl.linkByName(ctx.host, name);
-  if (!link) {
-    if (link.error().err == ENODEV) {
-      return cni::fail(Errc::kDeviceNotFound,
-                       field + ": no such network interface in the host namespace (`ip -d link show type ipoib` "
-                               "lists the IPoIB interfaces; rdmaDevice and port find it whatever its name)");
-    }
-    return std::unexpected(sysError(Errc::kNetlinkFailure, "cannot look up " + field, link.error()));
+    link = std::move(*found);
   }
   if (link->arpType != kArphrdInfiniband || link->kind != "ipoib") {
     return cni::fail(Errc::kInvalidConfig, field + ": " + link->name + " is " + describeLink(*link) +
                                                ", not an IPoIB interface; an IPoIB child needs an IPoIB parent "
                                                "(`ip -d link show type ipoib`)");
+  }
+  if (link->parentIndex != 0) {
+    // The kernel refuses children of a child (ipoib_new_child_link: EINVAL, with no text).
+    std::string parentName = "link " + std::to_string(link->parentIndex);
+    if (auto p = nl.linkByIndex(ctx.host, link->parentIndex); p) {
+      parentName = p->name;
+    }
+    const std::string pkey = link->ipoib ? " (pkey " + hexPkey(link->ipoib->pkey) + ")" : std::string();
+    return cni::fail(Errc::kInvalidConfig, field + ": " + link->name + " is an IPoIB child of " + parentName + pkey +
+                                               ", and a child cannot have children; use its parent: \"master\": \"" +
+                                               parentName + "\" with the \"pkey\" you want");
   }
   return *link;
 }

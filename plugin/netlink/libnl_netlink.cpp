@@ -702,6 +702,13 @@ struct LibnlNetlink::Impl {
     if (index <= 0) {
       return os::sysFail(ENODEV, op + ": no such link index");
     }
+    return sendBytes(ns, std::move(bytes), op);
+  }
+
+  /// Sends a request built elsewhere (libmnl) on `ns`'s libnl socket, which fills in seq and port
+  /// id and reads the ACK or the error with its ext-ack text.
+  os::SysResult<void> sendBytes(const os::Netns& ns, std::vector<std::uint8_t> bytes,
+                                const std::string& op) {
     if (bytes.size() < NLMSG_HDRLEN) {
       return os::sysFail(ENOMEM, op + ": cannot build the request");
     }
@@ -1085,15 +1092,13 @@ os::SysResult<void> LibnlNetlink::addIpoibChild(const os::Netns& ns, const Ipoib
   }
   // libmnl built the request (ipoib_messages.cpp); libnl only carries it on this namespace's
   // socket, which fills in seq and port id and reads the ACK or the error with its ext-ack text.
-  std::vector<std::uint8_t> bytes = buildAddIpoibChild(spec);
-  if (bytes.size() < NLMSG_HDRLEN) {
-    return os::sysFail(ENOMEM, op + ": cannot build the request");
-  }
-  NlMsgPtr msg(nlmsg_convert(reinterpret_cast<nlmsghdr*>(bytes.data())));
-  if (!msg) {
-    return os::sysFail(ENOMEM, op);
-  }
-  return impl_->simple(ns, msg.get(), op);
+  return impl_->sendBytes(ns, buildAddIpoibChild(spec), op);
+}
+
+os::SysResult<void> LibnlNetlink::sendRequestForTest(const os::Netns& ns,
+                                                     std::vector<std::uint8_t> request,
+                                                     const std::string& op) {
+  return impl_->sendBytes(ns, std::move(request), op);
 }
 
 os::SysResult<void> LibnlNetlink::deleteLink(const os::Netns& ns, int index) {

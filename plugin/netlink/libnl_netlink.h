@@ -114,6 +114,15 @@ class LibnlNetlink final : public Netlink {
   /// kept alive.
   void closeSockets() noexcept;
 
+  /// Sends `request`, a complete rtnetlink request (nlmsg_seq and nlmsg_pid are filled in here),
+  /// on `ns`'s socket exactly as addIpoibChild sends the one it builds, and reads the ACK or the
+  /// error with its extended-ACK text. For tests that need the kernel's answer to a request the
+  /// builders never make (a policy violation: tests/kernel-lab/ipoib_netlink_vm_test.cpp).
+  /// @return ENOMEM when `request` is shorter than a netlink header; otherwise the kernel's answer.
+  [[nodiscard]] os::SysResult<void> sendRequestForTest(const os::Netns& ns,
+                                                       std::vector<std::uint8_t> request,
+                                                       const std::string& op);
+
  private:
   struct Impl;  // libnl types stay in the .cpp
   std::unique_ptr<Impl> impl_;

@@ -152,6 +152,10 @@ class FakeNetlink final : public nl::Netlink {
   [[nodiscard]] std::optional<nl::VfInfo> vf(const os::Netns& ns, int pfIndex, std::uint32_t vf);
   /// false: renaming an up link fails with EBUSY, as on Linux < 6.2. Default true.
   void setRenameUpAllowed(bool allowed) { renameUpAllowed_ = allowed; }
+  /// Replaces the IPoIB settings link `index` of `ns` reports (pkey, mode, umcast), as a change
+  /// made behind ibcni's back would (`ip link set ... type ipoib mode connected`, sysfs `mode`);
+  /// nullopt removes them. A missing link aborts the test program.
+  void setIpoibInfo(const os::Netns& ns, int index, std::optional<nl::IpoibInfo> info);
 
   // ---- fault injection ----
 
@@ -382,6 +386,17 @@ inline std::vector<FakeNetlink::Op> FakeNetlink::callOps() const {
     out.push_back(c.op);
   }
   return out;
+}
+
+inline void FakeNetlink::setIpoibInfo(const os::Netns& ns, int index,
+                                      std::optional<nl::IpoibInfo> info) {
+  LinkState* l = find(state(ns), index);
+  if (l == nullptr) {
+    std::fprintf(stderr, "FakeNetlink::setIpoibInfo: no link %d in %s\n", index,
+                 ns.path().c_str());
+    std::abort();
+  }
+  l->link.ipoib = info;
 }
 
 inline void FakeNetlink::failOn(Op op, int err, int nth, std::string extAck) {
