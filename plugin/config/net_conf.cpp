@@ -54,6 +54,12 @@ cni::Result<json> parseObject(std::string_view text) {
                      "the network configuration on stdin is not valid JSON (at byte " + std::to_string(e.byte) +
                          "): send one UTF-8 JSON object",
                      cni::quoted(e.what(), 300));
+  } catch (const json::exception& e) {
+    // Valid syntax the parser still refuses: a number beyond a double's range (1e999).
+    return cni::fail(cni::Errc::kDecodingFailure,
+                     "the network configuration on stdin cannot be read: a number in it is out of range "
+                     "(numbers must fit a 64-bit integer or a double): send one UTF-8 JSON object",
+                     cni::quoted(e.what(), 300));
   }
   if (!j.is_object()) {
     return cni::fail(cni::Errc::kDecodingFailure,

@@ -157,6 +157,19 @@ TEST(NetConf, BadJsonIsError6) {
   }
 }
 
+// Found by prev_result_fuzz: the parser throws out_of_range (not parse_error) for a number beyond a
+// double's range, which escaped parseNetConf.
+TEST(NetConf, NumberOutOfRangeIsError6NotAnEscapedException) {
+  for (const char* text : {R"({"cniVersion":"1.0.0","name":"n","type":"ibcni","mtu":1e999})",
+                           R"({"iress":999e300000000000096323370403684679661}]})",
+                           R"({"cniVersion":"1.0.0","name":"n","type":"ibcni","prevResult":{"ips":[{"x":-1e400}]}})"}) {
+    auto c = parseNetConf(text, Command::kAdd);
+    ASSERT_FALSE(c) << text;
+    EXPECT_EQ(c.error().code, Errc::kDecodingFailure) << text;
+    EXPECT_NE(c.error().msg.find("out of range"), std::string::npos) << c.error().msg;
+  }
+}
+
 TEST(NetConf, DelAndGcNeedNoDevice) {
   EXPECT_TRUE(parseNetConf(R"({"cniVersion":"1.0.0","name":"n","type":"ibcni"})", Command::kDel));
   EXPECT_TRUE(parseNetConf(R"({"cniVersion":"1.1.0","name":"n","type":"ibcni"})", Command::kGc));
