@@ -33,6 +33,7 @@
 #include <fstream>
 #include <set>
 
+#include "fakes/forwarding_devices.h"
 #include "plugin_fixture.h"
 
 namespace ibcni::testing {
@@ -97,26 +98,12 @@ class IpsCapabilityIpam final : public ipam::Ipam {
 /// The fixture's sysfs, plus what mlx5 does on a VF rebind: the VF's IPoIB address (its last 8
 /// bytes are the port GUID) takes the port GUID the PF now holds for the VF. The fake netlink keeps
 /// the GUID in the PF's VF table only; without this, CHECK would see the old GUID on net1.
-class Mlx5Devices final : public sysfs::Devices {
+class Mlx5Devices final : public ForwardingDevices {
  public:
   Mlx5Devices(sysfs::Devices& inner, FakeNetlink& nl, const os::Netns& host, const os::Netns& pod, int pfIndex,
               int vfLinkIndex)
-      : inner_(inner), nl_(nl), namespaces_{&host, &pod}, pfIndex_(pfIndex), vfLinkIndex_(vfLinkIndex) {}
+      : ForwardingDevices(inner), nl_(nl), namespaces_{&host, &pod}, pfIndex_(pfIndex), vfLinkIndex_(vfLinkIndex) {}
 
-  os::SysResult<std::vector<std::string>> netdevsOfPci(const net::PciAddress& pci) override {
-    return inner_.netdevsOfPci(pci);
-  }
-  os::SysResult<std::optional<net::PciAddress>> pciOfNetdev(const std::string& name, int ifIndex) override {
-    return inner_.pciOfNetdev(name, ifIndex);
-  }
-  os::SysResult<sysfs::PciFunction> pciFunction(const net::PciAddress& pci) override { return inner_.pciFunction(pci); }
-  os::SysResult<std::vector<std::uint16_t>> pkeys(const std::string& rdmaDevice, std::uint32_t port) override {
-    return inner_.pkeys(rdmaDevice, port);
-  }
-  os::SysResult<std::vector<std::string>> netdevsOfRdmaPort(const std::string& rdmaDevice,
-                                                            std::uint32_t port) override {
-    return inner_.netdevsOfRdmaPort(rdmaDevice, port);
-  }
   os::SysResult<void> rebind(const net::PciAddress& pci) override {
     auto r = inner_.rebind(pci);
     if (!r || pci.text != kVf) {
@@ -136,7 +123,6 @@ class Mlx5Devices final : public sysfs::Devices {
   }
 
  private:
-  sysfs::Devices& inner_;
   FakeNetlink& nl_;
   std::vector<const os::Netns*> namespaces_;
   int pfIndex_;

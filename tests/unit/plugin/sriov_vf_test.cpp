@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "fakes/fake_verbs_probe.h"
+#include "fakes/forwarding_devices.h"
 #include "plugin_fixture.h"
 
 namespace ibcni::testing {
@@ -621,11 +622,11 @@ TEST_F(SriovVfTest, RdmaDeviceMovesIntoThePodBeforeTheNetdev) {
 /// VF in its address, and a new RDMA device (mlx5_9, then mlx5_10, ...) with the same pkey table.
 /// Sysfs is the host's view: the VF's netdev is listed while it is in the host, under its current
 /// name.
-class Mlx5Rebind final : public sysfs::Devices {
+class Mlx5Rebind final : public ForwardingDevices {
  public:
   Mlx5Rebind(sysfs::Devices& inner, FakeSysfsTree& tree, FakeNetlink& nl, FakeRdmaNetlink& rdma,
              const os::Netns& host, const os::Netns& pod, int pfIndex, int vfLink)
-      : inner_(inner), tree_(tree), nl_(nl), rdma_(rdma), host_(host), pod_(pod), pfIndex_(pfIndex), vfLink_(vfLink) {
+      : ForwardingDevices(inner), tree_(tree), nl_(nl), rdma_(rdma), host_(host), pod_(pod), pfIndex_(pfIndex), vfLink_(vfLink) {
     tree_.removeNetdev("ibp59s0v2");  // listed from netlink from now on
   }
 
@@ -647,13 +648,6 @@ class Mlx5Rebind final : public sysfs::Devices {
       fn->netdevs = vfNetdevs();
     }
     return fn;
-  }
-  os::SysResult<std::vector<std::uint16_t>> pkeys(const std::string& rdmaDevice, std::uint32_t port) override {
-    return inner_.pkeys(rdmaDevice, port);
-  }
-  os::SysResult<std::vector<std::string>> netdevsOfRdmaPort(const std::string& rdmaDevice,
-                                                            std::uint32_t port) override {
-    return inner_.netdevsOfRdmaPort(rdmaDevice, port);
   }
   os::SysResult<void> rebind(const net::PciAddress& pci) override {
     auto r = inner_.rebind(pci);
@@ -699,7 +693,6 @@ class Mlx5Rebind final : public sysfs::Devices {
     return {};
   }
 
-  sysfs::Devices& inner_;
   FakeSysfsTree& tree_;
   FakeNetlink& nl_;
   FakeRdmaNetlink& rdma_;
