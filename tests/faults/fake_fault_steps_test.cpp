@@ -195,27 +195,9 @@ class VfFaultSteps : public FakeFaultSteps {
  protected:
   void SetUp() override {
     FakeFaultSteps::SetUp();
-    nl::Link pf = fakeIbLink("ibp59s0", "02:00:00:00:00:00:00:01");
-    pfIndex_ = nl_.addLink(host_, pf);
-    nl::Link vf = fakeIbLink("ibp59s0v2", kOldGuid);
-    vf.mtu = 2044;
-    const int vfLink = nl_.addLink(host_, vf);
-    nl_.setMtuRange(host_, vfLink, 68, 4092);
-    sysfs_.addPf(kPf, "ibp59s0", "mlx5_0", 4, pfIndex_).addVf(kPf, kVfNumber, kVf, "ibp59s0v2", "mlx5_3", vfLink);
+    pfIndex_ = addIbPfWithVf(kPf, kVfNumber, kVf, kOldGuid).pfIndex;
     sysfs_.setPkeys("mlx5_3", 1, {"0xffff", "0x8123", "0x0000"});
     ASSERT_TRUE(sysfs_.ok()) << sysfs_.error();
-    std::vector<nl::VfInfo> vfs;
-    for (std::uint32_t i = 0; i < 4; ++i) {
-      nl::VfInfo v;
-      v.vf = i;
-      v.linkState = nl::VfLinkState::kAuto;
-      v.nodeGuid = *net::Guid::parse(kOldGuid);
-      v.portGuid = *net::Guid::parse(kOldGuid);
-      vfs.push_back(v);
-    }
-    nl_.setVfs(host_, pfIndex_, vfs);
-    rdma_.addDevice(host_, "mlx5_0", 0, "");
-    rdma_.addDevice(host_, "mlx5_3", 0, "");
     rdma_.setMode(rdma::NetnsMode::kExclusive);
     nl_.clearCalls();
   }

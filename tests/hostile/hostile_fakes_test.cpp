@@ -37,28 +37,11 @@ class HostileFakesTest : public PluginTest {
     PluginTest::SetUp();
     // The mlx5 layout of tests/unit/plugin/sriov_vf_test.cpp: an IPoIB PF with VFs 2 (with its
     // netdev and RDMA device, GUIDs set) and 3 (bound to no netdev).
-    nl::Link pf = fakeIbLink("ibp59s0", "02:00:00:00:00:00:00:01");
-    pfIndex_ = nl_.addLink(host_, pf);
-    nl::Link vf = fakeIbLink("ibp59s0v2", kGuid);
-    vf.mtu = 2044;
-    vfLinkIndex_ = nl_.addLink(host_, vf);
-    nl_.setMtuRange(host_, vfLinkIndex_, 68, 4092);
-    sysfs_.addPf(kPf, "ibp59s0", "mlx5_0", 4, pfIndex_)
-        .addVf(kPf, 2, kVf, "ibp59s0v2", "mlx5_3", vfLinkIndex_)
-        .addVf(kPf, 3, "0000:3b:00.4", "", "");
+    const IbVf made = addIbPfWithVf(kPf, 2, kVf, kGuid);
+    pfIndex_ = made.pfIndex;
+    vfLinkIndex_ = made.vfLink;
+    sysfs_.addVf(kPf, 3, "0000:3b:00.4", "", "");
     ASSERT_TRUE(sysfs_.ok()) << sysfs_.error();
-    std::vector<nl::VfInfo> vfs;
-    for (std::uint32_t i = 0; i < 4; ++i) {
-      nl::VfInfo v;
-      v.vf = i;
-      v.linkState = nl::VfLinkState::kAuto;
-      v.nodeGuid = net::Guid::parse(kGuid);
-      v.portGuid = net::Guid::parse(kGuid);
-      vfs.push_back(v);
-    }
-    nl_.setVfs(host_, pfIndex_, vfs);
-    rdma_.addDevice(host_, "mlx5_0", 0, "");
-    rdma_.addDevice(host_, "mlx5_3", 0, "");
     nl_.clearCalls();
   }
 

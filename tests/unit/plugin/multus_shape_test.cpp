@@ -134,30 +134,14 @@ class MultusShapeTest : public PluginTest {
   void SetUp() override {
     PluginTest::SetUp();
     // The InfiniBand PF and its VF 2, as in SriovVfTest::SetUp.
-    nl::Link pf = fakeIbLink("ibp59s0", "02:00:00:00:00:00:00:01");
-    pfIndex_ = nl_.addLink(host_, pf);
-    nl::Link vf = fakeIbLink("ibp59s0v2", kOldGuid);
-    vf.mtu = 2044;
-    vfLinkIndex_ = nl_.addLink(host_, vf);
-    nl_.setMtuRange(host_, vfLinkIndex_, 68, 4092);
-    sysfs_.addPf(kPf, "ibp59s0", "mlx5_0", 4, pfIndex_).addVf(kPf, kVfNumber, kVf, "ibp59s0v2", "mlx5_3", vfLinkIndex_);
+    const IbVf made = addIbPfWithVf(kPf, kVfNumber, kVf, kOldGuid);
+    pfIndex_ = made.pfIndex;
+    vfLinkIndex_ = made.vfLink;
     sysfs_.setPkeys("mlx5_3", 1, {"0xffff"});
     // A whole Ethernet function, for the mac path.
     ethIndex_ = nl_.addLink(host_, fakeLink("enp94s0"));
     sysfs_.addPciNetdev(kEthFn, "enp94s0", ethIndex_);
     ASSERT_TRUE(sysfs_.ok()) << sysfs_.error();
-    std::vector<nl::VfInfo> vfs;
-    for (std::uint32_t i = 0; i < 4; ++i) {
-      nl::VfInfo v;
-      v.vf = i;
-      v.linkState = nl::VfLinkState::kAuto;
-      v.nodeGuid = guid(kOldGuid);
-      v.portGuid = guid(kOldGuid);
-      vfs.push_back(v);
-    }
-    nl_.setVfs(host_, pfIndex_, vfs);
-    rdma_.addDevice(host_, "mlx5_0", 0, "");
-    rdma_.addDevice(host_, "mlx5_3", 0, "");
     mlx5_ = std::make_unique<Mlx5Devices>(devices_, nl_, host_, pod_, pfIndex_, vfLinkIndex_);
     multusDeps_ =
         std::make_unique<plugin::Deps>(plugin::Deps{nl_, netns_, *mlx5_, rdma_, capIpam_, deps_.makeStore,

@@ -95,6 +95,41 @@ class PluginTest : public ::testing::Test {
     return s;
   }
 
+  /// What addIbPfWithVf made.
+  struct IbVf {
+    int pfIndex = 0;
+    int vfLink = 0;            ///< the VF's netdev ibp59s0v2 in the host
+    std::uint32_t vfRdma = 0;  ///< RDMA netlink index of mlx5_3
+  };
+  /// The mlx5 layout the InfiniBand VF tests share: PF `pfPci` (netdev ibp59s0, RDMA device mlx5_0,
+  /// 4 VFs) and its VF `vfNumber` at `vfPci` (netdev ibp59s0v2, MTU 2044 of at most 4092, port GUID
+  /// `guid`; RDMA device mlx5_3), in the host. The PF's VF table lists VFs 0-3 with link state auto
+  /// and node and port GUID `guid`. More VFs can be added to the tree afterwards (sysfs_.addVf).
+  IbVf addIbPfWithVf(const std::string& pfPci, std::uint32_t vfNumber, const std::string& vfPci,
+                     const std::string& guid) {
+    IbVf made;
+    made.pfIndex = nl_.addLink(host_, fakeIbLink("ibp59s0", "02:00:00:00:00:00:00:01"));
+    nl::Link vf = fakeIbLink("ibp59s0v2", guid);
+    vf.mtu = 2044;
+    made.vfLink = nl_.addLink(host_, vf);
+    nl_.setMtuRange(host_, made.vfLink, 68, 4092);
+    sysfs_.addPf(pfPci, "ibp59s0", "mlx5_0", 4, made.pfIndex)
+        .addVf(pfPci, vfNumber, vfPci, "ibp59s0v2", "mlx5_3", made.vfLink);
+    std::vector<nl::VfInfo> vfs;
+    for (std::uint32_t i = 0; i < 4; ++i) {
+      nl::VfInfo v;
+      v.vf = i;
+      v.linkState = nl::VfLinkState::kAuto;
+      v.nodeGuid = net::Guid::parse(guid);
+      v.portGuid = net::Guid::parse(guid);
+      vfs.push_back(v);
+    }
+    nl_.setVfs(host_, made.pfIndex, vfs);
+    rdma_.addDevice(host_, "mlx5_0", 0, "");
+    made.vfRdma = rdma_.addDevice(host_, "mlx5_3", 0, "");
+    return made;
+  }
+
   std::vector<state::AttachmentRecord> records() {
     state::FileAttachmentStore store(stateDir_);
     return store.list("").value_or(std::vector<state::AttachmentRecord>{});

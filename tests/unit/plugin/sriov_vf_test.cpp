@@ -24,32 +24,13 @@ class SriovVfTest : public PluginTest {
  protected:
   void SetUp() override {
     PluginTest::SetUp();
-    nl::Link pf = fakeIbLink("ibp59s0", "02:00:00:00:00:00:00:01");
-    pfIndex_ = nl_.addLink(host_, pf);
-    addVfLink(kOldGuid);
-    sysfs_.addPf(kPf, "ibp59s0", "mlx5_0", 4, pfIndex_).addVf(kPf, kVfNumber, kVf, "ibp59s0v2", "mlx5_3", vfLinkIndex_);
+    const IbVf made = addIbPfWithVf(kPf, kVfNumber, kVf, kOldGuid);
+    pfIndex_ = made.pfIndex;
+    vfLinkIndex_ = made.vfLink;
+    mlx53_ = made.vfRdma;
     sysfs_.setPkeys("mlx5_3", 1, {"0xffff", "0x8123", "0x0000"});
     ASSERT_TRUE(sysfs_.ok()) << sysfs_.error();
-    std::vector<nl::VfInfo> vfs;
-    for (std::uint32_t i = 0; i < 4; ++i) {
-      nl::VfInfo v;
-      v.vf = i;
-      v.linkState = nl::VfLinkState::kAuto;
-      v.nodeGuid = guid(kOldGuid);
-      v.portGuid = guid(kOldGuid);
-      vfs.push_back(v);
-    }
-    nl_.setVfs(host_, pfIndex_, vfs);
-    rdma_.addDevice(host_, "mlx5_0", 0, "");
-    mlx53_ = rdma_.addDevice(host_, "mlx5_3", 0, "");
     nl_.clearCalls();
-  }
-
-  void addVfLink(const std::string& portGuid) {
-    nl::Link vf = fakeIbLink("ibp59s0v2", portGuid);
-    vf.mtu = 2044;
-    vfLinkIndex_ = nl_.addLink(host_, vf);
-    nl_.setMtuRange(host_, vfLinkIndex_, 68, 4092);
   }
 
   json vfConfig(const std::string& version = "1.0.0") const {
