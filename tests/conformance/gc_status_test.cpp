@@ -274,8 +274,8 @@ TEST(Item75, GcIsForwardedToTheIpamWithTheAttachmentsKey) {
   const std::string vf = w.vf();
   Recorder rec(w.tmp() / "bin", "rec-ipam");
   json c = w.conf("1.1.0", vf, json{{"type", "rec-ipam"}, {"extra", 1}});
-  c["cni.dev/valid-attachments"] = {attachment("c1")};
-  c["cni.dev/attachments"] = {attachment("c1")};
+  c["cni.dev/valid-attachments"] = json::array({attachment("c1")});
+  c["cni.dev/attachments"] = json::array({attachment("c1")});
   const std::string input = c.dump();
   Exec gc = w.ibcniRaw(networkEnv("GC", rec.dir().string()), input);
   EXPECT_EQ(gc.status, 0) << gc.describe();

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Builds the libFuzzer targets (IBCNI_FUZZ=ON, clang) in BUILD_DIR/fuzz-build and runs each for
-# SECONDS from a copy of its seed corpus (tests/fuzz/corpus/<target>). Exit 1 when any target
-# crashed, leaked, timed out or ran out of memory: the crash input's path and the sanitizer report
-# are printed. Inputs the run found stay in BUILD_DIR/fuzz-run/<target>/corpus.
+# Runs each libFuzzer target of BUILD_DIR (a sanitized clang tree: IBCNI_SANITIZE=ON, clang) for
+# SECONDS from a copy of its seed corpus (tests/fuzz/corpus/<target>). When BUILD_DIR has no build
+# yet, it is configured as one; the targets are brought up to date (nothing to do when the tree is
+# built, as under ctest). Exit 1 when any target crashed, leaked, timed out or ran out of memory:
+# the crash input's path and the sanitizer report are printed. Inputs the run found stay in
+# BUILD_DIR/fuzz-run/<target>/corpus.
 #   tests/fuzz/run_fuzzers.sh BUILD_DIR SECONDS_PER_TARGET [TARGET...]
-# Environment: FUZZ_CXX (default clang++-16: clang 14 cannot compile libstdc++ 12's <expected>),
-# JOBS (build parallelism, default 2), FUZZ_RSS_MB (default 2048), FUZZ_TIMEOUT (seconds one input
-# may take, default 10).
+# Environment: FUZZ_CXX (the compiler of a tree it configures, default clang++-16: clang 14 cannot
+# compile libstdc++ 12's <expected>), JOBS (build parallelism, default 2), FUZZ_RSS_MB (default
+# 2048), FUZZ_TIMEOUT (seconds one input may take, default 10).
 set -euo pipefail
 
 if (($# < 2)); then
@@ -33,29 +35,31 @@ for s in llvm-symbolizer-16 llvm-symbolizer; do
   fi
 done
 
-if ! command -v "$cxx" >/dev/null; then
-  echo "run_fuzzers: $cxx not found (scripts/install-deps.sh installs clang-16 and libclang-rt-16-dev)" >&2
-  exit 1
-fi
-
 mkdir -p "$build"
 build=$(cd "$build" && pwd)
-fb=$build/fuzz-build
 start=$SECONDS
-echo "== configure and build the fuzz targets ($cxx) in $fb"
-if [[ -f $fb/CMakeCache.txt ]] && ! grep -q "^CMAKE_CXX_COMPILER:[A-Z]*=.*$(basename "$cxx")$" "$fb/CMakeCache.txt"; then
-  rm -rf "$fb"  # configured with another compiler
-fi
-if ! cmake -S "$src" -B "$fb" -DIBCNI_FUZZ=ON -DIBCNI_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Release \
-       -DCMAKE_CXX_COMPILER="$cxx" >"$build/fuzz-configure.log" 2>&1; then
-  cat "$build/fuzz-configure.log" >&2
+if [[ ! -f $build/CMakeCache.txt ]]; then
+  if ! command -v "$cxx" >/dev/null; then
+    echo "run_fuzzers: $cxx not found (scripts/install-deps.sh installs clang-16 and libclang-rt-16-dev)" >&2
+    exit 1
+  fi
+  echo "== configure a sanitized build ($cxx) in $build"
+  if ! cmake -S "$src" -B "$build" -DIBCNI_SANITIZE=ON -DCMAKE_BUILD_TYPE=Release \
+         -DCMAKE_CXX_COMPILER="$cxx" >"$build/fuzz-configure.log" 2>&1; then
+    cat "$build/fuzz-configure.log" >&2
+    exit 1
+  fi
+elif ! grep -q '^IBCNI_SANITIZE:BOOL=ON$' "$build/CMakeCache.txt" ||
+     ! grep -q '^CMAKE_CXX_COMPILER:[A-Z]*=.*clang[^/]*$' "$build/CMakeCache.txt"; then
+  echo "run_fuzzers: $build is not a sanitized clang build; the fuzz targets live in one" \
+       "(make build-sanitize makes build-sanitize/, or name an empty directory)" >&2
   exit 1
 fi
-if ! cmake --build "$fb" -j "$jobs" --target "${targets[@]}" >"$build/fuzz-build.log" 2>&1; then
+if ! cmake --build "$build" -j "$jobs" --target "${targets[@]}" >"$build/fuzz-build.log" 2>&1; then
   tail -n 60 "$build/fuzz-build.log" >&2
   exit 1
 fi
-echo "   built in $((SECONDS - start)) s"
+echo "== targets up to date ($((SECONDS - start)) s)"
 
 failed=()
 for t in "${targets[@]}"; do
@@ -74,7 +78,7 @@ for t in "${targets[@]}"; do
   TMPDIR=$run/tmp \
   ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:detect_stack_use_after_return=1:allocator_may_return_null=1 \
   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-    "$fb/tests/fuzz/$t" -max_total_time="$seconds" -rss_limit_mb="$rss_mb" -timeout="$timeout_s" \
+    "$build/tests/fuzz/$t" -max_total_time="$seconds" -rss_limit_mb="$rss_mb" -timeout="$timeout_s" \
       -artifact_prefix="$run/artifacts/" -print_final_stats=1 "${opts[@]}" "$run/corpus" \
       </dev/null >"$run/log" 2>&1 || rc=$?
   stats=$(grep -E '^#[0-9]+.*DONE' "$run/log" | tail -n 1 || true)
