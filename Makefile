@@ -49,7 +49,7 @@ e2e: build
 # Everything built with AddressSanitizer + UndefinedBehaviorSanitizer (IBCNI_SANITIZE) in its own
 # build tree, by clang 16 (GCC works too, SANITIZE_CXX=g++, but takes four times as long and builds
 # no fuzz targets). A sanitizer report fails the test (the built programs exit 66, see
-# cmake/sanitizer_defaults.cpp). test-sanitize runs every tier but kernel-lab and deploy, fuzz
+# cmake/sanitizer_defaults.cpp.in). test-sanitize runs every tier but kernel-lab and deploy, fuzz
 # included (tests/fuzz).
 SANITIZE_BUILD ?= build-sanitize
 SANITIZE_CXX ?= clang++-16

@@ -22,10 +22,20 @@ if(IBCNI_SANITIZE)
   add_link_options(-fsanitize=address,undefined -fno-sanitize-recover=all)
   # Tests run the built plugins with a fresh environment (as a runtime does), so ASAN_OPTIONS
   # set around ctest would not reach them: every executable carries its defaults
-  # (sanitizer_defaults.cpp). A variable in the environment still overrides them.
+  # (sanitizer_defaults.cpp). A variable in the environment still overrides them. The runtimes
+  # look for "llvm-symbolizer" in PATH, which Debian's clang-16 installs as llvm-symbolizer-16:
+  # its path goes into the defaults, so that a report names functions, files and lines.
+  string(REGEX MATCH "^[0-9]+" ibcni_cxx_major "${CMAKE_CXX_COMPILER_VERSION}")
+  find_program(IBCNI_LLVM_SYMBOLIZER NAMES llvm-symbolizer-${ibcni_cxx_major} llvm-symbolizer
+               llvm-symbolizer-16)
+  set(IBCNI_SANITIZER_SYMBOLIZER_OPTION "")
+  if(IBCNI_LLVM_SYMBOLIZER)
+    set(IBCNI_SANITIZER_SYMBOLIZER_OPTION ":external_symbolizer_path=${IBCNI_LLVM_SYMBOLIZER}")
+  endif()
+  configure_file(${CMAKE_CURRENT_LIST_DIR}/sanitizer_defaults.cpp.in
+                 ${PROJECT_BINARY_DIR}/sanitizer_defaults.cpp @ONLY)
   add_library(ibcni_sanitizer_defaults INTERFACE)
-  target_sources(ibcni_sanitizer_defaults INTERFACE
-                 ${CMAKE_CURRENT_LIST_DIR}/sanitizer_defaults.cpp)
+  target_sources(ibcni_sanitizer_defaults INTERFACE ${PROJECT_BINARY_DIR}/sanitizer_defaults.cpp)
   link_libraries(ibcni_sanitizer_defaults)
 endif()
 
