@@ -3,6 +3,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
+CTEST = ctest --output-on-failure -j $(JOBS) --timeout 900
 
 .PHONY: all build build-sanitize deps deps-build demo test test-release test-unit test-netns test-sanitize e2e bench clean
 
@@ -30,12 +31,12 @@ demo: deps build
 # image) with the fuzz smoke. Both always run; the status is 1 if either failed.
 test: deps build build-sanitize
 	@rc=0; \
-	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 900 || rc=1; \
-	ctest --test-dir $(SANITIZE_BUILD) --output-on-failure -j $(JOBS) --timeout 900 $(SANITIZE_CTEST_ARGS) || rc=1; \
+	$(CTEST) --test-dir $(BUILD) || rc=1; \
+	$(CTEST) --test-dir $(SANITIZE_BUILD) $(SANITIZE_CTEST_ARGS) || rc=1; \
 	exit $$rc
 
 test-release: deps build
-	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 900
+	$(CTEST) --test-dir $(BUILD)
 
 test-unit: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -L unit
@@ -63,7 +64,7 @@ build-sanitize: deps $(SANITIZE_BUILD)/CMakeCache.txt
 	cmake --build $(SANITIZE_BUILD) -j $(JOBS)
 
 test-sanitize: build-sanitize
-	ctest --test-dir $(SANITIZE_BUILD) --output-on-failure -j $(JOBS) --timeout 900 $(SANITIZE_CTEST_ARGS)
+	$(CTEST) --test-dir $(SANITIZE_BUILD) $(SANITIZE_CTEST_ARGS)
 
 # ibcni-ipam against Debian's host-local, side by side (the README's benchmark table); ibcni against
 # Debian's host-device + host-local (ADD+DEL exec'd and through libcni, 100 concurrent pods, peak

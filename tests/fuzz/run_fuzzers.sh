@@ -27,13 +27,6 @@ cxx=${FUZZ_CXX:-clang++-16}
 jobs=${JOBS:-2}
 rss_mb=${FUZZ_RSS_MB:-2048}
 timeout_s=${FUZZ_TIMEOUT:-10}
-# Reports name functions, files and lines (llvm-symbolizer comes with clang's llvm package).
-for s in llvm-symbolizer-16 llvm-symbolizer; do
-  if command -v "$s" >/dev/null; then
-    export ASAN_SYMBOLIZER_PATH=${ASAN_SYMBOLIZER_PATH:-$(command -v "$s")}
-    break
-  fi
-done
 
 mkdir -p "$build"
 build=$(cd "$build" && pwd)
