@@ -24,7 +24,8 @@
 #include <unistd.h>
 #include <vector>
 
-#include "ibcni/ipam/embedded.h"
+#include "embedded_ipam.h"
+#include "ibcni/config/net_conf.h"
 
 namespace {
 
@@ -142,14 +143,14 @@ void prefillIbcni(const std::string& dir, const std::string& name, const std::st
   ibcni::ipam::EmbeddedIpam ipam;
   json base = json::parse(config("ibcni-ipam", name, subnet, dir));
   for (auto h : ips) {
-    ibcni::ipam::Request r;
-    r.type = "ibcni-ipam";
     base["runtimeConfig"] = {{"ips", {ip4(h)}}};
-    r.rawConfig = base.dump();
-    r.args.containerId = "fill-" + std::to_string(h);
-    r.args.ifName = "eth0";
-    r.args.netns = "/proc/self/ns/net";
-    if (!ipam.add(r)) {
+    auto conf = ibcni::config::parseNetConf(base.dump(), ibcni::cni::Command::kAdd, ibcni::config::Role::kIpamPlugin);
+    ibcni::cni::CmdArgs args;
+    args.containerId = "fill-" + std::to_string(h);
+    args.ifName = "eth0";
+    args.netns = "/proc/self/ns/net";
+    const ibcni::cni::CniArgs cniArgs;
+    if (!conf || !ipam.add(ibcni::ipam::Request{*conf, args, cniArgs, {}})) {
       std::fprintf(stderr, "prefill of %s failed\n", ip4(h).c_str());
       std::exit(2);
     }

@@ -37,7 +37,7 @@
 #include <string>
 #include <vector>
 
-#include "commands/verbs_check.h"
+#include "modes/verbs_check.h"
 #include "ibcni/os/netns.h"
 #include "verbs/dlopen_verbs_probe.h"
 

@@ -7,19 +7,31 @@
 #include <string>
 #include <vector>
 
+#include "ibcni/cni/cmd_args.h"
+#include "ibcni/cni/error.h"
+#include "ibcni/net/address_math.h"
 #include "ibcni/net/ip.h"
 
 namespace ibcni::ipam {
 
-/// One attachment of a container to the network: CNI_CONTAINERID and CNI_IFNAME. Allocations are
-/// keyed by it, as the spec keys ADD/DEL.
-struct AttachmentKey {
-  std::string containerId;
-  std::string ifName;
-  auto operator<=>(const AttachmentKey&) const = default;
-  /// "containerID/ifname", for messages.
-  [[nodiscard]] std::string toString() const { return containerId + "/" + ifName; }
-};
+using cni::AttachmentKey;
+
+/// The error code for "no free address in a range set" (108).
+inline constexpr cni::Errc kIpamExhausted = cni::Errc::kIpamExhausted;
+
+// The address arithmetic of net/ is the IPAM's everyday vocabulary.
+using net::bitsOf;
+using net::findInterval;
+using net::firstOf;
+using net::fromInt;
+using net::Interval;
+using net::lastOf;
+using net::normalized;
+using net::subtract;
+using net::toDecimal;
+using net::toInt;
+using net::totalSize;
+using net::U128;
 
 /// The Kubernetes pod an attachment belongs to (CNI_ARGS K8S_POD_*); empty outside Kubernetes.
 struct PodRef {

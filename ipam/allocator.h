@@ -10,14 +10,19 @@
 #include <string>
 #include <vector>
 
-#include "address_math.h"
 #include "allocation.h"
 #include "ibcni/cni/error.h"
-#include "ibcni/ipam/embedded.h"
-#include "ipam_config.h"
+#include "ibcni/config/ipam_conf.h"
+#include "ibcni/ipam/netns_checker.h"
 #include "store.h"
 
 namespace ibcni::ipam {
+
+// The configuration config/ parsed: the policy trusts every field.
+using config::IpamConfig;
+using config::Range;
+using config::RangeSet;
+using config::Reservation;
 
 /// What ADD asks for.
 struct AddRequest {

@@ -5,13 +5,12 @@
 #include <filesystem>
 #include <memory>
 
+#include "embedded_ipam.h"
+
 #include "allocator.h"
 #include "file_store.h"
-#include "ibcni/cni/cmd_args.h"
-#include "ibcni/ipam/embedded.h"
 #include "ibcni/os/safe_path.h"
 #include "ibcni/os/unique_fd.h"
-#include "ipam_config.h"
 #include "log/log.h"
 
 namespace ibcni::ipam {
@@ -19,27 +18,13 @@ namespace ibcni::ipam {
 namespace {
 
 // One invocation's configuration, store and policy. Not movable: the allocator refers to the
-// configuration and the store.
+// configuration (the request's) and the store.
 struct Session {
-  NetworkConfig config;
+  const IpamConfig& config;
   std::string dir;
   std::unique_ptr<FileStore> store;
   std::unique_ptr<Allocator> allocator;
 };
-
-cni::Result<void> checkAttachment(const cni::CmdArgs& args) {
-  if (!isValidContainerId(args.containerId)) {
-    return cni::fail(cni::Errc::kInvalidEnvironment,
-                     "invalid CNI_CONTAINERID " + cni::quoted(args.containerId) +
-                         ": give 1 to 200 letters, digits, '_', '.' or '-', starting with a letter or digit");
-  }
-  if (!net::isValidIfName(args.ifName)) {
-    return cni::fail(cni::Errc::kInvalidEnvironment,
-                     "invalid CNI_IFNAME " + cni::quoted(args.ifName) +
-                         ": give 1 to 15 printable bytes without '/', ':' or whitespace, not \".\" or \"..\"");
-  }
-  return {};
-}
 
 ReleasedAllocation toReleased(const Allocation& a) {
   ReleasedAllocation r{a.key.containerId, a.key.ifName, a.pod.empty() ? "" : a.pod.toString(), a.netns, {}};
@@ -59,7 +44,7 @@ EmbeddedIpam::EmbeddedIpam(EmbeddedIpamOptions options) : options_(std::move(opt
     options_.clock = [] { return std::chrono::system_clock::now(); };
   }
   if (options_.defaultDataDir.empty()) {
-    options_.defaultDataDir = std::string(kDefaultIpamDataDir);
+    options_.defaultDataDir = std::string(config::kDefaultIpamDataDir);
   }
 }
 
@@ -75,7 +60,7 @@ cni::Result<void> prepareStoreDir(const std::string& dir, cni::Errc ioCode) {
     if (os::isRefusal(fd.error())) {
       return cni::fail(cni::Errc::kInvalidConfig, "invalid ipam.dataDir: " + fd.error().op +
                                                       "; use a directory only root can change, such as the default " +
-                                                      std::string(kDefaultIpamDataDir) +
+                                                      std::string(config::kDefaultIpamDataDir) +
                                                       " (README \"Security model\")");
     }
     // `dir` passed the spelling rules (printable, bounded) and the network name is an identifier.
@@ -86,24 +71,45 @@ cni::Result<void> prepareStoreDir(const std::string& dir, cni::Errc ioCode) {
 
 cni::Result<std::unique_ptr<Session>> openSession(const Request& request, const EmbeddedIpamOptions& options,
                                                   cni::Errc ioCode = cni::Errc::kIoFailure) {
-  auto config = parseNetworkConfig(request.rawConfig);
-  if (!config) {
-    return std::unexpected(config.error());
+  const auto& parsed = request.conf.embeddedIpam;
+  if (!parsed) {
+    // config/ reads the ipam object for ipam.type "ibcni-ipam" and for ibcni-ipam's own role.
+    return cni::fail(cni::Errc::kInvalidConfig, "ipam.type = " + cni::quoted(request.conf.ipamType) +
+                                                    " is not served by the embedded IPAM: use \"ibcni-ipam\"");
   }
-  auto s = std::make_unique<Session>();
-  s->config = std::move(*config);
-  for (const auto& w : s->config.ipam.warnings) {
+  if (!*parsed) {
+    return std::unexpected(parsed->error());
+  }
+  auto s = std::make_unique<Session>(Session{**parsed, {}, {}, {}});
+  for (const auto& w : s->config.warnings) {
     log::warn("{}", w);
   }
-  std::string dataDir = s->config.ipam.dataDir.empty() ? options.defaultDataDir : s->config.ipam.dataDir;
-  s->dir = dataDir + "/" + s->config.name;
+  std::string dataDir = s->config.dataDir.empty() ? options.defaultDataDir : s->config.dataDir;
+  s->dir = dataDir + "/" + request.conf.name;
   if (auto r = prepareStoreDir(s->dir, ioCode); !r) {
     return std::unexpected(r.error());
   }
-  s->store =
-      std::make_unique<FileStore>(FileStore::Options{s->dir, Allocator::spansOf(s->config.ipam), options.lockTimeout});
-  s->allocator = std::make_unique<Allocator>(s->config.ipam, *s->store, *options.netnsChecker, options.clock);
+  s->store = std::make_unique<FileStore>(FileStore::Options{s->dir, Allocator::spansOf(s->config), options.lockTimeout});
+  s->allocator = std::make_unique<Allocator>(s->config, *s->store, *options.netnsChecker, options.clock);
   return s;
+}
+
+// The addresses an attachment asks for: one source, the most specific one (runtimeConfig > args >
+// CNI_ARGS), each without its prefix length (the range an address falls in decides it).
+void requestedAddresses(const Request& request, AddRequest& req) {
+  const auto& conf = request.conf;
+  const std::vector<net::IpPrefix>* from = &request.cniArgs.ips;
+  req.requestedFrom = "CNI_ARGS IP";
+  if (!conf.runtime.ips.empty()) {
+    from = &conf.runtime.ips;
+    req.requestedFrom = "runtimeConfig.ips";
+  } else if (!conf.argsIps.empty()) {
+    from = &conf.argsIps;
+    req.requestedFrom = "args.cni.ips";
+  }
+  for (const auto& p : *from) {
+    req.requested.push_back(p.address);
+  }
 }
 
 }  // namespace
@@ -113,32 +119,13 @@ cni::Result<cni::AddResult> EmbeddedIpam::add(const Request& request) {
   if (!s) {
     return std::unexpected(s.error());
   }
-  if (auto c = checkAttachment(request.args); !c) {
-    return std::unexpected(c.error());
-  }
-  auto cniArgs = cni::parseCniArgs(request.args.rawArgs);
-  if (!cniArgs) {
-    return std::unexpected(cniArgs.error());
-  }
-  const NetworkConfig& conf = (*s)->config;
+  const IpamConfig& conf = (*s)->config;
   AddRequest req;
   req.key = {request.args.containerId, request.args.ifName};
-  req.pod = {cniArgs->podNamespace, cniArgs->podName, cniArgs->podUid};
+  req.pod = {request.cniArgs.podNamespace, request.cniArgs.podName, request.cniArgs.podUid};
   req.netns = request.args.netns;
   req.netnsInode = options_.netnsChecker->identify(request.args.netns);
-  // One source of requested addresses, the most specific one: runtimeConfig > args > CNI_ARGS.
-  if (!conf.runtimeIps.empty()) {
-    req.requested = conf.runtimeIps;
-    req.requestedFrom = "runtimeConfig.ips";
-  } else if (!conf.argsIps.empty()) {
-    req.requested = conf.argsIps;
-    req.requestedFrom = "args.cni.ips";
-  } else {
-    for (const auto& p : cniArgs->ips) {
-      req.requested.push_back(p.address);
-    }
-    req.requestedFrom = "CNI_ARGS IP";
-  }
+  requestedAddresses(request, req);
   auto leases = (*s)->allocator->allocate(req);
   if (!leases) {
     return std::unexpected(leases.error());
@@ -152,8 +139,8 @@ cni::Result<cni::AddResult> EmbeddedIpam::add(const Request& request) {
     ip.gateway = l.range.gateway;
     result.ips.push_back(ip);
   }
-  result.routes = conf.ipam.routes;
-  result.dns = conf.ipam.dns;
+  result.routes = conf.routes;
+  result.dns = conf.dns;
   return result;
 }
 
@@ -161,9 +148,6 @@ cni::Result<void> EmbeddedIpam::del(const Request& request) {
   auto s = openSession(request, options_);
   if (!s) {
     return std::unexpected(s.error());
-  }
-  if (auto c = checkAttachment(request.args); !c) {
-    return std::unexpected(c.error());
   }
   auto released = (*s)->allocator->release({request.args.containerId, request.args.ifName});
   if (!released) {
@@ -180,24 +164,23 @@ cni::Result<void> EmbeddedIpam::check(const Request& request) {
   if (!s) {
     return std::unexpected(s.error());
   }
-  if (auto c = checkAttachment(request.args); !c) {
-    return std::unexpected(c.error());
-  }
-  const NetworkConfig& conf = (*s)->config;
+  const IpamConfig& conf = (*s)->config;
   std::string who = "containerID " + request.args.containerId + " ifname " + request.args.ifName;
   auto held = (*s)->allocator->held({request.args.containerId, request.args.ifName});
   if (!held) {
     return std::unexpected(held.error());
   }
   if (held->empty()) {
-    return cni::fail(cni::Errc::kCheckFailed, "ipam: no addresses are held for " + who + " in network " + conf.name);
+    return cni::fail(cni::Errc::kCheckFailed,
+                     "ipam: no addresses are held for " + who + " in network " + request.conf.name);
   }
-  std::vector<bool> covered(conf.ipam.rangeSets.size(), false);
+  std::vector<bool> covered(conf.rangeSets.size(), false);
+  const auto* prevIps = request.conf.prevResult ? &request.conf.prevResult->ips : nullptr;
   for (const auto& l : *held) {
     covered[l.rangeSet] = true;
-    if (!conf.prevResultIps.empty()) {
-      bool listed = std::any_of(conf.prevResultIps.begin(), conf.prevResultIps.end(),
-                                [&](const net::IpPrefix& p) { return p.address == l.address; });
+    if (prevIps && !prevIps->empty()) {
+      bool listed = std::any_of(prevIps->begin(), prevIps->end(),
+                                [&](const cni::IpConfig& p) { return p.address.address == l.address; });
       if (!listed) {
         return cni::fail(cni::Errc::kCheckFailed,
                          "ipam: " + who + " holds " + l.address.toString() + ", which prevResult.ips does not list");
@@ -206,8 +189,8 @@ cni::Result<void> EmbeddedIpam::check(const Request& request) {
   }
   for (std::size_t i = 0; i < covered.size(); ++i) {
     if (!covered[i]) {
-      return cni::fail(cni::Errc::kCheckFailed, "ipam: " + who + " holds no address in " + conf.ipam.rangeSets[i].path +
-                                                    " = " + conf.ipam.rangeSets[i].describe());
+      return cni::fail(cni::Errc::kCheckFailed, "ipam: " + who + " holds no address in " + conf.rangeSets[i].path +
+                                                    " = " + conf.rangeSets[i].describe());
     }
   }
   return {};
@@ -221,10 +204,11 @@ cni::Result<void> EmbeddedIpam::gc(const Request& request) {
   // No list means no valid attachment (the spec's reading; `cnitool gc` sends none and means "all"):
   // every allocation of this network is released, as ibcni releases every device of it.
   const std::vector<AttachmentKey> none;
-  if (!(*s)->config.validAttachments) {
+  const auto& valid = request.conf.validAttachments;
+  if (!valid) {
     log::warn("gc: no cni.dev/valid-attachments in the configuration: every allocation of the network is stale");
   }
-  auto released = (*s)->allocator->gc((*s)->config.validAttachments ? *(*s)->config.validAttachments : none);
+  auto released = (*s)->allocator->gc(valid ? *valid : none);
   if (!released) {
     return std::unexpected(released.error());
   }

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "address_math.h"
+#include "ibcni/net/address_math.h"
 #include "ibcni/os/file_lock.h"
 #include "ibcni/os/unique_fd.h"
 #include "store.h"

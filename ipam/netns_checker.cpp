@@ -3,7 +3,7 @@
 #include <cerrno>
 #include <filesystem>
 
-#include "ibcni/ipam/embedded.h"
+#include "embedded_ipam.h"
 #include "ibcni/os/netns.h"
 
 namespace ibcni::ipam {

@@ -162,7 +162,7 @@ Outcome dispatch(const Getenv& getenv, std::string_view stdinText, bool stdinOk,
   if (!args) {
     return failure(args.error(), preamble->cniVersion);
   }
-  auto conf = config::parseNetConf(stdinText, *command, verbs.role());
+  auto conf = config::parseNetConf(*preamble, *command, verbs.role());
   if (!conf) {
     return failure(conf.error(), preamble->cniVersion);
   }

@@ -15,7 +15,7 @@
 #include "doctor/config_check.h"
 #include "doctor/doctor.h"
 #include "production_deps.h"
-#include "result/doctor_json.h"
+#include "doctor/doctor_json.h"
 
 namespace ibcni::plugin {
 
@@ -98,7 +98,7 @@ int runDoctor(int argc, char** argv) {
       doctor::ConfigCheckInputs cin{deps, *host, report, splitPath(*cniPath), "/proc/self/ns/net"};
       report.config = doctor::checkConfig(configText, *configFile, cin);
     }
-    const std::string out = json ? result::printDoctorReport(report) + "\n" : doctor::renderText(report);
+    const std::string out = json ? doctor::printDoctorReport(report) + "\n" : doctor::renderText(report);
     std::fwrite(out.data(), 1, out.size(), stdout);
     std::fflush(stdout);
     return doctor::exitStatus(report);

@@ -15,7 +15,8 @@
 #include <unistd.h>
 
 #include "dispatch.h"
-#include "ibcni/ipam/embedded.h"
+#include "embedded_ipam.h"
+#include "ibcni/config/net_conf.h"
 #include "ibcni/os/file_io.h"
 #include "process_main.h"
 #include "result/result_json.h"
@@ -25,40 +26,23 @@ namespace {
 
 using nlohmann::json;
 
-// The network configuration ibcni-ipam serves in a .conf or .conflist file: the plugin object
-// whose ipam.type is ibcni-ipam, with the list's name and cniVersion, as a runtime would send it.
-std::optional<json> networkConfig(const json& file) {
-  if (!file.contains("plugins")) {
-    return file;
-  }
-  for (const auto& plugin : file.value("plugins", json::array())) {
-    if (plugin.is_object() && plugin.contains("ipam") && plugin["ipam"].value("type", "") == ibcni::ipam::kEmbeddedIpamType) {
-      json conf = plugin;
-      conf["name"] = file.value("name", "");
-      conf["cniVersion"] = file.value("cniVersion", "1.1.0");
-      return conf;
-    }
-  }
-  return std::nullopt;
-}
-
 int reclaimCommand(const std::string& path) {
   auto text = ibcni::os::readFile(path, std::size_t{1} << 20);
-  json file = text ? json::parse(*text, nullptr, false) : json();
-  if (!text || file.is_discarded() || !file.is_object()) {
-    std::fprintf(stderr, "ibcni-ipam gc: %s is not a readable JSON network configuration\n", path.c_str());
+  auto conf = text ? ibcni::config::parseIpamNetworkFile(*text)
+                   : ibcni::cni::Result<ibcni::config::NetConf>(ibcni::cni::fail(
+                         ibcni::cni::Errc::kDecodingFailure, "is not a readable JSON network configuration"));
+  if (!conf && conf.error().code == ibcni::cni::Errc::kDecodingFailure) {
+    std::fprintf(stderr, "ibcni-ipam gc: %s %s\n", path.c_str(), conf.error().msg.c_str());
     return 2;
   }
-  auto conf = networkConfig(file);
   if (!conf) {
-    std::fprintf(stderr, "ibcni-ipam gc: %s has no plugin with \"ipam\": {\"type\": \"ibcni-ipam\"}\n", path.c_str());
-    return 2;
+    std::printf("%s\n", ibcni::result::printError(conf.error(), "").c_str());
+    return 1;
   }
   ibcni::ipam::EmbeddedIpam ipam;
-  ibcni::ipam::Request request;
-  request.type = std::string(ibcni::ipam::kEmbeddedIpamType);
-  request.rawConfig = conf->dump();
-  auto released = ipam.reclaim(request);
+  const ibcni::cni::CmdArgs args;
+  const ibcni::cni::CniArgs cniArgs;
+  auto released = ipam.reclaim(ibcni::ipam::Request{*conf, args, cniArgs, {}});
   if (!released) {
     std::printf("%s\n", ibcni::result::printError(released.error(), "").c_str());
     return 1;
@@ -68,7 +52,7 @@ int reclaimCommand(const std::string& path) {
     out.push_back({{"containerID", r.containerId}, {"ifname", r.ifName}, {"pod", r.pod}, {"netns", r.netns},
                    {"addresses", r.addresses}});
   }
-  std::printf("%s\n", json{{"network", conf->value("name", "")}, {"released", out}}.dump().c_str());
+  std::printf("%s\n", json{{"network", conf->name}, {"released", out}}.dump().c_str());
   return 0;
 }
 

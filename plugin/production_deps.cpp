@@ -4,10 +4,10 @@
 #include <ctime>
 #include <unistd.h>
 
-#include "ibcni/ipam/embedded.h"
+#include "embedded_ipam.h"
 #include "ibcni/os/file_io.h"
-#include "ipam/delegate_ipam.h"
-#include "ipam/ipam_router.h"
+#include "delegate/delegate_ipam.h"
+#include "delegate/ipam_router.h"
 #include "netlink/libnl_netlink.h"
 #include "os/system_netns.h"
 #include "rdma/mnl_rdma_netlink.h"
@@ -58,9 +58,9 @@ struct ProductionDeps::Impl {
   sysfs::SysfsDevices devices{"/sys"};
   rdma::MnlRdmaNetlink rdma;
   verbs::DlopenVerbsProbe verbs;
-  ipam::DelegateIpam delegated{processEnvironment()};
+  delegate::DelegateIpam delegated{processEnvironment()};
   ipam::EmbeddedIpam embedded;
-  ipam::IpamRouter ipam{embedded, delegated};
+  delegate::IpamRouter ipam{embedded, delegated};
 };
 
 ProductionDeps::ProductionDeps() : impl_(std::make_unique<Impl>()) {

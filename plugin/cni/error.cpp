@@ -3,31 +3,6 @@
 
 namespace ibcni::cni {
 
-bool isPrintableText(std::string_view text) {
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x20 || c == 0x7f) {
-      return false;
-    }
-    if (c < 0x80) {
-      continue;
-    }
-    // A lead byte (C2-F4: no overlong two-byte form, nothing past U+10FFFF), then 1-3 continuation
-    // bytes.
-    const std::size_t more = c >= 0xc2 && c <= 0xdf ? 1 : c >= 0xe0 && c <= 0xef ? 2 : c >= 0xf0 && c <= 0xf4 ? 3 : 0;
-    if (more == 0 || i + more >= text.size()) {
-      return false;
-    }
-    for (std::size_t k = 1; k <= more; ++k) {
-      if ((static_cast<unsigned char>(text[i + k]) & 0xc0) != 0x80) {
-        return false;
-      }
-    }
-    i += more;
-  }
-  return true;
-}
-
 std::string quoted(std::string_view value, std::size_t maxBytes) {
   static constexpr char kHex[] = "0123456789abcdef";
   const std::size_t shown = value.size() < maxBytes ? value.size() : maxBytes;
@@ -50,6 +25,21 @@ std::string quoted(std::string_view value, std::size_t maxBytes) {
   out += '"';
   if (shown < value.size()) {
     out += "... (" + std::to_string(value.size()) + " bytes)";
+  }
+  return out;
+}
+
+Error sysError(Errc code, std::string msg, const os::SysError& err) {
+  return Error{code, std::move(msg), err.describe()};
+}
+
+Error combine(const std::vector<Error>& errors) {
+  Error out = errors.front();
+  for (std::size_t i = 1; i < errors.size(); ++i) {
+    out.msg += "; " + errors[i].msg;
+    if (!errors[i].details.empty()) {
+      out.details += (out.details.empty() ? "" : "; ") + errors[i].details;
+    }
   }
   return out;
 }

@@ -5,7 +5,7 @@
 
 #include "commands/commands.h"
 #include "commands/common.h"
-#include "commands/verbs_check.h"
+#include "modes/verbs_check.h"
 #include "log/log.h"
 
 namespace ibcni::plugin {

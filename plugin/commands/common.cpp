@@ -5,13 +5,8 @@
 
 #include "ibcni/os/safe_path.h"
 #include "log/log.h"
-#include "modes/sriov_vf.h"
 
 namespace ibcni::plugin {
-
-cni::Error sysError(cni::Errc code, std::string msg, const os::SysError& err) {
-  return cni::Error{code, std::move(msg), err.describe()};
-}
 
 cni::Result<os::Netns> hostNetns(Deps& deps) {
   auto host = deps.netns.current();
@@ -122,65 +117,8 @@ cni::Result<os::FileLock> lockDevice(const Invocation& inv, Deps& deps, const st
   return std::move(*lock);
 }
 
-state::AttachmentRecord recordFor(const Invocation& inv) {
-  state::AttachmentRecord r;
-  r.network = inv.conf.name;
-  r.containerId = inv.args.containerId;
-  r.ifName = inv.args.ifName;
-  r.netns = inv.args.netns;
-  r.mode = config::toString(inv.conf.mode);
-  return r;
-}
-
-cni::Result<nl::Link> ipoibPortParent(Deps& deps, const os::Netns& host, const std::string& rdmaDevice,
-                                      std::uint32_t port) {
-  const std::string field = "rdmaDevice = \"" + rdmaDevice + "\", port = " + std::to_string(port);
-  auto names = deps.devices.netdevsOfRdmaPort(rdmaDevice, port);
-  if (!names) {
-    return std::unexpected(sysError(cni::Errc::kDeviceNotFound,
-                                    field + ": no such RDMA device on this node (see `rdma dev`)", names.error()));
-  }
-  for (const auto& n : *names) {
-    // A pkey child (an IPoIB link with a parent) shares its parent's device and dev_port in sysfs.
-    if (auto l = deps.netlink.linkByName(host, n); l && l->arpType == kArphrdInfiniband && l->parentIndex == 0) {
-      return *l;
-    }
-  }
-  return cni::fail(cni::Errc::kDeviceNotFound, field + ": that port has no IPoIB netdev in the host namespace (is "
-                                                       "ib_ipoib loaded, and is the port InfiniBand, not Ethernet?)");
-}
-
-std::string deviceKeyFromConfig(const Invocation& inv, Deps& deps, const os::Netns& host) {
-  const auto& conf = inv.conf;
-  if (conf.mode == config::Mode::kIpoib) {
-    if (!conf.master.empty()) {
-      return "ipoib-" + conf.master;
-    }
-    // ADD locked the parent it resolved: "ipoib-<parent netdev>".
-    if (auto parent = ipoibPortParent(deps, host, conf.rdmaDevice, conf.port)) {
-      return "ipoib-" + parent->name;
-    }
-    return "ipoib-" + conf.rdmaDevice + "-" + std::to_string(conf.port);
-  }
-  if (conf.deviceId) {
-    return "pci-" + conf.deviceId->text;
-  }
-  return "netdev-" + conf.device;
-}
-
 ipam::Request ipamRequest(const Invocation& inv) {
-  return ipam::Request{inv.conf.ipamType, inv.rawStdin, inv.args, inv.conf.version};
-}
-
-cni::Error combine(const std::vector<cni::Error>& errors) {
-  cni::Error out = errors.front();
-  for (std::size_t i = 1; i < errors.size(); ++i) {
-    out.msg += "; " + errors[i].msg;
-    if (!errors[i].details.empty()) {
-      out.details += (out.details.empty() ? "" : "; ") + errors[i].details;
-    }
-  }
-  return out;
+  return ipam::Request{inv.conf, inv.args, inv.cniArgs, inv.rawStdin};
 }
 
 cni::Result<void> releaseAttachment(const Invocation& inv, Deps& deps, const os::Netns& host,

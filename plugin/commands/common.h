@@ -17,9 +17,6 @@
 
 namespace ibcni::plugin {
 
-/// A CNI error whose details carry the OS error (errno name, kernel ext-ack).
-[[nodiscard]] cni::Error sysError(cni::Errc code, std::string msg, const os::SysError& err);
-
 /// The namespace ibcni runs in (the host's).
 /// @return error 105 when it cannot be opened.
 [[nodiscard]] cni::Result<os::Netns> hostNetns(Deps& deps);
@@ -44,26 +41,8 @@ namespace ibcni::plugin {
 /// @return error 11 when another invocation held it for the whole timeout.
 [[nodiscard]] cni::Result<os::FileLock> lockDevice(const Invocation& inv, Deps& deps, const std::string& key);
 
-/// ipoib mode: the IPoIB parent netdev of port `port` of RDMA device `rdmaDevice`, in `host`: the
-/// first netdev of that port (sysfs, sorted by name) that is ARPHRD_INFINIBAND and not itself a
-/// pkey child. Children are listed in sysfs under their parent's device and port, and their names
-/// may sort first (ibcni's temporary "ibc…" names sort before "ibp…" ones), so they are skipped.
-/// @return error 100 naming rdmaDevice and port: no such RDMA device, or no IPoIB parent netdev
-///         on that port in `host`.
-[[nodiscard]] cni::Result<nl::Link> ipoibPortParent(Deps& deps, const os::Netns& host, const std::string& rdmaDevice,
-                                                    std::uint32_t port);
-
-/// The lock name for a device known only from the configuration (DEL without a record): the key
-/// ADD takes for the same configuration. ipoib mode with rdmaDevice + port resolves the parent
-/// netdev as ADD does ("ipoib-<parent>"), and falls back to "ipoib-<rdmaDevice>-<port>" when there
-/// is none (nothing of this device is left to protect then).
-[[nodiscard]] std::string deviceKeyFromConfig(const Invocation& inv, Deps& deps, const os::Netns& host);
-
-/// A record keyed by this invocation (network, container, ifname) with its netns and mode; the
-/// mode fills in what it did.
-[[nodiscard]] state::AttachmentRecord recordFor(const Invocation& inv);
-
-/// The IPAM call for this invocation (the raw stdin passed on unchanged).
+/// The IPAM call for this invocation: its parsed values (and, for a delegated plugin, the raw
+/// stdin to pass on unchanged). Refers to `inv`.
 [[nodiscard]] ipam::Request ipamRequest(const Invocation& inv);
 
 /// Undoes one attachment: mode tear-down, then delegated IPAM DEL, then the record. Keeps going
@@ -72,8 +51,5 @@ namespace ibcni::plugin {
 [[nodiscard]] cni::Result<void> releaseAttachment(const Invocation& inv, Deps& deps, const os::Netns& host,
                                                   const std::optional<state::AttachmentRecord>& record,
                                                   bool releaseIpam);
-
-/// Combines several errors into one: the first error's code, every message joined.
-[[nodiscard]] cni::Error combine(const std::vector<cni::Error>& errors);
 
 }  // namespace ibcni::plugin

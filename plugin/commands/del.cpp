@@ -87,7 +87,7 @@ cni::Result<void> cmdDel(const Invocation& inv, Deps& deps) {
     if (record && record->netns.empty()) {
       record->netns = inv.args.netns;
     }
-    return record && !record->deviceKey.empty() ? record->deviceKey : deviceKeyFromConfig(inv, deps, *host);
+    return record && !record->deviceKey.empty() ? record->deviceKey : modeFor(inv.conf.mode).deviceKeyFromConfig(ModeContext{inv, deps, *host});
   };
 
   std::string key = findAttachment(false);

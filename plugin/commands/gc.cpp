@@ -19,6 +19,9 @@ cni::Result<void> cmdGc(const Invocation& inv, Deps& deps) {
   if (auto r = prepareStateDir(conf); !r) {
     return r;
   }
+  // No list: no attachment is valid (the spec's reading; `cnitool gc` sends none).
+  const std::vector<cni::AttachmentKey> none;
+  const auto& valid = conf.validAttachments ? *conf.validAttachments : none;
   std::vector<cni::Error> errors;
   auto store = deps.makeStore(conf.stateDir);
   auto records = store->list(conf.name);
@@ -26,8 +29,8 @@ cni::Result<void> cmdGc(const Invocation& inv, Deps& deps) {
     errors.push_back(sysError(cni::Errc::kStateFailure, "cannot list attachment records", records.error()));
   } else {
     for (const auto& record : *records) {
-      config::AttachmentKey key{record.containerId, record.ifName};
-      if (std::find(conf.validAttachments.begin(), conf.validAttachments.end(), key) != conf.validAttachments.end()) {
+      cni::AttachmentKey key{record.containerId, record.ifName};
+      if (std::find(valid.begin(), valid.end(), key) != valid.end()) {
         continue;
       }
       log::info("gc: releasing stale attachment {}/{} (netns {})", record.containerId, record.ifName, record.netns);

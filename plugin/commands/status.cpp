@@ -10,8 +10,8 @@
 
 #include "commands/commands.h"
 #include "commands/common.h"
-#include "ibcni/ipam/embedded.h"
-#include "ipam/exec.h"
+#include "ibcni/config/ipam_conf.h"
+#include "delegate/exec.h"
 
 namespace ibcni::plugin {
 
@@ -49,7 +49,7 @@ cni::Result<void> cmdStatus(const Invocation& inv, Deps& deps) {
   if (!conf.ipamType.empty()) {
     // The embedded IPAM runs inside ibcni: there is no binary to find, and STATUS may come with no
     // CNI_PATH at all (the spec lists it as optional there).
-    if (conf.ipamType != ipam::kEmbeddedIpamType && ipam::findInPath(conf.ipamType, inv.args.path).empty()) {
+    if (conf.ipamType != config::kEmbeddedIpamType && delegate::findInPath(conf.ipamType, inv.args.path).empty()) {
       return cni::fail(cni::Errc::kPluginNotAvailable,
                        "ipam.type = \"" + conf.ipamType + "\" is not installed in CNI_PATH");
     }

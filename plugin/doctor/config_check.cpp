@@ -8,10 +8,10 @@
 #include <utility>
 
 #include "commands/commands.h"
-#include "commands/verbs_check.h"
+#include "modes/verbs_check.h"
 #include "ibcni/config/net_conf.h"
 #include "invocation.h"
-#include "ipam/exec.h"
+#include "delegate/exec.h"
 #include "modes/attachment_mode.h"
 #include "modes/sriov_vf.h"
 
@@ -233,7 +233,7 @@ void checkStatus(const ConfigCheckInputs& in, const plugin::Invocation& inv, Con
   if (inv.conf.ipamType.empty()) {
     r.ok.push_back("no IPAM: the interface gets no address (layer 2 only)");
   } else if (!askIpam) {
-    if (ipam::findInPath(inv.conf.ipamType, inv.args.path).empty()) {
+    if (delegate::findInPath(inv.conf.ipamType, inv.args.path).empty()) {
       std::string dirs;
       for (const auto& d : inv.args.path) {
         dirs += (dirs.empty() ? "" : ":") + d;

@@ -104,7 +104,7 @@ struct ConfigReport {
   std::vector<Problem> problems;  ///< what stops it; informational ones only warn
 };
 
-/// Everything `ibcni doctor` found. Plain data: renderText and result/doctor_json print it.
+/// Everything `ibcni doctor` found. Plain data: renderText and doctor/doctor_json print it.
 struct DoctorReport {
   std::string rdmaNetnsMode;    ///< "shared", "exclusive", or "unknown" (no RDMA netlink)
   bool verbsAvailable = false;  ///< libibverbs.so.1 could be loaded

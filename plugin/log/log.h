@@ -9,7 +9,7 @@
 #include <string_view>
 #include <utility>
 
-#include "ibcni/config/net_conf.h"
+#include "ibcni/log/level.h"
 
 namespace ibcni::log {
 
@@ -31,14 +31,14 @@ struct SetupProblem {
   std::string reason;    ///< empty: none
   bool refused = false;  ///< the file breaks the rules (the caller may make this an error)
 };
-SetupProblem setup(config::LogLevel level, const std::string& file, Context context);
+SetupProblem setup(Level level, const std::string& file, Context context);
 
 /// True when a message at `level` would be written.
-[[nodiscard]] bool enabled(config::LogLevel level);
+[[nodiscard]] bool enabled(Level level);
 
 /// Writes one line. Control characters in the message (and in the context) are written as \xNN,
 /// so that no value can start a line of its own, and a line is cut after kMaxLineBytes.
-void write(config::LogLevel level, std::string_view message);
+void write(Level level, std::string_view message);
 
 /// The longest message written on one line.
 inline constexpr std::size_t kMaxLineBytes = 16384;
@@ -48,26 +48,26 @@ void flush();
 
 template <class... A>
 void debug(fmt::format_string<A...> f, A&&... a) {
-  if (enabled(config::LogLevel::kDebug)) {
-    write(config::LogLevel::kDebug, fmt::format(f, std::forward<A>(a)...));
+  if (enabled(Level::kDebug)) {
+    write(Level::kDebug, fmt::format(f, std::forward<A>(a)...));
   }
 }
 template <class... A>
 void info(fmt::format_string<A...> f, A&&... a) {
-  if (enabled(config::LogLevel::kInfo)) {
-    write(config::LogLevel::kInfo, fmt::format(f, std::forward<A>(a)...));
+  if (enabled(Level::kInfo)) {
+    write(Level::kInfo, fmt::format(f, std::forward<A>(a)...));
   }
 }
 template <class... A>
 void warn(fmt::format_string<A...> f, A&&... a) {
-  if (enabled(config::LogLevel::kWarn)) {
-    write(config::LogLevel::kWarn, fmt::format(f, std::forward<A>(a)...));
+  if (enabled(Level::kWarn)) {
+    write(Level::kWarn, fmt::format(f, std::forward<A>(a)...));
   }
 }
 template <class... A>
 void error(fmt::format_string<A...> f, A&&... a) {
-  if (enabled(config::LogLevel::kError)) {
-    write(config::LogLevel::kError, fmt::format(f, std::forward<A>(a)...));
+  if (enabled(Level::kError)) {
+    write(Level::kError, fmt::format(f, std::forward<A>(a)...));
   }
 }
 

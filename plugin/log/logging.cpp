@@ -20,7 +20,7 @@ namespace {
 // the namespace switches of the plugin's single thread.
 struct State {
   std::shared_ptr<spdlog::logger> logger;
-  config::LogLevel level = config::LogLevel::kWarn;
+  Level level = Level::kWarn;
   std::string prefix;
 };
 
@@ -48,15 +48,15 @@ class AppendFdSink final : public spdlog::sinks::base_sink<spdlog::details::null
   os::UniqueFd fd_;
 };
 
-spdlog::level::level_enum toSpd(config::LogLevel l) {
+spdlog::level::level_enum toSpd(Level l) {
   switch (l) {
-    case config::LogLevel::kError:
+    case Level::kError:
       return spdlog::level::err;
-    case config::LogLevel::kWarn:
+    case Level::kWarn:
       return spdlog::level::warn;
-    case config::LogLevel::kInfo:
+    case Level::kInfo:
       return spdlog::level::info;
-    case config::LogLevel::kDebug:
+    case Level::kDebug:
       return spdlog::level::debug;
   }
   return spdlog::level::warn;
@@ -90,7 +90,7 @@ std::string escaped(std::string_view text, std::size_t max) {
 
 }  // namespace
 
-SetupProblem setup(config::LogLevel level, const std::string& file, Context context) {
+SetupProblem setup(Level level, const std::string& file, Context context) {
   State& s = state();
   SetupProblem problem;
   std::shared_ptr<spdlog::logger> logger;
@@ -117,15 +117,15 @@ SetupProblem setup(config::LogLevel level, const std::string& file, Context cont
                          context.ifName.empty() ? "-" : escaped(context.ifName, 64),
                          context.netns.empty() ? "" : " netns=" + escaped(context.netns, 512));
   if (!problem.reason.empty()) {
-    write(config::LogLevel::kWarn,
+    write(Level::kWarn,
           "cannot use logFile " + escaped(file, 512) + ", logging to stderr: " + problem.reason);
   }
   return problem;
 }
 
-bool enabled(config::LogLevel level) { return static_cast<int>(level) <= static_cast<int>(state().level); }
+bool enabled(Level level) { return static_cast<int>(level) <= static_cast<int>(state().level); }
 
-void write(config::LogLevel level, std::string_view message) {
+void write(Level level, std::string_view message) {
   State& s = state();
   if (!s.logger) {
     s.logger = stderrLogger();

@@ -81,11 +81,19 @@ class AttachmentMode {
   [[nodiscard]] virtual cni::Result<void> check(const ModeContext& ctx, const state::AttachmentRecord& record,
                                                 const os::Netns& pod, const nl::Link& podLink) = 0;
 
+  /// The lock name of the device this configuration selects, for a DEL that finds no record: the
+  /// key ADD took for the same configuration. Changes nothing.
+  [[nodiscard]] virtual std::string deviceKeyFromConfig(const ModeContext& ctx) = 0;
+
   /// Rebuilds a partial record from what the device itself says (its alias), for a DEL that finds
   /// no record. nullopt when the pod link does not carry ibcni's mark.
   [[nodiscard]] virtual std::optional<state::AttachmentRecord> recover(const ModeContext& ctx,
                                                                        const nl::Link& podLink) = 0;
 };
+
+/// A record keyed by this invocation (network, container, ifname) with its netns and mode; the
+/// mode fills in what it did.
+[[nodiscard]] state::AttachmentRecord recordFor(const Invocation& inv);
 
 /// The strategy for a mode.
 [[nodiscard]] AttachmentMode& modeFor(config::Mode mode);

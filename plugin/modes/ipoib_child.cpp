@@ -6,10 +6,8 @@
 #include <cerrno>
 #include <cstdio>
 
-#include "commands/common.h"
 #include "log/log.h"
 #include "modes/record_ahead.h"
-#include "modes/sriov_vf.h"
 
 namespace ibcni::plugin {
 
@@ -34,7 +32,7 @@ const char* modeName(nl::IpoibMode m) { return m == nl::IpoibMode::kConnected ? 
 // What a link is, for an error that says why it cannot be an IPoIB parent.
 std::string describeLink(const nl::Link& l) {
   std::string kind = l.kind.empty() ? "physical" : l.kind;
-  std::string type = l.arpType == 1 ? "ether" : l.arpType == kArphrdInfiniband ? "infiniband" : std::to_string(l.arpType);
+  std::string type = l.arpType == 1 ? "ether" : l.arpType == nl::kArphrdInfiniband ? "infiniband" : std::to_string(l.arpType);
   return "a " + kind + " link of type " + type;
 }
 
@@ -64,7 +62,7 @@ cni::Result<nl::Link> findParent(const ModeContext& ctx) {
     }
     link = std::move(*found);
   }
-  if (link->arpType != kArphrdInfiniband || link->kind != "ipoib") {
+  if (link->arpType != nl::kArphrdInfiniband || link->kind != "ipoib") {
     return cni::fail(Errc::kInvalidConfig, field + ": " + link->name + " is " + describeLink(*link) +
                                                ", not an IPoIB interface; an IPoIB child needs an IPoIB parent "
                                                "(`ip -d link show type ipoib`)");
@@ -310,6 +308,35 @@ std::optional<state::AttachmentRecord> IpoibChildMode::recover(const ModeContext
   state::AttachmentRecord r = recordFor(ctx.inv);
   r.podIndex = podLink.index;
   return r;
+}
+
+cni::Result<nl::Link> ipoibPortParent(Deps& deps, const os::Netns& host, const std::string& rdmaDevice,
+                                      std::uint32_t port) {
+  const std::string field = "rdmaDevice = \"" + rdmaDevice + "\", port = " + std::to_string(port);
+  auto names = deps.devices.netdevsOfRdmaPort(rdmaDevice, port);
+  if (!names) {
+    return std::unexpected(sysError(cni::Errc::kDeviceNotFound,
+                                    field + ": no such RDMA device on this node (see `rdma dev`)", names.error()));
+  }
+  for (const auto& n : *names) {
+    // A pkey child (an IPoIB link with a parent) shares its parent's device and dev_port in sysfs.
+    if (auto l = deps.netlink.linkByName(host, n); l && l->arpType == nl::kArphrdInfiniband && l->parentIndex == 0) {
+      return *l;
+    }
+  }
+  return cni::fail(cni::Errc::kDeviceNotFound, field + ": that port has no IPoIB netdev in the host namespace (is "
+                                                       "ib_ipoib loaded, and is the port InfiniBand, not Ethernet?)");
+}
+
+std::string IpoibChildMode::deviceKeyFromConfig(const ModeContext& ctx) {
+  const auto& conf = ctx.inv.conf;
+  if (!conf.master.empty()) {
+    return "ipoib-" + conf.master;
+  }
+  if (auto parent = ipoibPortParent(ctx.deps, ctx.host, conf.rdmaDevice, conf.port)) {
+    return "ipoib-" + parent->name;
+  }
+  return "ipoib-" + conf.rdmaDevice + "-" + std::to_string(conf.port);
 }
 
 }  // namespace ibcni::plugin

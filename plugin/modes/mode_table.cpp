@@ -25,6 +25,16 @@ std::string temporaryLinkName() {
   return fmt::format("ibc{:08x}", bits);
 }
 
+state::AttachmentRecord recordFor(const Invocation& inv) {
+  state::AttachmentRecord r;
+  r.network = inv.conf.name;
+  r.containerId = inv.args.containerId;
+  r.ifName = inv.args.ifName;
+  r.netns = inv.args.netns;
+  r.mode = config::toString(inv.conf.mode);
+  return r;
+}
+
 AttachmentMode& modeFor(config::Mode mode) {
   static SriovNetdevMode sriov;
   static IpoibChildMode ipoib;

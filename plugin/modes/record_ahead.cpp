@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "modes/record_ahead.h"
 
-#include "commands/common.h"
 #include "log/timing.h"
 
 namespace ibcni::plugin {

@@ -6,7 +6,6 @@
 #include <fmt/core.h>
 #include <memory>
 
-#include "commands/common.h"
 #include "modes/record_ahead.h"
 #include "modes/sriov_vf.h"
 #include "log/log.h"
@@ -257,7 +256,7 @@ cni::Result<nl::Link> SriovNetdevMode::setUp(const ModeContext& ctx, const HostD
   if (!mac && !ctx.inv.cniArgs.mac.empty()) {
     mac = net::HwAddress::parse(ctx.inv.cniArgs.mac);
   }
-  if (mac && original.arpType == kArphrdInfiniband) {
+  if (mac && original.arpType == nl::kArphrdInfiniband) {
     return cni::fail(cni::Errc::kInvalidConfig,
                      "mac = \"" + mac->text + "\" cannot be set on InfiniBand interface " + original.name +
                          ": an IPoIB address is 20 bytes and derived from the port GID; use infinibandGUID");
@@ -495,6 +494,11 @@ std::optional<state::AttachmentRecord> SriovNetdevMode::recover(const ModeContex
   // What the host settings were is unknown without the record: the device comes back down, with
   // its MTU and MAC as the pod left them, and no alias.
   return r;
+}
+
+std::string SriovNetdevMode::deviceKeyFromConfig(const ModeContext& ctx) {
+  const auto& conf = ctx.inv.conf;
+  return conf.deviceId ? "pci-" + conf.deviceId->text : "netdev-" + conf.device;
 }
 
 }  // namespace ibcni::plugin

@@ -25,6 +25,8 @@ class SriovNetdevMode final : public AttachmentMode {
   cni::Result<void> check(const ModeContext& ctx, const state::AttachmentRecord& record, const os::Netns& pod,
                           const nl::Link& podLink) override;
   std::optional<state::AttachmentRecord> recover(const ModeContext& ctx, const nl::Link& podLink) override;
+  /// "pci-<deviceID>", or "netdev-<device>".
+  std::string deviceKeyFromConfig(const ModeContext& ctx) override;
 };
 
 }  // namespace ibcni::plugin

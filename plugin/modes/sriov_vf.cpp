@@ -5,7 +5,6 @@
 #include <chrono>
 #include <thread>
 
-#include "commands/common.h"
 #include "log/log.h"
 
 namespace ibcni::plugin {
@@ -265,7 +264,7 @@ cni::Result<void> resolveVf(const ModeContext& ctx, const sysfs::PciFunction* fn
   if (!guid) {
     return std::unexpected(guid.error());
   }
-  const bool ib = device.link.arpType == kArphrdInfiniband;
+  const bool ib = device.link.arpType == nl::kArphrdInfiniband;
 
   if (fn != nullptr && fn->physfn) {
     VfPlace vf;
@@ -274,7 +273,7 @@ cni::Result<void> resolveVf(const ModeContext& ctx, const sysfs::PciFunction* fn
     if (auto pf = pfLinkOf(ctx, vf.pfPci)) {
       vf.pfLink = *pf;
     }
-    if (!ib && vf.pfLink.arpType != kArphrdInfiniband) {
+    if (!ib && vf.pfLink.arpType != nl::kArphrdInfiniband) {
       return cni::fail(Errc::kInvalidConfig,
                        subject + " is " + vfName(vf.pfPci, vf.vfIndex, vf.pfLink.name) +
                            ", which is not an InfiniBand PF (its netdev " + device.link.name +

@@ -14,9 +14,6 @@
 
 namespace ibcni::plugin {
 
-/// ARPHRD_INFINIBAND: the link type of IPoIB netdevs.
-inline constexpr std::uint16_t kArphrdInfiniband = 32;
-
 /// The GUID requested for the VF: runtimeConfig.infinibandGUID, else args.cni.guid, else CNI_ARGS
 /// GUID. @return error 7 for a CNI_ARGS GUID that is malformed, all zeros or all ones.
 [[nodiscard]] cni::Result<std::optional<net::Guid>> requestedGuid(const Invocation& inv);

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <sys/socket.h>
 
-#include "ibcni/cni/error.h"
+#include "ibcni/os/text.h"
 
 namespace ibcni::net {
 
@@ -213,7 +213,7 @@ bool isValidIfName(std::string_view name) {
     }
   }
   // The kernel takes any other byte; ibcni also wants names it can print, log and use in file names.
-  return cni::isPrintableText(name);
+  return os::isPrintableText(name);
 }
 
 }  // namespace ibcni::net

@@ -79,7 +79,9 @@ cni::Result<std::vector<std::string>> stringList(const json& obj, const char* ke
 }  // namespace
 
 std::string shortDump(const json& j) {
-  std::string s = j.dump();
+  // Strings from the request or the environment may hold any byte: invalid UTF-8 is replaced, the
+  // dump never throws.
+  std::string s = j.dump(-1, ' ', false, json::error_handler_t::replace);
   if (s.size() > 80) {
     s = s.substr(0, 77) + "...";
   }

@@ -10,7 +10,7 @@
 
 #include "ibcni/cni/cmd_args.h"
 #include "ibcni/net/ip.h"
-#include "ipam_config.h"
+#include "ibcni/config/net_conf.h"
 #include "yaml_lite.h"
 
 namespace ibcni::testing::examples {
@@ -719,21 +719,27 @@ void checkIpam(const Catalog& catalog, const Nad& nad, const json& plugin, const
   }
   const std::string type = stringAt(*ipamObj, {"type"});
   if (type == "ibcni-ipam" || type == "host-local") {
-    auto nc = ipam::parseNetworkConfig(stdinText);
-    if (!nc) {
-      problem(problems, who + ": ibcni-ipam's parser refuses the ipam object: " + nc.error().msg);
+    // Read as ibcni-ipam reads it (which reads the ipam object whatever its type).
+    auto parsed = config::parseNetConf(stdinText, cni::Command::kAdd, config::Role::kIpamPlugin);
+    if (parsed && parsed->embeddedIpam && !*parsed->embeddedIpam) {
+      parsed = std::unexpected(parsed->embeddedIpam->error());
+    }
+    if (!parsed) {
+      problem(problems, who + ": ibcni-ipam's parser refuses the ipam object: " + parsed.error().msg);
       return;
     }
-    for (const auto& w : nc->ipam.warnings) {
+    const config::IpamConfig& ipamConf = **parsed->embeddedIpam;
+    for (const auto& w : ipamConf.warnings) {
       problem(problems, who + ": ibcni-ipam warns: " + w);
     }
-    for (const auto& ip : nc->runtimeIps) {
-      bool inRange = std::any_of(nc->ipam.rangeSets.begin(), nc->ipam.rangeSets.end(),
-                                 [&](const ipam::RangeSet& rs) { return rs.find(ip) != nullptr; });
+    for (const auto& prefix : parsed->runtime.ips) {
+      const net::IpAddress& ip = prefix.address;
+      bool inRange = std::any_of(ipamConf.rangeSets.begin(), ipamConf.rangeSets.end(),
+                                 [&](const config::RangeSet& rs) { return rs.find(ip) != nullptr; });
       if (!inRange) {
         problem(problems, who + ": the pod asks for " + ip.toString() + ", outside every range of the network");
       }
-      for (const auto& ex : nc->ipam.exclude) {
+      for (const auto& ex : ipamConf.exclude) {
         if (ex.prefix.contains(ip)) {
           problem(problems, who + ": the pod asks for " + ip.toString() + ", excluded by " + ex.path);
         }

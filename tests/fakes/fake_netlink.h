@@ -119,7 +119,7 @@ class FakeNetlink final : public nl::Netlink {
 
   static constexpr std::uint16_t kArphrdEther = 1;
   static constexpr std::uint16_t kArphrdLoopback = 772;
-  static constexpr std::uint16_t kArphrdInfiniband = 32;
+  static constexpr std::uint16_t kArphrdInfiniband = nl::kArphrdInfiniband;
 
   /// The method name of `op` ("renameLink").
   [[nodiscard]] static const char* opName(Op op);

@@ -15,7 +15,7 @@
 
 #include "allocator.h"
 #include "file_store.h"
-#include "ipam_config.h"
+#include "ibcni/config/net_conf.h"
 #include "support/test_netns.h"
 
 namespace ibcni::faults {
@@ -227,7 +227,7 @@ bool setSysctl(const os::Netns& ns, const std::string& key, const std::string& v
 
 std::vector<std::string> verifyIbcniIpamStore(const std::string& ipamJson, const fs::path& dataDir,
                                               const std::string& network) {
-  auto config = ipam::parseIpamConfig(ipamJson);
+  auto config = ::ibcni::config::parseIpamConfig(ipamJson);
   if (!config) {
     return {"verify: the ipam config does not parse: " + config.error().msg};
   }

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The network configuration parsers, fed what a runtime writes on stdin: config::parsePreamble and
 // config::parseNetConf for every verb that reads a configuration, as ibcni (kPlugin) and as
-// ibcni-ipam (kIpamPlugin), and the embedded IPAM's own parser of the same text
-// (ipam::parseNetworkConfig, which reads the `ipam` object). Besides memory and UB errors (ASan,
-// UBSan), it checks what net_conf.h and ipam_config.h promise of an accepted configuration:
+// ibcni-ipam (kIpamPlugin), with the embedded IPAM's `ipam` object
+// read in the same pass. Besides memory and UB errors (ASan,
+// UBSan), it checks what net_conf.h and ipam_conf.h promise of an accepted configuration:
 // "Everything downstream trusts it".
 
 #include <cstddef>
@@ -52,9 +52,8 @@ void checkAccepted(const NetConf& c, Command command, Role role) {
 }
 
 // The embedded IPAM's ranges: every address of a range of the set's family, start <= end.
-void checkIpam(const ibcni::ipam::NetworkConfig& n) {
-  require(!n.name.empty(), "the IPAM accepted a config without a name");
-  for (const auto& set : n.ipam.rangeSets) {
+void checkIpam(const ibcni::config::IpamConfig& ipam) {
+  for (const auto& set : ipam.rangeSets) {
     require(!set.ranges.empty(), "the IPAM accepted an empty range set", set.path);
     for (const auto& r : set.ranges) {
       for (const auto* a : {&r.rangeStart, &r.rangeEnd, &r.subnet.address}) {
@@ -79,14 +78,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       auto c = ibcni::config::parseNetConf(text, command, role);
       if (c) {
         checkAccepted(*c, command, role);
+        // The embedded IPAM's object, read in the same pass.
+        if (c->embeddedIpam && *c->embeddedIpam) {
+          require(!c->name.empty(), "the IPAM accepted a config without a name");
+          checkIpam(**c->embeddedIpam);
+        }
       } else {
         require(!c.error().msg.empty(), "an error without a message");
       }
     }
   }
-  if (auto n = ibcni::ipam::parseNetworkConfig(text); n) {
-    checkIpam(*n);
-  }
-  (void)ibcni::ipam::parseResolvConf(text);
+  (void)ibcni::config::parseResolvConf(text);
   return 0;
 }

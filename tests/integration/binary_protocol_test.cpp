@@ -45,6 +45,9 @@
 #ifndef IBCNI_BINARY
 #error "IBCNI_BINARY must be the path of the built ibcni executable"
 #endif
+#ifndef IBCNI_IPAM_BINARY
+#error "IBCNI_IPAM_BINARY must be the path of the built ibcni-ipam executable"
+#endif
 
 namespace ibcni::testing {
 namespace {
@@ -809,6 +812,59 @@ TEST_F(BinaryTest, ErrorCodes) {
 
 // ---------------------------------------------------------------------------------------------
 // 5. An ADD that fails half-way leaves nothing behind
+
+// One rule for the network name (1-253 bytes, config/ reads it once): ibcni with its embedded IPAM
+// in process and the standalone ibcni-ipam accept the same names, and refuse a longer one before
+// anything changes. (The IPAM once had a rule of its own, 200 bytes: a 201-253 byte name moved the
+// device, then failed inside the IPAM and was rolled back.)
+TEST_F(BinaryTest, NetworkNameRuleIsTheSameForThePluginAndItsIpam) {
+  const json ipamObj = {{"type", "ibcni-ipam"},
+                        {"dataDir", dataDir_.string()},
+                        {"ranges", json::array({json::array({{{"subnet", "10.78.0.0/24"}}})})}};
+  for (std::size_t len : {std::size_t{200}, std::size_t{201}, std::size_t{253}, std::size_t{254}}) {
+    SCOPED_TRACE("a network name of " + std::to_string(len) + " bytes");
+    const std::string name = "n" + std::string(len - 1, 'a');
+    const bool accepted = len <= 253;
+
+    // ibcni, the embedded IPAM in process.
+    const std::string vf = makeVf(1500, true);
+    const auto before = linkState(host(), vf);
+    ASSERT_TRUE(before);
+    TestNetns& pod = makePod();
+    json c = conf("1.0.0", vf, ipamObj);
+    c["name"] = name;
+    const std::string cid = "cid-len" + std::to_string(len);
+    Exec add = ibcni(env("ADD", cid, pod), c.dump());
+    if (accepted) {
+      ASSERT_EQ(add.status, 0) << add.describe();
+      EXPECT_EQ(jsonOut(add)["ips"].size(), 1u) << add.describe();
+      EXPECT_TRUE(fs::exists(dataDir_ / name)) << "the embedded IPAM keeps the network under its name";
+      Exec del = ibcni(env("DEL", cid, pod), c.dump());
+      EXPECT_EQ(del.status, 0) << del.describe();
+    } else {
+      expectError(add, 7, {"invalid name", "1-253"});
+      EXPECT_FALSE(fs::exists(dataDir_ / name)) << "the IPAM was reached";
+      EXPECT_FALSE(fs::exists(stateDir_ / "attachments" / name)) << "a record was written";
+    }
+    EXPECT_EQ(linkState(host(), vf), before) << "the VF is not back as it was";
+    expectPodEmpty(pod);
+
+    // ibcni-ipam as the IPAM plugin of another plugin (what it receives from macvlan).
+    const json ic = {{"cniVersion", "1.0.0"}, {"name", name}, {"type", "macvlan"}, {"ipam", ipamObj}};
+    const std::string ipamCid = "cid-ipam-len" + std::to_string(len);
+    Exec iadd = runProgram(IBCNI_IPAM_BINARY, env("ADD", ipamCid, pod).toVector(), ic.dump());
+    expectProtocol(iadd, "ADD");
+    if (accepted) {
+      ASSERT_EQ(iadd.status, 0) << iadd.describe();
+      EXPECT_EQ(jsonOut(iadd)["ips"].size(), 1u) << iadd.describe();
+      Exec idel = runProgram(IBCNI_IPAM_BINARY, env("DEL", ipamCid, pod).toVector(), ic.dump());
+      EXPECT_EQ(idel.status, 0) << idel.describe();
+    } else {
+      expectError(iadd, 7, {"invalid name", "1-253"});
+      EXPECT_FALSE(fs::exists(dataDir_ / name)) << "ibcni-ipam created a store for a name it refuses";
+    }
+  }
+}
 
 TEST_F(BinaryTest, FailingIpamPluginRollsBackAndPassesItsCode) {
   const std::string vf = makeVf(1480, true);

@@ -6,7 +6,9 @@
 #include <fstream>
 #include <memory>
 
+#include "dispatch.h"
 #include "fake_store.h"
+#include "result/result_json.h"
 #include "store_test_util.h"
 
 namespace ibcni::ipam::testing {
@@ -150,17 +152,17 @@ TEST_F(EmbeddedIpamTest, GcReleasesWhatTheRuntimeNoLongerLists) {
     ASSERT_TRUE(ipam_->add(makeRequest(config(body), c)));
   }
   auto gcConf = config(body, R"("cni.dev/valid-attachments": [{"containerID": "b", "ifname": "net1"}], )");
-  ASSERT_TRUE(ipam_->gc(makeRequest(gcConf, "")));
+  ASSERT_TRUE(ipam_->gc(makeRequest(gcConf, "", "", "", "net1", cni::Command::kGc)));
   EXPECT_EQ(countEntries(tmp_.path() + "/net1/ips"), 1u);
   EXPECT_TRUE(ipam_->check(makeRequest(config(body), "b")));
   auto gcAll = config(body, R"("cni.dev/attachments": [], )");
-  ASSERT_TRUE(ipam_->gc(makeRequest(gcAll, "")));
+  ASSERT_TRUE(ipam_->gc(makeRequest(gcAll, "", "", "", "net1", cni::Command::kGc)));
   EXPECT_EQ(countEntries(tmp_.path() + "/net1/ips"), 0u);
   // No key at all is an empty list too (what `cnitool gc` sends): everything is released.
   for (const char* c : {"d", "e"}) {
     ASSERT_TRUE(ipam_->add(makeRequest(config(body), c)));
   }
-  ASSERT_TRUE(ipam_->gc(makeRequest(config(body), "")));
+  ASSERT_TRUE(ipam_->gc(makeRequest(config(body), "", "", "", "net1", cni::Command::kGc)));
   EXPECT_EQ(countEntries(tmp_.path() + "/net1/ips"), 0u);
 }
 
@@ -216,24 +218,44 @@ TEST_F(EmbeddedIpamTest, ReclaimReleasesOnlyGoneNamespaces) {
   EXPECT_EQ(countEntries(tmp_.path() + "/net1/ips"), 2u);
 }
 
+// The request is validated where ibcni-ipam receives it (the dispatcher: CNI_* variables, CNI_ARGS,
+// the configuration), before the embedded IPAM sees typed values; the codes are the IPAM plugin's.
 TEST_F(EmbeddedIpamTest, InvalidInputsHaveTheirCodes) {
+  auto add = [&](const std::string& stdinText, const std::string& cid, const std::string& ifName = "net1",
+                 const std::string& cniArgs = "") -> cni::Result<void> {
+    const std::map<std::string, std::string> env = {{"CNI_COMMAND", "ADD"}, {"CNI_CONTAINERID", cid},
+                                                    {"CNI_NETNS", "/run/netns/x"}, {"CNI_IFNAME", ifName},
+                                                    {"CNI_ARGS", cniArgs}, {"CNI_PATH", "/opt/cni/bin"}};
+    plugin::IpamVerbs verbs(*ipam_);
+    auto out = plugin::dispatch(
+        [&](const char* name) -> std::optional<std::string> {
+          auto it = env.find(name);
+          return it == env.end() ? std::nullopt : std::optional<std::string>(it->second);
+        },
+        stdinText, true, verbs);
+    if (out.exitCode == 0) {
+      return {};
+    }
+    auto e = result::parseError(out.stdoutText);
+    EXPECT_TRUE(e) << out.stdoutText;
+    return std::unexpected(e ? *e : cni::Error{});
+  };
   const std::string good = config(R"("ranges": [[{"subnet": "10.1.2.0/24"}]])");
-  auto badId = ipam_->add(makeRequest(good, "../etc"));
+  auto badId = add(good, "../etc");
   ASSERT_FALSE(badId);
   EXPECT_EQ(badId.error().code, cni::Errc::kInvalidEnvironment);
   EXPECT_THAT(badId.error().msg, HasSubstr("CNI_CONTAINERID"));
-  auto badIf = ipam_->add(makeRequest(good, "c1", "", "", "a/b"));
+  auto badIf = add(good, "c1", "a/b");
   ASSERT_FALSE(badIf);
   EXPECT_THAT(badIf.error().msg, HasSubstr("CNI_IFNAME"));
-  auto badArgs = ipam_->add(makeRequest(good, "c1", "", "FOO=bar"));
+  auto badArgs = add(good, "c1", "net1", "FOO=bar");
   ASSERT_FALSE(badArgs);
   EXPECT_EQ(badArgs.error().code, cni::Errc::kInvalidEnvironment);
-  auto badConf =
-      ipam_->add(makeRequest(config(R"("ranges": [[{"subnet": "10.1.2.0/24", "rangeEnd": "10.1.3.1"}]])"), "c1"));
+  auto badConf = add(config(R"("ranges": [[{"subnet": "10.1.2.0/24", "rangeEnd": "10.1.3.1"}]])"), "c1");
   ASSERT_FALSE(badConf);
   EXPECT_EQ(badConf.error().code, cni::Errc::kInvalidConfig);
   EXPECT_THAT(badConf.error().msg, HasSubstr("invalid ipam.ranges[0][0].rangeEnd = \"10.1.3.1\""));
-  auto notJson = ipam_->add(makeRequest("{", "c1"));
+  auto notJson = add("{", "c1");
   ASSERT_FALSE(notJson);
   EXPECT_EQ(notJson.error().code, cni::Errc::kDecodingFailure);
   EXPECT_EQ(countEntries(tmp_.path() + "/net1/ips"), 0u);

@@ -13,8 +13,9 @@
 
 #include "allocator.h"
 #include "file_store.h"
-#include "ibcni/ipam/embedded.h"
-#include "ipam_config.h"
+#include "embedded_ipam.h"
+#include "fakes/ipam_call.h"
+#include "ibcni/config/net_conf.h"
 
 namespace ibcni::ipam::testing {
 
@@ -54,22 +55,18 @@ inline std::string netConfig(const std::string& dataDir, const std::string& ipam
          R"("ipam": {"type": "ibcni-ipam", "dataDir": ")" + dataDir + R"(", )" + ipamBody + "}}";
 }
 
-inline Request makeRequest(const std::string& rawConfig, const std::string& containerId, const std::string& netns = "",
-                           const std::string& cniArgs = "", const std::string& ifName = "net1") {
-  Request r;
-  r.type = "ibcni-ipam";
-  r.rawConfig = rawConfig;
-  r.args.containerId = containerId;
-  r.args.ifName = ifName;
-  r.args.netns = netns;
-  r.args.rawArgs = cniArgs;
-  return r;
+/// The request ibcni-ipam's dispatcher makes of `rawConfig` and the CNI_* values (config/ parses it).
+inline ibcni::testing::IpamCall makeRequest(const std::string& rawConfig, const std::string& containerId,
+                                            const std::string& netns = "", const std::string& cniArgs = "",
+                                            const std::string& ifName = "net1",
+                                            cni::Command command = cni::Command::kAdd) {
+  return ibcni::testing::IpamCall::fromText(rawConfig, containerId, netns, cniArgs, ifName, command);
 }
 
 /// A parsed config with a FileStore and an Allocator over it, for direct store calls.
 struct StoreFixture {
   StoreFixture(const std::string& dir, const std::string& ipamJson, NetnsChecker& checker) {
-    auto c = parseIpamConfig(ipamJson);
+    auto c = config::parseIpamConfig(ipamJson);
     EXPECT_TRUE(c) << (c ? "" : c.error().msg);
     config = std::make_unique<IpamConfig>(*c);
     store = std::make_unique<FileStore>(FileStore::Options{dir, Allocator::spansOf(*config), std::chrono::seconds(10)});

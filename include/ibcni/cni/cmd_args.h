@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <compare>
 #include <map>
 #include <string>
 #include <string_view>
@@ -23,6 +24,16 @@ struct CmdArgs {
   std::string ifName;             ///< CNI_IFNAME
   std::string rawArgs;            ///< CNI_ARGS as given
   std::vector<std::string> path;  ///< CNI_PATH split on ':' (empty entries dropped)
+};
+
+/// One attachment of a container to a network: CNI_CONTAINERID and CNI_IFNAME, the key of ADD and
+/// DEL, of ibcni's records and of the IPAM's allocations (and of GC's cni.dev/valid-attachments).
+struct AttachmentKey {
+  std::string containerId;
+  std::string ifName;
+  auto operator<=>(const AttachmentKey&) const = default;
+  /// "containerID/ifname", for messages.
+  [[nodiscard]] std::string toString() const { return containerId + "/" + ifName; }
 };
 
 /// The CNI_ARGS keys ibcni understands (CONVENTIONS.md and what Kubernetes runtimes and Multus

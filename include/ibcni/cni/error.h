@@ -7,6 +7,10 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
+
+#include "ibcni/os/sys_error.h"
+#include "ibcni/os/text.h"
 
 namespace ibcni::cni {
 
@@ -50,9 +54,8 @@ using Result = std::expected<T, Error>;
   return std::unexpected(Error{code, std::move(msg), std::move(details)});
 }
 
-/// True when `text` is UTF-8 without control characters (bytes below 0x20, and 0x7f): what the
-/// CNI_* variables that end up in records, file names and logs must be.
-[[nodiscard]] bool isPrintableText(std::string_view text);
+/// The rule for CNI_* values (ibcni/os/text.h), where the protocol code looks for it.
+using os::isPrintableText;
 
 /// How long a value quoted in a message may be before it is cut.
 inline constexpr std::size_t kQuotedMax = 64;
@@ -63,5 +66,12 @@ inline constexpr std::size_t kQuotedMax = 64;
 /// message built from quoted values stays readable, one line, bounded and safe to log whatever the
 /// environment or the configuration held.
 [[nodiscard]] std::string quoted(std::string_view value, std::size_t maxBytes = kQuotedMax);
+
+/// A CNI error whose details carry the OS error (errno name, kernel ext-ack).
+[[nodiscard]] Error sysError(Errc code, std::string msg, const os::SysError& err);
+
+/// Several errors as one: the first error's code, every message (and detail) joined with "; ".
+/// `errors` must not be empty.
+[[nodiscard]] Error combine(const std::vector<Error>& errors);
 
 }  // namespace ibcni::cni

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -11,6 +12,8 @@
 #include "ibcni/cni/error.h"
 #include "ibcni/cni/result.h"
 #include "ibcni/cni/spec_version.h"
+#include "ibcni/config/ipam_conf.h"
+#include "ibcni/log/level.h"
 #include "ibcni/net/ip.h"
 
 namespace ibcni::config {
@@ -24,19 +27,13 @@ enum class Mode {
 /// `ipoibMode`: the IPoIB child's transport.
 enum class IpoibMode { kDatagram, kConnected };
 
-enum class LogLevel { kError, kWarn, kInfo, kDebug };
+/// `logLevel`.
+using LogLevel = log::Level;
 
 /// Where ibcni keeps its attachment records and locks unless `stateDir` says otherwise. tmpfs: a
 /// record describes kernel state (a device in a pod netns, a VF's GUID) that a reboot discards with
 /// every pod, so it has no use after one, and writing it costs no disk flush.
 inline constexpr std::string_view kDefaultStateDir = "/run/ibcni";
-
-/// An attachment named in a GC request (cni.dev/valid-attachments).
-struct AttachmentKey {
-  std::string containerId;
-  std::string ifName;
-  bool operator==(const AttachmentKey&) const = default;
-};
 
 /// The capabilities ibcni declares, as the runtime passed them in runtimeConfig.
 struct RuntimeConfig {
@@ -98,6 +95,10 @@ struct NetConf {
   std::optional<IpoibMode> ipoibMode;    ///< unset: the parent's
   bool umcast = false;                   ///< `umcast`: allow user-space multicast
   std::string ipamType;            ///< empty: no IPAM (layer 2 only)
+  /// ipam.type "ibcni-ipam" (or ibcni-ipam run as an IPAM plugin): the `ipam` object, parsed, or
+  /// what is wrong with it. The embedded IPAM reports the error when it is called, as a delegated
+  /// IPAM plugin would report its own (so DEL still puts the device back first).
+  std::optional<cni::Result<IpamConfig>> embeddedIpam;
   cni::Dns dns;
   LogLevel logLevel = LogLevel::kWarn;
   std::string logFile;             ///< empty: stderr
@@ -106,9 +107,13 @@ struct NetConf {
   RuntimeConfig runtime;
   std::vector<net::IpPrefix> argsIps;   ///< args.cni.ips
   std::optional<cni::AddResult> prevResult;
-  std::vector<AttachmentKey> validAttachments;  ///< GC only
+  /// GC only: cni.dev/valid-attachments (or cni.dev/attachments); nullopt when neither is given.
+  std::optional<std::vector<cni::AttachmentKey>> validAttachments;
   std::vector<std::string> unknownKeys;         ///< top-level keys ibcni does not know (logged)
 };
+
+/// The request's JSON document, read once (config/ alone knows its type).
+struct RequestDocument;
 
 /// The parts of the request that must be read before anything else: the version check and the
 /// logging settings. Never fails on a field other than cniVersion.
@@ -116,6 +121,8 @@ struct Preamble {
   std::string cniVersion;  ///< "" when absent
   LogLevel logLevel = LogLevel::kWarn;
   std::string logFile;
+  /// The document it was read from, for parseNetConf(preamble, ...): the text is parsed once.
+  std::shared_ptr<const RequestDocument> document;
 };
 
 /// Reads stdin as JSON and extracts the preamble.
@@ -131,6 +138,23 @@ enum class Role { kPlugin, kIpamPlugin };
 ///         value and what is accepted for anything invalid.
 [[nodiscard]] cni::Result<NetConf> parseNetConf(std::string_view stdinText, cni::Command command,
                                                Role role = Role::kPlugin);
+/// The same, from the document parsePreamble already read (the dispatcher's path).
+[[nodiscard]] cni::Result<NetConf> parseNetConf(const Preamble& preamble, cni::Command command,
+                                               Role role = Role::kPlugin);
+
+/// The network served by ibcni-ipam in a .conf or .conflist file (`ibcni-ipam gc CONFIG_FILE`): the
+/// file itself, or the conflist's plugin whose ipam.type is ibcni-ipam with the list's name and
+/// cniVersion, read as ibcni-ipam reads a request.
+/// @return error 6 when the file is not a JSON object or has no such plugin; the errors of
+///         parseNetConf otherwise.
+[[nodiscard]] cni::Result<NetConf> parseIpamNetworkFile(std::string_view fileText);
+
+/// Parses just an embedded IPAM's `ipam` object, given as JSON text.
+/// @return error 6 when the text is not a JSON object, 7 naming the field path otherwise.
+[[nodiscard]] cni::Result<IpamConfig> parseIpamConfig(std::string_view ipamJson);
+
+/// Parses resolv.conf text the way host-local does (nameserver, domain, search, options).
+[[nodiscard]] cni::Dns parseResolvConf(std::string_view text);
 
 /// Parses a partition key given as a JSON-ish text ("0x7fff", "32767") for `field`: 0x0001-0x7fff,
 /// or 0x8001-0xffff (the full-membership bit is dropped). 0x0000/0x8000 (the invalid pkey) and

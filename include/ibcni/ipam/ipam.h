@@ -1,22 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include <string>
+#include <string_view>
 
 #include "ibcni/cni/cmd_args.h"
 #include "ibcni/cni/error.h"
 #include "ibcni/cni/result.h"
-#include "ibcni/cni/spec_version.h"
+#include "ibcni/config/net_conf.h"
 
 namespace ibcni::ipam {
 
-/// One call to an IPAM plugin. The request configuration is passed on byte for byte, as the spec
-/// requires of a delegating plugin.
+/// One call to an IPAM plugin: the request as config/ parsed it once, and the validated
+/// environment. It refers to the invocation's values and lives no longer than the call.
 struct Request {
-  std::string type;        ///< ipam.type: the plugin's file name in CNI_PATH
-  std::string rawConfig;   ///< the complete stdin ibcni received
-  cni::CmdArgs args;       ///< ibcni's own CNI_* environment; the command is replaced per call
-  cni::SpecVersion version = cni::SpecVersion::k110;
+  const config::NetConf& conf;   ///< ipam.type, the embedded IPAM's settings, ips, prevResult, ...
+  const cni::CmdArgs& args;      ///< ibcni's own CNI_* environment; the command is replaced per call
+  const cni::CniArgs& cniArgs;   ///< CNI_ARGS, parsed (pod identity, IP=)
+  /// The complete stdin ibcni received, for a delegated plugin: the spec requires a delegating
+  /// plugin to pass the configuration on byte for byte. The embedded IPAM never reads it.
+  std::string_view rawConfig;
 };
 
 /// The IPAM plugin a network uses. Errors from the plugin keep its code, msg and details.

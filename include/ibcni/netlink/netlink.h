@@ -35,6 +35,9 @@ struct IpoibChildSpec {
   bool umcast = false;
 };
 
+/// ARPHRD_INFINIBAND: the link type (Link::arpType) of IPoIB netdevs.
+inline constexpr std::uint16_t kArphrdInfiniband = 32;
+
 /// A network link as rtnetlink reports it.
 struct Link {
   int index = 0;

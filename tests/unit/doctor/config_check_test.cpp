@@ -12,7 +12,7 @@
 #include "doctor/config_check.h"
 #include "doctor/doctor.h"
 #include "fakes/fake_verbs_probe.h"
-#include "result/doctor_json.h"
+#include "doctor/doctor_json.h"
 #include "unit/plugin/plugin_fixture.h"
 
 namespace ibcni::testing {
@@ -178,7 +178,7 @@ TEST_F(ConfigCheckTest, EachVfTheDevicePluginCouldHandOutIsJudgedAsAddWouldJudge
             std::string::npos)
       << text;
   EXPECT_NE(text.find("vf 1 " + std::string(kVf1) + " state auto"), std::string::npos) << "VF PCI in the node report";
-  json j = json::parse(result::printDoctorReport(report_));
+  json j = json::parse(doctor::printDoctorReport(report_));
   EXPECT_EQ(j["config"]["works"], true);
   EXPECT_EQ(j["config"]["candidates"][1]["needsGuid"], true);
   EXPECT_EQ(j["config"]["candidates"][2]["works"], false);

@@ -15,7 +15,7 @@
 #include "fakes/fake_sysfs_tree.h"
 #include "fakes/fake_verbs_probe.h"
 #include "fakes/ibv_devinfo_text.h"
-#include "result/doctor_json.h"
+#include "doctor/doctor_json.h"
 #include "sysfs/sysfs_devices.h"
 
 namespace ibcni::testing {
@@ -161,7 +161,7 @@ TEST_F(DoctorTest, AHealthyInfinibandNodeHasNoProblem) {
   EXPECT_NE(text.find("vf 1 0000:3b:00.2 state enable"), std::string::npos) << text;
   EXPECT_NE(text.find("Problems: none"), std::string::npos) << text;
 
-  json j = json::parse(result::printDoctorReport(r));
+  json j = json::parse(doctor::printDoctorReport(r));
   EXPECT_EQ(j["rdmaNetnsMode"], "exclusive");
   EXPECT_EQ(j["libibverbs"]["available"], true);
   EXPECT_TRUE(j["libibverbs"]["reason"].is_null());
@@ -180,7 +180,7 @@ TEST_F(DoctorTest, SharedModeIsOnlyANote) {
   EXPECT_NE(r.problems[0].fix.find("rdma system set netns exclusive"), std::string::npos);
   EXPECT_EQ(doctor::exitStatus(r), 0);
   EXPECT_NE(doctor::renderText(r).find("note: RDMA netns mode is shared"), std::string::npos);
-  EXPECT_EQ(json::parse(result::printDoctorReport(r))["problems"][0]["informational"], true);
+  EXPECT_EQ(json::parse(doctor::printDoctorReport(r))["problems"][0]["informational"], true);
 }
 
 TEST_F(DoctorTest, PortInInitNamesTheSubnetManager) {
@@ -227,7 +227,7 @@ TEST_F(DoctorTest, VfWithZeroGuidSaysHowToAssignOne) {
   EXPECT_NE(r.problems[0].fix.find("port_guid"), std::string::npos);
   EXPECT_NE(r.problems[0].fix.find("infinibandGUID"), std::string::npos);
   EXPECT_EQ(r.sriovPfs[0].vfs[1].nodeGuid, "00:00:00:00:00:00:00:00");
-  json j = json::parse(result::printDoctorReport(r));
+  json j = json::parse(doctor::printDoctorReport(r));
   EXPECT_EQ(j["sriovPfs"][0]["vfs"][1]["portGuid"], "00:00:00:00:00:00:00:00");
   EXPECT_EQ(j["problems"].size(), 1u);
 }
@@ -255,7 +255,7 @@ TEST_F(DoctorTest, NoRdmaDeviceAtAll) {
   r = doctor::collect(in);
   EXPECT_EQ(r.rdmaNetnsMode, "unknown");
   ASSERT_EQ(problemsWith(r, "ib_core is not loaded").size(), 1u) << all(r);
-  json j = json::parse(result::printDoctorReport(r));
+  json j = json::parse(doctor::printDoctorReport(r));
   EXPECT_EQ(j["devices"], json::array());
   EXPECT_EQ(j["rdmaNetnsMode"], "unknown");
 }
@@ -286,7 +286,7 @@ TEST_F(DoctorTest, LibibverbsUnavailable) {
   EXPECT_FALSE(r.devices[0].ports[0].queried);
   EXPECT_EQ(r.devices[0].ports[0].pkeys, (std::vector<std::uint16_t>{0xffff, 0x8123})) << "from sysfs";
   EXPECT_NE(doctor::renderText(r).find("state unknown"), std::string::npos);
-  json j = json::parse(result::printDoctorReport(r));
+  json j = json::parse(doctor::printDoctorReport(r));
   EXPECT_EQ(j["libibverbs"]["available"], false);
   EXPECT_TRUE(j["devices"][0]["ports"][0]["state"].is_null());
 
@@ -360,7 +360,7 @@ TEST_F(DoctorTest, GpuDirectNeedsNvidiaPeermem) {
   EXPECT_NE(p[0].fix.find("modprobe nvidia-peermem"), std::string::npos);
   EXPECT_EQ(doctor::exitStatus(r), 1);
   EXPECT_NE(doctor::renderText(r).find("GPUDirect RDMA: disabled"), std::string::npos);
-  EXPECT_EQ(json::parse(result::printDoctorReport(r))["gpuDirect"], "disabled");
+  EXPECT_EQ(json::parse(doctor::printDoctorReport(r))["gpuDirect"], "disabled");
 
   loaded.insert("nvidia_peermem");
   r = doctor::collect(in);

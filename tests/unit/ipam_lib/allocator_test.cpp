@@ -8,7 +8,7 @@
 
 #include "allocator.h"
 #include "fake_store.h"
-#include "ipam_config.h"
+#include "ibcni/config/net_conf.h"
 
 namespace ibcni::ipam {
 namespace {
@@ -23,7 +23,7 @@ net::IpAddress ip(const char* s) { return *net::IpAddress::parse(s); }
 class AllocatorTest : public ::testing::Test {
  protected:
   void configure(const std::string& ipamJson) {
-    auto c = parseIpamConfig(ipamJson);
+    auto c = config::parseIpamConfig(ipamJson);
     ASSERT_TRUE(c) << c.error().msg;
     config_ = std::make_unique<IpamConfig>(*c);
     store_ = std::make_unique<FakeStore>(Allocator::spansOf(*config_));

@@ -9,8 +9,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "address_math.h"
-#include "ibcni/ipam/embedded.h"
+#include "ibcni/net/address_math.h"
+#include "ibcni/ipam/netns_checker.h"
 #include "store.h"
 
 namespace ibcni::ipam::testing {

@@ -61,7 +61,7 @@ class IpsCapabilityIpam final : public ipam::Ipam {
   std::set<std::pair<std::string, std::string>> allocations;
 
   cni::Result<cni::AddResult> add(const ipam::Request& r) override {
-    rawConfigs.push_back(r.rawConfig);
+    rawConfigs.emplace_back(r.rawConfig);
     auto conf = json::parse(r.rawConfig, nullptr, false);
     cni::AddResult result;
     if (conf.is_object() && conf.contains("runtimeConfig") && conf["runtimeConfig"].contains("ips")) {
@@ -80,12 +80,12 @@ class IpsCapabilityIpam final : public ipam::Ipam {
     return result;
   }
   cni::Result<void> del(const ipam::Request& r) override {
-    rawConfigs.push_back(r.rawConfig);
+    rawConfigs.emplace_back(r.rawConfig);
     allocations.erase({r.args.containerId, r.args.ifName});
     return {};
   }
   cni::Result<void> check(const ipam::Request& r) override {
-    rawConfigs.push_back(r.rawConfig);
+    rawConfigs.emplace_back(r.rawConfig);
     if (!allocations.contains({r.args.containerId, r.args.ifName})) {
       return cni::fail(cni::Errc::kInvalidConfig, "no allocation for " + r.args.containerId);
     }

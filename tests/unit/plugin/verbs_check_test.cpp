@@ -3,7 +3,7 @@
 // them in warn and require mode.
 #include <gtest/gtest.h>
 
-#include "commands/verbs_check.h"
+#include "modes/verbs_check.h"
 #include "fakes/fake_verbs_probe.h"
 #include "fakes/ibv_devinfo_text.h"
 

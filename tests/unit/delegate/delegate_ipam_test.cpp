@@ -7,10 +7,11 @@
 #include <sstream>
 #include <sys/stat.h>
 
-#include "ipam/delegate_ipam.h"
-#include "ipam/exec.h"
+#include "delegate/delegate_ipam.h"
+#include "delegate/exec.h"
+#include "fakes/ipam_call.h"
 
-namespace ibcni::ipam {
+namespace ibcni::delegate {
 namespace {
 
 namespace fs = std::filesystem;
@@ -33,9 +34,10 @@ class DelegateIpamTest : public ::testing::Test {
     ::chmod(path.c_str(), 0755);
   }
 
-  Request request(const std::string& type) {
-    Request r;
-    r.type = type;
+  testing::IpamCall request(const std::string& type) {
+    testing::IpamCall r;
+    r.conf.ipamType = type;
+    r.conf.version = cni::SpecVersion::k100;
     r.rawConfig = R"({"cniVersion":"1.0.0","name":"n","ipam":{"type":")" + type + "\"}}";
     r.args.containerId = "c1";
     r.args.ifName = "net1";
@@ -175,4 +177,4 @@ TEST(FindInPath, SkipsDirectoriesAndNonExecutables) {
 }
 
 }  // namespace
-}  // namespace ibcni::ipam
+}  // namespace ibcni::delegate

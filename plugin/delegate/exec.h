@@ -3,11 +3,12 @@
 
 #include <chrono>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ibcni/os/sys_error.h"
 
-namespace ibcni::ipam {
+namespace ibcni::delegate {
 
 /// What a finished child process left.
 struct ExecOutput {
@@ -20,9 +21,9 @@ struct ExecOutput {
 /// Close-on-exec keeps ibcni's fds (locks, sockets) out of the child.
 /// @return ETIMEDOUT when killed for the timeout, or the errno of pipe/fork/exec.
 [[nodiscard]] os::SysResult<ExecOutput> runProcess(const std::string& path, const std::vector<std::string>& env,
-                                                   const std::string& input, std::chrono::milliseconds timeout);
+                                                   std::string_view input, std::chrono::milliseconds timeout);
 
 /// The first regular, executable file named `name` in `dirs`, in order; empty when none.
 [[nodiscard]] std::string findInPath(const std::string& name, const std::vector<std::string>& dirs);
 
-}  // namespace ibcni::ipam
+}  // namespace ibcni::delegate

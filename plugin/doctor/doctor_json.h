@@ -5,7 +5,7 @@
 
 #include "doctor/doctor.h"
 
-namespace ibcni::result {
+namespace ibcni::doctor {
 
 /// `ibcni doctor --json`: the report as one JSON object (two-space indented), keys in camelCase as
 /// in DoctorReport: rdmaNetnsMode, libibverbs {available, reason}, uverbsDevices, gpuDirect, devices[] (name,
@@ -15,4 +15,4 @@ namespace ibcni::result {
 /// are null, pkeys are "0xffff" strings.
 [[nodiscard]] std::string printDoctorReport(const doctor::DoctorReport& report);
 
-}  // namespace ibcni::result
+}  // namespace ibcni::doctor

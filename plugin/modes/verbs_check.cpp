@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "commands/verbs_check.h"
+#include "modes/verbs_check.h"
 
 #include <algorithm>
 #include <cstdio>
 
-#include "commands/common.h"
 #include "log/log.h"
 
 namespace ibcni::plugin {

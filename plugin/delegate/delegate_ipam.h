@@ -7,12 +7,14 @@
 
 #include "ibcni/ipam/ipam.h"
 
-namespace ibcni::ipam {
+namespace ibcni::delegate {
+
+using ipam::Request;
 
 /// Runs the IPAM plugin named by ipam.type from CNI_PATH, per the spec's delegation rules: the same
 /// environment (CNI_* taken from the request) with CNI_COMMAND set to the verb, the complete request configuration on stdin, its
 /// stdout parsed as a result or an error, its stderr left to the runtime's log.
-class DelegateIpam final : public Ipam {
+class DelegateIpam final : public ipam::Ipam {
  public:
   /// @param environment  the KEY=VALUE environment ibcni was started with
   explicit DelegateIpam(std::vector<std::string> environment,
@@ -36,4 +38,4 @@ class DelegateIpam final : public Ipam {
   std::chrono::milliseconds timeout_;
 };
 
-}  // namespace ibcni::ipam
+}  // namespace ibcni::delegate

@@ -9,9 +9,10 @@
 #include <fstream>
 #include <string>
 
-#include "ipam_config.h"
+#include "ibcni/config/ipam_conf.h"
+#include "ibcni/config/net_conf.h"
 
-namespace ibcni::ipam {
+namespace ibcni::config {
 namespace {
 
 using ::testing::HasSubstr;
@@ -254,46 +255,55 @@ TEST(IpamConfig, ReservationErrors) {
   expectInvalid(r + R"("reservations": ["ns/a"]})", {"invalid ipam.reservations = [\"ns/a\"]", "object"});
 }
 
+// What ibcni-ipam reads of a whole request (role kIpamPlugin), besides the `ipam` object.
 TEST(NetworkConfig, ReadsNameRequestedAddressesAndGcList) {
-  auto c = parseNetworkConfig(R"({
+  auto c = parseNetConf(R"({
     "cniVersion": "1.1.0", "name": "ib-net.1", "type": "ibcni",
     "ipam": {"type": "ibcni-ipam", "subnet": "10.1.2.0/24"},
     "runtimeConfig": {"ips": ["10.1.2.9/24"]},
     "args": {"cni": {"ips": ["10.1.2.10"]}},
     "cni.dev/valid-attachments": [{"containerID": "c1", "ifname": "net1"}],
     "prevResult": {"ips": [{"address": "10.1.2.9/24"}]}
-  })");
+  })", cni::Command::kGc, Role::kIpamPlugin);
   ASSERT_TRUE(c) << c.error().msg;
   EXPECT_EQ(c->name, "ib-net.1");
-  EXPECT_EQ(c->runtimeIps, std::vector<net::IpAddress>{ip("10.1.2.9")});
-  EXPECT_EQ(c->argsIps, std::vector<net::IpAddress>{ip("10.1.2.10")});
+  ASSERT_EQ(c->runtime.ips.size(), 1u);
+  EXPECT_EQ(c->runtime.ips[0].address, ip("10.1.2.9"));
+  ASSERT_EQ(c->argsIps.size(), 1u);
+  EXPECT_EQ(c->argsIps[0].address, ip("10.1.2.10"));
   ASSERT_TRUE(c->validAttachments);
-  EXPECT_EQ(c->validAttachments->at(0), (AttachmentKey{"c1", "net1"}));
-  ASSERT_EQ(c->prevResultIps.size(), 1u);
+  EXPECT_EQ(c->validAttachments->at(0), (cni::AttachmentKey{"c1", "net1"}));
+  ASSERT_TRUE(c->prevResult);
+  ASSERT_EQ(c->prevResult->ips.size(), 1u);
+  ASSERT_TRUE(c->embeddedIpam && *c->embeddedIpam);
+  EXPECT_EQ((*c->embeddedIpam)->rangeSets.size(), 1u);
 }
 
 TEST(NetworkConfig, Errors) {
-  auto noName = parseNetworkConfig(R"({"ipam": {"subnet": "10.1.2.0/24"}})");
+  auto parse = [](const std::string& text) { return parseNetConf(text, cni::Command::kGc, Role::kIpamPlugin); };
+  auto noName = parse(R"({"cniVersion": "1.1.0", "ipam": {"type": "ibcni-ipam", "subnet": "10.1.2.0/24"}})");
   ASSERT_FALSE(noName);
   EXPECT_THAT(noName.error().msg, HasSubstr("name is missing"));
-  auto badName = parseNetworkConfig(R"({"name": "../etc", "ipam": {"subnet": "10.1.2.0/24"}})");
+  auto badName =
+      parse(R"({"cniVersion": "1.1.0", "name": "../etc", "ipam": {"type": "ibcni-ipam", "subnet": "10.1.2.0/24"}})");
   ASSERT_FALSE(badName);
   EXPECT_THAT(badName.error().msg, HasSubstr("invalid name = \"../etc\""));
-  auto noIpam = parseNetworkConfig(R"({"name": "n"})");
+  auto noIpam = parse(R"({"cniVersion": "1.1.0", "name": "n"})");
   ASSERT_FALSE(noIpam);
-  EXPECT_THAT(noIpam.error().msg, HasSubstr("ipam is missing"));
-  auto badIps = parseNetworkConfig(R"({"name": "n", "ipam": {"subnet": "10.1.2.0/24"},
-                                       "runtimeConfig": {"ips": ["10.1.2.300"]}})");
+  EXPECT_EQ(noIpam.error().code, cni::Errc::kInvalidConfig);
+  EXPECT_THAT(noIpam.error().msg, HasSubstr("ipam.type is missing"));
+  auto badIps = parse(R"({"cniVersion": "1.1.0", "name": "n", "ipam": {"type": "ibcni-ipam", "subnet": "10.1.2.0/24"},
+                          "runtimeConfig": {"ips": ["10.1.2.300"]}})");
   ASSERT_FALSE(badIps);
   EXPECT_THAT(badIps.error().msg, HasSubstr("invalid runtimeConfig.ips[0] = \"10.1.2.300\""));
-  auto badGc = parseNetworkConfig(R"({"name": "n", "ipam": {"subnet": "10.1.2.0/24"},
-                                      "cni.dev/attachments": [{"containerID": "c"}]})");
+  auto badGc = parse(R"({"cniVersion": "1.1.0", "name": "n", "ipam": {"type": "ibcni-ipam", "subnet": "10.1.2.0/24"},
+                         "cni.dev/attachments": [{"containerID": "c"}]})");
   ASSERT_FALSE(badGc);
   EXPECT_THAT(badGc.error().msg, HasSubstr("cni.dev/attachments[0]"));
-  auto notObject = parseNetworkConfig("[1]");
+  auto notObject = parse("[1]");
   ASSERT_FALSE(notObject);
   EXPECT_EQ(notObject.error().code, cni::Errc::kDecodingFailure);
 }
 
 }  // namespace
-}  // namespace ibcni::ipam
+}  // namespace ibcni::config

@@ -180,13 +180,14 @@ TEST(NetConf, GcAttachmentsBothKeys) {
       "cni.dev/valid-attachments":[{"containerID":"c1","ifname":"net1"}]})",
                             Command::kGc);
   ASSERT_TRUE(valid) << valid.error().msg;
-  ASSERT_EQ(valid->validAttachments.size(), 1u);
-  EXPECT_EQ(valid->validAttachments[0], (AttachmentKey{"c1", "net1"}));
+  ASSERT_TRUE(valid->validAttachments);
+  ASSERT_EQ(valid->validAttachments->size(), 1u);
+  EXPECT_EQ(valid->validAttachments->at(0), (cni::AttachmentKey{"c1", "net1"}));
   auto legacy = parseNetConf(R"({"cniVersion":"1.1.0","name":"n","type":"ibcni",
       "cni.dev/attachments":[{"containerID":"c2","ifname":"net2"}]})",
                              Command::kGc);
-  ASSERT_TRUE(legacy);
-  EXPECT_EQ(legacy->validAttachments[0].containerId, "c2");
+  ASSERT_TRUE(legacy && legacy->validAttachments);
+  EXPECT_EQ(legacy->validAttachments->at(0).containerId, "c2");
   auto bad = parseNetConf(R"({"cniVersion":"1.1.0","name":"n","type":"ibcni",
       "cni.dev/valid-attachments":[{"containerID":"c1"}]})",
                           Command::kGc);

@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "ibcni/ipam/embedded.h"
+#include "ibcni/config/ipam_conf.h"
 #include "ibcni/ipam/ipam.h"
 
-namespace ibcni::ipam {
+namespace ibcni::delegate {
+
+using ipam::Ipam;
+using ipam::Request;
 
 /// Picks the IPAM for a request: the embedded one, in process, for ipam.type "ibcni-ipam"
 /// (no second binary is executed), the delegated plugin from CNI_PATH for anything else.
-class IpamRouter final : public Ipam {
+class IpamRouter final : public ipam::Ipam {
  public:
   IpamRouter(Ipam& embedded, Ipam& delegated) : embedded_(embedded), delegated_(delegated) {}
 
@@ -19,9 +22,9 @@ class IpamRouter final : public Ipam {
   cni::Result<void> status(const Request& r) override { return pick(r).status(r); }
 
  private:
-  Ipam& pick(const Request& r) { return r.type == kEmbeddedIpamType ? embedded_ : delegated_; }
+  Ipam& pick(const Request& r) { return r.conf.ipamType == config::kEmbeddedIpamType ? embedded_ : delegated_; }
   Ipam& embedded_;
   Ipam& delegated_;
 };
 
-}  // namespace ibcni::ipam
+}  // namespace ibcni::delegate

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "address_math.h"
+#include "ibcni/net/address_math.h"
 
 #include <sys/socket.h>
 #include <algorithm>
 
-namespace ibcni::ipam {
+namespace ibcni::net {
 
-U128 toInt(const net::IpAddress& ip) {
+U128 toInt(const IpAddress& ip) {
   U128 v = 0;
   for (std::size_t i = 0; i < ip.size(); ++i) {
     v = (v << 8) | ip.bytes[i];
@@ -14,8 +14,8 @@ U128 toInt(const net::IpAddress& ip) {
   return v;
 }
 
-net::IpAddress fromInt(U128 v, int family) {
-  net::IpAddress ip;
+IpAddress fromInt(U128 v, int family) {
+  IpAddress ip;
   ip.family = family;
   std::size_t n = family == AF_INET ? 4 : 16;
   for (std::size_t i = 0; i < n; ++i) {
@@ -40,7 +40,7 @@ std::string toDecimal(U128 v) {
 
 namespace {
 
-U128 hostMask(const net::IpPrefix& p) {
+U128 hostMask(const IpPrefix& p) {
   int hostBits = bitsOf(p.address) - p.prefixLen;
   if (hostBits <= 0) {
     return 0;
@@ -53,9 +53,9 @@ U128 hostMask(const net::IpPrefix& p) {
 
 }  // namespace
 
-U128 firstOf(const net::IpPrefix& prefix) { return toInt(prefix.address) & ~hostMask(prefix); }
+U128 firstOf(const IpPrefix& prefix) { return toInt(prefix.address) & ~hostMask(prefix); }
 
-U128 lastOf(const net::IpPrefix& prefix) { return firstOf(prefix) | hostMask(prefix); }
+U128 lastOf(const IpPrefix& prefix) { return firstOf(prefix) | hostMask(prefix); }
 
 std::vector<Interval> normalized(std::vector<Interval> v) {
   std::sort(v.begin(), v.end(), [](const Interval& a, const Interval& b) { return a.lo < b.lo; });
@@ -118,4 +118,4 @@ long findInterval(const std::vector<Interval>& v, U128 x) {
   return static_cast<long>(it - v.begin());
 }
 
-}  // namespace ibcni::ipam
+}  // namespace ibcni::net

@@ -3,9 +3,9 @@
 
 #include <sys/socket.h>
 
-#include "address_math.h"
+#include "ibcni/net/address_math.h"
 
-namespace ibcni::ipam {
+namespace ibcni::net {
 namespace {
 
 TEST(AddressMath, RoundTripsAndPrefixBounds) {
@@ -41,4 +41,4 @@ TEST(AddressMath, IntervalsMergeSubtractAndFind) {
 }
 
 }  // namespace
-}  // namespace ibcni::ipam
+}  // namespace ibcni::net

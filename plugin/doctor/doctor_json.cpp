@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "result/doctor_json.h"
+#include "doctor/doctor_json.h"
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-namespace ibcni::result {
+namespace ibcni::doctor {
 
 namespace {
 
@@ -111,4 +111,4 @@ std::string printDoctorReport(const doctor::DoctorReport& r) {
   return out.dump(2);
 }
 
-}  // namespace ibcni::result
+}  // namespace ibcni::doctor

@@ -1,19 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
-// The embedded IPAM's configuration: the network config's `ipam` object (a superset of
-// host-local's) parsed, canonicalized and validated once, so that the policy trusts it.
+// The embedded IPAM's configuration (ipam.type "ibcni-ipam"): the `ipam` object of a network
+// configuration, a superset of host-local's, after config/ parsed, canonicalized and validated it.
+// The IPAM's policy (ipam/) trusts every field.
 #pragma once
 
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "allocation.h"
-#include "ibcni/cni/error.h"
 #include "ibcni/cni/result.h"
 #include "ibcni/net/ip.h"
 
-namespace ibcni::ipam {
+namespace ibcni::config {
+
+/// The ipam.type that selects the embedded IPAM, in process or as the ibcni-ipam executable.
+inline constexpr std::string_view kEmbeddedIpamType = "ibcni-ipam";
+
+/// Where the embedded IPAM keeps its allocations unless ipam.dataDir says otherwise: on tmpfs, so
+/// that a reboot (which ends every pod) also frees every address.
+inline constexpr std::string_view kDefaultIpamDataDir = "/run/ibcni-ipam";
 
 /// One canonical range: every field is set, the subnet has no host bits, and
 /// network <= rangeStart <= rangeEnd <= last address of the subnet, with neither end being the
@@ -72,26 +77,4 @@ struct IpamConfig {
   [[nodiscard]] const Reservation* reservationOf(const std::string& pod) const;
 };
 
-/// What the embedded IPAM reads from a whole network configuration.
-struct NetworkConfig {
-  std::string name;  ///< the network's name: its store is <dataDir>/<name>
-  IpamConfig ipam;
-  std::vector<net::IpAddress> runtimeIps;  ///< runtimeConfig.ips
-  std::vector<net::IpAddress> argsIps;     ///< args.cni.ips
-  /// GC's cni.dev/valid-attachments (or cni.dev/attachments); nullopt when neither is present.
-  std::optional<std::vector<AttachmentKey>> validAttachments;
-  std::vector<net::IpPrefix> prevResultIps;  ///< prevResult.ips[].address (CHECK)
-};
-
-/// Parses a network configuration (the stdin of a CNI invocation) and its `ipam` object.
-/// @return error 6 when the text is not a JSON object, error 7 naming the field path
-///         (e.g. `ipam.ranges[0][1].rangeStart`), the value and what is accepted for anything invalid.
-[[nodiscard]] cni::Result<NetworkConfig> parseNetworkConfig(std::string_view rawConfig);
-
-/// Parses just an `ipam` object (given as JSON text). Same errors as parseNetworkConfig.
-[[nodiscard]] cni::Result<IpamConfig> parseIpamConfig(std::string_view ipamJson);
-
-/// Parses resolv.conf text the way host-local does (nameserver, domain, search, options).
-[[nodiscard]] cni::Dns parseResolvConf(std::string_view text);
-
-}  // namespace ibcni::ipam
+}  // namespace ibcni::config

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "ipam/exec.h"
+#include "delegate/exec.h"
 
 #include <cerrno>
 #include <csignal>
@@ -11,7 +11,7 @@
 
 #include "ibcni/os/unique_fd.h"
 
-namespace ibcni::ipam {
+namespace ibcni::delegate {
 
 namespace {
 
@@ -42,7 +42,7 @@ std::string findInPath(const std::string& name, const std::vector<std::string>& 
 }
 
 os::SysResult<ExecOutput> runProcess(const std::string& path, const std::vector<std::string>& env,
-                                     const std::string& input, std::chrono::milliseconds timeout) {
+                                     std::string_view input, std::chrono::milliseconds timeout) {
   auto in = makePipe();
   if (!in) {
     return std::unexpected(in.error());
@@ -147,4 +147,4 @@ os::SysResult<ExecOutput> runProcess(const std::string& path, const std::vector<
   return result;
 }
 
-}  // namespace ibcni::ipam
+}  // namespace ibcni::delegate

@@ -10,23 +10,23 @@
 
 #include "ibcni/net/ip.h"
 
-namespace ibcni::ipam {
+namespace ibcni::net {
 
 /// An address as an unsigned integer (IPv4 in the low 32 bits). GCC's __int128 is an extension;
 /// __extension__ keeps -Wpedantic quiet about it.
 __extension__ typedef unsigned __int128 U128;
 
 /// The address's value, most significant byte first.
-[[nodiscard]] U128 toInt(const net::IpAddress& ip);
+[[nodiscard]] U128 toInt(const IpAddress& ip);
 /// The address of `family` (AF_INET/AF_INET6) with value `v` (truncated to 32 bits for IPv4).
-[[nodiscard]] net::IpAddress fromInt(U128 v, int family);
+[[nodiscard]] IpAddress fromInt(U128 v, int family);
 /// Decimal text of `v`, for messages ("65533").
 [[nodiscard]] std::string toDecimal(U128 v);
 /// First (network) and last (IPv4 broadcast) address of `prefix`.
-[[nodiscard]] U128 firstOf(const net::IpPrefix& prefix);
-[[nodiscard]] U128 lastOf(const net::IpPrefix& prefix);
+[[nodiscard]] U128 firstOf(const IpPrefix& prefix);
+[[nodiscard]] U128 lastOf(const IpPrefix& prefix);
 /// Number of bits in an address of `ip`'s family (32 or 128).
-[[nodiscard]] inline int bitsOf(const net::IpAddress& ip) { return ip.isV4() ? 32 : 128; }
+[[nodiscard]] inline int bitsOf(const IpAddress& ip) { return ip.isV4() ? 32 : 128; }
 
 /// An inclusive interval [lo, hi] of addresses of one family.
 struct Interval {
@@ -47,4 +47,4 @@ struct Interval {
 /// Index of the interval of normalized `v` that holds `x`, or -1.
 [[nodiscard]] long findInterval(const std::vector<Interval>& v, U128 x);
 
-}  // namespace ibcni::ipam
+}  // namespace ibcni::net
