@@ -24,14 +24,13 @@ json dualStackIpam(const World& w) {
 bool ipv6Usable() { return fs::exists("/proc/sys/net/ipv6/conf/all/disable_ipv6"); }
 
 // ---------------------------------------------------------------------------------------------
-// 29. ADD creates CNI_IFNAME inside CNI_NETNS and prints a result
-
-TEST(Item29, AddCreatesTheInterfaceInTheNetnsAndPrintsAResult) {
+// Checklist item 29: ADD creates CNI_IFNAME inside CNI_NETNS and prints a result
+TEST(InterfaceCreation, AddCreatesTheInterfaceInTheNetnsAndPrintsAResult) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
   const auto before = linkState(w.host(), vf);
-  for (const std::string v : {"0.3.1", "1.1.0"}) {  // every version: Item35
+  for (const std::string v : {"0.3.1", "1.1.0"}) {  // every version: ResultVersion
     SCOPED_TRACE(v);
     const json c = w.conf(v, vf, w.ipam());
     Exec add = w.ibcni(World::env("ADD", "c1", pod), c);
@@ -47,9 +46,8 @@ TEST(Item29, AddCreatesTheInterfaceInTheNetnsAndPrintsAResult) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 30. Name clash
-
-TEST(Item30, ExistingIfnameInTheContainerIsAnErrorAndIsLeftAlone) {
+// Checklist item 30: Name clash on CNI_IFNAME
+TEST(InterfaceNameClash, ExistingIfnameInTheContainerIsAnErrorAndIsLeftAlone) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf(1500, true);
@@ -70,7 +68,8 @@ TEST(Item30, ExistingIfnameInTheContainerIsAnErrorAndIsLeftAlone) {
 
 // The existing interface is another network's ibcni attachment: neither the failed ADD nor the
 // runtime's DEL that follows it may touch it.
-TEST(Item30, AnotherNetworksAttachmentOfThatNameIsLeftAlone) {
+// Checklist item 30: Name clash on CNI_IFNAME
+TEST(InterfaceNameClash, AnotherNetworksAttachmentOfThatNameIsLeftAlone) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vfA = w.vf();
@@ -95,9 +94,8 @@ TEST(Item30, AnotherNetworksAttachmentOfThatNameIsLeftAlone) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 31. Double ADD
-
-TEST(Item31, SecondAddFailsWithoutDoubleAllocationAndOneDelCleans) {
+// Checklist item 31: Double ADD
+TEST(DoubleAdd, SecondAddFailsWithoutDoubleAllocationAndOneDelCleans) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -122,7 +120,8 @@ TEST(Item31, SecondAddFailsWithoutDoubleAllocationAndOneDelCleans) {
   EXPECT_TRUE(w.records().empty());
 }
 
-TEST(Item31, IbcniIpamDoubleAddReturnsTheSameAddressOnce) {
+// Checklist item 31: Double ADD
+TEST(DoubleAdd, IbcniIpamDoubleAddReturnsTheSameAddressOnce) {
   CONFORMANCE_WORLD(w);
   const json ic = w.ipamConf("1.0.0");
   CniEnv e = World::ipamEnv("ADD", "c1", "/var/run/netns/x");
@@ -138,9 +137,8 @@ TEST(Item31, IbcniIpamDoubleAddReturnsTheSameAddressOnce) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 32. A failed ADD leaves nothing behind
-
-TEST(Item32, FailureAfterIpamReleasesTheAddressAndRestoresTheDevice) {
+// Checklist item 32: A failed ADD leaves nothing behind
+TEST(FailedAddCleanup, FailureAfterIpamReleasesTheAddressAndRestoresTheDevice) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf(1480, true);
@@ -161,7 +159,8 @@ TEST(Item32, FailureAfterIpamReleasesTheAddressAndRestoresTheDevice) {
   EXPECT_EQ(linkState(w.host(), vf), before);
 }
 
-TEST(Item32, IbcniIpamFailedAddAllocatesNothing) {
+// Checklist item 32: A failed ADD leaves nothing behind
+TEST(FailedAddCleanup, IbcniIpamFailedAddAllocatesNothing) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   json ic = w.ipamConf("1.0.0", "10.78.0.0/30");  // one address
@@ -200,7 +199,8 @@ void expectIndependentAttachments(World& w, TestNetns& pod, const json& c1, cons
 }
 
 // The checklist's case: the same network (here with a route from its IPAM) joined twice.
-TEST(Item33, SameNetworkTwiceWithDifferentIfnames) {
+// Checklist item 33: Several attachments per container
+TEST(SeveralAttachments, SameNetworkTwiceWithDifferentIfnamesIsIndependent) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf1 = w.vf();
@@ -210,7 +210,8 @@ TEST(Item33, SameNetworkTwiceWithDifferentIfnames) {
   EXPECT_TRUE(w.noAllocations());
 }
 
-TEST(Item33, TwoNetworksInOneContainerAreIndependent) {
+// Checklist item 33: Several attachments per container
+TEST(SeveralAttachments, TwoNetworksInOneContainerAreIndependent) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   json c1 = w.conf("1.1.0", w.vf(), w.ipam("10.77.0.0/24"));
@@ -222,7 +223,8 @@ TEST(Item33, TwoNetworksInOneContainerAreIndependent) {
   EXPECT_TRUE(w.allocations(w.network() + "-b").empty());
 }
 
-TEST(Item33, IbcniIpamTwoIfnamesGetTheirOwnAddresses) {
+// Checklist item 33: Several attachments per container
+TEST(SeveralAttachments, IbcniIpamTwoIfnamesGetTheirOwnAddresses) {
   CONFORMANCE_WORLD(w);
   const json ic = w.ipamConf("1.1.0");
   Exec a1 = w.ipamPlugin(World::ipamEnv("ADD", "c1", "/var/run/netns/p", "net1"), ic);
@@ -237,9 +239,8 @@ TEST(Item33, IbcniIpamTwoIfnamesGetTheirOwnAddresses) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 34. A result is always printed on ADD success
-
-TEST(Item34, EverySuccessfulAddPrintsAResult) {
+// Checklist item 34: A result is always printed on ADD success
+TEST(AddOutput, EverySuccessfulAddPrintsAResult) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -259,9 +260,8 @@ TEST(Item34, EverySuccessfulAddPrintsAResult) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 35. Result version = request version
-
-TEST(Item35, ResultVersionIsTheRequestVersion) {
+// Checklist item 35: Result version = request version
+TEST(ResultVersion, ResultVersionIsTheRequestVersion) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -283,9 +283,8 @@ TEST(Item35, ResultVersionIsTheRequestVersion) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 36. interfaces
-
-TEST(Item36, InterfaceEntryDescribesThePodInterface) {
+// Checklist item 36: Result interfaces
+TEST(ResultInterfaces, InterfaceEntryDescribesThePodInterface) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -313,9 +312,8 @@ TEST(Item36, InterfaceEntryDescribesThePodInterface) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 37. ips
-
-TEST(Item37, IpsAreCidrOnTheContainerInterface) {
+// Checklist item 37: Result ips
+TEST(ResultIps, IpsAreCidrOnTheContainerInterface) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -337,9 +335,8 @@ TEST(Item37, IpsAreCidrOnTheContainerInterface) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 38. routes
-
-TEST(Item38, RoutesWith110FieldsOnlyIn110) {
+// Checklist item 38: Result routes
+TEST(ResultRoutes, RoutesWith110FieldsOnlyIn110) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -369,7 +366,8 @@ TEST(Item38, RoutesWith110FieldsOnlyIn110) {
   }
 }
 
-TEST(Item38, IbcniIpamReturnsEveryRouteField) {
+// Checklist item 38: Result routes
+TEST(ResultRoutes, IbcniIpamReturnsEveryRouteField) {
   CONFORMANCE_WORLD(w);
   for (const auto& v : kVersions) {
     SCOPED_TRACE(v);
@@ -401,9 +399,8 @@ TEST(Item38, IbcniIpamReturnsEveryRouteField) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 39. dns
-
-TEST(Item39, DnsIsOmittedWhenEmptyAndCompleteWhenGiven) {
+// Checklist item 39: Result dns, omitted when empty
+TEST(ResultDns, DnsIsOmittedWhenEmptyAndCompleteWhenGiven) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -432,9 +429,8 @@ TEST(Item39, DnsIsOmittedWhenEmptyAndCompleteWhenGiven) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 40. Only spec fields in results (libcni drops the rest)
-
-TEST(Item40, ResultsCarryOnlySpecFieldsAtEveryVersion) {
+// Checklist item 40: Only spec fields in results (libcni drops the rest)
+TEST(ResultFields, ResultsCarryOnlySpecFieldsAtEveryVersion) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -465,9 +461,8 @@ TEST(Item40, ResultsCarryOnlySpecFieldsAtEveryVersion) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 41. No-IP results are valid
-
-TEST(Item41, ResultWithoutIpamHasInterfacesOnly) {
+// Checklist item 41: No-IP results are valid
+TEST(NoIpResult, ResultWithoutIpamHasInterfacesOnly) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -489,9 +484,8 @@ TEST(Item41, ResultWithoutIpamHasInterfacesOnly) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 42. Abbreviated IPAM results
-
-TEST(Item42, IbcniIpamReturnsTheAbbreviatedResult) {
+// Checklist item 42: Abbreviated IPAM results
+TEST(AbbreviatedIpamResult, IbcniIpamReturnsTheAbbreviatedResult) {
   CONFORMANCE_WORLD(w);
   for (const auto& v : kVersions) {
     SCOPED_TRACE(v);
@@ -510,7 +504,8 @@ TEST(Item42, IbcniIpamReturnsTheAbbreviatedResult) {
   }
 }
 
-TEST(Item42, IbcniFillsInTheInterfaceIndex) {
+// Checklist item 42: Abbreviated IPAM results
+TEST(AbbreviatedIpamResult, IbcniFillsInTheInterfaceIndex) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -538,9 +533,8 @@ TEST(Item42, IbcniFillsInTheInterfaceIndex) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 43. 0.3.x / 0.4.0 results: ips[].version, no 1.1.0 fields
-
-TEST(Item43, OldResultsCarryIpVersionPerFamily) {
+// Checklist item 43: 0.3.x / 0.4.0 results: ips[].version, no 1.1.0 fields
+TEST(OldResultFormats, OldResultsCarryIpVersionPerFamily) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -578,9 +572,8 @@ TEST(Item43, OldResultsCarryIpVersionPerFamily) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 45. prevResult arrives in the request's version
-
-TEST(Item45, PrevResultInTheRequestVersionFormatIsUnderstood) {
+// Checklist item 45: prevResult arrives in the request's version
+TEST(PrevResultVersion, PrevResultInTheRequestVersionFormatIsUnderstood) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -618,9 +611,8 @@ TEST(Item45, PrevResultInTheRequestVersionFormatIsUnderstood) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 47. 0.1.0 and 0.2.0 are not advertised and are refused
-
-TEST(Item47, VersionsBelow030AreNotSupported) {
+// Checklist item 47: 0.1.0 and 0.2.0 are not advertised and are refused
+TEST(LegacyVersions, VersionsBelow030AreNotSupported) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();

@@ -11,9 +11,8 @@ namespace ibcni::conformance {
 namespace {
 
 // ---------------------------------------------------------------------------------------------
-// 86. runtimeConfig: every key optional, runtimeConfig wins over the static configuration
-
-TEST(Item86, RuntimeConfigIsOptionalAndWinsOverStaticConfig) {
+// Checklist item 86: runtimeConfig: every key optional, runtimeConfig wins over the static configuration
+TEST(RuntimeConfig, RuntimeConfigIsOptionalAndWinsOverStaticConfig) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -50,9 +49,8 @@ TEST(Item86, RuntimeConfigIsOptionalAndWinsOverStaticConfig) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 87. infinibandGUID
-
-TEST(Item87, InfinibandGuidIsValidatedAndNeedsAVf) {
+// Checklist item 87: infinibandGUID capability
+TEST(InfinibandGuidCapability, InfinibandGuidIsValidatedAndNeedsAVf) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf(1500, true);
@@ -76,9 +74,8 @@ TEST(Item87, InfinibandGuidIsValidatedAndNeedsAVf) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 88. deviceID
-
-TEST(Item88, DeviceIdSelectsThePciFunction) {
+// Checklist item 88: deviceID capability
+TEST(DeviceIdCapability, DeviceIdSelectsThePciFunction) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   json c = w.conf("1.1.0", "unused0", w.ipam());
@@ -95,9 +92,8 @@ TEST(Item88, DeviceIdSelectsThePciFunction) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 89. mac
-
-TEST(Item89, MacCapabilityIsAppliedToAnEthernetDeviceAndRestored) {
+// Checklist item 89: mac capability
+TEST(MacCapability, MacCapabilityIsAppliedToAnEthernetDeviceAndRestored) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -122,9 +118,8 @@ TEST(Item89, MacCapabilityIsAppliedToAnEthernetDeviceAndRestored) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 90. ips
-
-TEST(Item90, IpsCapabilityReachesTheIpam) {
+// Checklist item 90: ips capability
+TEST(IpsCapability, IpsCapabilityReachesTheIpam) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -173,7 +168,8 @@ json otherCapabilities() {
       {"cgroupPath", "/kubepods/pod1"}};
 }
 
-TEST(Item91, OtherWellKnownCapabilitiesAreAccepted) {
+// Checklist item 91: Other well-known capabilities are not rejected
+TEST(OtherCapabilities, OtherWellKnownCapabilitiesAreAccepted) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -189,7 +185,8 @@ TEST(Item91, OtherWellKnownCapabilitiesAreAccepted) {
   EXPECT_EQ(w.ipamPlugin(World::env("ADD", "c1", pod), ic).status, 0);
 }
 
-TEST(Item92, PodAnnotationsAreAccepted) {
+// Checklist item 92: Pod annotations (io.kubernetes.cri.pod-annotations) are not rejected
+TEST(PodAnnotations, PodAnnotationsAreAccepted) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -205,9 +202,8 @@ TEST(Item92, PodAnnotationsAreAccepted) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 93. Concurrency
-
-TEST(Item93, ParallelAddsGetDistinctDevicesAndAddressesAndParallelDelsReleaseAll) {
+// Checklist item 93: Concurrency: parallel ADDs and DELs
+TEST(Concurrency, ParallelAddsGetDistinctDevicesAndAddressesAndParallelDelsReleaseAll) {
   CONFORMANCE_WORLD(w);
   constexpr int kPods = 8;
   std::vector<std::string> vfs;
@@ -251,7 +247,8 @@ TEST(Item93, ParallelAddsGetDistinctDevicesAndAddressesAndParallelDelsReleaseAll
   EXPECT_TRUE(w.records().empty());
 }
 
-TEST(Item93, IbcniIpamParallelAddsGetDistinctAddresses) {
+// Checklist item 93: Concurrency: parallel ADDs and DELs
+TEST(Concurrency, IbcniIpamParallelAddsGetDistinctAddresses) {
   CONFORMANCE_WORLD(w);
   constexpr int kAdds = 16;
   const json ic = w.ipamConf("1.1.0");
@@ -278,9 +275,8 @@ TEST(Item93, IbcniIpamParallelAddsGetDistinctAddresses) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 94. Per-attachment state keyed by (network, container ID, ifname)
-
-TEST(Item94, StateIsKeptPerNetworkContainerAndIfname) {
+// Checklist item 94: Per-attachment state keyed by (network, container ID, ifname)
+TEST(AttachmentState, StateIsKeptPerNetworkContainerAndIfname) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf1 = w.vf();

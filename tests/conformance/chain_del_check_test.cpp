@@ -23,9 +23,8 @@ json earlierResult(const std::string& version, const TestNetns& pod) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 48. ADD with prevResult
-
-TEST(Item48, PrevResultIsPassedThroughWithOurInterfaceAppended) {
+// Checklist item 48: ADD with prevResult: pass it through, append ours
+TEST(PrevResultPassThrough, PrevResultIsPassedThroughWithOurInterfaceAppended) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -48,7 +47,8 @@ TEST(Item48, PrevResultIsPassedThroughWithOurInterfaceAppended) {
   }
 }
 
-TEST(Item48, OurResultFeedsTheNextPlugin) {
+// Checklist item 48: ADD with prevResult: pass it through, append ours
+TEST(PrevResultPassThrough, OurResultFeedsTheNextPlugin) {
   CONFORMANCE_WORLD(w);
   const std::string tuning = "/usr/lib/cni/tuning";
   if (!fs::exists(tuning)) {
@@ -79,9 +79,8 @@ TEST(Item48, OurResultFeedsTheNextPlugin) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 49. No prevResult on the first ADD
-
-TEST(Item49, FirstInTheChainNeedsNoPrevResult) {
+// Checklist item 49: No prevResult on the first ADD
+TEST(FirstInChain, FirstInTheChainNeedsNoPrevResult) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -96,9 +95,8 @@ TEST(Item49, FirstInTheChainNeedsNoPrevResult) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 50. CHECK and DEL see the whole chain's final result
-
-TEST(Item50, CheckAndDelFindOurInterfaceByNameAndSandbox) {
+// Checklist item 50: CHECK and DEL see the whole chain's final result
+TEST(ChainFinalResult, CheckAndDelFindOurInterfaceByNameAndSandbox) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -139,9 +137,8 @@ TEST(Item50, CheckAndDelFindOurInterfaceByNameAndSandbox) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 51. DEL without prevResult
-
-TEST(Item51, DelWithoutPrevResultReleasesEverything) {
+// Checklist item 51: DEL without prevResult still releases everything
+TEST(PrevResultOnDel, DelWithoutPrevResultReleasesEverything) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf(1500, true);
@@ -162,9 +159,8 @@ TEST(Item51, DelWithoutPrevResultReleasesEverything) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 52. Chained mode: an interface plugin creates its interface, first or later in a chain
-
-TEST(Item52, CreatesItsInterfaceWhetherChainedOrNot) {
+// Checklist item 52: Chained mode: an interface plugin creates its interface, first or later in a chain
+TEST(ChainedMode, CreatesItsInterfaceWhetherChainedOrNot) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -181,9 +177,8 @@ TEST(Item52, CreatesItsInterfaceWhetherChainedOrNot) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 53. Repeated DEL
-
-TEST(Item53, RepeatedDelSucceeds) {
+// Checklist item 53: Repeated DEL succeeds
+TEST(RepeatedDel, RepeatedDelSucceeds) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -206,9 +201,8 @@ TEST(Item53, RepeatedDelSucceeds) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 54. DEL with the netns gone
-
-TEST(Item54, DelAfterTheNetnsWasDeletedReleasesEverything) {
+// Checklist item 54: DEL with the netns gone
+TEST(DeletedNetns, DelAfterTheNetnsWasDeletedReleasesEverything) {
   CONFORMANCE_WORLD(w);
   const std::string vf = w.vf();
   const std::string peer = w.peerOf(vf);
@@ -241,7 +235,8 @@ TEST(Item54, DelAfterTheNetnsWasDeletedReleasesEverything) {
   EXPECT_TRUE(w.noAllocations());
 }
 
-TEST(Item54, DelWithEmptyNetnsStillBringsTheDeviceHome) {
+// Checklist item 54: DEL with the netns gone
+TEST(DeletedNetns, DelWithEmptyNetnsStillBringsTheDeviceHome) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf(1480, true);
@@ -258,9 +253,8 @@ TEST(Item54, DelWithEmptyNetnsStillBringsTheDeviceHome) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 55. DEL without any ADD, and after a failed ADD
-
-TEST(Item55, DelWithoutAddAndAfterAFailedAddSucceeds) {
+// Checklist item 55: DEL without any ADD, and after a failed ADD
+TEST(UnmatchedDel, DelWithoutAddAndAfterAFailedAddSucceeds) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf(1500, true);
@@ -282,9 +276,8 @@ TEST(Item55, DelWithoutAddAndAfterAFailedAddSucceeds) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 56. DEL also DELs the delegated IPAM, even when the netns is missing
-
-TEST(Item56, DelRunsTheIpamDelEvenWithTheNetnsGone) {
+// Checklist item 56: DEL also DELs the delegated IPAM, even when the netns is missing
+TEST(IpamDel, DelRunsTheIpamDelEvenWithTheNetnsGone) {
   CONFORMANCE_WORLD(w);
   const std::string vf = w.vf();
   Recorder rec(w.tmp() / "bin", "rec-ipam");
@@ -309,7 +302,8 @@ TEST(Item56, DelRunsTheIpamDelEvenWithTheNetnsGone) {
   EXPECT_TRUE(w.records().empty());
 }
 
-TEST(Item56, IpamErrorOnDelComesAfterTheDeviceIsHome) {
+// Checklist item 56: DEL also DELs the delegated IPAM, even when the netns is missing
+TEST(IpamDel, IpamErrorOnDelComesAfterTheDeviceIsHome) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf(1500, true);
@@ -332,9 +326,8 @@ TEST(Item56, IpamErrorOnDelComesAfterTheDeviceIsHome) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 57. DEL env: CNI_NETNS optional
-
-TEST(Item57, DelWithoutCniNetnsSucceeds) {
+// Checklist item 57: DEL env: CNI_NETNS optional
+TEST(DelEnvironment, DelWithoutCniNetnsSucceeds) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -353,9 +346,8 @@ TEST(Item57, DelWithoutCniNetnsSucceeds) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 58. DEL prints nothing on success
-
-TEST(Item58, SuccessfulDelPrintsNothing) {
+// Checklist item 58: DEL prints nothing on success
+TEST(DelOutput, SuccessfulDelPrintsNothing) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -373,9 +365,8 @@ TEST(Item58, SuccessfulDelPrintsNothing) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 59. DEL errors only for real failures
-
-TEST(Item59, DelSucceedsWhenThereIsNothingLeftToUndo) {
+// Checklist item 59: DEL errors only for real failures
+TEST(DelErrors, DelSucceedsWhenThereIsNothingLeftToUndo) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -397,9 +388,8 @@ TEST(Item59, DelSucceedsWhenThereIsNothingLeftToUndo) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 60. The VF comes back as it was
-
-TEST(Item60, DelRestoresTheDeviceExactly) {
+// Checklist item 60: DEL: the VF comes back as it was
+TEST(DeviceRestore, DelRestoresTheDeviceExactly) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   for (bool up : {false, true}) {
@@ -421,9 +411,8 @@ TEST(Item60, DelRestoresTheDeviceExactly) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 61. CHECK verifies against prevResult
-
-TEST(Item61, CheckPassesAfterAddAndFailsOnEachBreakage) {
+// Checklist item 61: CHECK verifies against prevResult
+TEST(CheckAgainstPrevResult, CheckPassesAfterAddAndFailsOnEachBreakage) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -466,7 +455,8 @@ TEST(Item61, CheckPassesAfterAddAndFailsOnEachBreakage) {
   }
 }
 
-TEST(Item61, IbcniIpamCheckComparesPrevResultWithWhatItHolds) {
+// Checklist item 61: CHECK verifies against prevResult
+TEST(CheckAgainstPrevResult, IbcniIpamCheckComparesPrevResultWithWhatItHolds) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const json ic = w.ipamConf("1.1.0");
@@ -482,9 +472,8 @@ TEST(Item61, IbcniIpamCheckComparesPrevResultWithWhatItHolds) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 62. Tolerate later plugins' changes
-
-TEST(Item62, LaterPluginsChangesAreTolerated) {
+// Checklist item 62: CHECK tolerates later plugins' changes
+TEST(CheckTolerance, LaterPluginsChangesAreTolerated) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -512,7 +501,8 @@ TEST(Item62, LaterPluginsChangesAreTolerated) {
 }
 
 // A later plugin (tuning's "mtu") changes the MTU ibcni set and reports it in the 1.1.0 result.
-TEST(Item62, MtuChangedByALaterPluginIsTolerated) {
+// Checklist item 62: CHECK tolerates later plugins' changes
+TEST(CheckTolerance, MtuChangedByALaterPluginIsTolerated) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -529,9 +519,8 @@ TEST(Item62, MtuChangedByALaterPluginIsTolerated) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 63. CHECK looks beyond the Result: the record and the IPAM reservation
-
-TEST(Item63, CheckNoticesALostRecordOrReservation) {
+// Checklist item 63: CHECK looks beyond the Result: the record and the IPAM reservation
+TEST(CheckBeyondResult, CheckNoticesALostRecordOrReservation) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -564,9 +553,8 @@ TEST(Item63, CheckNoticesALostRecordOrReservation) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 64. CHECK right after ADD
-
-TEST(Item64, CheckRightAfterAddTwentyTimes) {
+// Checklist item 64: CHECK right after ADD
+TEST(CheckAfterAdd, CheckRightAfterAddPassesTwentyTimes) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -587,9 +575,8 @@ TEST(Item64, CheckRightAfterAddTwentyTimes) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 65. CHECK is delegated to the IPAM
-
-TEST(Item65, CheckAsksTheIpamAndPassesItsError) {
+// Checklist item 65: CHECK is delegated to the IPAM
+TEST(IpamCheck, CheckAsksTheIpamAndPassesItsError) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -611,9 +598,8 @@ TEST(Item65, CheckAsksTheIpamAndPassesItsError) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 66. CHECK without prevResult
-
-TEST(Item66, CheckWithoutPrevResultFails) {
+// Checklist item 66: CHECK without prevResult
+TEST(PrevResultOnCheck, CheckWithoutPrevResultFails) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -626,9 +612,8 @@ TEST(Item66, CheckWithoutPrevResultFails) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 67. CHECK success: exit 0, nothing on stdout
-
-TEST(Item67, SuccessfulCheckPrintsNothing) {
+// Checklist item 67: CHECK success: exit 0, nothing on stdout
+TEST(CheckOutput, SuccessfulCheckPrintsNothing) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();

@@ -22,9 +22,8 @@ json recResult(const std::string& version) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 79. Finding the delegate
-
-TEST(Item79, FirstRegularFileInCniPathOrderWins) {
+// Checklist item 79: Finding the delegate
+TEST(DelegateLookup, FirstRegularFileInCniPathOrderWins) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -44,7 +43,8 @@ TEST(Item79, FirstRegularFileInCniPathOrderWins) {
   EXPECT_EQ(w.ibcni(e, c).status, 0);
 }
 
-TEST(Item79, MissingOrInvalidTypeIsACleanErrorLeavingNothing) {
+// Checklist item 79: Finding the delegate
+TEST(DelegateLookup, MissingOrInvalidTypeIsACleanErrorLeavingNothing) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf(1480, true);
@@ -61,9 +61,8 @@ TEST(Item79, MissingOrInvalidTypeIsACleanErrorLeavingNothing) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 80. The delegate gets the same environment and the complete configuration
-
-TEST(Item80, DelegateGetsTheRequestBytesAndEnvironment) {
+// Checklist item 80: The delegate gets the same environment and the complete configuration
+TEST(DelegateInput, DelegateGetsTheRequestBytesAndEnvironment) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -110,9 +109,8 @@ TEST(Item80, DelegateGetsTheRequestBytesAndEnvironment) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 81. The delegate's output: stderr passes through, its error is passed up
-
-TEST(Item81, DelegateStderrAndErrorsArePassedUp) {
+// Checklist item 81: The delegate's output: stderr passes through, its error is passed up
+TEST(DelegateOutput, DelegateStderrAndErrorsArePassedUp) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -143,9 +141,8 @@ TEST(Item81, DelegateStderrAndErrorsArePassedUp) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 82. Failure handling around the delegate's ADD
-
-TEST(Item82, FailedDelegateAddUndoesOurWork) {
+// Checklist item 82: Failure handling around the delegate's ADD
+TEST(DelegateAddFailure, FailedDelegateAddUndoesOurWork) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf(1480, true);
@@ -162,7 +159,8 @@ TEST(Item82, FailedDelegateAddUndoesOurWork) {
   EXPECT_TRUE(w.records().empty());
 }
 
-TEST(Item82, FailureAfterTheDelegateAddRunsTheDelegateDel) {
+// Checklist item 82: Failure handling around the delegate's ADD
+TEST(DelegateAddFailure, FailureAfterTheDelegateAddRunsTheDelegateDel) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf(1480, true);
@@ -183,9 +181,8 @@ TEST(Item82, FailureAfterTheDelegateAddRunsTheDelegateDel) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 83. Every verb is delegated
-
-TEST(Item83, CheckDelGcAndStatusReachTheDelegateAndItsErrorsComeBack) {
+// Checklist item 83: Every verb is delegated
+TEST(DelegatedVerbs, CheckDelGcAndStatusReachTheDelegateAndItsErrorsComeBack) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -220,9 +217,8 @@ TEST(Item83, CheckDelGcAndStatusReachTheDelegateAndItsErrorsComeBack) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 84. The delegate's result is read in the request's version; ips[].interface set
-
-TEST(Item84, DelegateResultIsConvertedAndIndexed) {
+// Checklist item 84: The delegate's result is read in the request's version; ips[].interface set
+TEST(DelegateResult, DelegateResultIsConvertedAndIndexed) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -247,9 +243,8 @@ TEST(Item84, DelegateResultIsConvertedAndIndexed) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 85. Empty ipam means no IPAM
-
-TEST(Item85, NoIpamMeansNoAddressesAndNothingToRun) {
+// Checklist item 85: Empty ipam means no IPAM
+TEST(EmptyIpam, NoIpamMeansNoAddressesAndNothingToRun) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();

@@ -11,9 +11,8 @@ namespace ibcni::conformance {
 namespace {
 
 // ---------------------------------------------------------------------------------------------
-// 1. Verb selection
-
-TEST(Item01, UnknownVerbIsCode4) {
+// Checklist item 1: Verb selection
+TEST(VerbSelection, UnknownVerbIsCode4) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -28,7 +27,8 @@ TEST(Item01, UnknownVerbIsCode4) {
   EXPECT_TRUE(w.noAllocations());
 }
 
-TEST(Item01, EveryDefinedVerbIsAccepted) {
+// Checklist item 1: Verb selection
+TEST(VerbSelection, EveryDefinedVerbIsAccepted) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -45,9 +45,8 @@ TEST(Item01, EveryDefinedVerbIsAccepted) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 2. Required environment per verb
-
-TEST(Item02, MissingEnvVariablesAreCode4AndNamed) {
+// Checklist item 2: Required environment per verb
+TEST(RequiredEnvironment, MissingEnvVariablesAreCode4AndNamed) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -96,7 +95,8 @@ TEST(Item02, MissingEnvVariablesAreCode4AndNamed) {
   EXPECT_TRUE(w.noAllocations());
 }
 
-TEST(Item02, OptionalVariablesMayBeMissing) {
+// Checklist item 2: Required environment per verb
+TEST(RequiredEnvironment, OptionalVariablesMayBeMissing) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -136,9 +136,8 @@ TEST(Item02, OptionalVariablesMayBeMissing) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 3. Empty means absent
-
-TEST(Item03, GcAndStatusWithEmptyAttachmentVariables) {
+// Checklist item 3: Empty means absent (libcni exports every CNI_* variable)
+TEST(EmptyEnvironmentVariables, GcAndStatusSucceedWithEmptyAttachmentVariables) {
   CONFORMANCE_WORLD(w);
   const std::string vf = w.vf();
   json c = w.conf("1.1.0", vf, w.ipam());
@@ -156,7 +155,8 @@ TEST(Item03, GcAndStatusWithEmptyAttachmentVariables) {
   }
 }
 
-TEST(Item03, VersionIgnoresLibcniDummyEnvironment) {
+// Checklist item 3: Empty means absent (libcni exports every CNI_* variable)
+TEST(EmptyEnvironmentVariables, VersionIgnoresLibcniDummyEnvironment) {
   CONFORMANCE_WORLD(w);
   // libcni's probe (pkg/invoke GetVersionInfo).
   const std::vector<std::string> probe = {kPathEnv,    "CNI_COMMAND=VERSION", "CNI_CONTAINERID=", "CNI_NETNS=dummy",
@@ -170,7 +170,8 @@ TEST(Item03, VersionIgnoresLibcniDummyEnvironment) {
   }
 }
 
-TEST(Item03, EmptyRequiredVariableCountsAsMissing) {
+// Checklist item 3: Empty means absent (libcni exports every CNI_* variable)
+TEST(EmptyEnvironmentVariables, EmptyRequiredVariableCountsAsMissing) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const json c = w.conf("1.1.0", w.vf(), w.ipam());
@@ -185,9 +186,8 @@ TEST(Item03, EmptyRequiredVariableCountsAsMissing) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 4. Container ID format
-
-TEST(Item04, ContainerIdFormatIsChecked) {
+// Checklist item 4: Container ID format
+TEST(ContainerIdFormat, InvalidContainerIdsAreCode4) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -205,7 +205,8 @@ TEST(Item04, ContainerIdFormatIsChecked) {
   EXPECT_TRUE(w.noAllocations());
 }
 
-TEST(Item04, ValidContainerIdsAreAccepted) {
+// Checklist item 4: Container ID format
+TEST(ContainerIdFormat, ValidContainerIdsAreAccepted) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -224,9 +225,8 @@ TEST(Item04, ValidContainerIdsAreAccepted) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 5. CNI_NETNS
-
-TEST(Item05, MissingOrInvalidNetnsOnAddAndCheckIsACleanError) {
+// Checklist item 5: CNI_NETNS is a netns path
+TEST(NetnsParameter, MissingOrInvalidNetnsOnAddAndCheckIsACleanError) {
   CONFORMANCE_WORLD(w);
   const std::string vf = w.vf();
   const auto before = linkState(w.host(), vf);
@@ -255,7 +255,8 @@ TEST(Item05, MissingOrInvalidNetnsOnAddAndCheckIsACleanError) {
   EXPECT_TRUE(w.noAllocations());
 }
 
-TEST(Item05, DelWithNonExistentOrEmptyNetnsSucceeds) {
+// Checklist item 5: CNI_NETNS is a netns path
+TEST(NetnsParameter, DelWithNonExistentOrEmptyNetnsSucceeds) {
   CONFORMANCE_WORLD(w);
   const json c = w.conf("1.1.0", w.vf(), w.ipam());
   for (const std::string& ns : {(w.tmp() / "nope").string(), std::string()}) {
@@ -272,7 +273,8 @@ TEST(Item05, DelWithNonExistentOrEmptyNetnsSucceeds) {
   }
 }
 
-TEST(Item05, ProcPidNetnsPathIsAccepted) {
+// Checklist item 5: CNI_NETNS is a netns path
+TEST(NetnsParameter, ProcPidNetnsPathIsAccepted) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -289,9 +291,8 @@ TEST(Item05, ProcPidNetnsPathIsAccepted) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 6. CNI_IFNAME
-
-TEST(Item06, InvalidIfnamesAreCode4) {
+// Checklist item 6: CNI_IFNAME is used exactly, or the plugin returns an error
+TEST(IfnameParameter, InvalidIfnamesAreCode4) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -309,7 +310,8 @@ TEST(Item06, InvalidIfnamesAreCode4) {
   EXPECT_TRUE(w.noAllocations());
 }
 
-TEST(Item06, TheExactIfnameIsUsedInTheContainer) {
+// Checklist item 6: CNI_IFNAME is used exactly, or the plugin returns an error
+TEST(IfnameParameter, TheExactIfnameIsUsedInTheContainer) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -325,9 +327,8 @@ TEST(Item06, TheExactIfnameIsUsedInTheContainer) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 7. CNI_ARGS
-
-TEST(Item07, KubernetesCniArgsAreAccepted) {
+// Checklist item 7: CNI_ARGS uses the form K=V;K2=V2
+TEST(CniArgsParameter, KubernetesCniArgsAreAccepted) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -354,7 +355,8 @@ TEST(Item07, KubernetesCniArgsAreAccepted) {
   EXPECT_EQ(w.ipamPlugin(i, w.ipamConf("1.1.0")).status, 0);
 }
 
-TEST(Item07, MalformedOrUnknownCniArgsAreErrors) {
+// Checklist item 7: CNI_ARGS uses the form K=V;K2=V2
+TEST(CniArgsParameter, MalformedOrUnknownCniArgsAreErrors) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -377,9 +379,8 @@ TEST(Item07, MalformedOrUnknownCniArgsAreErrors) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 8. CNI_PATH (ibcni: finding the delegated IPAM)
-
-TEST(Item08, IpamIsFoundInAnyCniPathDirectory) {
+// Checklist item 8: CNI_PATH (ibcni: finding the delegated IPAM)
+TEST(CniPathParameter, IpamIsFoundInAnyCniPathDirectory) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -399,7 +400,8 @@ TEST(Item08, IpamIsFoundInAnyCniPathDirectory) {
   EXPECT_EQ(rec.verbs(), (std::vector<std::string>{"ADD", "DEL"}));
 }
 
-TEST(Item08, AddWithDelegatedIpamAndNoCniPathIsACleanError) {
+// Checklist item 8: CNI_PATH (ibcni: finding the delegated IPAM)
+TEST(CniPathParameter, AddWithDelegatedIpamAndNoCniPathIsACleanError) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf(1500, true);
@@ -419,9 +421,8 @@ TEST(Item08, AddWithDelegatedIpamAndNoCniPathIsACleanError) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 9. Execution context
-
-TEST(Item09, HostKeepsNoStrayInterfaceAndDelegatesRunInTheHostNetns) {
+// Checklist item 9: Execution context: the plugin runs in the runtime's (host) netns
+TEST(ExecutionContext, HostKeepsNoStrayInterfaceAndDelegatesRunInTheHostNetns) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -445,7 +446,8 @@ TEST(Item09, HostKeepsNoStrayInterfaceAndDelegatesRunInTheHostNetns) {
   EXPECT_EQ(w.ibcni(e, c).status, 0);
 }
 
-TEST(Item09, OwnNetnsAsCniNetnsIsRefused) {
+// Checklist item 9: Execution context: the plugin runs in the runtime's (host) netns
+TEST(ExecutionContext, OwnNetnsAsCniNetnsIsRefused) {
   CONFORMANCE_WORLD(w);
   const std::string vf = w.vf(1500, true);
   const auto before = linkState(w.host(), vf);
@@ -463,9 +465,8 @@ TEST(Item09, OwnNetnsAsCniNetnsIsRefused) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 10. Exit status
-
-TEST(Item10, ZeroOnSuccessNonZeroOnFailureForEveryVerb) {
+// Checklist item 10: Exit status: 0 on success, non-zero on failure
+TEST(ExitStatus, ZeroOnSuccessNonZeroOnFailureForEveryVerb) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -491,9 +492,8 @@ TEST(Item10, ZeroOnSuccessNonZeroOnFailureForEveryVerb) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 11. The error object goes on stdout
-
-TEST(Item11, ErrorObjectIsOnStdout) {
+// Checklist item 11: The error object goes on stdout
+TEST(ErrorChannel, ErrorObjectIsOnStdout) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   for (bool ipam : {false, true}) {
@@ -509,9 +509,8 @@ TEST(Item11, ErrorObjectIsOnStdout) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 12. stdout holds one JSON document
-
-TEST(Item12, StdoutIsOneJsonDocumentAtMaximumLogging) {
+// Checklist item 12: stdout holds one JSON document
+TEST(StdoutChannel, StdoutIsOneJsonDocumentAtMaximumLogging) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -537,9 +536,8 @@ TEST(Item12, StdoutIsOneJsonDocumentAtMaximumLogging) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 13. stderr is free-form
-
-TEST(Item13, LogsGoToStderrOrLogFileNeverStdout) {
+// Checklist item 13: stderr is free-form
+TEST(StderrChannel, LogsGoToStderrOrLogFileNeverStdout) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -562,9 +560,8 @@ TEST(Item13, LogsGoToStderrOrLogFileNeverStdout) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 14. Well-known error codes
-
-TEST(Item14, EachWellKnownCodeForItsCause) {
+// Checklist item 14: Well-known error codes
+TEST(WellKnownErrorCodes, EachWellKnownCodeForItsCause) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -597,7 +594,8 @@ TEST(Item14, EachWellKnownCodeForItsCause) {
   EXPECT_TRUE(w.noAllocations());
 }
 
-TEST(Item14, TryAgainLaterIs11) {
+// Checklist item 14: Well-known error codes
+TEST(WellKnownErrorCodes, TryAgainLaterIs11) {
   CONFORMANCE_WORLD(w);
   TestNetns& podA = w.pod("podA");
   TestNetns& podB = w.pod("podB");
@@ -620,7 +618,8 @@ TEST(Item14, TryAgainLaterIs11) {
   EXPECT_EQ(w.ipamPlugin(World::env("DEL", "cA", podA), ia).status, 0);
 }
 
-TEST(Item14, PluginSpecificCodesAre100AndAbove) {
+// Checklist item 14: Well-known error codes
+TEST(WellKnownErrorCodes, PluginSpecificCodesAre100AndAbove) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -637,9 +636,8 @@ TEST(Item14, PluginSpecificCodesAre100AndAbove) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 15. Network name
-
-TEST(Item15, MissingOrInvalidNameIsCode7ForEveryVerb) {
+// Checklist item 15: Network name is required and valid
+TEST(NetworkName, MissingOrInvalidNameIsCode7ForEveryVerb) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();

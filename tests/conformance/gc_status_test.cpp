@@ -17,9 +17,8 @@ json attachment(const std::string& cid, const std::string& ifName = "net1") {
 json oneAddressIpam(const World& w) { return w.ipamConf("1.1.0", "10.78.0.0/30"); }
 
 // ---------------------------------------------------------------------------------------------
-// 68. STATUS: exit status says readiness
-
-TEST(Item68, StatusIsZeroWhenReadyAnd50WhenAddCannotBeServiced) {
+// Checklist item 68: STATUS: exit status says readiness
+TEST(StatusReadiness, StatusIsZeroWhenReadyAnd50WhenAddCannotBeServiced) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -41,9 +40,8 @@ TEST(Item68, StatusIsZeroWhenReadyAnd50WhenAddCannotBeServiced) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 69. STATUS input: no CNI_PATH, no other variable
-
-TEST(Item69, StatusWithNothingButCniCommand) {
+// Checklist item 69: STATUS input: no CNI_PATH, no other variable
+TEST(StatusInput, StatusWithNothingButCniCommandSucceeds) {
   CONFORMANCE_WORLD(w);
   const std::string vf = w.vf();
   for (const auto& ipam : {std::optional<json>(), std::optional<json>(w.ipam())}) {
@@ -62,9 +60,8 @@ TEST(Item69, StatusWithNothingButCniCommand) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 70. STATUS is delegated to the IPAM
-
-TEST(Item70, StatusAsksTheIpamAndPassesItsAnswer) {
+// Checklist item 70: STATUS is delegated to the IPAM
+TEST(IpamStatus, StatusAsksTheIpamAndPassesItsAnswer) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -84,9 +81,8 @@ TEST(Item70, StatusAsksTheIpamAndPassesItsAnswer) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 71. STATUS is informational
-
-TEST(Item71, VerbsWorkOnTheirOwnMeritsAfterAFailedStatus) {
+// Checklist item 71: STATUS is informational
+TEST(InformationalStatus, VerbsWorkOnTheirOwnMeritsAfterAFailedStatus) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -168,23 +164,27 @@ void gcTwoAllocations(World& w, GcKey key) {
   }
 }
 
-TEST(Item72, ValidAttachmentsKeyIsRead) {
+// Checklist item 72: GC input keys: the list of still valid attachments
+TEST(GcInputKeys, ValidAttachmentsKeyIsRead) {
   CONFORMANCE_WORLD(w);
   gcTwoAttachments(w, GcKey::kValidAttachments);
 }
 
-TEST(Item72, AttachmentsKeyAloneIsRead) {
+// Checklist item 72: GC input keys: the list of still valid attachments
+TEST(GcInputKeys, AttachmentsKeyAloneIsRead) {
   CONFORMANCE_WORLD(w);
   gcTwoAttachments(w, GcKey::kAttachments);
 }
 
 // cnitool gc sends no list: every attachment is then stale, the device and its address alike.
-TEST(Item72, NoKeyMeansEveryAttachmentIsStale) {
+// Checklist item 72: GC input keys: the list of still valid attachments
+TEST(GcInputKeys, NoKeyMeansEveryAttachmentIsStale) {
   CONFORMANCE_WORLD(w);
   gcTwoAttachments(w, GcKey::kNone);
 }
 
-TEST(Item72, IbcniIpamReadsEitherKey) {
+// Checklist item 72: GC input keys: the list of still valid attachments
+TEST(GcInputKeys, IbcniIpamReadsEitherKey) {
   CONFORMANCE_WORLD(w);
   for (GcKey key : {GcKey::kValidAttachments, GcKey::kAttachments}) {
     SCOPED_TRACE(describe(key));
@@ -194,15 +194,15 @@ TEST(Item72, IbcniIpamReadsEitherKey) {
   }
 }
 
-TEST(Item72, IbcniIpamNoKeyMeansEveryAllocationIsStale) {
+// Checklist item 72: GC input keys: the list of still valid attachments
+TEST(GcInputKeys, IbcniIpamNoKeyMeansEveryAllocationIsStale) {
   CONFORMANCE_WORLD(w);
   gcTwoAllocations(w, GcKey::kNone);
 }
 
 // ---------------------------------------------------------------------------------------------
-// 73. Remove what is stale, keep what is valid
-
-TEST(Item73, GcReleasesStaleAttachmentsAndKeepsValidOnes) {
+// Checklist item 73: GC removes what is stale, keeps what is valid
+TEST(GcCleanup, GcReleasesStaleAttachmentsAndKeepsValidOnes) {
   CONFORMANCE_WORLD(w);
   TestNetns& t1 = w.pod("t1");
   TestNetns& t2 = w.pod("t2");
@@ -234,9 +234,8 @@ TEST(Item73, GcReleasesStaleAttachmentsAndKeepsValidOnes) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 74. GC keeps going past failures and prints nothing on success
-
-TEST(Item74, GcKeepsGoingPastAFailureAndReportsIt) {
+// Checklist item 74: GC keeps going past failures and prints nothing on success
+TEST(GcErrors, GcKeepsGoingPastAFailureAndReportsIt) {
   CONFORMANCE_WORLD(w);
   std::vector<std::string> vfs;
   std::vector<json> confs;
@@ -267,9 +266,8 @@ TEST(Item74, GcKeepsGoingPastAFailureAndReportsIt) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 75. GC is forwarded to the IPAM with the same configuration
-
-TEST(Item75, GcIsForwardedToTheIpamWithTheAttachmentsKey) {
+// Checklist item 75: GC is forwarded to the IPAM with the same configuration
+TEST(IpamGc, GcIsForwardedToTheIpamWithTheAttachmentsKey) {
   CONFORMANCE_WORLD(w);
   const std::string vf = w.vf();
   Recorder rec(w.tmp() / "bin", "rec-ipam");
@@ -287,9 +285,8 @@ TEST(Item75, GcIsForwardedToTheIpamWithTheAttachmentsKey) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 76. GC environment
-
-TEST(Item76, GcNeedsOnlyCniCommandAndCniPath) {
+// Checklist item 76: GC environment
+TEST(GcEnvironment, GcNeedsOnlyCniCommandAndCniPath) {
   CONFORMANCE_WORLD(w);
   json c = w.conf("1.1.0", w.vf(), w.ipam());
   c["cni.dev/valid-attachments"] = json::array();
@@ -304,9 +301,8 @@ TEST(Item76, GcNeedsOnlyCniCommandAndCniPath) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 77. GC below 1.1.0
-
-TEST(Item77, GcBelow110IsCode1) {
+// Checklist item 77: GC below 1.1.0 is error 1
+TEST(GcVersion, GcBelow110IsCode1) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -327,9 +323,8 @@ TEST(Item77, GcBelow110IsCode1) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 78. GC next to ADDs: state stays consistent (the plugin locks it)
-
-TEST(Item78, GcRunningBesideAddsNeverReleasesAValidAttachment) {
+// Checklist item 78: GC next to ADDs: state stays consistent (the plugin locks it)
+TEST(GcBesideAdds, GcRunningBesideAddsNeverReleasesAValidAttachment) {
   CONFORMANCE_WORLD(w);
   constexpr int kAdds = 8;
   const json ic = w.ipamConf("1.1.0");

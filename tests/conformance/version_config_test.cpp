@@ -16,9 +16,8 @@ const std::vector<std::string>& binaries() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 16. VERSION
-
-TEST(Item16, VersionAnswersWithSupportedVersions) {
+// Checklist item 16: VERSION: echo cniVersion, list supportedVersions
+TEST(VersionCommand, VersionAnswersWithSupportedVersions) {
   CONFORMANCE_WORLD(w);
   for (const auto& bin : binaries()) {
     for (const auto& v : kVersions) {
@@ -33,7 +32,8 @@ TEST(Item16, VersionAnswersWithSupportedVersions) {
   }
 }
 
-TEST(Item16, VersionWorksWithEmptyOrClosedStdinAndNoOtherEnv) {
+// Checklist item 16: VERSION: echo cniVersion, list supportedVersions
+TEST(VersionCommand, VersionWorksWithEmptyOrClosedStdinAndNoOtherEnv) {
   CONFORMANCE_WORLD(w);
   for (const auto& bin : binaries()) {
     for (const std::optional<std::string>& input :
@@ -48,9 +48,8 @@ TEST(Item16, VersionWorksWithEmptyOrClosedStdinAndNoOtherEnv) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 17. supportedVersions holds exact strings, and each one works
-
-TEST(Item17, SupportedVersionsAreExactlyTheDesignedList) {
+// Checklist item 17: supportedVersions holds exact strings, and each one works
+TEST(SupportedVersions, SupportedVersionsAreExactlyTheDesignedList) {
   CONFORMANCE_WORLD(w);
   for (const auto& bin : binaries()) {
     SCOPED_TRACE(bin);
@@ -60,8 +59,9 @@ TEST(Item17, SupportedVersionsAreExactlyTheDesignedList) {
   }
 }
 
-// ibcni's version matrix (ADD, CHECK, DEL per version) is Item35 and Item29.
-TEST(Item17, EveryListedVersionServesAddAndDel) {
+// ibcni's version matrix (ADD, CHECK, DEL per version) is ResultVersion and InterfaceCreation.
+// Checklist item 17: supportedVersions holds exact strings, and each one works
+TEST(SupportedVersions, EveryListedVersionServesAddAndDel) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   for (const auto& v : kVersions) {
@@ -75,9 +75,8 @@ TEST(Item17, EveryListedVersionServesAddAndDel) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 18. Unsupported cniVersion: error 1 before any side effect
-
-TEST(Item18, UnsupportedVersionIsCode1AndChangesNothing) {
+// Checklist item 18: Unsupported cniVersion: error 1 before any side effect
+TEST(UnsupportedVersion, UnsupportedVersionIsCode1AndChangesNothing) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf(1480, true);
@@ -104,9 +103,8 @@ TEST(Item18, UnsupportedVersionIsCode1AndChangesNothing) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 19. Missing or empty cniVersion means 0.1.0, which is not supported
-
-TEST(Item19, MissingOrEmptyCniVersionIsCode1) {
+// Checklist item 19: Missing or empty cniVersion means 0.1.0, which is not supported
+TEST(MissingVersion, MissingOrEmptyCniVersionIsCode1) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -129,9 +127,8 @@ TEST(Item19, MissingOrEmptyCniVersionIsCode1) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 20. Malformed cniVersion
-
-TEST(Item20, MalformedCniVersionIsACleanError) {
+// Checklist item 20: Malformed cniVersion: a clean error
+TEST(MalformedVersion, MalformedCniVersionIsACleanError) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -152,9 +149,8 @@ TEST(Item20, MalformedCniVersionIsACleanError) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 21. Verbs gated by version
-
-TEST(Item21, CheckNeeds040GcAndStatusNeed110) {
+// Checklist item 21: Verbs gated by version
+TEST(VersionGatedVerbs, CheckNeeds040GcAndStatusNeed110) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -177,9 +173,8 @@ TEST(Item21, CheckNeeds040GcAndStatusNeed110) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 22. cniVersions is for the runtime: the plugin goes by cniVersion
-
-TEST(Item22, CniVersionsListIsToleratedAndCniVersionRules) {
+// Checklist item 22: cniVersions is for the runtime: the plugin goes by cniVersion
+TEST(CniVersionsKey, CniVersionsListIsToleratedAndCniVersionRules) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -197,9 +192,8 @@ TEST(Item22, CniVersionsListIsToleratedAndCniVersionRules) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 23. What the runtime injects
-
-TEST(Item23, RequestShapedAsLibcniSendsIt) {
+// Checklist item 23: What the runtime injects
+TEST(InjectedRuntimeKeys, RequestShapedAsLibcniSendsItIsServed) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -227,9 +221,8 @@ TEST(Item23, RequestShapedAsLibcniSendsIt) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 24. capabilities arrives too
-
-TEST(Item24, CapabilitiesKeyIsAcceptedAndIgnored) {
+// Checklist item 24: capabilities arrives too
+TEST(CapabilitiesKey, CapabilitiesKeyIsAcceptedAndIgnored) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -244,9 +237,8 @@ TEST(Item24, CapabilitiesKeyIsAcceptedAndIgnored) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 25. Reserved keys
-
-TEST(Item25, UnknownCniDevKeysAreAccepted) {
+// Checklist item 25: Reserved keys: never required, unknown cni.dev/* accepted
+TEST(ReservedKeys, UnknownCniDevKeysAreAccepted) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -267,7 +259,8 @@ TEST(Item25, UnknownCniDevKeysAreAccepted) {
   EXPECT_EQ(w.ipamPlugin(World::env("DEL", "c1", pod), ic).status, 0);
 }
 
-TEST(Item25, RuntimeConfigAndArgsAreNeverRequired) {
+// Checklist item 25: Reserved keys: never required, unknown cni.dev/* accepted
+TEST(ReservedKeys, RuntimeConfigAndArgsAreNeverRequired) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -282,9 +275,8 @@ TEST(Item25, RuntimeConfigAndArgsAreNeverRequired) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 26. Unknown plugin fields: ibcni's policy is to ignore them with a warning in the log
-
-TEST(Item26, UnknownFieldsAreIgnoredWithAWarning) {
+// Checklist item 26: Unknown plugin fields: ibcni's policy is to ignore them with a warning in the log
+TEST(UnknownConfigFields, UnknownFieldsAreIgnoredWithAWarning) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -307,9 +299,8 @@ TEST(Item26, UnknownFieldsAreIgnoredWithAWarning) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 27. Well-known optional keys keep their standard meaning
-
-TEST(Item27, DnsFromTheConfigurationReachesTheResult) {
+// Checklist item 27: Well-known optional keys keep their standard meaning
+TEST(WellKnownConfigKeys, DnsFromTheConfigurationReachesTheResult) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -331,7 +322,8 @@ TEST(Item27, DnsFromTheConfigurationReachesTheResult) {
   EXPECT_EQ(ia.parsed().value("dns", json::object()), ic["ipam"]["dns"]);
 }
 
-TEST(Item27, IpamObjectNeedsAType) {
+// Checklist item 27: Well-known optional keys keep their standard meaning
+TEST(WellKnownConfigKeys, IpamObjectNeedsAType) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
@@ -346,9 +338,8 @@ TEST(Item27, IpamObjectNeedsAType) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 28. args
-
-TEST(Item28, UnknownArgsAreIgnoredAndArgsCniIpsIsHonoured) {
+// Checklist item 28: args object
+TEST(ArgsObject, UnknownArgsAreIgnoredAndArgsCniIpsIsHonoured) {
   CONFORMANCE_WORLD(w);
   TestNetns& pod = w.pod();
   const std::string vf = w.vf();
