@@ -10,6 +10,8 @@
 
 namespace ibcni::nl {
 
+class RtnlSockets;  // libnl_socket.h, which includes libnl's headers: this one does not
+
 /// nl::Netlink over libnl-route-3 (the only implementation that talks to the kernel).
 ///
 /// Each namespace gets one NETLINK_ROUTE socket, created inside that namespace on first use
@@ -124,8 +126,7 @@ class LibnlNetlink final : public Netlink {
                                                        const std::string& op);
 
  private:
-  struct Impl;  // libnl types stay in the .cpp
-  std::unique_ptr<Impl> impl_;
+  std::unique_ptr<RtnlSockets> sockets_;
 };
 
 }  // namespace ibcni::nl

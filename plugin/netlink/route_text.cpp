@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+// In ibcni_base, not ibcni_netlink: code and tests that never link libnl use describe().
 #include "ibcni/netlink/netlink.h"
 
 namespace ibcni::nl {
