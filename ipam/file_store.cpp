@@ -9,46 +9,22 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <algorithm>
-#include <array>
 #include <bit>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <set>
+
+#include "record_codec.h"
 
 namespace ibcni::ipam {
 
-using nlohmann::json;
-
 namespace {
 
-constexpr const char* kRecordKind = "attachment";
 constexpr const char* kIndexKind = "index";
-constexpr int kFormat = 1;
 constexpr const char* kClaimPrefix = "../attachments/";
 constexpr std::size_t kMaxFile = std::size_t{1} << 22;  // 4 MiB: the largest index is 128 KiB
-
-// CRC-32 (IEEE 802.3, as zlib): detects truncation and bit rot of store files.
-std::uint32_t crc32(const std::string& data) {
-  static const std::array<std::uint32_t, 256> table = [] {
-    std::array<std::uint32_t, 256> t{};
-    for (std::uint32_t i = 0; i < 256; ++i) {
-      std::uint32_t c = i;
-      for (int k = 0; k < 8; ++k) {
-        c = (c & 1) != 0 ? 0xedb88320u ^ (c >> 1) : c >> 1;
-      }
-      t[i] = c;
-    }
-    return t;
-  }();
-  std::uint32_t c = 0xffffffffu;
-  for (unsigned char ch : data) {
-    c = table[(c ^ ch) & 0xff] ^ (c >> 8);
-  }
-  return c ^ 0xffffffffu;
-}
 
 std::string hex64(std::uint64_t v) {
   char buf[17];
@@ -64,72 +40,6 @@ std::uint64_t fnv1a(const std::string& s) {
   return h;
 }
 
-// "ibcni-ipam <kind> <format> <body length> <crc32 hex>\n" + body.
-std::string frame(const char* kind, const std::string& body) {
-  char head[96];
-  std::snprintf(head, sizeof head, "ibcni-ipam %s %d %zu %08x\n", kind, kFormat, body.size(), crc32(body));
-  return head + body;
-}
-
-std::unexpected<os::SysError> corrupt(const std::string& path, const std::string& why, const std::string& fix) {
-  return os::sysFail(EUCLEAN, "ipam store file " + path + " is corrupt (" + why + "); " + fix);
-}
-
-os::SysResult<std::string> unframe(const std::string& text, const char* kind, const std::string& path,
-                                   const std::string& fix) {
-  auto nl = text.find('\n');
-  if (text.empty()) {
-    return corrupt(path, "empty file", fix);
-  }
-  if (nl == std::string::npos || nl > 90) {
-    return corrupt(path, "no header line", fix);
-  }
-  char gotKind[32] = {};
-  int format = 0;
-  unsigned long long len = 0;
-  unsigned int crc = 0;
-  int consumed = 0;
-  std::string head = text.substr(0, nl);
-  if (std::sscanf(head.c_str(), "ibcni-ipam %31s %d %llu %8x%n", gotKind, &format, &len, &crc, &consumed) != 4 ||
-      static_cast<std::size_t>(consumed) != head.size()) {
-    return corrupt(path, "bad header \"" + head + "\"", fix);
-  }
-  if (std::string(gotKind) != kind) {
-    return corrupt(path, "holds a " + std::string(gotKind) + ", not an " + kind, fix);
-  }
-  if (format != kFormat) {
-    return corrupt(path, "format " + std::to_string(format) + " is not " + std::to_string(kFormat), fix);
-  }
-  std::string body = text.substr(nl + 1);
-  if (body.size() != len) {
-    return corrupt(path,
-                   "truncated or extended: " + std::to_string(body.size()) + " bytes instead of " + std::to_string(len),
-                   fix);
-  }
-  if (crc32(body) != crc) {
-    return corrupt(path, "checksum mismatch", fix);
-  }
-  return body;
-}
-
-std::string recordName(const AttachmentKey& key) { return key.containerId + ":" + key.ifName; }
-
-bool validKey(const AttachmentKey& key) {
-  return isValidContainerId(key.containerId) && net::isValidIfName(key.ifName);
-}
-
-std::optional<AttachmentKey> keyFromRecordName(const std::string& name) {
-  auto colon = name.find(':');
-  if (colon == std::string::npos) {
-    return std::nullopt;
-  }
-  AttachmentKey key{name.substr(0, colon), name.substr(colon + 1)};
-  if (!validKey(key)) {
-    return std::nullopt;
-  }
-  return key;
-}
-
 std::unexpected<os::SysError> badKey(const AttachmentKey& key) {
   return os::sysFail(EINVAL,
                      "invalid attachment key containerID \"" + key.containerId + "\" ifname \"" + key.ifName + "\"");
@@ -143,7 +53,7 @@ os::SysResult<std::string> readAt(int dirFd, const std::string& name, const std:
   os::UniqueFd owned(fd);
   auto text = os::readAllFd(fd, kMaxFile, path);
   if (!text && text.error().err == EFBIG) {
-    return corrupt(path, "larger than 4 MiB", "remove it");
+    return codec::corruptFile(path, "larger than 4 MiB", "remove it");
   }
   return text;
 }
@@ -160,79 +70,6 @@ os::SysResult<os::UniqueFd> openDir(const std::string& path) {
     return os::sysFail(errno, "create directory " + path);
   }
   return os::UniqueFd::open(path, O_RDONLY | O_DIRECTORY);
-}
-
-std::string encodeRecord(const Allocation& a) {
-  json addrs = json::array();
-  for (const auto& ip : a.addresses) {
-    addrs.push_back(ip.toString());
-  }
-  json j = {
-      {"containerID", a.key.containerId},
-      {"ifname", a.key.ifName},
-      {"pod", {{"namespace", a.pod.podNamespace}, {"name", a.pod.name}, {"uid", a.pod.uid}}},
-      {"netns", a.netns},
-      {"netnsInode", a.netnsInode},
-      {"createdAt", a.createdAt},
-      {"addresses", addrs},
-  };
-  return frame(kRecordKind, j.dump() + "\n");
-}
-
-os::SysResult<Allocation> decodeRecord(const std::string& text, const AttachmentKey& key, const std::string& path) {
-  const std::string fix = "remove it, then run ibcni-ipam gc to release the addresses it held";
-  auto body = unframe(text, kRecordKind, path, fix);
-  if (!body) {
-    return std::unexpected(body.error());
-  }
-  json j = json::parse(*body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
-    return corrupt(path, "not a JSON object", fix);
-  }
-  auto str = [&](const json& o, const char* k) -> std::optional<std::string> {
-    auto it = o.find(k);
-    if (it == o.end() || !it->is_string()) {
-      return std::nullopt;
-    }
-    return it->get<std::string>();
-  };
-  Allocation a;
-  auto cid = str(j, "containerID");
-  auto ifn = str(j, "ifname");
-  auto netns = str(j, "netns");
-  auto created = str(j, "createdAt");
-  auto pod = j.find("pod");
-  auto ino = j.find("netnsInode");
-  auto addrs = j.find("addresses");
-  if (!cid || !ifn || !netns || !created || pod == j.end() || !pod->is_object() || ino == j.end() ||
-      !ino->is_number_unsigned() || addrs == j.end() || !addrs->is_array()) {
-    return corrupt(path, "a field is missing or has the wrong type", fix);
-  }
-  auto ns = str(*pod, "namespace");
-  auto name = str(*pod, "name");
-  auto uid = str(*pod, "uid");
-  if (!ns || !name || !uid) {
-    return corrupt(path, "a pod field is missing or has the wrong type", fix);
-  }
-  a.key = {*cid, *ifn};
-  if (a.key != key) {
-    return corrupt(path, "it names attachment " + a.key.toString(), fix);
-  }
-  a.pod = {*ns, *name, *uid};
-  a.netns = *netns;
-  a.netnsInode = ino->get<std::uint64_t>();
-  a.createdAt = *created;
-  for (const auto& e : *addrs) {
-    std::optional<net::IpAddress> ip;
-    if (e.is_string()) {
-      ip = net::IpAddress::parse(e.get<std::string>());
-    }
-    if (!ip) {
-      return corrupt(path, "bad address " + e.dump(), fix);
-    }
-    a.addresses.push_back(*ip);
-  }
-  return a;
 }
 
 struct DirCloser {
@@ -261,7 +98,7 @@ FileStore::FileStore(Options options) : options_(std::move(options)) {
 FileStore::~FileStore() { unlock(); }
 
 std::string FileStore::recordPath(const AttachmentKey& key) const {
-  return options_.dir + "/attachments/" + recordName(key);
+  return options_.dir + "/attachments/" + codec::recordName(key);
 }
 
 std::string FileStore::claimPath(const net::IpAddress& ip) const { return options_.dir + "/ips/" + ip.toString(); }
@@ -412,7 +249,7 @@ std::string FileStore::encodeIndex(const SetIndex& idx) const {
       }
     }
   }
-  return frame(kIndexKind, body);
+  return codec::frame(kIndexKind, body);
 }
 
 os::SysResult<void> FileStore::decodeIndex(SetIndex& idx, const std::string& body, const std::string& path) const {
@@ -429,18 +266,18 @@ os::SysResult<void> FileStore::decodeIndex(SetIndex& idx, const std::string& bod
   };
   auto spec = line();
   if (!spec || *spec != "spec " + idx.spec) {
-    return corrupt(path, "it does not describe ranges " + idx.spec, fix);
+    return codec::corruptFile(path, "it does not describe ranges " + idx.spec, fix);
   }
   auto cur = line();
   if (!cur || !cur->starts_with("cursor ")) {
-    return corrupt(path, "no cursor line", fix);
+    return codec::corruptFile(path, "no cursor line", fix);
   }
   std::string curText = cur->substr(7);
   idx.cursor.reset();
   if (curText != "-") {
     auto ip = net::IpAddress::parse(curText);
     if (!ip || ip->family != idx.family) {
-      return corrupt(path, "bad cursor " + curText, fix);
+      return codec::corruptFile(path, "bad cursor " + curText, fix);
     }
     idx.cursor = *ip;
   }
@@ -450,10 +287,10 @@ os::SysResult<void> FileStore::decodeIndex(SetIndex& idx, const std::string& bod
                          fromInt(r.end, idx.family).toString() + " " + (r.bitmap ? "bitmap" : "probe") + " ";
     std::size_t words = r.bitmap ? static_cast<std::size_t>((r.end - r.start) / 64 + 1) : 0;
     if (!rl || *rl != expect + std::to_string(words * 8)) {
-      return corrupt(path, "bad range line", fix);
+      return codec::corruptFile(path, "bad range line", fix);
     }
     if (body.size() - pos < words * 8) {
-      return corrupt(path, "bitmap cut short", fix);
+      return codec::corruptFile(path, "bitmap cut short", fix);
     }
     r.words.assign(words, 0);
     for (std::size_t w = 0; w < words; ++w) {
@@ -467,19 +304,19 @@ os::SysResult<void> FileStore::decodeIndex(SetIndex& idx, const std::string& bod
     if (r.bitmap) {
       std::uint64_t size = static_cast<std::uint64_t>(r.end - r.start) + 1;
       if (size % 64 != 0 && (r.words.back() >> (size % 64)) != 0) {
-        return corrupt(path, "bits set past the end of a range", fix);
+        return codec::corruptFile(path, "bits set past the end of a range", fix);
       }
     }
   }
   if (pos != body.size()) {
-    return corrupt(path, "trailing bytes", fix);
+    return codec::corruptFile(path, "trailing bytes", fix);
   }
   return {};
 }
 
 os::SysResult<Allocation> FileStore::parseRecord(const std::string& text, const AttachmentKey& key,
                                                  const std::string& path) {
-  return decodeRecord(text, key, path);
+  return codec::decodeRecord(text, key, path);
 }
 
 os::SysResult<std::optional<net::IpAddress>> FileStore::parseIndex(std::size_t set, const std::string& text,
@@ -487,7 +324,7 @@ os::SysResult<std::optional<net::IpAddress>> FileStore::parseIndex(std::size_t s
   if (set >= sets_.size()) {
     return os::sysFail(EINVAL, "ipam store " + options_.dir + ": no range set " + std::to_string(set));
   }
-  auto body = unframe(text, kIndexKind, path, "remove it to have it rebuilt from " + options_.dir + "/ips");
+  auto body = codec::unframe(text, kIndexKind, path, "remove it to have it rebuilt from " + options_.dir + "/ips");
   if (!body) {
     return std::unexpected(body.error());
   }
@@ -561,7 +398,7 @@ os::SysResult<FileStore::SetIndex*> FileStore::loadIndex(std::size_t set) {
       return std::unexpected(r.error());
     }
   } else {
-    auto body = unframe(*text, kIndexKind, path, "remove it to have it rebuilt from " + options_.dir + "/ips");
+    auto body = codec::unframe(*text, kIndexKind, path, "remove it to have it rebuilt from " + options_.dir + "/ips");
     if (!body) {
       return std::unexpected(body.error());
     }
@@ -623,18 +460,18 @@ os::SysResult<std::optional<Allocation>> FileStore::find(const AttachmentKey& ke
   if (auto l = requireLock(); !l) {
     return std::unexpected(l.error());
   }
-  if (!validKey(key)) {
+  if (!codec::isValidKey(key)) {
     return badKey(key);
   }
   std::string path = recordPath(key);
-  auto text = readAt(attachmentsFd_.get(), recordName(key), path);
+  auto text = readAt(attachmentsFd_.get(), codec::recordName(key), path);
   if (!text) {
     if (text.error().err == ENOENT) {
       return std::optional<Allocation>();
     }
     return std::unexpected(text.error());
   }
-  auto rec = decodeRecord(*text, key, path);
+  auto rec = codec::decodeRecord(*text, key, path);
   if (!rec) {
     return std::unexpected(rec.error());
   }
@@ -652,18 +489,19 @@ os::SysResult<std::optional<AttachmentKey>> FileStore::ownerOf(const net::IpAddr
       return std::optional<AttachmentKey>();
     }
     if (errno == EINVAL) {
-      return corrupt(claimPath(ip), "not a symbolic link", "remove it if no attachment holds " + ip.toString());
+      return codec::corruptFile(claimPath(ip), "not a symbolic link",
+                                "remove it if no attachment holds " + ip.toString());
     }
     return os::sysFail(errno, "read link " + claimPath(ip));
   }
   std::string target(buf, static_cast<std::size_t>(n));
   std::optional<AttachmentKey> key;
   if (static_cast<std::size_t>(n) < sizeof buf && target.starts_with(kClaimPrefix)) {
-    key = keyFromRecordName(target.substr(std::strlen(kClaimPrefix)));
+    key = codec::keyFromRecordName(target.substr(std::strlen(kClaimPrefix)));
   }
   if (!key) {
-    return corrupt(claimPath(ip), "bad link target \"" + target + "\"",
-                   "remove it if no attachment holds " + ip.toString());
+    return codec::corruptFile(claimPath(ip), "bad link target \"" + target + "\"",
+                              "remove it if no attachment holds " + ip.toString());
   }
   return key;
 }
@@ -778,7 +616,8 @@ os::SysResult<std::uint64_t> FileStore::countInUse(std::size_t set) {
 }
 
 os::SysResult<void> FileStore::writeRecord(const Allocation& a) {
-  return writeAtomic(attachmentsFd_.get(), options_.dir + "/attachments", recordName(a.key), encodeRecord(a));
+  return writeAtomic(attachmentsFd_.get(), options_.dir + "/attachments", codec::recordName(a.key),
+                     codec::encodeRecord(a));
 }
 
 os::SysResult<void> FileStore::reserve(const Allocation& allocation) {
@@ -786,7 +625,7 @@ os::SysResult<void> FileStore::reserve(const Allocation& allocation) {
     return std::unexpected(l.error());
   }
   const AttachmentKey& key = allocation.key;
-  if (!validKey(key)) {
+  if (!codec::isValidKey(key)) {
     return badKey(key);
   }
   auto old = find(key);
@@ -818,7 +657,7 @@ os::SysResult<void> FileStore::reserve(const Allocation& allocation) {
     return w;
   }
   // 2. The claims: symlink() creates the name or fails, atomically.
-  std::string target = std::string(kClaimPrefix) + recordName(key);
+  std::string target = std::string(kClaimPrefix) + codec::recordName(key);
   std::vector<net::IpAddress> created;
   for (const auto& a : allocation.addresses) {
     if (::symlinkat(target.c_str(), ipsFd_.get(), a.toString().c_str()) == 0) {
@@ -845,7 +684,7 @@ os::SysResult<void> FileStore::reserve(const Allocation& allocation) {
     if (*old) {
       (void)writeRecord(**old);
     } else {
-      ::unlinkat(attachmentsFd_.get(), recordName(key).c_str(), 0);
+      ::unlinkat(attachmentsFd_.get(), codec::recordName(key).c_str(), 0);
       (void)syncFd(attachmentsFd_.get(), options_.dir + "/attachments");
     }
     return std::unexpected(std::move(failure));
@@ -940,7 +779,7 @@ os::SysResult<bool> FileStore::release(const AttachmentKey& key) {
       return std::unexpected(s.error());
     }
   }
-  if (::unlinkat(attachmentsFd_.get(), recordName(key).c_str(), 0) != 0 && errno != ENOENT) {
+  if (::unlinkat(attachmentsFd_.get(), codec::recordName(key).c_str(), 0) != 0 && errno != ENOENT) {
     return os::sysFail(errno, "remove " + recordPath(key));
   }
   if (auto s = syncFd(attachmentsFd_.get(), options_.dir + "/attachments"); !s) {
@@ -960,9 +799,9 @@ os::SysResult<std::vector<Allocation>> FileStore::list() {
   std::sort(names->begin(), names->end());
   std::vector<Allocation> out;
   for (const auto& name : *names) {
-    auto key = keyFromRecordName(name);
+    auto key = codec::keyFromRecordName(name);
     if (!key) {
-      return corrupt(options_.dir + "/attachments/" + name, "not named <containerID>:<ifname>", "remove it");
+      return codec::corruptFile(options_.dir + "/attachments/" + name, "not named <containerID>:<ifname>", "remove it");
     }
     auto rec = find(*key);
     if (!rec) {
@@ -987,7 +826,7 @@ os::SysResult<std::size_t> FileStore::dropOrphans() {
   for (const auto& name : *names) {
     auto ip = net::IpAddress::parse(name);
     if (!ip || ip->toString() != name) {
-      return corrupt(options_.dir + "/ips/" + name, "not named after an address", "remove it");
+      return codec::corruptFile(options_.dir + "/ips/" + name, "not named after an address", "remove it");
     }
     auto owner = ownerOf(*ip);
     if (!owner) {
@@ -1066,7 +905,7 @@ os::SysResult<std::vector<std::string>> FileStore::verify() {
     return std::unexpected(recordNames.error());
   }
   for (const auto& name : *recordNames) {
-    auto key = keyFromRecordName(name);
+    auto key = codec::keyFromRecordName(name);
     if (!key) {
       problems.push_back(options_.dir + "/attachments/" + name + ": not named <containerID>:<ifname>");
       continue;
