@@ -9,9 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <algorithm>
-#include <bit>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <set>
@@ -22,23 +20,8 @@ namespace ibcni::ipam {
 
 namespace {
 
-constexpr const char* kIndexKind = "index";
 constexpr const char* kClaimPrefix = "../attachments/";
 constexpr std::size_t kMaxFile = std::size_t{1} << 22;  // 4 MiB: the largest index is 128 KiB
-
-std::string hex64(std::uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
-std::uint64_t fnv1a(const std::string& s) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char ch : s) {
-    h = (h ^ ch) * 1099511628211ull;
-  }
-  return h;
-}
 
 std::unexpected<os::SysError> badKey(const AttachmentKey& key) {
   return os::sysFail(EINVAL,
@@ -80,18 +63,7 @@ struct DirCloser {
 
 FileStore::FileStore(Options options) : options_(std::move(options)) {
   for (const auto& spans : options_.rangeSets) {
-    SetIndex idx;
-    for (const auto& s : spans) {
-      idx.spec += (idx.spec.empty() ? "" : ",") + s.start.toString() + "-" + s.end.toString();
-      RangeIndex r;
-      r.start = toInt(s.start);
-      r.end = toInt(s.end);
-      r.bitmap = r.end - r.start < kMaxBitmapRange;
-      idx.ranges.push_back(r);
-      idx.family = s.start.family;
-    }
-    idx.id = "set-" + hex64(fnv1a(idx.spec));
-    sets_.push_back(std::move(idx));
+    sets_.emplace_back(spans);
   }
 }
 
@@ -103,7 +75,9 @@ std::string FileStore::recordPath(const AttachmentKey& key) const {
 
 std::string FileStore::claimPath(const net::IpAddress& ip) const { return options_.dir + "/ips/" + ip.toString(); }
 
-std::string FileStore::indexPath(std::size_t set) const { return options_.dir + "/index/" + sets_.at(set).id; }
+std::string FileStore::indexPath(std::size_t set) const { return options_.dir + "/index/" + sets_.at(set).fileName(); }
+
+std::string FileStore::indexFix() const { return "remove it to have it rebuilt from " + options_.dir + "/ips"; }
 
 os::SysResult<void> FileStore::requireLock() const {
   if (!lock_) {
@@ -154,12 +128,7 @@ os::SysResult<void> FileStore::lock() {
 void FileStore::unlock() noexcept {
   // Another process may change everything once the lock is gone: forget the cached indexes.
   for (auto& s : sets_) {
-    s.loaded = false;
-    s.dirty = false;
-    s.cursor.reset();
-    for (auto& r : s.ranges) {
-      r.words.clear();
-    }
+    s.forget();
   }
   staleIndexesRemoved_ = false;
   attachmentsFd_.reset();
@@ -219,99 +188,13 @@ os::SysResult<void> FileStore::writeAtomic(int dirFd, const std::string& dirPath
   return syncFd(dirFd, dirPath);
 }
 
-std::optional<std::pair<std::size_t, std::size_t>> FileStore::locate(const net::IpAddress& ip) const {
-  U128 v = toInt(ip);
+std::optional<std::size_t> FileStore::setOf(const net::IpAddress& ip) const {
   for (std::size_t s = 0; s < sets_.size(); ++s) {
-    if (sets_[s].family != ip.family) {
-      continue;
-    }
-    for (std::size_t r = 0; r < sets_[s].ranges.size(); ++r) {
-      if (sets_[s].ranges[r].start <= v && v <= sets_[s].ranges[r].end) {
-        return std::make_pair(s, r);
-      }
+    if (sets_[s].covers(ip)) {
+      return s;
     }
   }
   return std::nullopt;
-}
-
-std::string FileStore::encodeIndex(const SetIndex& idx) const {
-  std::string body = "spec " + idx.spec + "\n";
-  body += "cursor " + (idx.cursor ? idx.cursor->toString() : std::string("-")) + "\n";
-  for (const auto& r : idx.ranges) {
-    std::size_t bytes = r.bitmap ? r.words.size() * 8 : 0;
-    body += "range " + fromInt(r.start, idx.family).toString() + "-" + fromInt(r.end, idx.family).toString() + " " +
-            (r.bitmap ? "bitmap" : "probe") + " " + std::to_string(bytes) + "\n";
-    std::size_t at = body.size();
-    body.resize(at + bytes);
-    for (std::size_t w = 0; w < (r.bitmap ? r.words.size() : 0); ++w) {
-      for (int b = 0; b < 8; ++b) {  // little-endian, whatever the host
-        body[at + w * 8 + static_cast<std::size_t>(b)] = static_cast<char>((r.words[w] >> (8 * b)) & 0xff);
-      }
-    }
-  }
-  return codec::frame(kIndexKind, body);
-}
-
-os::SysResult<void> FileStore::decodeIndex(SetIndex& idx, const std::string& body, const std::string& path) const {
-  const std::string fix = "remove it to have it rebuilt from " + options_.dir + "/ips";
-  std::size_t pos = 0;
-  auto line = [&]() -> std::optional<std::string> {
-    auto nl = body.find('\n', pos);
-    if (nl == std::string::npos) {
-      return std::nullopt;
-    }
-    std::string l = body.substr(pos, nl - pos);
-    pos = nl + 1;
-    return l;
-  };
-  auto spec = line();
-  if (!spec || *spec != "spec " + idx.spec) {
-    return codec::corruptFile(path, "it does not describe ranges " + idx.spec, fix);
-  }
-  auto cur = line();
-  if (!cur || !cur->starts_with("cursor ")) {
-    return codec::corruptFile(path, "no cursor line", fix);
-  }
-  std::string curText = cur->substr(7);
-  idx.cursor.reset();
-  if (curText != "-") {
-    auto ip = net::IpAddress::parse(curText);
-    if (!ip || ip->family != idx.family) {
-      return codec::corruptFile(path, "bad cursor " + curText, fix);
-    }
-    idx.cursor = *ip;
-  }
-  for (auto& r : idx.ranges) {
-    auto rl = line();
-    std::string expect = "range " + fromInt(r.start, idx.family).toString() + "-" +
-                         fromInt(r.end, idx.family).toString() + " " + (r.bitmap ? "bitmap" : "probe") + " ";
-    std::size_t words = r.bitmap ? static_cast<std::size_t>((r.end - r.start) / 64 + 1) : 0;
-    if (!rl || *rl != expect + std::to_string(words * 8)) {
-      return codec::corruptFile(path, "bad range line", fix);
-    }
-    if (body.size() - pos < words * 8) {
-      return codec::corruptFile(path, "bitmap cut short", fix);
-    }
-    r.words.assign(words, 0);
-    for (std::size_t w = 0; w < words; ++w) {
-      std::uint64_t v = 0;
-      for (int b = 7; b >= 0; --b) {
-        v = (v << 8) | static_cast<unsigned char>(body[pos + w * 8 + static_cast<std::size_t>(b)]);
-      }
-      r.words[w] = v;
-    }
-    pos += words * 8;
-    if (r.bitmap) {
-      std::uint64_t size = static_cast<std::uint64_t>(r.end - r.start) + 1;
-      if (size % 64 != 0 && (r.words.back() >> (size % 64)) != 0) {
-        return codec::corruptFile(path, "bits set past the end of a range", fix);
-      }
-    }
-  }
-  if (pos != body.size()) {
-    return codec::corruptFile(path, "trailing bytes", fix);
-  }
-  return {};
 }
 
 os::SysResult<Allocation> FileStore::parseRecord(const std::string& text, const AttachmentKey& key,
@@ -324,44 +207,14 @@ os::SysResult<std::optional<net::IpAddress>> FileStore::parseIndex(std::size_t s
   if (set >= sets_.size()) {
     return os::sysFail(EINVAL, "ipam store " + options_.dir + ": no range set " + std::to_string(set));
   }
-  auto body = codec::unframe(text, kIndexKind, path, "remove it to have it rebuilt from " + options_.dir + "/ips");
-  if (!body) {
-    return std::unexpected(body.error());
-  }
-  SetIndex idx = sets_[set];
-  if (auto d = decodeIndex(idx, *body, path); !d) {
+  FreeIndex idx = sets_[set];
+  if (auto d = idx.decode(text, path, indexFix()); !d) {
     return std::unexpected(d.error());
   }
-  return idx.cursor;
+  return idx.cursor();
 }
 
-os::SysResult<void> FileStore::rebuildIndex(SetIndex& idx) {
-  for (auto& r : idx.ranges) {
-    r.words.assign(r.bitmap ? static_cast<std::size_t>((r.end - r.start) / 64 + 1) : 0, 0);
-  }
-  idx.cursor.reset();
-  auto names = listDir(options_.dir + "/ips");
-  if (!names) {
-    return std::unexpected(names.error());
-  }
-  for (const auto& name : *names) {
-    auto ip = net::IpAddress::parse(name);
-    if (!ip || ip->family != idx.family) {
-      continue;
-    }
-    U128 v = toInt(*ip);
-    for (auto& r : idx.ranges) {
-      if (r.bitmap && r.start <= v && v <= r.end) {
-        auto bit = static_cast<std::uint64_t>(v - r.start);
-        r.words[bit / 64] |= std::uint64_t{1} << (bit % 64);
-      }
-    }
-  }
-  idx.dirty = true;
-  return {};
-}
-
-os::SysResult<FileStore::SetIndex*> FileStore::loadIndex(std::size_t set) {
+os::SysResult<FreeIndex*> FileStore::loadIndex(std::size_t set) {
   if (auto l = requireLock(); !l) {
     return std::unexpected(l.error());
   }
@@ -376,72 +229,57 @@ os::SysResult<FileStore::SetIndex*> FileStore::loadIndex(std::size_t set) {
       return std::unexpected(names.error());
     }
     for (const auto& name : *names) {
-      bool current = std::any_of(sets_.begin(), sets_.end(), [&](const SetIndex& s) { return s.id == name; });
+      bool current = std::any_of(sets_.begin(), sets_.end(), [&](const FreeIndex& s) { return s.fileName() == name; });
       if (!current && ::unlinkat(indexFd_.get(), name.c_str(), 0) != 0 && errno != ENOENT) {
         return os::sysFail(errno, "remove " + options_.dir + "/index/" + name);
       }
     }
     staleIndexesRemoved_ = true;
   }
-  SetIndex& idx = sets_[set];
-  if (idx.loaded) {
+  FreeIndex& idx = sets_[set];
+  if (idx.known()) {
     return &idx;
   }
   std::string path = indexPath(set);
-  auto text = readAt(indexFd_.get(), idx.id, path);
+  auto text = readAt(indexFd_.get(), idx.fileName(), path);
   if (!text) {
     if (text.error().err != ENOENT) {
       return std::unexpected(text.error());
     }
     // First use of this range set (or the file was removed on purpose): ips/ is the truth.
-    if (auto r = rebuildIndex(idx); !r) {
-      return std::unexpected(r.error());
+    auto names = listDir(options_.dir + "/ips");
+    if (!names) {
+      return std::unexpected(names.error());
     }
-  } else {
-    auto body = codec::unframe(*text, kIndexKind, path, "remove it to have it rebuilt from " + options_.dir + "/ips");
-    if (!body) {
-      return std::unexpected(body.error());
-    }
-    if (auto d = decodeIndex(idx, *body, path); !d) {
-      return std::unexpected(d.error());
-    }
+    idx.rebuild(*names);
+  } else if (auto d = idx.decode(*text, path, indexFix()); !d) {
+    return std::unexpected(d.error());
   }
-  idx.loaded = true;
   return &idx;
 }
 
 os::SysResult<void> FileStore::flushIndexes() {
-  for (std::size_t s = 0; s < sets_.size(); ++s) {
-    if (sets_[s].loaded && sets_[s].dirty) {
-      if (auto w = writeAtomic(indexFd_.get(), options_.dir + "/index", sets_[s].id, encodeIndex(sets_[s])); !w) {
+  for (auto& idx : sets_) {
+    if (idx.known() && idx.dirty()) {
+      if (auto w = writeAtomic(indexFd_.get(), options_.dir + "/index", idx.fileName(), idx.encode()); !w) {
         return w;
       }
-      sets_[s].dirty = false;
+      idx.markSaved();
     }
   }
   return {};
 }
 
 os::SysResult<void> FileStore::markBit(const net::IpAddress& ip, bool held) {
-  auto where = locate(ip);
-  if (!where) {
+  auto set = setOf(ip);
+  if (!set) {
     return {};  // not in a configured range: nothing indexes it
   }
-  auto idx = loadIndex(where->first);
+  auto idx = loadIndex(*set);
   if (!idx) {
     return std::unexpected(idx.error());
   }
-  RangeIndex& r = (*idx)->ranges[where->second];
-  if (!r.bitmap) {
-    return {};
-  }
-  auto bit = static_cast<std::uint64_t>(toInt(ip) - r.start);
-  std::uint64_t mask = std::uint64_t{1} << (bit % 64);
-  std::uint64_t& word = r.words[bit / 64];
-  if (((word & mask) != 0) != held) {
-    word ^= mask;
-    (*idx)->dirty = true;
-  }
+  (*idx)->mark(ip, held);
   return {};
 }
 
@@ -506,67 +344,20 @@ os::SysResult<std::optional<AttachmentKey>> FileStore::ownerOf(const net::IpAddr
   return key;
 }
 
+ClaimCheck FileStore::claimCheck() const {
+  return [this](const net::IpAddress& ip) { return claimExists(ip); };
+}
+
 os::SysResult<std::optional<net::IpAddress>> FileStore::firstFree(std::size_t set, std::size_t range,
                                                                   const net::IpAddress& lo, const net::IpAddress& hi) {
   auto idx = loadIndex(set);
   if (!idx) {
     return std::unexpected(idx.error());
   }
-  if (range >= (*idx)->ranges.size()) {
+  if (range >= (*idx)->rangeCount()) {
     return os::sysFail(EINVAL, "ipam store " + options_.dir + ": no range " + std::to_string(range));
   }
-  RangeIndex& r = (*idx)->ranges[range];
-  int family = (*idx)->family;
-  U128 from = std::max(toInt(lo), r.start);
-  U128 to = std::min(toInt(hi), r.end);
-  if (from > to) {
-    return std::optional<net::IpAddress>();
-  }
-  if (!r.bitmap) {
-    // Too large for a bitmap (an IPv6 /64): probe the claims from `from`. Held addresses are a
-    // vanishing fraction of such a range, so this ends after a probe or two.
-    for (U128 v = from;; ++v) {
-      auto ip = fromInt(v, family);
-      auto exists = claimExists(ip);
-      if (!exists) {
-        return std::unexpected(exists.error());
-      }
-      if (!*exists) {
-        return std::optional<net::IpAddress>(ip);
-      }
-      if (v == to) {
-        return std::optional<net::IpAddress>();
-      }
-    }
-  }
-  auto pos = static_cast<std::uint64_t>(from - r.start);
-  auto last = static_cast<std::uint64_t>(to - r.start);
-  while (pos <= last) {
-    std::uint64_t w = pos / 64;
-    std::uint64_t freeBits = ~r.words[w] & (~std::uint64_t{0} << (pos % 64));
-    if (freeBits == 0) {
-      pos = (w + 1) * 64;
-      continue;
-    }
-    std::uint64_t bit = w * 64 + static_cast<std::uint64_t>(std::countr_zero(freeBits));
-    if (bit > last) {
-      break;
-    }
-    auto ip = fromInt(r.start + bit, family);
-    // The bitmap may lag behind ips/ when a process died between claiming and indexing: the
-    // claim is the truth, and the bit is repaired on the way.
-    auto exists = claimExists(ip);
-    if (!exists) {
-      return std::unexpected(exists.error());
-    }
-    if (!*exists) {
-      return std::optional<net::IpAddress>(ip);
-    }
-    r.words[w] |= std::uint64_t{1} << (bit % 64);
-    (*idx)->dirty = true;
-    pos = bit + 1;
-  }
-  return std::optional<net::IpAddress>();
+  return (*idx)->firstFree(range, lo, hi, claimCheck());
 }
 
 os::SysResult<std::optional<net::IpAddress>> FileStore::lastReserved(std::size_t set) {
@@ -574,7 +365,7 @@ os::SysResult<std::optional<net::IpAddress>> FileStore::lastReserved(std::size_t
   if (!idx) {
     return std::unexpected(idx.error());
   }
-  return (*idx)->cursor;
+  return (*idx)->cursor();
 }
 
 os::SysResult<std::uint64_t> FileStore::countInUse(std::size_t set) {
@@ -582,35 +373,14 @@ os::SysResult<std::uint64_t> FileStore::countInUse(std::size_t set) {
   if (!idx) {
     return std::unexpected(idx.error());
   }
-  std::uint64_t n = 0;
-  bool probe = false;
-  for (const auto& r : (*idx)->ranges) {
-    if (r.bitmap) {
-      for (auto w : r.words) {
-        n += static_cast<std::uint64_t>(std::popcount(w));
-      }
-    } else {
-      probe = true;
-    }
-  }
-  if (probe) {
+  std::uint64_t n = (*idx)->countMarked();
+  if ((*idx)->hasProbedRange()) {
     // Counting claims in a probed range takes a directory scan: only exhaustion and STATUS ask.
     auto names = listDir(options_.dir + "/ips");
     if (!names) {
       return std::unexpected(names.error());
     }
-    for (const auto& name : *names) {
-      auto ip = net::IpAddress::parse(name);
-      if (!ip || ip->family != (*idx)->family) {
-        continue;
-      }
-      U128 v = toInt(*ip);
-      for (const auto& r : (*idx)->ranges) {
-        if (!r.bitmap && r.start <= v && v <= r.end) {
-          ++n;
-        }
-      }
-    }
+    n += (*idx)->countInProbedRanges(*names);
   }
   return n;
 }
@@ -642,8 +412,8 @@ os::SysResult<void> FileStore::reserve(const Allocation& allocation) {
     }
   }
   for (const auto& a : listed) {
-    if (auto where = locate(a)) {
-      if (auto idx = loadIndex(where->first); !idx) {
+    if (auto set = setOf(a)) {
+      if (auto idx = loadIndex(*set); !idx) {
         return std::unexpected(idx.error());
       }
     }
@@ -702,9 +472,8 @@ os::SysResult<void> FileStore::reserve(const Allocation& allocation) {
     }
   }
   for (const auto& a : created) {
-    if (auto where = locate(a)) {
-      sets_[where->first].cursor = a;
-      sets_[where->first].dirty = true;
+    if (auto set = setOf(a)) {
+      sets_[*set].setCursor(a);
     }
   }
   // 4. Addresses the old record held that the new one drops: released like DEL does.
@@ -854,22 +623,11 @@ os::SysResult<std::size_t> FileStore::dropOrphans() {
     if (!idx) {
       return std::unexpected(idx.error());
     }
-    for (auto& r : (*idx)->ranges) {
-      for (std::size_t w = 0; w < r.words.size(); ++w) {
-        for (std::uint64_t bits = r.words[w]; bits != 0; bits &= bits - 1) {
-          auto bit = static_cast<std::uint64_t>(std::countr_zero(bits));
-          auto exists = claimExists(fromInt(r.start + w * 64 + bit, (*idx)->family));
-          if (!exists) {
-            return std::unexpected(exists.error());
-          }
-          if (!*exists) {
-            r.words[w] &= ~(std::uint64_t{1} << bit);
-            (*idx)->dirty = true;
-            ++stale;
-          }
-        }
-      }
+    auto dropped = (*idx)->dropUnclaimed(claimCheck());
+    if (!dropped) {
+      return std::unexpected(dropped.error());
     }
+    stale += *dropped;
   }
   if (orphans.empty() && stale == 0) {
     return std::size_t{0};
@@ -946,15 +704,9 @@ os::SysResult<std::vector<std::string>> FileStore::verify() {
       problems.push_back(idx.error().describe());
       continue;
     }
-    for (const auto& r : (*idx)->ranges) {
-      for (std::size_t w = 0; w < r.words.size(); ++w) {
-        for (std::uint64_t bits = r.words[w]; bits != 0; bits &= bits - 1) {
-          auto bit = w * 64 + static_cast<std::size_t>(std::countr_zero(bits));
-          auto ip = fromInt(r.start + bit, (*idx)->family);
-          if (!claims.contains(ip.toString())) {
-            problems.push_back(indexPath(s) + ": " + ip.toString() + " is marked held but has no claim");
-          }
-        }
+    for (const auto& ip : (*idx)->marked()) {
+      if (!claims.contains(ip.toString())) {
+        problems.push_back(indexPath(s) + ": " + ip.toString() + " is marked held but has no claim");
       }
     }
   }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The byte format of the embedded IPAM's store files, apart from where they live: the frame every
 // file carries (kind, format, length, CRC-32), the attachment record inside it, and a record's
-// file name. No I/O: FileStore reads and writes the files, and frames the index body.
+// file name. No I/O: FileStore reads and writes the files, free_index.h encodes the index body.
 #pragma once
 
 #include <cstdint>
