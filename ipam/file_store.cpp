@@ -12,7 +12,6 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
-#include <set>
 
 #include "record_codec.h"
 
@@ -385,6 +384,15 @@ os::SysResult<std::uint64_t> FileStore::countInUse(std::size_t set) {
   return n;
 }
 
+os::SysResult<void> FileStore::removeClaims(const std::vector<net::IpAddress>& ips) {
+  for (const auto& ip : ips) {
+    if (::unlinkat(ipsFd_.get(), ip.toString().c_str(), 0) != 0 && errno != ENOENT) {
+      return os::sysFail(errno, "remove " + claimPath(ip));
+    }
+  }
+  return syncFd(ipsFd_.get(), options_.dir + "/ips");
+}
+
 os::SysResult<void> FileStore::writeRecord(const Allocation& a) {
   return writeAtomic(attachmentsFd_.get(), options_.dir + "/attachments", codec::recordName(a.key),
                      codec::encodeRecord(a));
@@ -494,13 +502,8 @@ os::SysResult<void> FileStore::reserve(const Allocation& allocation) {
     if (auto f = flushIndexes(); !f) {
       return f;
     }
-    for (const auto& a : drop) {
-      if (::unlinkat(ipsFd_.get(), a.toString().c_str(), 0) != 0 && errno != ENOENT) {
-        return os::sysFail(errno, "remove " + claimPath(a));
-      }
-    }
-    if (auto s = syncFd(ipsFd_.get(), options_.dir + "/ips"); !s) {
-      return s;
+    if (auto r = removeClaims(drop); !r) {
+      return r;
     }
     if (auto w = writeRecord(allocation); !w) {
       return w;
@@ -538,14 +541,9 @@ os::SysResult<bool> FileStore::release(const AttachmentKey& key) {
   if (auto f = flushIndexes(); !f) {
     return std::unexpected(f.error());
   }
-  for (const auto& a : owned) {
-    if (::unlinkat(ipsFd_.get(), a.toString().c_str(), 0) != 0 && errno != ENOENT) {
-      return os::sysFail(errno, "remove " + claimPath(a));
-    }
-  }
   if (!owned.empty()) {
-    if (auto s = syncFd(ipsFd_.get(), options_.dir + "/ips"); !s) {
-      return std::unexpected(s.error());
+    if (auto r = removeClaims(owned); !r) {
+      return std::unexpected(r.error());
     }
   }
   if (::unlinkat(attachmentsFd_.get(), codec::recordName(key).c_str(), 0) != 0 && errno != ENOENT) {
@@ -583,134 +581,11 @@ os::SysResult<std::vector<Allocation>> FileStore::list() {
   return out;
 }
 
-os::SysResult<std::size_t> FileStore::dropOrphans() {
-  if (auto l = requireLock(); !l) {
-    return std::unexpected(l.error());
-  }
-  auto names = listDir(options_.dir + "/ips");
-  if (!names) {
-    return std::unexpected(names.error());
-  }
-  std::vector<net::IpAddress> orphans;
-  for (const auto& name : *names) {
-    auto ip = net::IpAddress::parse(name);
-    if (!ip || ip->toString() != name) {
-      return codec::corruptFile(options_.dir + "/ips/" + name, "not named after an address", "remove it");
-    }
-    auto owner = ownerOf(*ip);
-    if (!owner) {
-      return std::unexpected(owner.error());
-    }
-    if (!*owner) {
-      continue;
-    }
-    auto rec = find(**owner);
-    if (!rec) {
-      return std::unexpected(rec.error());
-    }
-    if (!*rec || std::find((*rec)->addresses.begin(), (*rec)->addresses.end(), *ip) == (*rec)->addresses.end()) {
-      orphans.push_back(*ip);
-      if (auto m = markBit(*ip, false); !m) {
-        return std::unexpected(m.error());
-      }
-    }
-  }
-  // And bits marked held without a claim (never left by this store's own write order, but a
-  // restored backup or a hand edit can): such an address would otherwise never be handed out.
-  std::size_t stale = 0;
-  for (std::size_t s = 0; s < sets_.size(); ++s) {
-    auto idx = loadIndex(s);
-    if (!idx) {
-      return std::unexpected(idx.error());
-    }
-    auto dropped = (*idx)->dropUnclaimed(claimCheck());
-    if (!dropped) {
-      return std::unexpected(dropped.error());
-    }
-    stale += *dropped;
-  }
-  if (orphans.empty() && stale == 0) {
-    return std::size_t{0};
-  }
-  if (auto f = flushIndexes(); !f) {
-    return std::unexpected(f.error());
-  }
-  for (const auto& ip : orphans) {
-    if (::unlinkat(ipsFd_.get(), ip.toString().c_str(), 0) != 0 && errno != ENOENT) {
-      return os::sysFail(errno, "remove " + claimPath(ip));
-    }
-  }
-  if (auto s = syncFd(ipsFd_.get(), options_.dir + "/ips"); !s) {
-    return std::unexpected(s.error());
-  }
-  return orphans.size() + stale;
-}
-
 os::SysResult<void> FileStore::commit() {
   if (auto l = requireLock(); !l) {
     return l;
   }
   return flushIndexes();
-}
-
-os::SysResult<std::vector<std::string>> FileStore::verify() {
-  if (auto l = requireLock(); !l) {
-    return std::unexpected(l.error());
-  }
-  std::vector<std::string> problems;
-  auto recordNames = listDir(options_.dir + "/attachments");
-  if (!recordNames) {
-    return std::unexpected(recordNames.error());
-  }
-  for (const auto& name : *recordNames) {
-    auto key = codec::keyFromRecordName(name);
-    if (!key) {
-      problems.push_back(options_.dir + "/attachments/" + name + ": not named <containerID>:<ifname>");
-      continue;
-    }
-    if (auto rec = find(*key); !rec) {
-      problems.push_back(rec.error().describe());
-    }
-  }
-  auto claimNames = listDir(options_.dir + "/ips");
-  if (!claimNames) {
-    return std::unexpected(claimNames.error());
-  }
-  std::set<std::string> claims(claimNames->begin(), claimNames->end());
-  for (const auto& name : *claimNames) {
-    auto ip = net::IpAddress::parse(name);
-    if (!ip || ip->toString() != name) {
-      problems.push_back(options_.dir + "/ips/" + name + ": not named after an address");
-      continue;
-    }
-    auto owner = ownerOf(*ip);
-    if (!owner) {
-      problems.push_back(owner.error().describe());
-      continue;
-    }
-    auto rec = find(**owner);
-    if (!rec) {
-      continue;  // reported above
-    }
-    if (!*rec) {
-      problems.push_back(claimPath(*ip) + ": held by " + (*owner)->toString() + ", which has no record");
-    } else if (std::find((*rec)->addresses.begin(), (*rec)->addresses.end(), *ip) == (*rec)->addresses.end()) {
-      problems.push_back(claimPath(*ip) + ": held by " + (*owner)->toString() + ", whose record does not list it");
-    }
-  }
-  for (std::size_t s = 0; s < sets_.size(); ++s) {
-    auto idx = loadIndex(s);
-    if (!idx) {
-      problems.push_back(idx.error().describe());
-      continue;
-    }
-    for (const auto& ip : (*idx)->marked()) {
-      if (!claims.contains(ip.toString())) {
-        problems.push_back(indexPath(s) + ": " + ip.toString() + " is marked held but has no claim");
-      }
-    }
-  }
-  return problems;
 }
 
 }  // namespace ibcni::ipam

@@ -102,6 +102,9 @@ class FileStore final : public Store {
   ClaimCheck claimCheck() const;
   /// What to do about a corrupt index file.
   std::string indexFix() const;
+  /// Removes the claims of `ips` (gone already is fine) and makes that durable. Callers write the
+  /// cleared bits first.
+  os::SysResult<void> removeClaims(const std::vector<net::IpAddress>& ips);
   os::SysResult<void> writeRecord(const Allocation& a);
   os::SysResult<void> writeAtomic(int dirFd, const std::string& dirPath, const std::string& name,
                                   const std::string& data);
