@@ -9,126 +9,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <algorithm>
-#include <array>
-#include <bit>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <memory>
-#include <nlohmann/json.hpp>
-#include <set>
+
+#include "record_codec.h"
 
 namespace ibcni::ipam {
 
-using nlohmann::json;
-
 namespace {
 
-constexpr const char* kRecordKind = "attachment";
-constexpr const char* kIndexKind = "index";
-constexpr int kFormat = 1;
 constexpr const char* kClaimPrefix = "../attachments/";
 constexpr std::size_t kMaxFile = std::size_t{1} << 22;  // 4 MiB: the largest index is 128 KiB
-
-// CRC-32 (IEEE 802.3, as zlib): detects truncation and bit rot of store files.
-std::uint32_t crc32(const std::string& data) {
-  static const std::array<std::uint32_t, 256> table = [] {
-    std::array<std::uint32_t, 256> t{};
-    for (std::uint32_t i = 0; i < 256; ++i) {
-      std::uint32_t c = i;
-      for (int k = 0; k < 8; ++k) {
-        c = (c & 1) != 0 ? 0xedb88320u ^ (c >> 1) : c >> 1;
-      }
-      t[i] = c;
-    }
-    return t;
-  }();
-  std::uint32_t c = 0xffffffffu;
-  for (unsigned char ch : data) {
-    c = table[(c ^ ch) & 0xff] ^ (c >> 8);
-  }
-  return c ^ 0xffffffffu;
-}
-
-std::string hex64(std::uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
-std::uint64_t fnv1a(const std::string& s) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char ch : s) {
-    h = (h ^ ch) * 1099511628211ull;
-  }
-  return h;
-}
-
-// "ibcni-ipam <kind> <format> <body length> <crc32 hex>\n" + body.
-std::string frame(const char* kind, const std::string& body) {
-  char head[96];
-  std::snprintf(head, sizeof head, "ibcni-ipam %s %d %zu %08x\n", kind, kFormat, body.size(), crc32(body));
-  return head + body;
-}
-
-std::unexpected<os::SysError> corrupt(const std::string& path, const std::string& why, const std::string& fix) {
-  return os::sysFail(EUCLEAN, "ipam store file " + path + " is corrupt (" + why + "); " + fix);
-}
-
-os::SysResult<std::string> unframe(const std::string& text, const char* kind, const std::string& path,
-                                   const std::string& fix) {
-  auto nl = text.find('\n');
-  if (text.empty()) {
-    return corrupt(path, "empty file", fix);
-  }
-  if (nl == std::string::npos || nl > 90) {
-    return corrupt(path, "no header line", fix);
-  }
-  char gotKind[32] = {};
-  int format = 0;
-  unsigned long long len = 0;
-  unsigned int crc = 0;
-  int consumed = 0;
-  std::string head = text.substr(0, nl);
-  if (std::sscanf(head.c_str(), "ibcni-ipam %31s %d %llu %8x%n", gotKind, &format, &len, &crc, &consumed) != 4 ||
-      static_cast<std::size_t>(consumed) != head.size()) {
-    return corrupt(path, "bad header \"" + head + "\"", fix);
-  }
-  if (std::string(gotKind) != kind) {
-    return corrupt(path, "holds a " + std::string(gotKind) + ", not an " + kind, fix);
-  }
-  if (format != kFormat) {
-    return corrupt(path, "format " + std::to_string(format) + " is not " + std::to_string(kFormat), fix);
-  }
-  std::string body = text.substr(nl + 1);
-  if (body.size() != len) {
-    return corrupt(path,
-                   "truncated or extended: " + std::to_string(body.size()) + " bytes instead of " + std::to_string(len),
-                   fix);
-  }
-  if (crc32(body) != crc) {
-    return corrupt(path, "checksum mismatch", fix);
-  }
-  return body;
-}
-
-std::string recordName(const AttachmentKey& key) { return key.containerId + ":" + key.ifName; }
-
-bool validKey(const AttachmentKey& key) {
-  return isValidContainerId(key.containerId) && net::isValidIfName(key.ifName);
-}
-
-std::optional<AttachmentKey> keyFromRecordName(const std::string& name) {
-  auto colon = name.find(':');
-  if (colon == std::string::npos) {
-    return std::nullopt;
-  }
-  AttachmentKey key{name.substr(0, colon), name.substr(colon + 1)};
-  if (!validKey(key)) {
-    return std::nullopt;
-  }
-  return key;
-}
 
 std::unexpected<os::SysError> badKey(const AttachmentKey& key) {
   return os::sysFail(EINVAL,
@@ -143,7 +35,7 @@ os::SysResult<std::string> readAt(int dirFd, const std::string& name, const std:
   os::UniqueFd owned(fd);
   auto text = os::readAllFd(fd, kMaxFile, path);
   if (!text && text.error().err == EFBIG) {
-    return corrupt(path, "larger than 4 MiB", "remove it");
+    return codec::corruptFile(path, "larger than 4 MiB", "remove it");
   }
   return text;
 }
@@ -162,79 +54,6 @@ os::SysResult<os::UniqueFd> openDir(const std::string& path) {
   return os::UniqueFd::open(path, O_RDONLY | O_DIRECTORY);
 }
 
-std::string encodeRecord(const Allocation& a) {
-  json addrs = json::array();
-  for (const auto& ip : a.addresses) {
-    addrs.push_back(ip.toString());
-  }
-  json j = {
-      {"containerID", a.key.containerId},
-      {"ifname", a.key.ifName},
-      {"pod", {{"namespace", a.pod.podNamespace}, {"name", a.pod.name}, {"uid", a.pod.uid}}},
-      {"netns", a.netns},
-      {"netnsInode", a.netnsInode},
-      {"createdAt", a.createdAt},
-      {"addresses", addrs},
-  };
-  return frame(kRecordKind, j.dump() + "\n");
-}
-
-os::SysResult<Allocation> decodeRecord(const std::string& text, const AttachmentKey& key, const std::string& path) {
-  const std::string fix = "remove it, then run ibcni-ipam gc to release the addresses it held";
-  auto body = unframe(text, kRecordKind, path, fix);
-  if (!body) {
-    return std::unexpected(body.error());
-  }
-  json j = json::parse(*body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
-    return corrupt(path, "not a JSON object", fix);
-  }
-  auto str = [&](const json& o, const char* k) -> std::optional<std::string> {
-    auto it = o.find(k);
-    if (it == o.end() || !it->is_string()) {
-      return std::nullopt;
-    }
-    return it->get<std::string>();
-  };
-  Allocation a;
-  auto cid = str(j, "containerID");
-  auto ifn = str(j, "ifname");
-  auto netns = str(j, "netns");
-  auto created = str(j, "createdAt");
-  auto pod = j.find("pod");
-  auto ino = j.find("netnsInode");
-  auto addrs = j.find("addresses");
-  if (!cid || !ifn || !netns || !created || pod == j.end() || !pod->is_object() || ino == j.end() ||
-      !ino->is_number_unsigned() || addrs == j.end() || !addrs->is_array()) {
-    return corrupt(path, "a field is missing or has the wrong type", fix);
-  }
-  auto ns = str(*pod, "namespace");
-  auto name = str(*pod, "name");
-  auto uid = str(*pod, "uid");
-  if (!ns || !name || !uid) {
-    return corrupt(path, "a pod field is missing or has the wrong type", fix);
-  }
-  a.key = {*cid, *ifn};
-  if (a.key != key) {
-    return corrupt(path, "it names attachment " + a.key.toString(), fix);
-  }
-  a.pod = {*ns, *name, *uid};
-  a.netns = *netns;
-  a.netnsInode = ino->get<std::uint64_t>();
-  a.createdAt = *created;
-  for (const auto& e : *addrs) {
-    std::optional<net::IpAddress> ip;
-    if (e.is_string()) {
-      ip = net::IpAddress::parse(e.get<std::string>());
-    }
-    if (!ip) {
-      return corrupt(path, "bad address " + e.dump(), fix);
-    }
-    a.addresses.push_back(*ip);
-  }
-  return a;
-}
-
 struct DirCloser {
   void operator()(DIR* d) const { ::closedir(d); }
 };
@@ -243,30 +62,21 @@ struct DirCloser {
 
 FileStore::FileStore(Options options) : options_(std::move(options)) {
   for (const auto& spans : options_.rangeSets) {
-    SetIndex idx;
-    for (const auto& s : spans) {
-      idx.spec += (idx.spec.empty() ? "" : ",") + s.start.toString() + "-" + s.end.toString();
-      RangeIndex r;
-      r.start = toInt(s.start);
-      r.end = toInt(s.end);
-      r.bitmap = r.end - r.start < kMaxBitmapRange;
-      idx.ranges.push_back(r);
-      idx.family = s.start.family;
-    }
-    idx.id = "set-" + hex64(fnv1a(idx.spec));
-    sets_.push_back(std::move(idx));
+    sets_.emplace_back(spans);
   }
 }
 
 FileStore::~FileStore() { unlock(); }
 
 std::string FileStore::recordPath(const AttachmentKey& key) const {
-  return options_.dir + "/attachments/" + recordName(key);
+  return options_.dir + "/attachments/" + codec::recordName(key);
 }
 
 std::string FileStore::claimPath(const net::IpAddress& ip) const { return options_.dir + "/ips/" + ip.toString(); }
 
-std::string FileStore::indexPath(std::size_t set) const { return options_.dir + "/index/" + sets_.at(set).id; }
+std::string FileStore::indexPath(std::size_t set) const { return options_.dir + "/index/" + sets_.at(set).fileName(); }
+
+std::string FileStore::indexFix() const { return "remove it to have it rebuilt from " + options_.dir + "/ips"; }
 
 os::SysResult<void> FileStore::requireLock() const {
   if (!lock_) {
@@ -317,12 +127,7 @@ os::SysResult<void> FileStore::lock() {
 void FileStore::unlock() noexcept {
   // Another process may change everything once the lock is gone: forget the cached indexes.
   for (auto& s : sets_) {
-    s.loaded = false;
-    s.dirty = false;
-    s.cursor.reset();
-    for (auto& r : s.ranges) {
-      r.words.clear();
-    }
+    s.forget();
   }
   staleIndexesRemoved_ = false;
   attachmentsFd_.reset();
@@ -382,104 +187,18 @@ os::SysResult<void> FileStore::writeAtomic(int dirFd, const std::string& dirPath
   return syncFd(dirFd, dirPath);
 }
 
-std::optional<std::pair<std::size_t, std::size_t>> FileStore::locate(const net::IpAddress& ip) const {
-  U128 v = toInt(ip);
+std::optional<std::size_t> FileStore::setOf(const net::IpAddress& ip) const {
   for (std::size_t s = 0; s < sets_.size(); ++s) {
-    if (sets_[s].family != ip.family) {
-      continue;
-    }
-    for (std::size_t r = 0; r < sets_[s].ranges.size(); ++r) {
-      if (sets_[s].ranges[r].start <= v && v <= sets_[s].ranges[r].end) {
-        return std::make_pair(s, r);
-      }
+    if (sets_[s].covers(ip)) {
+      return s;
     }
   }
   return std::nullopt;
 }
 
-std::string FileStore::encodeIndex(const SetIndex& idx) const {
-  std::string body = "spec " + idx.spec + "\n";
-  body += "cursor " + (idx.cursor ? idx.cursor->toString() : std::string("-")) + "\n";
-  for (const auto& r : idx.ranges) {
-    std::size_t bytes = r.bitmap ? r.words.size() * 8 : 0;
-    body += "range " + fromInt(r.start, idx.family).toString() + "-" + fromInt(r.end, idx.family).toString() + " " +
-            (r.bitmap ? "bitmap" : "probe") + " " + std::to_string(bytes) + "\n";
-    std::size_t at = body.size();
-    body.resize(at + bytes);
-    for (std::size_t w = 0; w < (r.bitmap ? r.words.size() : 0); ++w) {
-      for (int b = 0; b < 8; ++b) {  // little-endian, whatever the host
-        body[at + w * 8 + static_cast<std::size_t>(b)] = static_cast<char>((r.words[w] >> (8 * b)) & 0xff);
-      }
-    }
-  }
-  return frame(kIndexKind, body);
-}
-
-os::SysResult<void> FileStore::decodeIndex(SetIndex& idx, const std::string& body, const std::string& path) const {
-  const std::string fix = "remove it to have it rebuilt from " + options_.dir + "/ips";
-  std::size_t pos = 0;
-  auto line = [&]() -> std::optional<std::string> {
-    auto nl = body.find('\n', pos);
-    if (nl == std::string::npos) {
-      return std::nullopt;
-    }
-    std::string l = body.substr(pos, nl - pos);
-    pos = nl + 1;
-    return l;
-  };
-  auto spec = line();
-  if (!spec || *spec != "spec " + idx.spec) {
-    return corrupt(path, "it does not describe ranges " + idx.spec, fix);
-  }
-  auto cur = line();
-  if (!cur || !cur->starts_with("cursor ")) {
-    return corrupt(path, "no cursor line", fix);
-  }
-  std::string curText = cur->substr(7);
-  idx.cursor.reset();
-  if (curText != "-") {
-    auto ip = net::IpAddress::parse(curText);
-    if (!ip || ip->family != idx.family) {
-      return corrupt(path, "bad cursor " + curText, fix);
-    }
-    idx.cursor = *ip;
-  }
-  for (auto& r : idx.ranges) {
-    auto rl = line();
-    std::string expect = "range " + fromInt(r.start, idx.family).toString() + "-" +
-                         fromInt(r.end, idx.family).toString() + " " + (r.bitmap ? "bitmap" : "probe") + " ";
-    std::size_t words = r.bitmap ? static_cast<std::size_t>((r.end - r.start) / 64 + 1) : 0;
-    if (!rl || *rl != expect + std::to_string(words * 8)) {
-      return corrupt(path, "bad range line", fix);
-    }
-    if (body.size() - pos < words * 8) {
-      return corrupt(path, "bitmap cut short", fix);
-    }
-    r.words.assign(words, 0);
-    for (std::size_t w = 0; w < words; ++w) {
-      std::uint64_t v = 0;
-      for (int b = 7; b >= 0; --b) {
-        v = (v << 8) | static_cast<unsigned char>(body[pos + w * 8 + static_cast<std::size_t>(b)]);
-      }
-      r.words[w] = v;
-    }
-    pos += words * 8;
-    if (r.bitmap) {
-      std::uint64_t size = static_cast<std::uint64_t>(r.end - r.start) + 1;
-      if (size % 64 != 0 && (r.words.back() >> (size % 64)) != 0) {
-        return corrupt(path, "bits set past the end of a range", fix);
-      }
-    }
-  }
-  if (pos != body.size()) {
-    return corrupt(path, "trailing bytes", fix);
-  }
-  return {};
-}
-
 os::SysResult<Allocation> FileStore::parseRecord(const std::string& text, const AttachmentKey& key,
                                                  const std::string& path) {
-  return decodeRecord(text, key, path);
+  return codec::decodeRecord(text, key, path);
 }
 
 os::SysResult<std::optional<net::IpAddress>> FileStore::parseIndex(std::size_t set, const std::string& text,
@@ -487,44 +206,14 @@ os::SysResult<std::optional<net::IpAddress>> FileStore::parseIndex(std::size_t s
   if (set >= sets_.size()) {
     return os::sysFail(EINVAL, "ipam store " + options_.dir + ": no range set " + std::to_string(set));
   }
-  auto body = unframe(text, kIndexKind, path, "remove it to have it rebuilt from " + options_.dir + "/ips");
-  if (!body) {
-    return std::unexpected(body.error());
-  }
-  SetIndex idx = sets_[set];
-  if (auto d = decodeIndex(idx, *body, path); !d) {
+  FreeIndex idx = sets_[set];
+  if (auto d = idx.decode(text, path, indexFix()); !d) {
     return std::unexpected(d.error());
   }
-  return idx.cursor;
+  return idx.cursor();
 }
 
-os::SysResult<void> FileStore::rebuildIndex(SetIndex& idx) {
-  for (auto& r : idx.ranges) {
-    r.words.assign(r.bitmap ? static_cast<std::size_t>((r.end - r.start) / 64 + 1) : 0, 0);
-  }
-  idx.cursor.reset();
-  auto names = listDir(options_.dir + "/ips");
-  if (!names) {
-    return std::unexpected(names.error());
-  }
-  for (const auto& name : *names) {
-    auto ip = net::IpAddress::parse(name);
-    if (!ip || ip->family != idx.family) {
-      continue;
-    }
-    U128 v = toInt(*ip);
-    for (auto& r : idx.ranges) {
-      if (r.bitmap && r.start <= v && v <= r.end) {
-        auto bit = static_cast<std::uint64_t>(v - r.start);
-        r.words[bit / 64] |= std::uint64_t{1} << (bit % 64);
-      }
-    }
-  }
-  idx.dirty = true;
-  return {};
-}
-
-os::SysResult<FileStore::SetIndex*> FileStore::loadIndex(std::size_t set) {
+os::SysResult<FreeIndex*> FileStore::loadIndex(std::size_t set) {
   if (auto l = requireLock(); !l) {
     return std::unexpected(l.error());
   }
@@ -539,72 +228,57 @@ os::SysResult<FileStore::SetIndex*> FileStore::loadIndex(std::size_t set) {
       return std::unexpected(names.error());
     }
     for (const auto& name : *names) {
-      bool current = std::any_of(sets_.begin(), sets_.end(), [&](const SetIndex& s) { return s.id == name; });
+      bool current = std::any_of(sets_.begin(), sets_.end(), [&](const FreeIndex& s) { return s.fileName() == name; });
       if (!current && ::unlinkat(indexFd_.get(), name.c_str(), 0) != 0 && errno != ENOENT) {
         return os::sysFail(errno, "remove " + options_.dir + "/index/" + name);
       }
     }
     staleIndexesRemoved_ = true;
   }
-  SetIndex& idx = sets_[set];
-  if (idx.loaded) {
+  FreeIndex& idx = sets_[set];
+  if (idx.known()) {
     return &idx;
   }
   std::string path = indexPath(set);
-  auto text = readAt(indexFd_.get(), idx.id, path);
+  auto text = readAt(indexFd_.get(), idx.fileName(), path);
   if (!text) {
     if (text.error().err != ENOENT) {
       return std::unexpected(text.error());
     }
     // First use of this range set (or the file was removed on purpose): ips/ is the truth.
-    if (auto r = rebuildIndex(idx); !r) {
-      return std::unexpected(r.error());
+    auto names = listDir(options_.dir + "/ips");
+    if (!names) {
+      return std::unexpected(names.error());
     }
-  } else {
-    auto body = unframe(*text, kIndexKind, path, "remove it to have it rebuilt from " + options_.dir + "/ips");
-    if (!body) {
-      return std::unexpected(body.error());
-    }
-    if (auto d = decodeIndex(idx, *body, path); !d) {
-      return std::unexpected(d.error());
-    }
+    idx.rebuild(*names);
+  } else if (auto d = idx.decode(*text, path, indexFix()); !d) {
+    return std::unexpected(d.error());
   }
-  idx.loaded = true;
   return &idx;
 }
 
 os::SysResult<void> FileStore::flushIndexes() {
-  for (std::size_t s = 0; s < sets_.size(); ++s) {
-    if (sets_[s].loaded && sets_[s].dirty) {
-      if (auto w = writeAtomic(indexFd_.get(), options_.dir + "/index", sets_[s].id, encodeIndex(sets_[s])); !w) {
+  for (auto& idx : sets_) {
+    if (idx.known() && idx.dirty()) {
+      if (auto w = writeAtomic(indexFd_.get(), options_.dir + "/index", idx.fileName(), idx.encode()); !w) {
         return w;
       }
-      sets_[s].dirty = false;
+      idx.markSaved();
     }
   }
   return {};
 }
 
 os::SysResult<void> FileStore::markBit(const net::IpAddress& ip, bool held) {
-  auto where = locate(ip);
-  if (!where) {
+  auto set = setOf(ip);
+  if (!set) {
     return {};  // not in a configured range: nothing indexes it
   }
-  auto idx = loadIndex(where->first);
+  auto idx = loadIndex(*set);
   if (!idx) {
     return std::unexpected(idx.error());
   }
-  RangeIndex& r = (*idx)->ranges[where->second];
-  if (!r.bitmap) {
-    return {};
-  }
-  auto bit = static_cast<std::uint64_t>(toInt(ip) - r.start);
-  std::uint64_t mask = std::uint64_t{1} << (bit % 64);
-  std::uint64_t& word = r.words[bit / 64];
-  if (((word & mask) != 0) != held) {
-    word ^= mask;
-    (*idx)->dirty = true;
-  }
+  (*idx)->mark(ip, held);
   return {};
 }
 
@@ -623,18 +297,18 @@ os::SysResult<std::optional<Allocation>> FileStore::find(const AttachmentKey& ke
   if (auto l = requireLock(); !l) {
     return std::unexpected(l.error());
   }
-  if (!validKey(key)) {
+  if (!codec::isValidKey(key)) {
     return badKey(key);
   }
   std::string path = recordPath(key);
-  auto text = readAt(attachmentsFd_.get(), recordName(key), path);
+  auto text = readAt(attachmentsFd_.get(), codec::recordName(key), path);
   if (!text) {
     if (text.error().err == ENOENT) {
       return std::optional<Allocation>();
     }
     return std::unexpected(text.error());
   }
-  auto rec = decodeRecord(*text, key, path);
+  auto rec = codec::decodeRecord(*text, key, path);
   if (!rec) {
     return std::unexpected(rec.error());
   }
@@ -652,20 +326,25 @@ os::SysResult<std::optional<AttachmentKey>> FileStore::ownerOf(const net::IpAddr
       return std::optional<AttachmentKey>();
     }
     if (errno == EINVAL) {
-      return corrupt(claimPath(ip), "not a symbolic link", "remove it if no attachment holds " + ip.toString());
+      return codec::corruptFile(claimPath(ip), "not a symbolic link",
+                                "remove it if no attachment holds " + ip.toString());
     }
     return os::sysFail(errno, "read link " + claimPath(ip));
   }
   std::string target(buf, static_cast<std::size_t>(n));
   std::optional<AttachmentKey> key;
   if (static_cast<std::size_t>(n) < sizeof buf && target.starts_with(kClaimPrefix)) {
-    key = keyFromRecordName(target.substr(std::strlen(kClaimPrefix)));
+    key = codec::keyFromRecordName(target.substr(std::strlen(kClaimPrefix)));
   }
   if (!key) {
-    return corrupt(claimPath(ip), "bad link target \"" + target + "\"",
-                   "remove it if no attachment holds " + ip.toString());
+    return codec::corruptFile(claimPath(ip), "bad link target \"" + target + "\"",
+                              "remove it if no attachment holds " + ip.toString());
   }
   return key;
+}
+
+ClaimCheck FileStore::claimCheck() const {
+  return [this](const net::IpAddress& ip) { return claimExists(ip); };
 }
 
 os::SysResult<std::optional<net::IpAddress>> FileStore::firstFree(std::size_t set, std::size_t range,
@@ -674,61 +353,10 @@ os::SysResult<std::optional<net::IpAddress>> FileStore::firstFree(std::size_t se
   if (!idx) {
     return std::unexpected(idx.error());
   }
-  if (range >= (*idx)->ranges.size()) {
+  if (range >= (*idx)->rangeCount()) {
     return os::sysFail(EINVAL, "ipam store " + options_.dir + ": no range " + std::to_string(range));
   }
-  RangeIndex& r = (*idx)->ranges[range];
-  int family = (*idx)->family;
-  U128 from = std::max(toInt(lo), r.start);
-  U128 to = std::min(toInt(hi), r.end);
-  if (from > to) {
-    return std::optional<net::IpAddress>();
-  }
-  if (!r.bitmap) {
-    // Too large for a bitmap (an IPv6 /64): probe the claims from `from`. Held addresses are a
-    // vanishing fraction of such a range, so this ends after a probe or two.
-    for (U128 v = from;; ++v) {
-      auto ip = fromInt(v, family);
-      auto exists = claimExists(ip);
-      if (!exists) {
-        return std::unexpected(exists.error());
-      }
-      if (!*exists) {
-        return std::optional<net::IpAddress>(ip);
-      }
-      if (v == to) {
-        return std::optional<net::IpAddress>();
-      }
-    }
-  }
-  auto pos = static_cast<std::uint64_t>(from - r.start);
-  auto last = static_cast<std::uint64_t>(to - r.start);
-  while (pos <= last) {
-    std::uint64_t w = pos / 64;
-    std::uint64_t freeBits = ~r.words[w] & (~std::uint64_t{0} << (pos % 64));
-    if (freeBits == 0) {
-      pos = (w + 1) * 64;
-      continue;
-    }
-    std::uint64_t bit = w * 64 + static_cast<std::uint64_t>(std::countr_zero(freeBits));
-    if (bit > last) {
-      break;
-    }
-    auto ip = fromInt(r.start + bit, family);
-    // The bitmap may lag behind ips/ when a process died between claiming and indexing: the
-    // claim is the truth, and the bit is repaired on the way.
-    auto exists = claimExists(ip);
-    if (!exists) {
-      return std::unexpected(exists.error());
-    }
-    if (!*exists) {
-      return std::optional<net::IpAddress>(ip);
-    }
-    r.words[w] |= std::uint64_t{1} << (bit % 64);
-    (*idx)->dirty = true;
-    pos = bit + 1;
-  }
-  return std::optional<net::IpAddress>();
+  return (*idx)->firstFree(range, lo, hi, claimCheck());
 }
 
 os::SysResult<std::optional<net::IpAddress>> FileStore::lastReserved(std::size_t set) {
@@ -736,7 +364,7 @@ os::SysResult<std::optional<net::IpAddress>> FileStore::lastReserved(std::size_t
   if (!idx) {
     return std::unexpected(idx.error());
   }
-  return (*idx)->cursor;
+  return (*idx)->cursor();
 }
 
 os::SysResult<std::uint64_t> FileStore::countInUse(std::size_t set) {
@@ -744,41 +372,30 @@ os::SysResult<std::uint64_t> FileStore::countInUse(std::size_t set) {
   if (!idx) {
     return std::unexpected(idx.error());
   }
-  std::uint64_t n = 0;
-  bool probe = false;
-  for (const auto& r : (*idx)->ranges) {
-    if (r.bitmap) {
-      for (auto w : r.words) {
-        n += static_cast<std::uint64_t>(std::popcount(w));
-      }
-    } else {
-      probe = true;
-    }
-  }
-  if (probe) {
+  std::uint64_t n = (*idx)->countMarked();
+  if ((*idx)->hasProbedRange()) {
     // Counting claims in a probed range takes a directory scan: only exhaustion and STATUS ask.
     auto names = listDir(options_.dir + "/ips");
     if (!names) {
       return std::unexpected(names.error());
     }
-    for (const auto& name : *names) {
-      auto ip = net::IpAddress::parse(name);
-      if (!ip || ip->family != (*idx)->family) {
-        continue;
-      }
-      U128 v = toInt(*ip);
-      for (const auto& r : (*idx)->ranges) {
-        if (!r.bitmap && r.start <= v && v <= r.end) {
-          ++n;
-        }
-      }
-    }
+    n += (*idx)->countInProbedRanges(*names);
   }
   return n;
 }
 
+os::SysResult<void> FileStore::removeClaims(const std::vector<net::IpAddress>& ips) {
+  for (const auto& ip : ips) {
+    if (::unlinkat(ipsFd_.get(), ip.toString().c_str(), 0) != 0 && errno != ENOENT) {
+      return os::sysFail(errno, "remove " + claimPath(ip));
+    }
+  }
+  return syncFd(ipsFd_.get(), options_.dir + "/ips");
+}
+
 os::SysResult<void> FileStore::writeRecord(const Allocation& a) {
-  return writeAtomic(attachmentsFd_.get(), options_.dir + "/attachments", recordName(a.key), encodeRecord(a));
+  return writeAtomic(attachmentsFd_.get(), options_.dir + "/attachments", codec::recordName(a.key),
+                     codec::encodeRecord(a));
 }
 
 os::SysResult<void> FileStore::reserve(const Allocation& allocation) {
@@ -786,7 +403,7 @@ os::SysResult<void> FileStore::reserve(const Allocation& allocation) {
     return std::unexpected(l.error());
   }
   const AttachmentKey& key = allocation.key;
-  if (!validKey(key)) {
+  if (!codec::isValidKey(key)) {
     return badKey(key);
   }
   auto old = find(key);
@@ -803,8 +420,8 @@ os::SysResult<void> FileStore::reserve(const Allocation& allocation) {
     }
   }
   for (const auto& a : listed) {
-    if (auto where = locate(a)) {
-      if (auto idx = loadIndex(where->first); !idx) {
+    if (auto set = setOf(a)) {
+      if (auto idx = loadIndex(*set); !idx) {
         return std::unexpected(idx.error());
       }
     }
@@ -818,7 +435,7 @@ os::SysResult<void> FileStore::reserve(const Allocation& allocation) {
     return w;
   }
   // 2. The claims: symlink() creates the name or fails, atomically.
-  std::string target = std::string(kClaimPrefix) + recordName(key);
+  std::string target = std::string(kClaimPrefix) + codec::recordName(key);
   std::vector<net::IpAddress> created;
   for (const auto& a : allocation.addresses) {
     if (::symlinkat(target.c_str(), ipsFd_.get(), a.toString().c_str()) == 0) {
@@ -845,7 +462,7 @@ os::SysResult<void> FileStore::reserve(const Allocation& allocation) {
     if (*old) {
       (void)writeRecord(**old);
     } else {
-      ::unlinkat(attachmentsFd_.get(), recordName(key).c_str(), 0);
+      ::unlinkat(attachmentsFd_.get(), codec::recordName(key).c_str(), 0);
       (void)syncFd(attachmentsFd_.get(), options_.dir + "/attachments");
     }
     return std::unexpected(std::move(failure));
@@ -863,9 +480,8 @@ os::SysResult<void> FileStore::reserve(const Allocation& allocation) {
     }
   }
   for (const auto& a : created) {
-    if (auto where = locate(a)) {
-      sets_[where->first].cursor = a;
-      sets_[where->first].dirty = true;
+    if (auto set = setOf(a)) {
+      sets_[*set].setCursor(a);
     }
   }
   // 4. Addresses the old record held that the new one drops: released like DEL does.
@@ -886,13 +502,8 @@ os::SysResult<void> FileStore::reserve(const Allocation& allocation) {
     if (auto f = flushIndexes(); !f) {
       return f;
     }
-    for (const auto& a : drop) {
-      if (::unlinkat(ipsFd_.get(), a.toString().c_str(), 0) != 0 && errno != ENOENT) {
-        return os::sysFail(errno, "remove " + claimPath(a));
-      }
-    }
-    if (auto s = syncFd(ipsFd_.get(), options_.dir + "/ips"); !s) {
-      return s;
+    if (auto r = removeClaims(drop); !r) {
+      return r;
     }
     if (auto w = writeRecord(allocation); !w) {
       return w;
@@ -930,17 +541,12 @@ os::SysResult<bool> FileStore::release(const AttachmentKey& key) {
   if (auto f = flushIndexes(); !f) {
     return std::unexpected(f.error());
   }
-  for (const auto& a : owned) {
-    if (::unlinkat(ipsFd_.get(), a.toString().c_str(), 0) != 0 && errno != ENOENT) {
-      return os::sysFail(errno, "remove " + claimPath(a));
-    }
-  }
   if (!owned.empty()) {
-    if (auto s = syncFd(ipsFd_.get(), options_.dir + "/ips"); !s) {
-      return std::unexpected(s.error());
+    if (auto r = removeClaims(owned); !r) {
+      return std::unexpected(r.error());
     }
   }
-  if (::unlinkat(attachmentsFd_.get(), recordName(key).c_str(), 0) != 0 && errno != ENOENT) {
+  if (::unlinkat(attachmentsFd_.get(), codec::recordName(key).c_str(), 0) != 0 && errno != ENOENT) {
     return os::sysFail(errno, "remove " + recordPath(key));
   }
   if (auto s = syncFd(attachmentsFd_.get(), options_.dir + "/attachments"); !s) {
@@ -960,9 +566,9 @@ os::SysResult<std::vector<Allocation>> FileStore::list() {
   std::sort(names->begin(), names->end());
   std::vector<Allocation> out;
   for (const auto& name : *names) {
-    auto key = keyFromRecordName(name);
+    auto key = codec::keyFromRecordName(name);
     if (!key) {
-      return corrupt(options_.dir + "/attachments/" + name, "not named <containerID>:<ifname>", "remove it");
+      return codec::corruptFile(options_.dir + "/attachments/" + name, "not named <containerID>:<ifname>", "remove it");
     }
     auto rec = find(*key);
     if (!rec) {
@@ -975,151 +581,11 @@ os::SysResult<std::vector<Allocation>> FileStore::list() {
   return out;
 }
 
-os::SysResult<std::size_t> FileStore::dropOrphans() {
-  if (auto l = requireLock(); !l) {
-    return std::unexpected(l.error());
-  }
-  auto names = listDir(options_.dir + "/ips");
-  if (!names) {
-    return std::unexpected(names.error());
-  }
-  std::vector<net::IpAddress> orphans;
-  for (const auto& name : *names) {
-    auto ip = net::IpAddress::parse(name);
-    if (!ip || ip->toString() != name) {
-      return corrupt(options_.dir + "/ips/" + name, "not named after an address", "remove it");
-    }
-    auto owner = ownerOf(*ip);
-    if (!owner) {
-      return std::unexpected(owner.error());
-    }
-    if (!*owner) {
-      continue;
-    }
-    auto rec = find(**owner);
-    if (!rec) {
-      return std::unexpected(rec.error());
-    }
-    if (!*rec || std::find((*rec)->addresses.begin(), (*rec)->addresses.end(), *ip) == (*rec)->addresses.end()) {
-      orphans.push_back(*ip);
-      if (auto m = markBit(*ip, false); !m) {
-        return std::unexpected(m.error());
-      }
-    }
-  }
-  // And bits marked held without a claim (never left by this store's own write order, but a
-  // restored backup or a hand edit can): such an address would otherwise never be handed out.
-  std::size_t stale = 0;
-  for (std::size_t s = 0; s < sets_.size(); ++s) {
-    auto idx = loadIndex(s);
-    if (!idx) {
-      return std::unexpected(idx.error());
-    }
-    for (auto& r : (*idx)->ranges) {
-      for (std::size_t w = 0; w < r.words.size(); ++w) {
-        for (std::uint64_t bits = r.words[w]; bits != 0; bits &= bits - 1) {
-          auto bit = static_cast<std::uint64_t>(std::countr_zero(bits));
-          auto exists = claimExists(fromInt(r.start + w * 64 + bit, (*idx)->family));
-          if (!exists) {
-            return std::unexpected(exists.error());
-          }
-          if (!*exists) {
-            r.words[w] &= ~(std::uint64_t{1} << bit);
-            (*idx)->dirty = true;
-            ++stale;
-          }
-        }
-      }
-    }
-  }
-  if (orphans.empty() && stale == 0) {
-    return std::size_t{0};
-  }
-  if (auto f = flushIndexes(); !f) {
-    return std::unexpected(f.error());
-  }
-  for (const auto& ip : orphans) {
-    if (::unlinkat(ipsFd_.get(), ip.toString().c_str(), 0) != 0 && errno != ENOENT) {
-      return os::sysFail(errno, "remove " + claimPath(ip));
-    }
-  }
-  if (auto s = syncFd(ipsFd_.get(), options_.dir + "/ips"); !s) {
-    return std::unexpected(s.error());
-  }
-  return orphans.size() + stale;
-}
-
 os::SysResult<void> FileStore::commit() {
   if (auto l = requireLock(); !l) {
     return l;
   }
   return flushIndexes();
-}
-
-os::SysResult<std::vector<std::string>> FileStore::verify() {
-  if (auto l = requireLock(); !l) {
-    return std::unexpected(l.error());
-  }
-  std::vector<std::string> problems;
-  auto recordNames = listDir(options_.dir + "/attachments");
-  if (!recordNames) {
-    return std::unexpected(recordNames.error());
-  }
-  for (const auto& name : *recordNames) {
-    auto key = keyFromRecordName(name);
-    if (!key) {
-      problems.push_back(options_.dir + "/attachments/" + name + ": not named <containerID>:<ifname>");
-      continue;
-    }
-    if (auto rec = find(*key); !rec) {
-      problems.push_back(rec.error().describe());
-    }
-  }
-  auto claimNames = listDir(options_.dir + "/ips");
-  if (!claimNames) {
-    return std::unexpected(claimNames.error());
-  }
-  std::set<std::string> claims(claimNames->begin(), claimNames->end());
-  for (const auto& name : *claimNames) {
-    auto ip = net::IpAddress::parse(name);
-    if (!ip || ip->toString() != name) {
-      problems.push_back(options_.dir + "/ips/" + name + ": not named after an address");
-      continue;
-    }
-    auto owner = ownerOf(*ip);
-    if (!owner) {
-      problems.push_back(owner.error().describe());
-      continue;
-    }
-    auto rec = find(**owner);
-    if (!rec) {
-      continue;  // reported above
-    }
-    if (!*rec) {
-      problems.push_back(claimPath(*ip) + ": held by " + (*owner)->toString() + ", which has no record");
-    } else if (std::find((*rec)->addresses.begin(), (*rec)->addresses.end(), *ip) == (*rec)->addresses.end()) {
-      problems.push_back(claimPath(*ip) + ": held by " + (*owner)->toString() + ", whose record does not list it");
-    }
-  }
-  for (std::size_t s = 0; s < sets_.size(); ++s) {
-    auto idx = loadIndex(s);
-    if (!idx) {
-      problems.push_back(idx.error().describe());
-      continue;
-    }
-    for (const auto& r : (*idx)->ranges) {
-      for (std::size_t w = 0; w < r.words.size(); ++w) {
-        for (std::uint64_t bits = r.words[w]; bits != 0; bits &= bits - 1) {
-          auto bit = w * 64 + static_cast<std::size_t>(std::countr_zero(bits));
-          auto ip = fromInt(r.start + bit, (*idx)->family);
-          if (!claims.contains(ip.toString())) {
-            problems.push_back(indexPath(s) + ": " + ip.toString() + " is marked held but has no claim");
-          }
-        }
-      }
-    }
-  }
-  return problems;
 }
 
 }  // namespace ibcni::ipam

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "ibcni/net/address_math.h"
+#include "free_index.h"
 #include "ibcni/os/file_lock.h"
 #include "ibcni/os/unique_fd.h"
 #include "store.h"
@@ -38,11 +38,11 @@ namespace ibcni::ipam {
 /// number of allocations; firstFree() scans the bitmap 64 addresses per step from the cursor.
 /// Ranges larger than 2^20 addresses (IPv6 /64s) have no bitmap: firstFree() probes ips/ from
 /// the cursor, which finds a free address at once in a sparse range.
+///
+/// The file formats are record_codec.h's (frame, record) and free_index.h's (index); this class
+/// owns the directory: where each file lives, the lock, and the write order above.
 class FileStore final : public Store {
  public:
-  /// Ranges of at most this many addresses get a bitmap (128 KiB).
-  static constexpr std::uint64_t kMaxBitmapRange = std::uint64_t{1} << 20;
-
   struct Options {
     std::string dir;                       ///< <dataDir>/<network name>
     std::vector<RangeSetSpans> rangeSets;  ///< Allocator::spansOf(config)
@@ -90,39 +90,28 @@ class FileStore final : public Store {
   [[nodiscard]] std::string indexPath(std::size_t set) const;
 
  private:
-  struct RangeIndex {
-    U128 start = 0;
-    U128 end = 0;
-    bool bitmap = false;
-    std::vector<std::uint64_t> words;  // bit i: start + i is held
-  };
-  struct SetIndex {
-    std::string id;    // "set-<16 hex>": file name under index/
-    std::string spec;  // "start-end,start-end": what the file must describe
-    int family = 0;
-    bool loaded = false;
-    bool dirty = false;
-    std::optional<net::IpAddress> cursor;
-    std::vector<RangeIndex> ranges;
-  };
-
   os::SysResult<void> requireLock() const;
-  os::SysResult<SetIndex*> loadIndex(std::size_t set);
-  os::SysResult<void> rebuildIndex(SetIndex& idx);
+  /// Range set `set`'s index, read (or rebuilt from ips/) at its first use under the lock.
+  os::SysResult<FreeIndex*> loadIndex(std::size_t set);
   os::SysResult<void> flushIndexes();
-  std::string encodeIndex(const SetIndex& idx) const;
-  os::SysResult<void> decodeIndex(SetIndex& idx, const std::string& body, const std::string& path) const;
-  /// (set, range) holding `ip`, or nullopt.
-  std::optional<std::pair<std::size_t, std::size_t>> locate(const net::IpAddress& ip) const;
+  /// The range set holding `ip`, or nullopt.
+  std::optional<std::size_t> setOf(const net::IpAddress& ip) const;
   os::SysResult<void> markBit(const net::IpAddress& ip, bool held);
   os::SysResult<bool> claimExists(const net::IpAddress& ip) const;
+  /// claimExists() as a FreeIndex sees it.
+  ClaimCheck claimCheck() const;
+  /// What to do about a corrupt index file.
+  std::string indexFix() const;
+  /// Removes the claims of `ips` (gone already is fine) and makes that durable. Callers write the
+  /// cleared bits first.
+  os::SysResult<void> removeClaims(const std::vector<net::IpAddress>& ips);
   os::SysResult<void> writeRecord(const Allocation& a);
   os::SysResult<void> writeAtomic(int dirFd, const std::string& dirPath, const std::string& name,
                                   const std::string& data);
   os::SysResult<std::vector<std::string>> listDir(const std::string& path) const;
 
   Options options_;
-  std::vector<SetIndex> sets_;
+  std::vector<FreeIndex> sets_;
   std::optional<os::FileLock> lock_;
   os::UniqueFd attachmentsFd_;
   os::UniqueFd ipsFd_;

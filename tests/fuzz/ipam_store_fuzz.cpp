@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The embedded IPAM's store files as ibcni-ipam reads them from disk (ipam/file_store.cpp): the
-// attachment record and the per-range-set index, both framed with length and CRC-32. The first
-// byte picks the file, the rest is its content:
+// The embedded IPAM's store files as ibcni-ipam reads them from disk (ipam/file_store.cpp; the
+// formats in ipam/record_codec.cpp and ipam/free_index.cpp): the attachment record and the
+// per-range-set index, both framed with length and CRC-32. The first byte picks the file, the
+// rest is its content:
 //   'r'  attachments/<containerID>:<ifname>  -> FileStore::parseRecord, then find(), list(), verify()
 //   'i'  index of range set 0 (two IPv4 ranges with bitmaps)
 //   'j'  index of range set 1 (an IPv6 /64: no bitmap, probed)
