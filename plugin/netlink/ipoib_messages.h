@@ -8,7 +8,7 @@
 
 // The rtnetlink request that creates an IPoIB child link, as a pure function: LibnlNetlink sends
 // exactly these bytes (after the socket fills in nlmsg_seq and nlmsg_pid), and
-// tests/netlink/ipoib_messages_test.cpp compares them with what iproute2 sends. libnl has no
+// tests/unit/netlink/ipoib_messages_test.cpp compares them with what iproute2 sends. libnl has no
 // "ipoib" link kind, so libmnl builds this message (design decision); this header stays free of
 // libmnl and libnl types.
 

@@ -9,7 +9,7 @@
 
 // The rtnetlink requests that change a VF's settings on its PF, as pure functions: LibnlNetlink
 // sends exactly these bytes (after filling in nlmsg_seq and nlmsg_pid), and
-// tests/netlink/vf_messages_test.cpp compares them with what iproute2 sends. libnl builds them
+// tests/unit/netlink/vf_messages_test.cpp compares them with what iproute2 sends. libnl builds them
 // (rtnl_link_vf_* on a change request); this header stays free of libnl types.
 
 namespace ibcni::nl {

@@ -312,7 +312,7 @@ os::SysResult<Device> parseDevice(std::span<const std::uint8_t> message) {
 
 os::SysResult<Port> parsePort(std::span<const std::uint8_t> message) {
   // A dump answers with RDMA_NLDEV_CMD_PORT_GET messages; the kernel's PORT_GET doit (what
-  // `rdma link show` asks) answers with RDMA_NLDEV_CMD_GET (tests/rdma/testdata/link_show.hex).
+  // `rdma link show` asks) answers with RDMA_NLDEV_CMD_GET (tests/unit/rdma/testdata/link_show.hex).
   auto attrs = parseNldev(message, {nldevType(RDMA_NLDEV_CMD_PORT_GET), nldevType(RDMA_NLDEV_CMD_GET)},
                           "RDMA_NLDEV_CMD_PORT_GET reply");
   if (!attrs) {

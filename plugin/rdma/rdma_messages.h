@@ -3,7 +3,7 @@
 
 // RDMA netlink (NETLINK_RDMA, nldev client) messages as bytes: the builders and parsers behind
 // MnlRdmaNetlink, kept free of sockets so that tests can compare them with what iproute2's
-// `rdma` tool sends and feed them the kernel's captured answers (tests/rdma/testdata).
+// `rdma` tool sends and feed them the kernel's captured answers (tests/unit/rdma/testdata).
 
 #include <cstdint>
 #include <span>

@@ -25,7 +25,7 @@ namespace ibcni::testing {
 
 /// In-memory nl::Netlink for unit tests. It models links, addresses and routes per network
 /// namespace (keyed by Netns::inode(), so os::Netns::fakeForTest handles work) and answers with
-/// the errnos and extended-ACK texts that Linux 6.x gives. tests/netlink runs the same contract
+/// the errnos and extended-ACK texts that Linux 6.x gives. tests/unit/netlink runs the same contract
 /// cases against it and the kernel, and a randomized side-by-side test (fake_fidelity_test.cpp)
 /// checks that both give the same answers and show the same state after every step.
 ///

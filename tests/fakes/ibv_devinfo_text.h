@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// Turns `ibv_devinfo -v` text (tests/verbs/testdata) into the verbs::PortFacts the probe would have
+// Turns `ibv_devinfo -v` text (tests/unit/verbs/testdata) into the verbs::PortFacts the probe would have
 // reported for the same ports, so that the check's and the doctor's decisions are tested with the
 // values of real hardware. Only the fields the probe reports are read; the pkey table is not in
-// ibv_devinfo's output (see tests/verbs/testdata/README.md).
+// ibv_devinfo's output (see tests/unit/verbs/testdata/README.md).
 #pragma once
 
 #include <array>
@@ -136,7 +136,7 @@ inline std::vector<DevinfoPort> parseIbvDevinfo(const std::string& text) {
   return ports;
 }
 
-/// parseIbvDevinfo of a file in tests/verbs/testdata.
+/// parseIbvDevinfo of a file in tests/unit/verbs/testdata.
 inline std::vector<DevinfoPort> loadIbvDevinfo(const std::string& path) {
   std::ifstream f(path);
   if (!f) {

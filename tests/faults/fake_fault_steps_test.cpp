@@ -13,7 +13,7 @@
 #include <set>
 
 #include "fault/faulty_deps.h"
-#include "unit/plugin/plugin_fixture.h"
+#include "unit/plugin_fixture.h"
 
 namespace ibcni::testing {
 namespace {

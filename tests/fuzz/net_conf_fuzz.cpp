@@ -14,7 +14,7 @@
 #include "fuzz_util.h"
 #include "ibcni/cni/cmd_args.h"
 #include "ibcni/config/net_conf.h"
-#include "ipam_config.h"
+#include "ibcni/config/ipam_conf.h"
 
 namespace {
 

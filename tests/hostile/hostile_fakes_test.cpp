@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Hostile inputs that need a device this machine cannot have (an InfiniBand PF with VFs) or a
 // namespace the test cannot reach (PID 1's), driven through dispatch() over the fakes of
-// tests/unit/plugin (FakeSysfsTree models the mlx5 PF/VF layout), plus the rules of
+// tests/unit (FakeSysfsTree models the mlx5 PF/VF layout), plus the rules of
 // os/safe_path.h and cni::quoted() on their own. Each refusal must change nothing: no mutating
 // netlink call, the same links, no record, no IPAM call.
 #include <gtest/gtest.h>
@@ -14,7 +14,7 @@
 
 #include "ibcni/cni/error.h"
 #include "ibcni/os/safe_path.h"
-#include "unit/plugin/plugin_fixture.h"
+#include "unit/plugin_fixture.h"
 
 namespace ibcni::testing {
 namespace {
@@ -35,7 +35,7 @@ class HostileFakesTest : public PluginTest {
  protected:
   void SetUp() override {
     PluginTest::SetUp();
-    // The mlx5 layout of tests/unit/plugin/sriov_vf_test.cpp: an IPoIB PF with VFs 2 (with its
+    // The mlx5 layout of tests/unit/modes/sriov_vf_test.cpp: an IPoIB PF with VFs 2 (with its
     // netdev and RDMA device, GUIDs set) and 3 (bound to no netdev).
     const IbVf made = addIbPfWithVf(kPf, 2, kVf, kGuid);
     pfIndex_ = made.pfIndex;

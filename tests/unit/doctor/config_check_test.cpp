@@ -13,7 +13,7 @@
 #include "doctor/doctor.h"
 #include "fakes/fake_verbs_probe.h"
 #include "doctor/doctor_json.h"
-#include "unit/plugin/plugin_fixture.h"
+#include "unit/plugin_fixture.h"
 
 namespace ibcni::testing {
 namespace {

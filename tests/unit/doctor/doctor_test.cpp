@@ -295,7 +295,7 @@ TEST_F(DoctorTest, LibibverbsUnavailable) {
   EXPECT_EQ(problemsWith(r, "libibverbs is not loadable").size(), 1u) << all(r);
 }
 
-// The values of a real ConnectX-6 (tests/verbs/testdata): mlx5_0 port 1 ACTIVE on a fabric with a
+// The values of a real ConnectX-6 (tests/unit/verbs/testdata): mlx5_0 port 1 ACTIVE on a fabric with a
 // subnet manager, mlx5_1 port 1 disabled. The doctor shows both as ibv_devinfo does and flags the
 // second only.
 TEST_F(DoctorTest, RealMlx5PortsAsIbvDevinfoShowsThem) {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The protocol layer: environment table, version negotiation, error objects.
-#include "plugin_fixture.h"
+#include "unit/plugin_fixture.h"
 
 namespace ibcni::testing {
 namespace {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "plugin_fixture.h"
+#include "unit/plugin_fixture.h"
 
 namespace ibcni::testing {
 namespace {

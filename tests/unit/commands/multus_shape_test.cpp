@@ -34,7 +34,7 @@
 #include <set>
 
 #include "fakes/forwarding_devices.h"
-#include "plugin_fixture.h"
+#include "unit/plugin_fixture.h"
 
 namespace ibcni::testing {
 namespace {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // RDMA netlink at the byte level, with no socket and no kernel:
-//  * the builders against what iproute2's `rdma` tool sends (tests/rdma/testdata/*.hex, captured
+//  * the builders against what iproute2's `rdma` tool sends (tests/unit/rdma/testdata/*.hex, captured
 //    with strace in the kernel-lab VM by testdata/capture.sh), and against an independent
 //    minimal parser written here;
 //  * the parsers against the kernel's captured answers, including errors with and without an

@@ -4,7 +4,7 @@
 # NETLINK_RDMA and what the kernel answers, captured with strace inside the kernel-lab VM (the
 # development machines' kernel has no RDMA stack). From the repository root:
 #
-#   ../shared/kernel-lab/run.sh --nics 2 -- tests/rdma/testdata/capture.sh
+#   ../shared/kernel-lab/run.sh --nics 2 -- tests/unit/rdma/testdata/capture.sh
 #
 # It needs root, eth0, `rdma` (iproute2) and strace, and a node with no network namespace but the
 # initial one (switching the RDMA netns mode needs that). Each command below runs as

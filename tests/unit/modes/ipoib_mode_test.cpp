@@ -13,7 +13,7 @@
 #include <set>
 #include <thread>
 
-#include "plugin_fixture.h"
+#include "unit/plugin_fixture.h"
 
 namespace ibcni::testing {
 namespace {
@@ -409,7 +409,7 @@ TEST_F(IpoibModeTest, CheckNamesEachThingThatChanged) {
 }
 
 // The kernel's extended-ACK text of a refused create (here rtnetlink's, on a node without
-// ib_ipoib: tests/netlink/ipoib_extack_test.cpp shows the real kernel sending it) reaches the user.
+// ib_ipoib: tests/unit/netlink/ipoib_extack_test.cpp shows the real kernel sending it) reaches the user.
 TEST_F(IpoibModeTest, TheKernelsTextOfARefusedCreateReachesTheUser) {
   nl_.failOn(Op::kAddIpoibChild, EOPNOTSUPP, 1, "Unknown device type");
   auto out = run("ADD", ipoibConfig());

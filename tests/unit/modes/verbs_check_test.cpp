@@ -141,7 +141,7 @@ TEST(EvaluateVerbs, QpProbeFailure) {
   EXPECT_NE(f[0].fix.find("ulimit -l"), std::string::npos);
 }
 
-// The InfiniBand-only fields with the values of a real ConnectX-6 (tests/verbs/testdata): mlx5_0
+// The InfiniBand-only fields with the values of a real ConnectX-6 (tests/unit/verbs/testdata): mlx5_0
 // port 1 on a fabric with a subnet manager passes; mlx5_1 port 1 (disabled, no LID, no SM) fails on
 // each of them.
 class RealMlx5Port : public ::testing::Test {

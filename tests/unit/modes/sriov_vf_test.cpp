@@ -7,7 +7,7 @@
 
 #include "fakes/fake_verbs_probe.h"
 #include "fakes/forwarding_devices.h"
-#include "plugin_fixture.h"
+#include "unit/plugin_fixture.h"
 
 namespace ibcni::testing {
 namespace {
