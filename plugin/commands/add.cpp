@@ -80,16 +80,14 @@ cni::Result<void> configureAddresses(const Invocation& inv, Deps& deps, const os
 
 cni::Result<cni::AddResult> cmdAdd(const Invocation& inv, Deps& deps) {
   const auto& conf = inv.conf;
-  auto host = hostNetns(deps);
-  if (!host) {
-    return std::unexpected(host.error());
+  auto namespaces = openNamespaces(inv, deps);
+  if (!namespaces) {
+    return std::unexpected(namespaces.error());
   }
-  auto pod = openPodNetns(inv, deps, *host);
-  if (!pod) {
-    return std::unexpected(pod.error());
-  }
+  const os::Netns& host = namespaces->host;
+  const os::Netns& pod = namespaces->pod;
   log::timing::lap("netns");
-  ModeContext ctx{inv, deps, *host};
+  ModeContext ctx{inv, deps, host};
   auto& mode = modeFor(conf.mode);
   if (auto r = prepareStateDir(conf); !r) {
     return std::unexpected(r.error());
@@ -125,7 +123,7 @@ cni::Result<cni::AddResult> cmdAdd(const Invocation& inv, Deps& deps) {
     return std::unexpected(device.error());
   }
 
-  if (auto clash = deps.netlink.linkByName(*pod, inv.args.ifName); clash) {
+  if (auto clash = deps.netlink.linkByName(pod, inv.args.ifName); clash) {
     return cni::fail(cni::Errc::kIfNameExists,
                      "CNI_IFNAME=" + inv.args.ifName + " already exists in netns " + inv.args.netns +
                          ": pick another interface name");
@@ -136,7 +134,7 @@ cni::Result<cni::AddResult> cmdAdd(const Invocation& inv, Deps& deps) {
   state::AttachmentRecord record = recordFor(inv);
   record.ipamType = conf.ipamType;
 
-  auto podLink = mode.setUp(ctx, *device, *pod, rollback, record);
+  auto podLink = mode.setUp(ctx, *device, pod, rollback, record);
   if (!podLink) {
     return std::unexpected(podLink.error());
   }
@@ -157,7 +155,7 @@ cni::Result<cni::AddResult> cmdAdd(const Invocation& inv, Deps& deps) {
       }
       return {};
     });
-    if (auto r = configureAddresses(inv, deps, *pod, podLink->index, ipamResult, rollback); !r) {
+    if (auto r = configureAddresses(inv, deps, pod, podLink->index, ipamResult, rollback); !r) {
       return std::unexpected(r.error());
     }
     log::timing::lap("addr");

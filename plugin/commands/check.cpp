@@ -17,14 +17,12 @@ cni::Result<void> cmdCheck(const Invocation& inv, Deps& deps) {
     return cni::fail(cni::Errc::kInvalidConfig,
                      "prevResult is missing: CHECK needs the ADD result, which the runtime passes from its cache");
   }
-  auto host = hostNetns(deps);
-  if (!host) {
-    return std::unexpected(host.error());
+  auto namespaces = openNamespaces(inv, deps);
+  if (!namespaces) {
+    return std::unexpected(namespaces.error());
   }
-  auto pod = openPodNetns(inv, deps, *host);
-  if (!pod) {
-    return std::unexpected(pod.error());
-  }
+  const os::Netns& host = namespaces->host;
+  const os::Netns& pod = namespaces->pod;
   if (auto r = prepareStateDir(conf); !r) {
     return r;
   }
@@ -51,7 +49,7 @@ cni::Result<void> cmdCheck(const Invocation& inv, Deps& deps) {
                      "prevResult has no interface " + ifName + " with sandbox " + inv.args.netns);
   }
 
-  auto link = deps.netlink.linkByName(*pod, ifName);
+  auto link = deps.netlink.linkByName(pod, ifName);
   if (!link) {
     return std::unexpected(sysError(cni::Errc::kCheckFailed, "interface " + ifName + " is missing from netns " +
                                                                  inv.args.netns,
@@ -71,12 +69,12 @@ cni::Result<void> cmdCheck(const Invocation& inv, Deps& deps) {
   if (!ours.mac.empty()) {
     expected.podMac = ours.mac;
   }
-  ModeContext ctx{inv, deps, *host};
-  if (auto r = modeFor(conf.mode).check(ctx, expected, *pod, *link); !r) {
+  ModeContext ctx{inv, deps, host};
+  if (auto r = modeFor(conf.mode).check(ctx, expected, pod, *link); !r) {
     return r;
   }
 
-  auto addrs = deps.netlink.listAddresses(*pod, link->index);
+  auto addrs = deps.netlink.listAddresses(pod, link->index);
   if (!addrs) {
     return std::unexpected(sysError(cni::Errc::kNetlinkFailure, "cannot list the addresses of " + ifName, addrs.error()));
   }
@@ -91,7 +89,7 @@ cni::Result<void> cmdCheck(const Invocation& inv, Deps& deps) {
                        "address " + ip.address.toString() + " is missing from " + ifName);
     }
   }
-  auto routes = deps.netlink.listRoutes(*pod, 0);
+  auto routes = deps.netlink.listRoutes(pod, 0);
   if (!routes) {
     return std::unexpected(sysError(cni::Errc::kNetlinkFailure, "cannot list the routes of netns " + inv.args.netns,
                                     routes.error()));

@@ -99,6 +99,29 @@ cni::Result<void> prepareStateDir(const config::NetConf& conf, cni::Errc ioCode)
   return {};
 }
 
+cni::Result<Namespaces> openNamespaces(const Invocation& inv, Deps& deps) {
+  auto host = hostNetns(deps);
+  if (!host) {
+    return std::unexpected(host.error());
+  }
+  auto pod = openPodNetns(inv, deps, *host);
+  if (!pod) {
+    return std::unexpected(pod.error());
+  }
+  return Namespaces{std::move(*host), std::move(*pod)};
+}
+
+cni::Result<os::Netns> hostNetnsWithStateDir(const Invocation& inv, Deps& deps) {
+  auto host = hostNetns(deps);
+  if (!host) {
+    return std::unexpected(host.error());
+  }
+  if (auto r = prepareStateDir(inv.conf); !r) {
+    return std::unexpected(r.error());
+  }
+  return std::move(*host);
+}
+
 cni::Result<os::FileLock> lockDevice(const Invocation& inv, Deps& deps, const std::string& key) {
   std::string path = inv.conf.stateDir + "/locks/" + key + ".lock";
   auto lock = os::FileLock::acquire(path, deps.lockTimeout);

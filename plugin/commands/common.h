@@ -21,6 +21,16 @@ namespace ibcni::plugin {
 /// @return error 105 when it cannot be opened.
 [[nodiscard]] cni::Result<os::Netns> hostNetns(Deps& deps);
 
+/// ADD and CHECK: ibcni's own network namespace and the pod's (CNI_NETNS, as openPodNetns opens it).
+struct Namespaces {
+  os::Netns host;
+  os::Netns pod;
+};
+[[nodiscard]] cni::Result<Namespaces> openNamespaces(const Invocation& inv, Deps& deps);
+
+/// DEL and GC: ibcni's own network namespace, once stateDir is prepared (prepareStateDir).
+[[nodiscard]] cni::Result<os::Netns> hostNetnsWithStateDir(const Invocation& inv, Deps& deps);
+
 /// Opens CNI_NETNS for ADD and CHECK: it must exist, be a network namespace and not be ibcni's own.
 /// @return error 4 naming CNI_NETNS and what is wrong with it.
 [[nodiscard]] cni::Result<os::Netns> openPodNetns(const Invocation& inv, Deps& deps, const os::Netns& host);

@@ -39,13 +39,11 @@ std::optional<state::AttachmentRecord> heldByAnother(state::AttachmentStore& sto
 
 cni::Result<void> cmdDel(const Invocation& inv, Deps& deps) {
   const auto& conf = inv.conf;
-  auto host = hostNetns(deps);
-  if (!host) {
-    return std::unexpected(host.error());
+  auto hostAndState = hostNetnsWithStateDir(inv, deps);
+  if (!hostAndState) {
+    return std::unexpected(hostAndState.error());
   }
-  if (auto r = prepareStateDir(conf); !r) {
-    return r;
-  }
+  const os::Netns& host = *hostAndState;
   auto store = deps.makeStore(conf.stateDir);
   std::optional<state::AttachmentRecord> record;
   bool undecodable = false;
@@ -66,9 +64,9 @@ cni::Result<void> cmdDel(const Invocation& inv, Deps& deps) {
     if (!record) {
       // No record: ADD never ran, failed, or its record was lost. The device itself may still carry
       // ibcni's mark in the pod.
-      if (auto pod = openPodNetnsIfAlive(inv.args.netns, deps, *host)) {
+      if (auto pod = openPodNetnsIfAlive(inv.args.netns, deps, host)) {
         if (auto l = deps.netlink.linkByName(*pod, inv.args.ifName); l) {
-          ModeContext ctx{inv, deps, *host};
+          ModeContext ctx{inv, deps, host};
           record = modeFor(conf.mode).recover(ctx, *l);
           if (auto owner = record ? heldByAnother(*store, inv, *record) : std::nullopt) {
             if (report) {
@@ -87,7 +85,10 @@ cni::Result<void> cmdDel(const Invocation& inv, Deps& deps) {
     if (record && record->netns.empty()) {
       record->netns = inv.args.netns;
     }
-    return record && !record->deviceKey.empty() ? record->deviceKey : modeFor(inv.conf.mode).deviceKeyFromConfig(ModeContext{inv, deps, *host});
+    if (record && !record->deviceKey.empty()) {
+      return record->deviceKey;
+    }
+    return modeFor(inv.conf.mode).deviceKeyFromConfig(ModeContext{inv, deps, host});
   };
 
   std::string key = findAttachment(false);
@@ -111,7 +112,7 @@ cni::Result<void> cmdDel(const Invocation& inv, Deps& deps) {
     log::info("no attachment to undo for {}; releasing IPAM only", inv.args.ifName);
   }
 
-  if (auto r = releaseAttachment(inv, deps, *host, record, /*releaseIpam=*/true); !r) {
+  if (auto r = releaseAttachment(inv, deps, host, record, /*releaseIpam=*/true); !r) {
     return r;
   }
   // Also without a record: an ADD or DEL that died half-way may have left the record's temporary

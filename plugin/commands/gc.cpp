@@ -12,13 +12,11 @@ namespace ibcni::plugin {
 
 cni::Result<void> cmdGc(const Invocation& inv, Deps& deps) {
   const auto& conf = inv.conf;
-  auto host = hostNetns(deps);
-  if (!host) {
-    return std::unexpected(host.error());
+  auto hostAndState = hostNetnsWithStateDir(inv, deps);
+  if (!hostAndState) {
+    return std::unexpected(hostAndState.error());
   }
-  if (auto r = prepareStateDir(conf); !r) {
-    return r;
-  }
+  const os::Netns& host = *hostAndState;
   // No list: no attachment is valid (the spec's reading; `cnitool gc` sends none).
   const std::vector<cni::AttachmentKey> none;
   const auto& valid = conf.validAttachments ? *conf.validAttachments : none;
@@ -39,7 +37,7 @@ cni::Result<void> cmdGc(const Invocation& inv, Deps& deps) {
         errors.push_back(lock.error());
         continue;
       }
-      if (auto r = releaseAttachment(inv, deps, *host, record, /*releaseIpam=*/false); !r) {
+      if (auto r = releaseAttachment(inv, deps, host, record, /*releaseIpam=*/false); !r) {
         errors.push_back(r.error());
         continue;
       }

@@ -82,50 +82,31 @@ cni::Result<Range> parseRange(const json& obj, const std::string& path, std::vec
     return {};
   };
 
-  std::string gwPath = path + ".gateway";
-  auto gw = addressField(obj, "gateway", gwPath, addr(first + 1, family));
-  if (!gw) {
-    return std::unexpected(gw.error());
-  }
-  if (*gw) {
-    if (auto c = checkInside(**gw, gwPath); !c) {
+  // gateway, rangeStart, rangeEnd: inside the subnet when given, else the default.
+  auto bound = [&](const char* key, net::U128 example, net::U128 fallback, bool& given) -> cni::Result<net::IpAddress> {
+    const std::string field = path + "." + key;
+    std::optional<net::IpAddress> ip;
+    IBCNI_TRY_ASSIGN(ip, addressField(obj, key, field, addr(example, family)));
+    given = ip.has_value();
+    if (!ip) {
+      return net::fromInt(fallback, family);
+    }
+    if (auto c = checkInside(*ip, field); !c) {
       return std::unexpected(c.error());
     }
-    r.gateway = **gw;
-  } else {
-    r.gateway = net::fromInt(first + 1, family);
-  }
-  net::U128 gwv = net::toInt(r.gateway);
-
-  std::string startPath = path + ".rangeStart";
-  auto start = addressField(obj, "rangeStart", startPath, addr(first + 2, family));
-  if (!start) {
-    return std::unexpected(start.error());
-  }
-  if (*start) {
-    if (auto c = checkInside(**start, startPath); !c) {
-      return std::unexpected(c.error());
-    }
-    r.rangeStart = **start;
-  } else {
-    r.rangeStart = net::fromInt(gwv == first + 1 ? first + 2 : first + 1, family);
-  }
-
-  std::string endPath = path + ".rangeEnd";
-  auto end = addressField(obj, "rangeEnd", endPath, addr(lastUsable, family));
-  if (!end) {
-    return std::unexpected(end.error());
-  }
-  if (*end) {
-    if (auto c = checkInside(**end, endPath); !c) {
-      return std::unexpected(c.error());
-    }
-    r.rangeEnd = **end;
-  } else {
-    r.rangeEnd = net::fromInt(lastUsable, family);
-  }
+    return *ip;
+  };
+  bool gatewayGiven = false;
+  bool startGiven = false;
+  bool endGiven = false;
+  IBCNI_TRY_ASSIGN(r.gateway, bound("gateway", first + 1, first + 1, gatewayGiven));
+  const net::U128 gwv = net::toInt(r.gateway);
+  IBCNI_TRY_ASSIGN(r.rangeStart, bound("rangeStart", first + 2, gwv == first + 1 ? first + 2 : first + 1, startGiven));
+  IBCNI_TRY_ASSIGN(r.rangeEnd, bound("rangeEnd", lastUsable, lastUsable, endGiven));
+  const std::string startPath = path + ".rangeStart";
+  const std::string endPath = path + ".rangeEnd";
   if (net::toInt(r.rangeStart) > net::toInt(r.rangeEnd)) {
-    if (*end) {
+    if (endGiven) {
       return invalid(endPath, r.rangeEnd.toString(),
                          "comes before rangeStart " + r.rangeStart.toString() +
                              "; rangeEnd must not be lower than "

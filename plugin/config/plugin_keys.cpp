@@ -46,43 +46,25 @@ cni::Result<RuntimeConfig> parseRuntimeConfig(const json& j) {
   if (!j.is_object()) {
     return invalid("runtimeConfig", j, "must be an object");
   }
-  auto ips = ipList(j, "ips", "runtimeConfig.ips");
-  if (!ips) {
-    return std::unexpected(ips.error());
-  }
-  rc.ips = *ips;
-  auto mac = stringField(j, "mac", "runtimeConfig.mac");
-  if (!mac) {
-    return std::unexpected(mac.error());
-  }
-  if (*mac) {
-    auto hw = net::HwAddress::parse(**mac);
+  IBCNI_TRY_ASSIGN(rc.ips, ipList(j, "ips", "runtimeConfig.ips"));
+  std::optional<std::string> mac;
+  IBCNI_TRY_ASSIGN(mac, stringField(j, "mac", "runtimeConfig.mac"));
+  if (mac) {
+    auto hw = net::HwAddress::parse(*mac);
     if (!hw || hw->length != 6) {
-      return invalid("runtimeConfig.mac", **mac, "must be a 6-byte MAC address such as \"0a:58:0a:01:02:03\"");
+      return invalid("runtimeConfig.mac", *mac, "must be a 6-byte MAC address such as \"0a:58:0a:01:02:03\"");
     }
     rc.mac = *hw;
   }
-  auto dev = pciField(j, "deviceID", "runtimeConfig.deviceID");
-  if (!dev) {
-    return std::unexpected(dev.error());
+  IBCNI_TRY_ASSIGN(rc.deviceId, pciField(j, "deviceID", "runtimeConfig.deviceID"));
+  std::optional<std::string> guid;
+  IBCNI_TRY_ASSIGN(guid, stringField(j, "infinibandGUID", "runtimeConfig.infinibandGUID"));
+  if (guid) {
+    IBCNI_TRY_ASSIGN(rc.infinibandGuid, parseVfGuid("runtimeConfig.infinibandGUID", *guid));
   }
-  rc.deviceId = *dev;
-  auto guid = stringField(j, "infinibandGUID", "runtimeConfig.infinibandGUID");
-  if (!guid) {
-    return std::unexpected(guid.error());
-  }
-  if (*guid) {
-    auto g = parseVfGuid("runtimeConfig.infinibandGUID", **guid);
-    if (!g) {
-      return std::unexpected(g.error());
-    }
-    rc.infinibandGuid = *g;
-  }
-  auto info = stringField(j, "CNIDeviceInfoFile", "runtimeConfig.CNIDeviceInfoFile");
-  if (!info) {
-    return std::unexpected(info.error());
-  }
-  rc.deviceInfoFile = info->value_or("");
+  std::optional<std::string> info;
+  IBCNI_TRY_ASSIGN(info, stringField(j, "CNIDeviceInfoFile", "runtimeConfig.CNIDeviceInfoFile"));
+  rc.deviceInfoFile = info.value_or("");
   return rc;
 }
 
@@ -311,81 +293,103 @@ const std::set<std::string>& knownKeys() {
 // The keys only ibcni itself reads. ibcni-ipam, run as an IPAM plugin, gets the configuration of
 // whatever plugin delegated to it (macvlan's "mode", host-device's "device", ...) and must leave
 // those keys alone.
-}  // namespace
-
-cni::Result<void> pluginKeys(const json& j, NetConf& c, cni::Command command) {
-  auto mode = stringField(j, "mode", "mode");
-  if (!mode) {
-    return std::unexpected(mode.error());
-  }
-  if (*mode && **mode != "sriov" && **mode != "ipoib") {
-    return invalid("mode", **mode,
-                   "accepted values: \"sriov\" (move a VF or netdev into the pod), \"ipoib\" (create an IPoIB pkey "
-                   "child of an IPoIB parent in the pod)");
-  }
-  if (*mode && **mode == "ipoib") {
-    c.mode = Mode::kIpoib;
-  }
-
+// Which device sriov mode moves: runtimeConfig.deviceID, deviceID, pciBusID, the device-info file,
+// or a host netdev by name.
+cni::Result<void> parseDeviceSelection(const json& j, NetConf& c, cni::Command command) {
   if (auto it = j.find("runtimeConfig"); it != j.end() && !it->is_null()) {
-    auto rc = parseRuntimeConfig(*it);
-    if (!rc) {
-      return std::unexpected(rc.error());
-    }
-    c.runtime = *rc;
+    IBCNI_TRY_ASSIGN(c.runtime, parseRuntimeConfig(*it));
   }
-
-  auto deviceId = pciField(j, "deviceID", "deviceID");
-  if (!deviceId) {
-    return std::unexpected(deviceId.error());
-  }
-  auto pciBusId = pciField(j, "pciBusID", "pciBusID");
-  if (!pciBusId) {
-    return std::unexpected(pciBusId.error());
-  }
+  std::optional<net::PciAddress> deviceId;
+  IBCNI_TRY_ASSIGN(deviceId, pciField(j, "deviceID", "deviceID"));
+  std::optional<net::PciAddress> pciBusId;
+  IBCNI_TRY_ASSIGN(pciBusId, pciField(j, "pciBusID", "pciBusID"));
   // Multus injects deviceID (and pciBusID) at the top level; a runtimeConfig deviceID from the
   // capability is the most specific.
-  c.deviceId = c.runtime.deviceId ? c.runtime.deviceId : (*deviceId ? *deviceId : *pciBusId);
+  c.deviceId = c.runtime.deviceId ? c.runtime.deviceId : (deviceId ? deviceId : pciBusId);
   if (!c.runtime.deviceInfoFile.empty() && (command == cni::Command::kAdd || command == cni::Command::kCheck)) {
-    auto fromFile = readDeviceInfoFile(c.runtime.deviceInfoFile, !c.deviceId.has_value());
-    if (!fromFile) {
-      return std::unexpected(fromFile.error());
-    }
-    if (*fromFile && c.deviceId && **fromFile != *c.deviceId) {
+    std::optional<net::PciAddress> fromFile;
+    IBCNI_TRY_ASSIGN(fromFile, readDeviceInfoFile(c.runtime.deviceInfoFile, !c.deviceId.has_value()));
+    if (fromFile && c.deviceId && *fromFile != *c.deviceId) {
       return cni::fail(kBad, "deviceID = \"" + c.deviceId->text + "\" but the device-info file " +
                                  cni::quoted(c.runtime.deviceInfoFile, 256) +
-                                 " (runtimeConfig.CNIDeviceInfoFile) names " + (*fromFile)->text +
+                                 " (runtimeConfig.CNIDeviceInfoFile) names " + fromFile->text +
                                  ": the device plugin and the configuration disagree");
     }
-    if (*fromFile && !c.deviceId) {
-      c.deviceId = *fromFile;
+    if (fromFile && !c.deviceId) {
+      c.deviceId = fromFile;
     }
   }
-
-  auto device = stringField(j, "device", "device");
-  if (!device) {
-    return std::unexpected(device.error());
-  }
-  if (*device) {
-    if (!net::isValidIfName(**device)) {
-      return invalid("device", **device, "must be a host network interface name (1-15 bytes, no '/', ':' or spaces)");
+  std::optional<std::string> device;
+  IBCNI_TRY_ASSIGN(device, stringField(j, "device", "device"));
+  if (device) {
+    if (!net::isValidIfName(*device)) {
+      return invalid("device", *device, "must be a host network interface name (1-15 bytes, no '/', ':' or spaces)");
     }
-    c.device = **device;
+    c.device = *device;
   }
   if (c.deviceId && !c.device.empty()) {
     return cni::fail(kBad, "both deviceID = \"" + c.deviceId->text + "\" and device = \"" + c.device +
                                "\" are set: select the device one way only (deviceID is what Multus "
                                "injects from the NetworkAttachmentDefinition's resourceName)");
   }
+  return {};
+}
+
+// logLevel, logFile and stateDir: where ibcni writes, under the path rules of os/safe_path.h.
+cni::Result<void> parseLoggingAndState(const json& j, NetConf& c) {
+  std::optional<std::string> logLevel;
+  IBCNI_TRY_ASSIGN(logLevel, stringField(j, "logLevel", "logLevel"));
+  if (logLevel) {
+    auto l = logLevelFromText(*logLevel);
+    if (!l) {
+      return invalid("logLevel", *logLevel, "accepted values: \"error\", \"warn\", \"info\", \"debug\"");
+    }
+    c.logLevel = *l;
+  }
+  std::optional<std::string> logFile;
+  IBCNI_TRY_ASSIGN(logFile, stringField(j, "logFile", "logFile"));
+  if (logFile && !logFile->empty()) {
+    if (auto bad = badPath("logFile", *logFile, os::logFileSpellingProblem(*logFile), "\"/var/log/ibcni.log\"")) {
+      return *bad;
+    }
+    c.logFile = *logFile;
+  }
+  std::optional<std::string> stateDir;
+  IBCNI_TRY_ASSIGN(stateDir, stringField(j, "stateDir", "stateDir"));
+  if (stateDir) {
+    if (auto bad = badPath("stateDir", *stateDir, os::pathSpellingProblem(*stateDir),
+                           "\"" + std::string(kDefaultStateDir) + "\"")) {
+      return *bad;
+    }
+    c.stateDir = *stateDir;
+  }
+  return {};
+}
+
+}  // namespace
+
+cni::Result<void> pluginKeys(const json& j, NetConf& c, cni::Command command) {
+  std::optional<std::string> mode;
+  IBCNI_TRY_ASSIGN(mode, stringField(j, "mode", "mode"));
+  if (mode && *mode != "sriov" && *mode != "ipoib") {
+    return invalid("mode", *mode,
+                   "accepted values: \"sriov\" (move a VF or netdev into the pod), \"ipoib\" (create an IPoIB pkey "
+                   "child of an IPoIB parent in the pod)");
+  }
+  if (mode && *mode == "ipoib") {
+    c.mode = Mode::kIpoib;
+  }
+  if (auto r = parseDeviceSelection(j, c, command); !r) {
+    return r;
+  }
   if (c.mode == Mode::kIpoib) {
     if (auto r = parseIpoibKeys(j, c, command); !r) {
-      return std::unexpected(r.error());
+      return r;
     }
   } else if ((command == cni::Command::kAdd || command == cni::Command::kCheck) && !c.deviceId && c.device.empty()) {
     return cni::fail(kBad, "no device selected: set \"deviceID\" (the VF's PCI address, normally injected by "
                            "Multus from the resourceName annotation) or \"device\" (a host netdev name)");
   }
-
   if (auto it = j.find("mtu"); it != j.end() && !it->is_null()) {
     if (!it->is_number_integer() || it->get<std::int64_t>() < 68 || it->get<std::int64_t>() > 65535) {
       return invalid("mtu", *it, "must be an integer from 68 to 65535");
@@ -393,53 +397,17 @@ cni::Result<void> pluginKeys(const json& j, NetConf& c, cni::Command command) {
     c.mtu = it->get<std::uint32_t>();
   }
   if (auto r = parseSriovKeys(j, c); !r) {
-    return std::unexpected(r.error());
+    return r;
   }
   if (auto r = parseVerbsCheck(j, c); !r) {
-    return std::unexpected(r.error());
+    return r;
   }
-
   if (auto it = j.find("dns"); it != j.end() && !it->is_null()) {
-    auto dns = dnsObject(*it, "dns");
-    if (!dns) {
-      return std::unexpected(dns.error());
-    }
-    c.dns = *dns;
+    IBCNI_TRY_ASSIGN(c.dns, dnsObject(*it, "dns"));
   }
-
-  auto logLevel = stringField(j, "logLevel", "logLevel");
-  if (!logLevel) {
-    return std::unexpected(logLevel.error());
+  if (auto r = parseLoggingAndState(j, c); !r) {
+    return r;
   }
-  if (*logLevel) {
-    auto l = logLevelFromText(**logLevel);
-    if (!l) {
-      return invalid("logLevel", **logLevel, "accepted values: \"error\", \"warn\", \"info\", \"debug\"");
-    }
-    c.logLevel = *l;
-  }
-  auto logFile = stringField(j, "logFile", "logFile");
-  if (!logFile) {
-    return std::unexpected(logFile.error());
-  }
-  if (*logFile && !(*logFile)->empty()) {
-    if (auto bad = badPath("logFile", **logFile, os::logFileSpellingProblem(**logFile), "\"/var/log/ibcni.log\"")) {
-      return *bad;
-    }
-    c.logFile = **logFile;
-  }
-  auto stateDir = stringField(j, "stateDir", "stateDir");
-  if (!stateDir) {
-    return std::unexpected(stateDir.error());
-  }
-  if (*stateDir) {
-    if (auto bad = badPath("stateDir", **stateDir, os::pathSpellingProblem(**stateDir),
-                           "\"" + std::string(kDefaultStateDir) + "\"")) {
-      return *bad;
-    }
-    c.stateDir = **stateDir;
-  }
-
   for (const auto& [key, value] : j.items()) {
     if (!knownKeys().contains(key) && !key.starts_with("cni.dev/")) {
       c.unknownKeys.push_back(key);
