@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
+// Longer than 600 lines on purpose: one catalogue of what every example manifest must hold (NADs, pods,
+// device plugin config), checked the way Multus and the device plugins read them.
 #include "manifests.h"
 
 #include <algorithm>

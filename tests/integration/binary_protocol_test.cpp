@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
+// Longer than 600 lines on purpose: one fixture (a host netns, veth "VFs", pods, temporary state) shared
+// by every case of the built binary.
 // The BUILT ibcni executable driven exactly as a container runtime drives it (label "binary"):
 // execve with a fresh environment (PATH and the case's CNI_* variables only), the network
 // configuration on a stdin pipe, stdout, stderr and the exit status captured.
