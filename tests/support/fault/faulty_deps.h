@@ -4,14 +4,14 @@
 #pragma once
 
 #ifndef IBCNI_FAULT_INJECTION_BUILD
-#error "plugin/fault/ is compiled into ibcni-faulty and tests only, never into the release ibcni"
+#error "tests/support/fault/ is compiled into ibcni-faulty and tests only, never into the release ibcni"
 #endif
 
 #include <memory>
 #include <string>
 
 #include "deps.h"
-#include "fault/fault_plan.h"
+#include "support/fault/fault_plan.h"
 
 namespace ibcni::fault {
 

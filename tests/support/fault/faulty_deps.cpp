@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "fault/faulty_deps.h"
+#include "support/fault/faulty_deps.h"
 
 #include <cerrno>
 
