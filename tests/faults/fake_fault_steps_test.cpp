@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The fault decorators of ibcni-faulty (plugin/fault/) around the unit tests' fakes, for what this
-// machine's kernel cannot do: an IPoIB child (ipoib mode; no ib_ipoib here) and an InfiniBand
-// SR-IOV VF with a GUID, a link state and its RDMA device isolated (mlx5's sysfs layout, the PF's
-// VF table, RDMA netlink in exclusive mode). Every mutating step of ADD fails in turn: the node
+// The fault decorators of ibcni-faulty (tests/support/fault/) around the unit tests' fakes, for
+// what this machine's kernel cannot do: an IPoIB child (ipoib mode; no ib_ipoib here) and an
+// InfiniBand SR-IOV VF with a GUID, a link state and its RDMA device isolated (mlx5's sysfs
+// layout, the PF's VF table, RDMA netlink in exclusive mode). Every mutating step of ADD fails in turn: the node
 // (links, addresses, VF settings on the PF, RDMA device's netns), the records and the IPAM
 // allocations must be as before. Every step of DEL fails in turn: a second DEL must converge.
 // No root needed (label `faults` only).
@@ -12,7 +12,7 @@
 #include <optional>
 #include <set>
 
-#include "fault/faulty_deps.h"
+#include "support/fault/faulty_deps.h"
 #include "unit/plugin_fixture.h"
 
 namespace ibcni::testing {

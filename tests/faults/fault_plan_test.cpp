@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The fault hook itself: FaultPlan's numbering, environment and trace, and its absence from the
-// release ibcni (ibcni-faulty is a separate executable; plugin/fault/ refuses to compile without
-// IBCNI_FAULT_INJECTION_BUILD, and this test checks the built binaries).
+// release ibcni (ibcni-faulty is a separate executable; tests/support/fault/ refuses to compile
+// without IBCNI_FAULT_INJECTION_BUILD, and this test checks the built binaries).
 #include <gtest/gtest.h>
 
 #include <cerrno>
@@ -11,7 +11,7 @@
 #include <map>
 #include <sstream>
 
-#include "fault/fault_plan.h"
+#include "support/fault/fault_plan.h"
 
 #ifndef IBCNI_BINARY
 #error "IBCNI_BINARY must be the path of the built ibcni executable"

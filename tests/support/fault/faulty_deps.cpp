@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "fault/faulty_deps.h"
+#include "support/fault/faulty_deps.h"
 
 #include <cerrno>
 
@@ -122,7 +122,7 @@ os::SysResult<void> FaultyRdmaNetlink::moveDevice(const os::Netns& from, std::ui
 }
 
 os::SysResult<void> FaultyDevices::rebind(const net::PciAddress& pci) {
-  return plan_.run("rebind pci=" + pci.text, EBUSY, [&] { return real_.rebind(pci); });
+  return plan_.run("rebind pci=" + pci.text, EBUSY, [&] { return inner_.rebind(pci); });
 }
 
 // ---- Attachment records ----

@@ -6,11 +6,11 @@
 #include <string_view>
 
 #include "doctor_main.h"
-#include "fault/fault_plan.h"
-#include "fault/faulty_deps.h"
 #include "process_main.h"
 #include "production_deps.h"
 #include "result/result_json.h"
+#include "support/fault/fault_plan.h"
+#include "support/fault/faulty_deps.h"
 #include "version.h"
 
 int main(int argc, char** argv) {

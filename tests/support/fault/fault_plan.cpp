@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "fault/fault_plan.h"
+#include "support/fault/fault_plan.h"
 
 #include <fcntl.h>
 #include <signal.h>

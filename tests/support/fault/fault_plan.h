@@ -12,7 +12,7 @@
 #pragma once
 
 #ifndef IBCNI_FAULT_INJECTION_BUILD
-#error "plugin/fault/ is compiled into ibcni-faulty and tests only, never into the release ibcni"
+#error "tests/support/fault/ is compiled into ibcni-faulty and tests only, never into the release ibcni"
 #endif
 
 #include <expected>

@@ -4,14 +4,15 @@
 #pragma once
 
 #ifndef IBCNI_FAULT_INJECTION_BUILD
-#error "plugin/fault/ is compiled into ibcni-faulty and tests only, never into the release ibcni"
+#error "tests/support/fault/ is compiled into ibcni-faulty and tests only, never into the release ibcni"
 #endif
 
 #include <memory>
 #include <string>
 
 #include "deps.h"
-#include "fault/fault_plan.h"
+#include "fakes/forwarding_devices.h"
+#include "support/fault/fault_plan.h"
 
 namespace ibcni::fault {
 
@@ -61,28 +62,13 @@ class FaultyRdmaNetlink final : public rdma::RdmaNetlink {
   FaultPlan& plan_;
 };
 
-/// Counted: rebind.
-class FaultyDevices final : public sysfs::Devices {
+/// Counted: rebind. The look-ups pass through (ForwardingDevices).
+class FaultyDevices final : public ibcni::testing::ForwardingDevices {
  public:
-  FaultyDevices(sysfs::Devices& real, FaultPlan& plan) : real_(real), plan_(plan) {}
-  os::SysResult<std::vector<std::string>> netdevsOfPci(const net::PciAddress& pci) override {
-    return real_.netdevsOfPci(pci);
-  }
-  os::SysResult<std::optional<net::PciAddress>> pciOfNetdev(const std::string& name, int ifIndex) override {
-    return real_.pciOfNetdev(name, ifIndex);
-  }
-  os::SysResult<sysfs::PciFunction> pciFunction(const net::PciAddress& pci) override { return real_.pciFunction(pci); }
-  os::SysResult<std::vector<std::uint16_t>> pkeys(const std::string& rdmaDevice, std::uint32_t port) override {
-    return real_.pkeys(rdmaDevice, port);
-  }
-  os::SysResult<std::vector<std::string>> netdevsOfRdmaPort(const std::string& rdmaDevice,
-                                                            std::uint32_t port) override {
-    return real_.netdevsOfRdmaPort(rdmaDevice, port);
-  }
+  FaultyDevices(sysfs::Devices& real, FaultPlan& plan) : ForwardingDevices(real), plan_(plan) {}
   os::SysResult<void> rebind(const net::PciAddress& pci) override;
 
  private:
-  sysfs::Devices& real_;
   FaultPlan& plan_;
 };
 
