@@ -115,7 +115,7 @@ cni::Result<void> cmdCheck(const Invocation& inv, Deps& deps) {
     VerbsExpectations want;
     want.device = (*record)->rdmaDevice;
     want.port = (*record)->rdmaPort;
-    want.pkey = (*record)->pkey ? std::optional<std::uint16_t>(static_cast<std::uint16_t>(*(*record)->pkey)) : conf.pkey;
+    want.pkey = (*record)->pkey ? (*record)->pkey : conf.pkey;
     for (const auto& ip : prev.ips) {
       if (ip.interface == ourIndex) {
         want.ips.push_back(ip.address.address);

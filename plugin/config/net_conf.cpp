@@ -48,39 +48,25 @@ cni::Result<std::string> checkVersion(const json& j, cni::SpecVersion* out) {
 
 }  // namespace
 
-cni::Result<std::uint16_t> parsePkey(std::string_view field, std::string_view text) {
+cni::Result<net::Pkey> parsePkey(std::string_view field, std::string_view text) {
+  auto p = net::Pkey::parseOrExplain(text);
+  if (p) {
+    return p->partition();
+  }
   const std::string f(field);
   const std::string t(text);
-  std::uint64_t v = 0;
-  std::string_view digits = text;
-  int base = 10;
-  if (digits.size() > 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X')) {
-    digits.remove_prefix(2);
-    base = 16;
-  }
-  if (digits.empty() || digits.size() > 8) {
-    return invalid(f, t, "must be a partition key from 0x0001 to 0x7fff (or 0x8001-0xffff with the full-membership bit)");
-  }
-  for (char ch : digits) {
-    int d;
-    if (ch >= '0' && ch <= '9') {
-      d = ch - '0';
-    } else if (base == 16 && ch >= 'a' && ch <= 'f') {
-      d = ch - 'a' + 10;
-    } else if (base == 16 && ch >= 'A' && ch <= 'F') {
-      d = ch - 'A' + 10;
-    } else {
+  switch (p.error()) {
+    case net::Pkey::ParseError::kBadLength:
+      return invalid(f, t,
+                     "must be a partition key from 0x0001 to 0x7fff (or 0x8001-0xffff with the full-membership bit)");
+    case net::Pkey::ParseError::kNotANumber:
       return invalid(f, t, "must be a partition key in hex (\"0x7fff\") or decimal");
-    }
-    v = v * static_cast<std::uint64_t>(base) + static_cast<std::uint64_t>(d);
+    case net::Pkey::ParseError::kOver16Bits:
+      return invalid(f, t, "a partition key has 16 bits: 0x0001-0x7fff, or 0x8001-0xffff with the full-membership bit");
+    case net::Pkey::ParseError::kInvalidKey:
+      break;
   }
-  if (v > 0xffff) {
-    return invalid(f, t, "a partition key has 16 bits: 0x0001-0x7fff, or 0x8001-0xffff with the full-membership bit");
-  }
-  if ((v & 0x7fff) == 0) {
-    return invalid(f, t, "0x0000 (and 0x8000) is the invalid partition key; the default partition is 0x7fff");
-  }
-  return static_cast<std::uint16_t>(v & 0x7fff);
+  return invalid(f, t, "0x0000 (and 0x8000) is the invalid partition key; the default partition is 0x7fff");
 }
 
 cni::Result<net::Guid> parseVfGuid(std::string_view field, std::string_view text) {

@@ -126,8 +126,7 @@ std::vector<std::string> verbsFindings(const ConfigCheckInputs& in, const plugin
   plugin::VerbsExpectations want;
   want.device = dev.rdma->name;
   want.port = dev.rdma->port;
-  want.pkey = dev.ipoibChild ? std::optional<std::uint16_t>(static_cast<std::uint16_t>(dev.ipoibChild->pkey & 0x7fff))
-                             : inv.conf.pkey;
+  want.pkey = dev.ipoibChild ? std::optional<net::Pkey>(dev.ipoibChild->pkey.partition()) : inv.conf.pkey;
   want.qpProbe = vc.qpProbe;
   verbs::ProbeRequest req;
   req.netnsPath = in.verbsNetnsPath;

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -63,12 +62,6 @@ std::string vfLinkStateName(nl::VfLinkState s) {
     case nl::VfLinkState::kDisable: return "disable";
   }
   return "unknown";
-}
-
-std::string hex16(std::uint16_t v) {
-  char buf[8];
-  std::snprintf(buf, sizeof buf, "0x%04x", static_cast<unsigned>(v));
-  return buf;
 }
 
 void problem(DoctorReport& r, std::string what, std::string fix, bool informational = false) {
@@ -454,7 +447,7 @@ std::string renderText(const DoctorReport& r) {
       if (!p.pkeys.empty()) {
         s += " pkeys";
         for (auto k : p.pkeys) {
-          s += " " + hex16(k);
+          s += " " + k.hex();
         }
       }
       s += "\n";
@@ -466,7 +459,7 @@ std::string renderText(const DoctorReport& r) {
     s += "  " + l.name + " (index " + std::to_string(l.index) + ") ";
     s += l.parentIndex == 0 ? std::string("parent")
                             : "child of " + (l.parent.empty() ? "index " + std::to_string(l.parentIndex) : l.parent);
-    s += " pkey " + hex16(l.pkey) + " mode " + l.mode + " mtu " + std::to_string(l.mtu) + (l.adminUp ? " up" : " down") +
+    s += " pkey " + l.pkey.hex() + " mode " + l.mode + " mtu " + std::to_string(l.mtu) + (l.adminUp ? " up" : " down") +
          "\n";
   }
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "ibcni/net/pkey.h"
 #include "ibcni/netlink/netlink.h"
 #include "ibcni/os/netns.h"
 #include "ibcni/rdma/rdma_netlink.h"
@@ -28,7 +29,7 @@ struct PortReport {
   std::uint16_t lid = 0;
   std::uint16_t smLid = 0;
   std::string portGuid;         ///< "xx:xx:xx:xx:xx:xx:xx:xx"; empty when unknown
-  std::vector<std::uint16_t> pkeys;  ///< the pkey table (verbs, else sysfs), empty slots left out
+  std::vector<net::Pkey> pkeys;  ///< the pkey table (verbs, else sysfs), empty slots left out
   std::string netdev;           ///< the port's netdev as RDMA netlink reports it; empty when none
   int netdevIndex = 0;
 };
@@ -45,7 +46,7 @@ struct DeviceReport {
 struct IpoibLinkReport {
   std::string name;
   int index = 0;
-  std::uint16_t pkey = 0;       ///< as the kernel reports it (full-membership bit set)
+  net::Pkey pkey;               ///< as the kernel reports it (full-membership bit set)
   std::string mode;             ///< "datagram" or "connected"
   int parentIndex = 0;          ///< 0 for a parent
   std::string parent;           ///< the parent's name, for a child (empty when not found)

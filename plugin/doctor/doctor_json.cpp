@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "doctor/doctor_json.h"
 
-#include <cstdio>
 #include <nlohmann/json.hpp>
 
 namespace ibcni::doctor {
@@ -12,12 +11,10 @@ using nlohmann::json;
 
 json orNull(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
 
-json pkeys(const std::vector<std::uint16_t>& keys) {
+json pkeys(const std::vector<net::Pkey>& keys) {
   json a = json::array();
   for (auto k : keys) {
-    char buf[8];
-    std::snprintf(buf, sizeof buf, "0x%04x", static_cast<unsigned>(k));
-    a.push_back(buf);
+    a.push_back(k.hex());
   }
   return a;
 }
@@ -56,7 +53,7 @@ std::string printDoctorReport(const doctor::DoctorReport& r) {
     ipoib.push_back({{"name", l.name},
                      {"index", l.index},
                      {"role", l.parentIndex == 0 ? "parent" : "child"},
-                     {"pkey", pkeys({l.pkey})[0]},
+                     {"pkey", l.pkey.hex()},
                      {"mode", orNull(l.mode)},
                      {"parentIndex", l.parentIndex},
                      {"parent", orNull(l.parent)},

@@ -4,7 +4,6 @@
 #include "modes/record_ahead.h"
 
 #include <cerrno>
-#include <cstdio>
 
 #include "log/log.h"
 #include "modes/record_ahead.h"
@@ -16,12 +15,6 @@ namespace {
 using cni::Errc;
 
 constexpr std::uint32_t kConnectedMaxMtu = 65520;
-
-std::string hexPkey(std::uint32_t pkey) {
-  char buf[8];
-  std::snprintf(buf, sizeof buf, "0x%04x", pkey & 0xffff);
-  return buf;
-}
 
 nl::IpoibMode toNl(config::IpoibMode m) {
   return m == config::IpoibMode::kConnected ? nl::IpoibMode::kConnected : nl::IpoibMode::kDatagram;
@@ -73,7 +66,7 @@ cni::Result<nl::Link> findParent(const ModeContext& ctx) {
     if (auto p = nl.linkByIndex(ctx.host, link->parentIndex); p) {
       parentName = p->name;
     }
-    const std::string pkey = link->ipoib ? " (pkey " + hexPkey(link->ipoib->pkey) + ")" : std::string();
+    const std::string pkey = link->ipoib ? " (pkey " + link->ipoib->pkey.hex() + ")" : std::string();
     return cni::fail(Errc::kInvalidConfig, field + ": " + link->name + " is an IPoIB child of " + parentName + pkey +
                                                ", and a child cannot have children; use its parent: \"master\": \"" +
                                                parentName + "\" with the \"pkey\" you want");
@@ -100,12 +93,13 @@ cni::Result<HostDevice> IpoibChildMode::resolve(const ModeContext& ctx) {
   }
   nl::IpoibChildSpec spec;
   spec.parentIndex = parent->index;
-  const nl::IpoibInfo parentInfo = parent->ipoib.value_or(nl::IpoibInfo{0xffff, nl::IpoibMode::kDatagram, false});
+  const nl::IpoibInfo parentInfo =
+      parent->ipoib.value_or(nl::IpoibInfo{net::Pkey::fromWire(0xffff), nl::IpoibMode::kDatagram, false});
   // The kernel joins the partition as a full member: send the pkey with that bit, as the parent has it.
-  spec.pkey = static_cast<std::uint16_t>((conf.pkey ? *conf.pkey : (parentInfo.pkey & 0x7fff)) | 0x8000);
+  spec.pkey = conf.pkey.value_or(parentInfo.pkey).fullMember();
   spec.mode = conf.ipoibMode ? toNl(*conf.ipoibMode) : parentInfo.mode;
   spec.umcast = conf.umcast;
-  if ((spec.pkey & 0x7fff) == 0) {
+  if (!spec.pkey.valid()) {
     return cni::fail(Errc::kInvalidConfig, "the parent " + parent->name +
                                                " reports no usable pkey to inherit; set \"pkey\" (e.g. \"0x7fff\")");
   }
@@ -146,7 +140,7 @@ cni::Result<nl::Link> IpoibChildMode::setUp(const ModeContext& ctx, const HostDe
   record.deviceKey = device.deviceKey;
   record.hostName = device.link.name;
   record.hostIndex = device.link.index;
-  record.pkey = spec.pkey & 0x7fff;
+  record.pkey = spec.pkey.partition();
   record.ipoibMode = modeName(spec.mode);
   record.umcast = spec.umcast;
   if (device.rdma) {
@@ -157,8 +151,8 @@ cni::Result<nl::Link> IpoibChildMode::setUp(const ModeContext& ctx, const HostDe
     record.bootId = ctx.deps.bootId();
   }
 
-  log::info("creating IPoIB child {} of {} (pkey {}, {} mode, umcast {})", spec.name, device.link.name,
-            hexPkey(spec.pkey), modeName(spec.mode), spec.umcast ? 1 : 0);
+  log::info("creating IPoIB child {} of {} (pkey {}, {} mode, umcast {})", spec.name, device.link.name, spec.pkey.hex(),
+            modeName(spec.mode), spec.umcast ? 1 : 0);
   // The child's temporary name is written ahead: a process that dies before the child is in the
   // pod under CNI_IFNAME leaves DEL the name to find it by, in the host or in the pod.
   RecordAhead ahead(ctx, record, rollback);
@@ -177,7 +171,7 @@ cni::Result<nl::Link> IpoibChildMode::setUp(const ModeContext& ctx, const HostDe
   if (auto r = *created; !r) {
     return std::unexpected(sysError(Errc::kNetlinkFailure,
                                     "cannot create an IPoIB child of " + device.link.name + " with pkey " +
-                                        hexPkey(spec.pkey) + " in " + modeName(spec.mode) + " mode",
+                                        spec.pkey.hex() + " in " + modeName(spec.mode) + " mode",
                                     r.error()));
   }
   // Until it is in the pod, the child is deleted in the host; after, in the pod (wherever a
@@ -242,7 +236,7 @@ cni::Result<void> IpoibChildMode::tearDown(const ModeContext& ctx, const state::
   if (!record.tempName.empty()) {
     auto l = ipoibLink(ctx, ctx.host, record.tempName);
     if (l && (record.hostIndex == 0 || l->parentIndex == record.hostIndex) &&
-        (!record.pkey || (l->ipoib && (l->ipoib->pkey & 0x7fff) == *record.pkey))) {
+        (!record.pkey || (l->ipoib && l->ipoib->pkey.samePartition(*record.pkey)))) {
       log::info("deleting IPoIB child {} an interrupted ADD left in the host", record.tempName);
       if (auto r = ctx.deps.netlink.deleteLink(ctx.host, l->index); !r && r.error().err != ENODEV) {
         return std::unexpected(
@@ -262,9 +256,9 @@ cni::Result<void> IpoibChildMode::tearDown(const ModeContext& ctx, const state::
     log::info("no IPoIB child {} in netns {}: nothing to delete", record.ifName, pod->path());
     return {};
   }
-  if (record.pkey && child->ipoib && (child->ipoib->pkey & 0x7fff) != *record.pkey) {
+  if (record.pkey && child->ipoib && !child->ipoib->pkey.samePartition(*record.pkey)) {
     log::warn("{} in netns {} has pkey {}, not the {} ibcni created: leaving it alone", child->name, pod->path(),
-              hexPkey(child->ipoib->pkey), hexPkey(*record.pkey));
+              child->ipoib->pkey.hex(), record.pkey->hex());
     return {};
   }
   log::info("deleting IPoIB child {} in netns {}", child->name, pod->path());
@@ -281,9 +275,9 @@ cni::Result<void> IpoibChildMode::check(const ModeContext& ctx, const state::Att
   if (podLink.kind != "ipoib" || !podLink.ipoib) {
     return cni::fail(Errc::kCheckFailed, ifName + " is " + describeLink(podLink) + ", not an IPoIB child");
   }
-  if (record.pkey && (podLink.ipoib->pkey & 0x7fff) != *record.pkey) {
-    return cni::fail(Errc::kCheckFailed, ifName + " has pkey " + hexPkey(podLink.ipoib->pkey) + ", expected " +
-                                             hexPkey(*record.pkey | 0x8000));
+  if (record.pkey && !podLink.ipoib->pkey.samePartition(*record.pkey)) {
+    return cni::fail(Errc::kCheckFailed, ifName + " has pkey " + podLink.ipoib->pkey.hex() + ", expected " +
+                                             record.pkey->fullMember().hex());
   }
   if (!record.ipoibMode.empty() && record.ipoibMode != modeName(podLink.ipoib->mode)) {
     return cni::fail(Errc::kCheckFailed, ifName + " is in " + modeName(podLink.ipoib->mode) + " mode, expected " +

@@ -406,8 +406,7 @@ cni::Result<nl::Link> waitForNetdev(const ModeContext& ctx, const std::string& p
                        " ms after its driver was rebound or its RDMA device moved");
 }
 
-cni::Result<void> checkVfPkey(const ModeContext& ctx, const RdmaPlace& rdma, std::uint16_t pkey,
-                              const std::string& pci) {
+cni::Result<void> checkVfPkey(const ModeContext& ctx, const RdmaPlace& rdma, net::Pkey pkey, const std::string& pci) {
   auto table = ctx.deps.devices.pkeys(rdma.name, rdma.port);
   if (!table) {
     return std::unexpected(sysError(Errc::kDeviceNotFound,
@@ -417,18 +416,14 @@ cni::Result<void> checkVfPkey(const ModeContext& ctx, const RdmaPlace& rdma, std
   bool member = false;
   std::string list;
   for (auto k : *table) {
-    member = member || (k & 0x7fff) == pkey;
-    char buf[8];
-    std::snprintf(buf, sizeof buf, "0x%04x", k);
-    list += (list.empty() ? "" : ", ") + std::string(buf);
+    member = member || k.samePartition(pkey);
+    list += (list.empty() ? "" : ", ") + k.hex();
   }
   if (member) {
     return {};
   }
-  char want[8];
-  std::snprintf(want, sizeof want, "0x%04x", pkey);
   return cni::fail(Errc::kInvalidConfig,
-                   "pkey = " + std::string(want) + ": " + rdma.name + " port " + std::to_string(rdma.port) +
+                   "pkey = " + pkey.hex() + ": " + rdma.name + " port " + std::to_string(rdma.port) +
                        " (deviceID " + pci + ") is not a member of it (its pkey table holds " +
                        (list.empty() ? std::string("nothing") : list) +
                        "). The subnet manager assigns partitions: add the VF's GUID to that partition (e.g. in "

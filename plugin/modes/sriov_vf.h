@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ibcni/cni/error.h"
+#include "ibcni/net/pkey.h"
 #include "modes/attachment_mode.h"
 #include "modes/record_ahead.h"
 
@@ -36,7 +37,7 @@ namespace ibcni::plugin {
 /// The VF's RDMA port `rdma` has partition `pkey` (without the membership bit) in its pkey table.
 /// ADD checks it after setting the GUID (the subnet manager assigns partitions by GUID).
 /// @return error 7 listing the table and saying partitions are the SM's job; 100 when unreadable.
-[[nodiscard]] cni::Result<void> checkVfPkey(const ModeContext& ctx, const RdmaPlace& rdma, std::uint16_t pkey,
+[[nodiscard]] cni::Result<void> checkVfPkey(const ModeContext& ctx, const RdmaPlace& rdma, net::Pkey pkey,
                                             const std::string& pci);
 
 /// ADD's VF steps before the netdev moves: GUIDs (then a driver rebind), link state, pkey check,

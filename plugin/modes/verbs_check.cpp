@@ -2,7 +2,6 @@
 #include "modes/verbs_check.h"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "log/log.h"
 
@@ -53,12 +52,6 @@ const char* physStateName(int s) {
     default:
       return "unknown";
   }
-}
-
-std::string hex16(std::uint32_t v) {
-  char buf[8];
-  std::snprintf(buf, sizeof buf, "0x%04x", v & 0xffff);
-  return buf;
 }
 
 // The RoCE v2 GID of an address: IPv4 as ::ffff:a.b.c.d, IPv6 as itself.
@@ -141,15 +134,16 @@ std::vector<VerbsFinding> evaluateVerbs(const verbs::ProbeResult& result, const 
     }
   }
   if (want.pkey) {
-    const bool member = std::any_of(p.pkeys.begin(), p.pkeys.end(),
-                                    [&](std::uint16_t k) { return (k & 0x7fff) == *want.pkey; });
+    const bool member =
+        std::any_of(p.pkeys.begin(), p.pkeys.end(), [&](net::Pkey k) { return k.samePartition(*want.pkey); });
     if (!member) {
       std::string table;
       for (auto k : p.pkeys) {
-        table += (table.empty() ? "" : ", ") + hex16(k);
+        table += (table.empty() ? "" : ", ") + k.hex();
       }
-      out.push_back({"pkey", "pkey " + hex16(*want.pkey) + " is not in the pkey table of " + where + " (" +
-                                 (table.empty() ? std::string("empty") : table) + ")",
+      out.push_back({"pkey",
+                     "pkey " + want.pkey->hex() + " is not in the pkey table of " + where + " (" +
+                         (table.empty() ? std::string("empty") : table) + ")",
                      "add the port's GUID to that partition in the subnet manager (OpenSM partitions.conf, UFM)"});
     }
   }

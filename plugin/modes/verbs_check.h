@@ -11,6 +11,7 @@
 #include "deps.h"
 #include "ibcni/cni/error.h"
 #include "ibcni/net/ip.h"
+#include "ibcni/net/pkey.h"
 #include "ibcni/verbs/verbs_probe.h"
 #include "invocation.h"
 
@@ -27,7 +28,7 @@ struct VerbsFinding {
 struct VerbsExpectations {
   std::string device;                  ///< the RDMA device behind the interface
   std::uint32_t port = 1;
-  std::optional<std::uint16_t> pkey;   ///< without the membership bit
+  std::optional<net::Pkey> pkey;       ///< without the membership bit
   std::vector<net::IpAddress> ips;     ///< RoCE: each needs a RoCE v2 GID
   bool qpProbe = false;
 };

@@ -46,7 +46,7 @@ std::vector<std::uint8_t> buildAddIpoibChild(const IpoibChildSpec& spec) {
        mnl_attr_put_check(nlh, buf.size(), IFLA_INFO_KIND, sizeof kKind, kKind);
   nlattr* data = ok ? mnl_attr_nest_start_check(nlh, buf.size(), IFLA_INFO_DATA) : nullptr;
   ok = data != nullptr &&
-       mnl_attr_put_u16_check(nlh, buf.size(), IFLA_IPOIB_PKEY, spec.pkey) &&
+       mnl_attr_put_u16_check(nlh, buf.size(), IFLA_IPOIB_PKEY, spec.pkey.wire()) &&
        mnl_attr_put_u16_check(nlh, buf.size(), IFLA_IPOIB_MODE,
                               static_cast<std::uint16_t>(spec.mode)) &&
        mnl_attr_put_u16_check(nlh, buf.size(), IFLA_IPOIB_UMCAST, spec.umcast ? 1 : 0);

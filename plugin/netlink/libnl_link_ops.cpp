@@ -277,7 +277,7 @@ os::SysResult<void> LibnlNetlink::setVfLinkState(const os::Netns& ns, int pfInde
 
 os::SysResult<void> LibnlNetlink::addIpoibChild(const os::Netns& ns, const IpoibChildSpec& spec) {
   const std::string op = "add ipoib child \"" + spec.name + "\" of " + linkRef(spec.parentIndex) +
-                         " pkey " + std::to_string(spec.pkey) + " mode " +
+                         " pkey " + std::to_string(spec.pkey.wire()) + " mode " +
                          (spec.mode == IpoibMode::kConnected ? "connected" : "datagram") +
                          " umcast " + (spec.umcast ? "1" : "0") + inNs(ns);
   if (!net::isValidIfName(spec.name)) {

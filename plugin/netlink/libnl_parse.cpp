@@ -111,7 +111,7 @@ std::optional<IpoibInfo> ipoibFrom(nlattr* linkinfo) {
     }
     return nla_get_u16(data[static_cast<std::size_t>(type)]);
   };
-  out.pkey = u16(IFLA_IPOIB_PKEY).value_or(0);
+  out.pkey = net::Pkey::fromWire(u16(IFLA_IPOIB_PKEY).value_or(0));
   out.mode = u16(IFLA_IPOIB_MODE).value_or(IPOIB_MODE_DATAGRAM) == IPOIB_MODE_CONNECTED
                  ? IpoibMode::kConnected
                  : IpoibMode::kDatagram;

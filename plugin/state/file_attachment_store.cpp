@@ -91,7 +91,7 @@ std::string FileAttachmentStore::encode(const AttachmentRecord& r) {
     j["vf"] = vf;
   }
   if (r.pkey) {
-    j["ipoib"] = {{"pkey", *r.pkey}, {"mode", r.ipoibMode}, {"umcast", r.umcast}};
+    j["ipoib"] = {{"pkey", r.pkey->key()}, {"mode", r.ipoibMode}, {"umcast", r.umcast}};
     if (!r.tempName.empty()) {
       j["ipoib"]["tempName"] = r.tempName;
     }
@@ -151,7 +151,14 @@ os::SysResult<AttachmentRecord> FileAttachmentStore::decode(const std::string& t
     }
     if (auto ib = j.find("ipoib"); ib != j.end() && ib->is_object()) {
       if (auto k = ib->find("pkey"); k != ib->end()) {
-        r.pkey = k->get<std::uint32_t>();
+        // The key alone, as ADD writes it: a value with the membership bit or beyond 16 bits is
+        // no record ibcni wrote.
+        const auto key = k->get<std::uint32_t>();
+        if (key > net::Pkey::kKeyMask) {
+          return os::sysFail(EINVAL, "decode attachment record " + origin + ": ipoib.pkey " + std::to_string(key) +
+                                         " is not a partition key without the membership bit");
+        }
+        r.pkey = net::Pkey::fromWire(static_cast<std::uint16_t>(key));
       }
       r.ipoibMode = ib->value("mode", "");
       r.umcast = ib->value("umcast", false);

@@ -397,7 +397,7 @@ os::SysResult<PciFunction> SysfsDevices::pciFunction(const net::PciAddress& pci)
   return f;
 }
 
-os::SysResult<std::vector<std::uint16_t>> SysfsDevices::pkeys(const std::string& rdmaDevice, std::uint32_t port) {
+os::SysResult<std::vector<net::Pkey>> SysfsDevices::pkeys(const std::string& rdmaDevice, std::uint32_t port) {
   if (!isValidRdmaName(rdmaDevice)) {
     return os::sysFail(EINVAL, "read pkeys: invalid RDMA device name '" + excerpt(rdmaDevice) + "'");
   }
@@ -426,15 +426,15 @@ os::SysResult<std::vector<std::uint16_t>> SysfsDevices::pkeys(const std::string&
     if (err2 != std::errc() || q != v.data() + v.size() || key > 0xffff) {
       return os::sysFail(EINVAL, "read " + dir + "/" + e + ": not a pkey: '" + excerpt(*text) + "'");
     }
-    if ((key & 0x7fff) != 0) {
+    if (net::Pkey::fromWire(static_cast<std::uint16_t>(key)).valid()) {
       table.emplace_back(index, static_cast<std::uint16_t>(key));
     }
   }
   std::sort(table.begin(), table.end());
-  std::vector<std::uint16_t> out;
+  std::vector<net::Pkey> out;
   out.reserve(table.size());
   for (const auto& [i, k] : table) {
-    out.push_back(k);
+    out.push_back(net::Pkey::fromWire(k));
   }
   return out;
 }

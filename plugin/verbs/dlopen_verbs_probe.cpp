@@ -228,7 +228,7 @@ PortFacts readPort(const Verbs& v, ibv_device* dev, ibv_context* ctx, const ibv_
   for (int i = 0; i < attr.pkey_tbl_len; ++i) {
     __be16 pkey = 0;
     if (v.queryPkey(ctx, port, i, &pkey) == 0 && pkey != 0) {
-      facts.pkeys.push_back(be16toh(pkey));
+      facts.pkeys.push_back(net::Pkey::fromWire(be16toh(pkey)));
     }
   }
   readGids(v, ctx, attr, facts);

@@ -124,8 +124,8 @@ void writePort(Writer& w, const PortFacts& p) {
   w.u64(p.nodeGuid);
   w.u64(p.portGuid);
   w.u32(static_cast<std::uint32_t>(p.pkeys.size()));
-  for (std::uint16_t pkey : p.pkeys) {
-    w.u16(pkey);
+  for (net::Pkey pkey : p.pkeys) {
+    w.u16(pkey.wire());
   }
   w.u32(static_cast<std::uint32_t>(p.gids.size()));
   for (const Gid& gid : p.gids) {
@@ -152,7 +152,7 @@ PortFacts readPort(Reader& r) {
   p.portGuid = r.u64();
   const std::uint32_t npkeys = r.count(2);
   for (std::uint32_t i = 0; i < npkeys && r.ok(); ++i) {
-    p.pkeys.push_back(r.u16());
+    p.pkeys.push_back(net::Pkey::fromWire(r.u16()));
   }
   const std::uint32_t ngids = r.count(4 + 16 + 4);
   for (std::uint32_t i = 0; i < ngids && r.ok(); ++i) {

@@ -117,7 +117,7 @@ TEST_F(DeployExamples, TheDocumentedExamplesConfigureWhatTheySay) {
   EXPECT_EQ(ipoib->conf.rdmaDevice, "mlx5_0");
   EXPECT_EQ(ipoib->conf.port, 1u);
   EXPECT_EQ(ipoib->conf.master, "");
-  EXPECT_EQ(ipoib->conf.pkey, 0x7fff);
+  EXPECT_EQ(ipoib->conf.pkey, net::Pkey::fromWire(0x7fff));
   EXPECT_EQ(ipoib->conf.ipamType, "ibcni-ipam");
   EXPECT_EQ(ipoib->conf.cniVersion, "1.0.0");
 
@@ -127,7 +127,7 @@ TEST_F(DeployExamples, TheDocumentedExamplesConfigureWhatTheySay) {
   EXPECT_EQ(rdma->conf.rdmaIsolation, RdmaIsolation::kOn);
   EXPECT_EQ(rdma->conf.mtu, 4092u);
   EXPECT_EQ(rdma->conf.linkState, config::VfLinkState::kAuto);
-  EXPECT_EQ(rdma->conf.pkey, 0x7fff);
+  EXPECT_EQ(rdma->conf.pkey, net::Pkey::fromWire(0x7fff));
   ASSERT_TRUE(rdma->conf.deviceId.has_value());
   EXPECT_EQ(rdma->conf.deviceId->text, kStandInPci);
   EXPECT_FALSE(rdma->conf.runtime.deviceInfoFile.empty()) << "capability CNIDeviceInfoFile";

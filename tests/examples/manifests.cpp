@@ -667,7 +667,7 @@ void compareParsed(const json& plugin, const Nad& nad, const NetworkElement* el,
     }
     wantPkey = std::to_string(v & 0x7fff);
   }
-  mismatch("pkey", wantPkey, c.pkey ? std::to_string(*c.pkey) : "none");
+  mismatch("pkey", wantPkey, c.pkey ? std::to_string(c.pkey->wire()) : "none");
 
   std::string wantIso = "auto";
   if (auto it = plugin.find("rdmaIsolation"); it != plugin.end() && it->is_boolean()) {

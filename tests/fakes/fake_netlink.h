@@ -1325,13 +1325,11 @@ inline os::SysResult<void> FakeNetlink::setVfLinkState(const os::Netns& ns, int 
 inline os::SysResult<void> FakeNetlink::addIpoibChild(const os::Netns& ns,
                                                       const nl::IpoibChildSpec& spec) {
   const char* mode = spec.mode == nl::IpoibMode::kConnected ? "connected" : "datagram";
-  char pkey[8];
-  std::snprintf(pkey, sizeof pkey, "0x%04x", static_cast<unsigned>(spec.pkey));
   const std::string op = "add ipoib child \"" + spec.name + "\" of " +
-                         linkRef(spec.parentIndex) + " pkey " + std::to_string(spec.pkey) +
+                         linkRef(spec.parentIndex) + " pkey " + std::to_string(spec.pkey.wire()) +
                          " mode " + mode + " umcast " + (spec.umcast ? "1" : "0") + inNs(ns);
   if (auto err = record(Op::kAddIpoibChild, ns,
-                        std::to_string(spec.parentIndex) + ", " + spec.name + ", pkey " + pkey +
+                        std::to_string(spec.parentIndex) + ", " + spec.name + ", pkey " + spec.pkey.hex() +
                             ", " + mode + ", umcast " + (spec.umcast ? "1" : "0"),
                         op)) {
     return std::unexpected(*err);
@@ -1350,7 +1348,7 @@ inline os::SysResult<void> FakeNetlink::addIpoibChild(const os::Netns& ns,
   if (parent->link.kind == "ipoib" && parent->link.parentIndex != 0) {
     return os::sysFail(EINVAL, op);  // "child creation disallowed for child devices"
   }
-  if (spec.pkey == 0 || spec.pkey == 0x8000) {
+  if (!spec.pkey.valid()) {
     return os::sysFail(EINVAL, op);
   }
   std::vector<std::uint8_t> addr(20, 0);
@@ -1381,8 +1379,7 @@ inline os::SysResult<void> FakeNetlink::addIpoibChild(const os::Netns& ns,
   child.link.mtu = parent->link.mtu;
   child.link.mac = net::HwAddress::fromBytes(addr.data(), addr.size());
   child.link.parentIndex = spec.parentIndex;
-  child.link.ipoib = nl::IpoibInfo{static_cast<std::uint16_t>(spec.pkey | 0x8000), spec.mode,
-                                   spec.umcast};
+  child.link.ipoib = nl::IpoibInfo{spec.pkey.fullMember(), spec.mode, spec.umcast};
   child.minMtu = parent->minMtu;
   child.maxMtu = parent->maxMtu;
   child.link.maxMtu = parent->maxMtu;

@@ -40,7 +40,7 @@ class FakeVerbsProbe final : public verbs::VerbsProbe {
     p.smLid = 0x1;
     p.nodeGuid = 0xc211223344556600ULL;
     p.portGuid = 0xc211223344556677ULL;
-    p.pkeys = {0xffff, 0x8123};
+    p.pkeys = {net::Pkey::fromWire(0xffff), net::Pkey::fromWire(0x8123)};
     r.port = p;
     return r;
   }

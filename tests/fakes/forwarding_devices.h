@@ -18,7 +18,7 @@ class ForwardingDevices : public sysfs::Devices {
     return inner_.pciOfNetdev(name, ifIndex);
   }
   os::SysResult<sysfs::PciFunction> pciFunction(const net::PciAddress& pci) override { return inner_.pciFunction(pci); }
-  os::SysResult<std::vector<std::uint16_t>> pkeys(const std::string& rdmaDevice, std::uint32_t port) override {
+  os::SysResult<std::vector<net::Pkey>> pkeys(const std::string& rdmaDevice, std::uint32_t port) override {
     return inner_.pkeys(rdmaDevice, port);
   }
   os::SysResult<std::vector<std::string>> netdevsOfRdmaPort(const std::string& rdmaDevice,

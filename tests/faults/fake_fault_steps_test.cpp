@@ -166,7 +166,7 @@ class IpoibFaultSteps : public FakeFaultSteps {
     FakeFaultSteps::SetUp();
     nl::Link ib0 = fakeIbLink("ib0", "02:00:00:00:00:00:00:01", "ipoib");
     ib0.mtu = 2044;
-    ib0.ipoib = nl::IpoibInfo{0xffff, nl::IpoibMode::kDatagram, false};
+    ib0.ipoib = nl::IpoibInfo{net::Pkey::fromWire(0xffff), nl::IpoibMode::kDatagram, false};
     ASSERT_TRUE(nl_.setLinkUp(host_, nl_.addLink(host_, ib0), true));
   }
   json ipoibConfig() const {

@@ -30,7 +30,7 @@ void checkAccepted(const NetConf& c, Command command, Role role) {
     require(*c.mtu >= 68 && *c.mtu <= 65535, "accepted an mtu out of 68..65535");
   }
   if (c.pkey) {
-    require(*c.pkey >= 1 && *c.pkey <= 0x7fff, "accepted a pkey outside 0x0001..0x7fff");
+    require(c.pkey->wire() >= 1 && c.pkey->wire() <= 0x7fff, "accepted a pkey outside 0x0001..0x7fff");
   }
   require(c.logFile.empty() || c.logFile.front() == '/', "accepted a relative logFile", c.logFile);
   require(!c.stateDir.empty() && c.stateDir.front() == '/', "accepted a relative stateDir", c.stateDir);

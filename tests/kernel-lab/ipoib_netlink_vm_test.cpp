@@ -157,7 +157,7 @@ class IpoibNetlinkVmTest : public ::testing::Test {
   /// Asks for a child of `parent`; expects the kernel to refuse and nothing to be left behind.
   os::SysError refused(int parent, std::uint16_t pkey, nl::IpoibMode mode, const char* what) {
     const auto before = linkList(ns_->netns());
-    auto res = nl_.addIpoibChild(ns_->netns(), {parent, "ibchild0", pkey, mode, false});
+    auto res = nl_.addIpoibChild(ns_->netns(), {parent, "ibchild0", net::Pkey::fromWire(pkey), mode, false});
     EXPECT_FALSE(res.has_value()) << what << ": the kernel made a child";
     if (res.has_value()) {
       (void)nl_.deleteLink(ns_->netns(), indexOf("ibchild0"));
@@ -208,11 +208,12 @@ TEST_F(IpoibNetlinkVmTest, KernelTextOfAPolicyViolationReachesTheError) {
   const int veth = indexOf("vparent0");
   ASSERT_GT(veth, 0);
   const std::vector<std::uint8_t> built =
-      nl::buildAddIpoibChild({veth, "ibchild0", 0x8001, nl::IpoibMode::kDatagram, false});
+      nl::buildAddIpoibChild({veth, "ibchild0", net::Pkey::fromWire(0x8001), nl::IpoibMode::kDatagram, false});
   ASSERT_FALSE(built.empty());
   const std::string longName = "ibchild0123456789";
-  ASSERT_FALSE(nl_.addIpoibChild(ns_->netns(), {veth, longName, 0x8001, nl::IpoibMode::kDatagram, false})
-                   .has_value());
+  ASSERT_FALSE(
+      nl_.addIpoibChild(ns_->netns(), {veth, longName, net::Pkey::fromWire(0x8001), nl::IpoibMode::kDatagram, false})
+          .has_value());
   struct Case {
     const char* what;
     std::vector<std::uint8_t> request;
@@ -242,8 +243,8 @@ TEST_F(IpoibNetlinkVmTest, MissingParentAndTakenNameAreRefused) {
   EXPECT_EQ(refused(9999, 0x8001, nl::IpoibMode::kDatagram, "no link 9999").err, ENODEV);
   const int veth = indexOf("vparent0");
   const auto before = linkList(ns_->netns());
-  auto res = nl_.addIpoibChild(ns_->netns(),
-                               {veth, "dparent0", 0x8001, nl::IpoibMode::kDatagram, false});
+  auto res =
+      nl_.addIpoibChild(ns_->netns(), {veth, "dparent0", net::Pkey::fromWire(0x8001), nl::IpoibMode::kDatagram, false});
   ASSERT_FALSE(res.has_value());
   std::cout << "[ kernel  ] addIpoibChild, name taken: " << describe(res.error()) << std::endl;
   EXPECT_EQ(res.error().err, EEXIST);
@@ -302,16 +303,16 @@ TEST(IpoibNetlinkVm, ChildOfARealIpoibPort) {
   nl::LibnlNetlink nl;  // destroyed before hostNs
   auto parent = nl.linkByName(host, *port);
   ASSERT_TRUE(parent.has_value()) << parent.error().describe();
-  auto res = nl.addIpoibChild(host, {parent->index, "ibvmchild0", 0x7ff1, nl::IpoibMode::kDatagram,
-                                     true});
+  auto res = nl.addIpoibChild(
+      host, {parent->index, "ibvmchild0", net::Pkey::fromWire(0x7ff1), nl::IpoibMode::kDatagram, true});
   ASSERT_TRUE(res.has_value()) << describe(res.error());
   auto child = nl.linkByName(host, "ibvmchild0");
   ASSERT_TRUE(child.has_value()) << child.error().describe();
   EXPECT_EQ(child->kind, "ipoib");
   EXPECT_EQ(child->parentIndex, parent->index);
   ASSERT_TRUE(child->ipoib.has_value());
-  std::cout << "[ kernel  ] child pkey 0x" << std::hex << child->ipoib->pkey << std::dec
-            << ", umcast " << child->ipoib->umcast << std::endl;
+  std::cout << "[ kernel  ] child pkey " << child->ipoib->pkey.hex() << ", umcast " << child->ipoib->umcast
+            << std::endl;
   EXPECT_TRUE(nl.deleteLink(host, child->index).has_value());
 }
 

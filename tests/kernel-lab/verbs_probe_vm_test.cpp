@@ -173,7 +173,7 @@ TEST_F(VerbsProbeVmTest, ActivePortFactsFromAFreshNetnsMatchIbvDevinfo) {
   EXPECT_EQ(p.portGuid, 0u) << "port GUID is for InfiniBand link layer only";
   EXPECT_FALSE(p.pkeys.empty());
   if (!p.pkeys.empty()) {
-    EXPECT_EQ(p.pkeys.front(), 0xFFFF);
+    EXPECT_EQ(p.pkeys.front().wire(), 0xFFFF);
   }
   const Gid* v4 = v4Gid(r);
   ASSERT_NE(v4, nullptr) << "no RoCE v2 GID ::ffff:10.77.0.1";

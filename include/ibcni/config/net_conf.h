@@ -15,6 +15,7 @@
 #include "ibcni/config/ipam_conf.h"
 #include "ibcni/log/level.h"
 #include "ibcni/net/ip.h"
+#include "ibcni/net/pkey.h"
 
 namespace ibcni::config {
 
@@ -82,8 +83,8 @@ struct NetConf {
 
   std::optional<std::uint32_t> mtu;
   std::optional<VfLinkState> linkState;  ///< unset: the VF's link state is left alone
-  /// `pkey` the VF's pkey table must hold, without the membership bit (0x0001-0x7fff).
-  std::optional<std::uint16_t> pkey;
+  /// `pkey` the VF's pkey table must hold, without the membership bit (Pkey::partition()).
+  std::optional<net::Pkey> pkey;
   RdmaIsolation rdmaIsolation = RdmaIsolation::kAuto;
   std::optional<net::Guid> argsGuid;     ///< args.cni.guid
   VerbsCheck verbsCheck;
@@ -156,11 +157,10 @@ enum class Role { kPlugin, kIpamPlugin };
 /// Parses resolv.conf text the way host-local does (nameserver, domain, search, options).
 [[nodiscard]] cni::Dns parseResolvConf(std::string_view text);
 
-/// Parses a partition key given as a JSON-ish text ("0x7fff", "32767") for `field`: 0x0001-0x7fff,
-/// or 0x8001-0xffff (the full-membership bit is dropped). 0x0000/0x8000 (the invalid pkey) and
-/// anything beyond 16 bits are refused with an explanation.
+/// Parses a partition key given as a JSON-ish text ("0x7fff", "32767") for `field`, by the rules of
+/// net::Pkey::parse (the full-membership bit is dropped). What it refuses gets an explanation.
 /// @return the pkey without the membership bit, or error 7 naming `field` and `text`.
-[[nodiscard]] cni::Result<std::uint16_t> parsePkey(std::string_view field, std::string_view text);
+[[nodiscard]] cni::Result<net::Pkey> parsePkey(std::string_view field, std::string_view text);
 
 /// A GUID for the VF given in `field`: 8 colon-separated hex octets, neither all zeros nor all ones.
 /// @return error 7 naming `field` and `text` otherwise.

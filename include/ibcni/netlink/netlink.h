@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ibcni/net/ip.h"
+#include "ibcni/net/pkey.h"
 #include "ibcni/os/netns.h"
 #include "ibcni/os/sys_error.h"
 
@@ -20,7 +21,7 @@ enum class IpoibMode : std::uint16_t {
 
 /// The IPoIB settings of a link (IFLA_INFO_DATA of kind "ipoib").
 struct IpoibInfo {
-  std::uint16_t pkey = 0;  ///< IFLA_IPOIB_PKEY, as the kernel reports it (full-membership bit set)
+  net::Pkey pkey;          ///< IFLA_IPOIB_PKEY, as the kernel reports it (full-membership bit set)
   IpoibMode mode = IpoibMode::kDatagram;
   bool umcast = false;     ///< IFLA_IPOIB_UMCAST
   bool operator==(const IpoibInfo&) const = default;
@@ -30,7 +31,7 @@ struct IpoibInfo {
 struct IpoibChildSpec {
   int parentIndex = 0;     ///< IFLA_LINK: the IPoIB parent in the same namespace
   std::string name;        ///< IFLA_IFNAME
-  std::uint16_t pkey = 0;  ///< IFLA_IPOIB_PKEY, sent as given
+  net::Pkey pkey;          ///< IFLA_IPOIB_PKEY, sent as given (its wire())
   IpoibMode mode = IpoibMode::kDatagram;
   bool umcast = false;
 };

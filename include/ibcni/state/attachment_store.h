@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ibcni/cni/result.h"
+#include "ibcni/net/pkey.h"
 #include "ibcni/os/sys_error.h"
 
 namespace ibcni::state {
@@ -48,7 +49,7 @@ struct AttachmentRecord {
   bool rdmaMoved = false;                 ///< ADD moved the RDMA device into the pod netns
 
   // ipoib mode: the child ADD created (hostName/hostIndex name the parent).
-  std::optional<std::uint32_t> pkey;      ///< the child's pkey, without the membership bit
+  std::optional<net::Pkey> pkey;          ///< the child's pkey, without the membership bit (partition())
   std::string ipoibMode;                  ///< "datagram" or "connected"
   bool umcast = false;
   std::string tempName;                   ///< the child's name from its creation to its rename in the pod

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ibcni/net/ip.h"
+#include "ibcni/net/pkey.h"
 #include "ibcni/os/sys_error.h"
 
 namespace ibcni::sysfs {
@@ -55,8 +56,8 @@ class Devices {
   /// (<root>/class/infiniband/<dev>/ports/<port>/pkeys/<i>), with the membership bit, in table
   /// order; empty entries (0x0000) are left out. Only RDMA devices of the caller's netns are shown.
   /// @return ENOENT when there is no such device or port.
-  [[nodiscard]] virtual os::SysResult<std::vector<std::uint16_t>> pkeys(const std::string& rdmaDevice,
-                                                                       std::uint32_t port) = 0;
+  [[nodiscard]] virtual os::SysResult<std::vector<net::Pkey>> pkeys(const std::string& rdmaDevice,
+                                                                    std::uint32_t port) = 0;
 
   /// The netdevs of port `port` of RDMA device `rdmaDevice`: the netdevs of the device it sits on
   /// (<root>/class/infiniband/<dev>/../../net/*) whose dev_port is `port` - 1 (a missing dev_port

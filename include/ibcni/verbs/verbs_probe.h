@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "ibcni/net/pkey.h"
 #include "ibcni/os/sys_error.h"
 
 namespace ibcni::verbs {
@@ -34,7 +35,7 @@ struct PortFacts {
   std::uint16_t smLid = 0;
   std::uint64_t nodeGuid = 0;  ///< ibv_get_device_guid, host byte order
   std::uint64_t portGuid = 0;  ///< interface id of GID 0 (InfiniBand), host byte order
-  std::vector<std::uint16_t> pkeys;  ///< ibv_query_pkey over the table, empty slots left out
+  std::vector<net::Pkey> pkeys;      ///< ibv_query_pkey over the table, empty slots left out
   std::vector<Gid> gids;             ///< non-zero GIDs
   bool operator==(const PortFacts&) const = default;
 };

@@ -85,9 +85,9 @@ os::SysResult<void> FaultyNetlink::deleteRoute(const os::Netns& ns, const nl::Ro
 }
 
 os::SysResult<void> FaultyNetlink::addIpoibChild(const os::Netns& ns, const nl::IpoibChildSpec& spec) {
-  return plan_.run(
-      "addIpoibChild" + in(ns) + " parent=" + std::to_string(spec.parentIndex) + " pkey=" + std::to_string(spec.pkey),
-      EBUSY, [&] { return real_.addIpoibChild(ns, spec); });
+  return plan_.run("addIpoibChild" + in(ns) + " parent=" + std::to_string(spec.parentIndex) +
+                       " pkey=" + std::to_string(spec.pkey.wire()),
+                   EBUSY, [&] { return real_.addIpoibChild(ns, spec); });
 }
 
 os::SysResult<void> FaultyNetlink::deleteLink(const os::Netns& ns, int index) {

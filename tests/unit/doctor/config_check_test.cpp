@@ -32,7 +32,7 @@ class ConfigCheckTest : public PluginTest {
 
     nl::Link pf = fakeIbLink("ibp59s0", "02:00:00:00:00:00:00:01", "ipoib");
     pf.mtu = 2044;
-    pf.ipoib = nl::IpoibInfo{0xffff, nl::IpoibMode::kDatagram, false};
+    pf.ipoib = nl::IpoibInfo{net::Pkey::fromWire(0xffff), nl::IpoibMode::kDatagram, false};
     pfIndex_ = nl_.addLink(host_, pf);
     const int v0 = addVfLink("ibp59s0v0", "02:00:00:00:00:00:aa:00");
     const int v1 = addVfLink("ibp59s0v1", "00:00:00:00:00:00:00:00");

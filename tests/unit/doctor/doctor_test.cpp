@@ -57,9 +57,9 @@ class DoctorTest : public ::testing::Test {
     ib0.arpType = FakeNetlink::kArphrdInfiniband;
     ib0.mtu = 2044;
     ib0.adminUp = true;
-    ib0.ipoib = nl::IpoibInfo{0xffff, nl::IpoibMode::kDatagram, false};
+    ib0.ipoib = nl::IpoibInfo{net::Pkey::fromWire(0xffff), nl::IpoibMode::kDatagram, false};
     ibIndex = netlink.addLink(host, ib0);
-    ASSERT_TRUE(netlink.addIpoibChild(host, nl::IpoibChildSpec{ibIndex, "ib0.8123", 0x0123,
+    ASSERT_TRUE(netlink.addIpoibChild(host, nl::IpoibChildSpec{ibIndex, "ib0.8123", net::Pkey::fromWire(0x0123),
                                                                nl::IpoibMode::kConnected, false}));
     rdma.addDevice(host, "mlx5_0", ibIndex, "ib0");
     tree.addPf(kPfPci, "ib0", "mlx5_0", 2, ibIndex)
@@ -125,7 +125,7 @@ TEST_F(DoctorTest, AHealthyInfinibandNodeHasNoProblem) {
   EXPECT_EQ(p.lid, 0x2a);
   EXPECT_EQ(p.smLid, 1);
   EXPECT_EQ(p.portGuid, "c2:11:22:33:44:55:66:77");
-  EXPECT_EQ(p.pkeys, (std::vector<std::uint16_t>{0xffff, 0x8123}));
+  EXPECT_EQ(p.pkeys, (std::vector<net::Pkey>{net::Pkey::fromWire(0xffff), net::Pkey::fromWire(0x8123)}));
   EXPECT_EQ(p.netdev, "ib0");
   EXPECT_EQ(p.netdevIndex, ibIndex);
   // The port was probed in the host netns.
@@ -139,7 +139,7 @@ TEST_F(DoctorTest, AHealthyInfinibandNodeHasNoProblem) {
   EXPECT_EQ(r.ipoibLinks[0].parentIndex, 0);
   EXPECT_EQ(r.ipoibLinks[1].name, "ib0.8123");
   EXPECT_EQ(r.ipoibLinks[1].parent, "ib0");
-  EXPECT_EQ(r.ipoibLinks[1].pkey, 0x8123);
+  EXPECT_EQ(r.ipoibLinks[1].pkey.wire(), 0x8123);
   EXPECT_EQ(r.ipoibLinks[1].mode, "connected");
 
   ASSERT_EQ(r.sriovPfs.size(), 1u);
@@ -284,7 +284,9 @@ TEST_F(DoctorTest, LibibverbsUnavailable) {
   EXPECT_EQ(verbs.requests.size(), 1u) << "no per-port probe once libibverbs is known missing";
   ASSERT_EQ(r.devices.size(), 1u);
   EXPECT_FALSE(r.devices[0].ports[0].queried);
-  EXPECT_EQ(r.devices[0].ports[0].pkeys, (std::vector<std::uint16_t>{0xffff, 0x8123})) << "from sysfs";
+  EXPECT_EQ(r.devices[0].ports[0].pkeys,
+            (std::vector<net::Pkey>{net::Pkey::fromWire(0xffff), net::Pkey::fromWire(0x8123)}))
+      << "from sysfs";
   EXPECT_NE(doctor::renderText(r).find("state unknown"), std::string::npos);
   json j = json::parse(doctor::printDoctorReport(r));
   EXPECT_EQ(j["libibverbs"]["available"], false);
@@ -306,12 +308,13 @@ TEST_F(DoctorTest, RealMlx5PortsAsIbvDevinfoShowsThem) {
   ib1.kind = "ipoib";
   ib1.arpType = FakeNetlink::kArphrdInfiniband;
   ib1.mtu = 2044;
-  ib1.ipoib = nl::IpoibInfo{0xffff, nl::IpoibMode::kDatagram, false};
+  ib1.ipoib = nl::IpoibInfo{net::Pkey::fromWire(0xffff), nl::IpoibMode::kDatagram, false};
   const int ib1Index = netlink.addLink(host, ib1);
   rdma.addDevice(host, "mlx5_1", ib1Index, "ib1");
   for (const auto& p : ports) {
     verbs.byDevice[p.device] = probeResultOf(p, {"mlx5_0", "mlx5_1"});
-    verbs.byDevice[p.device].port->pkeys = {0xffff};  // not in ibv_devinfo's output (testdata/README.md)
+    // 0xffff: not in ibv_devinfo's output (testdata/README.md)
+    verbs.byDevice[p.device].port->pkeys = {net::Pkey::fromWire(0xffff)};
   }
 
   DoctorReport r = run();

@@ -28,7 +28,7 @@ class IpoibModeTest : public PluginTest {
     ib0.arpType = 32;
     ib0.mtu = 2044;
     ib0.mac = *net::HwAddress::parse("80:00:00:48:fe:80:00:00:00:00:00:00:02:00:00:00:00:00:00:01");
-    ib0.ipoib = nl::IpoibInfo{0xffff, nl::IpoibMode::kDatagram, false};
+    ib0.ipoib = nl::IpoibInfo{net::Pkey::fromWire(0xffff), nl::IpoibMode::kDatagram, false};
     parent_ = nl_.addLink(host_, ib0);
     ASSERT_TRUE(nl_.setLinkUp(host_, parent_, true));
     nl_.clearCalls();
@@ -72,7 +72,7 @@ class IpoibModeTest : public PluginTest {
   /// Creates an IPoIB child of the fixture's parent in the host, as another tool (or an ADD in
   /// flight) would, and returns its index.
   int addHostChild(const std::string& name, std::uint16_t pkey) {
-    EXPECT_TRUE(nl_.addIpoibChild(host_, {parent_, name, pkey, nl::IpoibMode::kDatagram, false}));
+    EXPECT_TRUE(nl_.addIpoibChild(host_, {parent_, name, net::Pkey::fromWire(pkey), nl::IpoibMode::kDatagram, false}));
     nl_.clearCalls();
     auto child = nl_.findLink(host_, name);
     EXPECT_TRUE(child) << name;
@@ -112,7 +112,7 @@ TEST_F(IpoibModeTest, AddCreatesAChildInThePodInheritingPkeyAndModeAndDelDeletes
   ASSERT_TRUE(child);
   EXPECT_EQ(child->kind, "ipoib");
   ASSERT_TRUE(child->ipoib);
-  EXPECT_EQ(child->ipoib->pkey, 0xffff);
+  EXPECT_EQ(child->ipoib->pkey.wire(), 0xffff);
   EXPECT_EQ(child->ipoib->mode, nl::IpoibMode::kDatagram);
   EXPECT_TRUE(child->adminUp);
   EXPECT_EQ(hostChildren(), 0) << "nothing left in the host";
@@ -120,7 +120,7 @@ TEST_F(IpoibModeTest, AddCreatesAChildInThePodInheritingPkeyAndModeAndDelDeletes
   EXPECT_EQ(result["interfaces"][0]["mac"], child->mac.text);
   ASSERT_EQ(records().size(), 1u);
   EXPECT_EQ(records()[0].mode, "ipoib");
-  EXPECT_EQ(records()[0].pkey, 0x7fffu);
+  EXPECT_EQ(records()[0].pkey, net::Pkey::fromWire(0x7fff));
 
   json c = ipoibConfig();
   c["prevResult"] = result;
@@ -142,7 +142,7 @@ TEST_F(IpoibModeTest, PkeyModeUmcastAndMtuAsConfigured) {
   add(c);
   auto child = nl_.findLink(pod_, "net1");
   ASSERT_TRUE(child && child->ipoib);
-  EXPECT_EQ(child->ipoib->pkey, 0x9234) << "sent with the full-membership bit";
+  EXPECT_EQ(child->ipoib->pkey.wire(), 0x9234) << "sent with the full-membership bit";
   EXPECT_EQ(child->ipoib->mode, nl::IpoibMode::kConnected);
   EXPECT_TRUE(child->ipoib->umcast);
   EXPECT_EQ(child->mtu, 65520u);
@@ -152,8 +152,8 @@ TEST_F(IpoibModeTest, FullMembershipPkeyIsNormalised) {
   json c = ipoibConfig();
   c["pkey"] = 0x8001;
   add(c);
-  EXPECT_EQ(nl_.findLink(pod_, "net1")->ipoib->pkey, 0x8001);
-  EXPECT_EQ(records()[0].pkey, 0x0001u);
+  EXPECT_EQ(nl_.findLink(pod_, "net1")->ipoib->pkey.wire(), 0x8001);
+  EXPECT_EQ(records()[0].pkey, net::Pkey::fromWire(0x0001));
 }
 
 TEST_F(IpoibModeTest, MtuIsValidatedForTheMode) {
@@ -310,7 +310,7 @@ TEST_F(IpoibModeTest, CheckFindsAChildThatChanged) {
 // from "hard-coded". A connected parent in partition 0x0123 gives its child both; umcast stays
 // off; the MTU limit is connected mode's 65520, not the parent's 2044.
 TEST_F(IpoibModeTest, PkeyAndModeDefaultToTheParentsAndTheConnectedLimitIs65520) {
-  const int ib1 = addParent("ib1", nl::IpoibInfo{0x8123, nl::IpoibMode::kConnected, false});
+  const int ib1 = addParent("ib1", nl::IpoibInfo{net::Pkey::fromWire(0x8123), nl::IpoibMode::kConnected, false});
   json c = ipoibConfig();
   c["master"] = "ib1";  // no pkey, ipoibMode or umcast
   c["mtu"] = 4092;      // above the parent's 2044: only connected mode carries it
@@ -318,12 +318,12 @@ TEST_F(IpoibModeTest, PkeyAndModeDefaultToTheParentsAndTheConnectedLimitIs65520)
   auto child = nl_.findLink(pod_, "net1");
   ASSERT_TRUE(child && child->ipoib);
   EXPECT_EQ(child->parentIndex, ib1);
-  EXPECT_EQ(child->ipoib->pkey, 0x8123) << "the parent's pkey";
+  EXPECT_EQ(child->ipoib->pkey.wire(), 0x8123) << "the parent's pkey";
   EXPECT_EQ(child->ipoib->mode, nl::IpoibMode::kConnected) << "the parent's mode";
   EXPECT_FALSE(child->ipoib->umcast);
   EXPECT_EQ(child->mtu, 4092u);
   ASSERT_EQ(records().size(), 1u);
-  EXPECT_EQ(records()[0].pkey, 0x0123u);
+  EXPECT_EQ(records()[0].pkey, net::Pkey::fromWire(0x0123));
   EXPECT_EQ(records()[0].ipoibMode, "connected");
 
   netns_.addNetns("/var/run/netns/pod2");
@@ -338,7 +338,7 @@ TEST_F(IpoibModeTest, PkeyAndModeDefaultToTheParentsAndTheConnectedLimitIs65520)
 }
 
 TEST_F(IpoibModeTest, UmcastIsOffUnlessAskedWhateverTheParentHas) {
-  addParent("ib1", nl::IpoibInfo{0xffff, nl::IpoibMode::kDatagram, true});
+  addParent("ib1", nl::IpoibInfo{net::Pkey::fromWire(0xffff), nl::IpoibMode::kDatagram, true});
   json c = ipoibConfig();
   c["master"] = "ib1";
   add(c);
@@ -367,7 +367,7 @@ TEST_F(IpoibModeTest, CheckNamesEachThingThatChanged) {
     }
   };
 
-  nl_.setIpoibInfo(pod_, idx, nl::IpoibInfo{0x8042, made.mode, made.umcast});
+  nl_.setIpoibInfo(pod_, idx, nl::IpoibInfo{net::Pkey::fromWire(0x8042), made.mode, made.umcast});
   expectCheckFails("pkey", {"net1 has pkey 0x8042, expected 0xffff"});
   nl_.setIpoibInfo(pod_, idx, made);
   EXPECT_EQ(run("CHECK", c).exitCode, 0);
@@ -737,7 +737,7 @@ TEST_F(IpoibModeTest, ConcurrentAddsOnOneParentNeverCollide) {
     auto child = nl_.findLink(pods[i], "net1");
     ASSERT_TRUE(child && child->ipoib) << "cc" << i;
     EXPECT_EQ(child->parentIndex, parent_);
-    EXPECT_EQ(child->ipoib->pkey, 0x8a0b) << "one partition for all";
+    EXPECT_EQ(child->ipoib->pkey.wire(), 0x8a0b) << "one partition for all";
     macs.insert(child->mac.text);
   }
   EXPECT_EQ(macs.size(), static_cast<std::size_t>(kN)) << "hardware addresses are distinct";
@@ -770,7 +770,7 @@ TEST_F(IpoibModeTest, RdmaDeviceAndPortSkipThePortsPkeyChildren) {
   auto child = nl_.findLink(pod_, "net1");
   ASSERT_TRUE(child && child->ipoib);
   EXPECT_EQ(child->parentIndex, parent_) << "a child of ibp59s0, not of ibc0000abcd";
-  EXPECT_EQ(child->ipoib->pkey, 0xffff) << "ibp59s0's pkey, not the child's 0x8005";
+  EXPECT_EQ(child->ipoib->pkey.wire(), 0xffff) << "ibp59s0's pkey, not the child's 0x8005";
   ASSERT_EQ(records().size(), 1u);
   EXPECT_EQ(records()[0].deviceKey, "ipoib-ibp59s0");
   EXPECT_EQ(records()[0].hostName, "ibp59s0");

@@ -31,9 +31,9 @@ std::string all(const std::vector<plugin::VerbsFinding>& f) {
 TEST(EvaluateVerbs, AHealthyInfinibandPortPasses) {
   auto r = FakeVerbsProbe::healthyIb("mlx5_3");
   auto w = want();
-  w.pkey = 0x7fff;
+  w.pkey = net::Pkey::fromWire(0x7fff);
   EXPECT_TRUE(evaluateVerbs(r, w).empty()) << all(evaluateVerbs(r, w));
-  w.pkey = 0x0123;
+  w.pkey = net::Pkey::fromWire(0x0123);
   EXPECT_TRUE(evaluateVerbs(r, w).empty()) << "0x8123 in the table is pkey 0x0123";
 }
 
@@ -92,7 +92,7 @@ TEST(EvaluateVerbs, ZeroPortGuidAndMissingPkey) {
   auto r = FakeVerbsProbe::healthyIb("mlx5_3");
   r.port->portGuid = 0;
   auto w = want();
-  w.pkey = 0x0042;
+  w.pkey = net::Pkey::fromWire(0x0042);
   auto f = evaluateVerbs(r, w);
   ASSERT_EQ(f.size(), 2u) << all(f);
   EXPECT_EQ(f[0].check, "GUID");
@@ -152,7 +152,8 @@ class RealMlx5Port : public ::testing::Test {
   }
   verbs::ProbeResult answer(std::size_t i) {
     auto r = probeResultOf(ports[i], {"mlx5_0", "mlx5_1"});
-    r.port->pkeys = {0xffff};  // not in ibv_devinfo's output: the default partition (testdata/README.md)
+    // 0xffff: not in ibv_devinfo's output, the default partition (testdata/README.md)
+    r.port->pkeys = {net::Pkey::fromWire(0xffff)};
     return r;
   }
   std::vector<DevinfoPort> ports;
@@ -179,14 +180,14 @@ TEST_F(RealMlx5Port, TheFixtureReadsAsIbvDevinfoPrintsIt) {
 
 TEST_F(RealMlx5Port, AnActivePortWithASubnetManagerPasses) {
   auto w = want("mlx5_0");
-  w.pkey = 0x7fff;
+  w.pkey = net::Pkey::fromWire(0x7fff);
   auto f = evaluateVerbs(answer(0), w);
   EXPECT_TRUE(f.empty()) << all(f);
 }
 
 TEST_F(RealMlx5Port, ADisabledPortWithoutLidOrSubnetManagerFailsOnEach) {
   auto w = want("mlx5_1");
-  w.pkey = 0x0042;
+  w.pkey = net::Pkey::fromWire(0x0042);
   auto f = evaluateVerbs(answer(1), w);
   ASSERT_EQ(f.size(), 5u) << all(f);
   EXPECT_EQ(f[0].check, "port state");

@@ -50,8 +50,8 @@ TEST(IpoibExtAck, TheKernelsTextReachesTheCreateError) {
   const std::vector<std::string> names = {"lo", "vparent0", "vpeer0", "ibxchild0"};
   const auto before = linkNames(nl, ns->netns(), names);
 
-  auto res = nl.addIpoibChild(ns->netns(),
-                              {parent->index, "ibxchild0", 0x8001, nl::IpoibMode::kDatagram, false});
+  auto res = nl.addIpoibChild(
+      ns->netns(), {parent->index, "ibxchild0", net::Pkey::fromWire(0x8001), nl::IpoibMode::kDatagram, false});
   ASSERT_FALSE(res.has_value()) << "the kernel made an IPoIB child of a veth";
   const os::SysError& e = res.error();
   std::cout << "[ kernel  ] addIpoibChild, veth parent: " << std::strerror(e.err) << ", ext-ack \""

@@ -310,7 +310,7 @@ TEST_F(IpoibMessagesTest, AddIpoibChildIsWhatIproute2Sends) {
         std::snprintf(pkeyText, sizeof pkeyText, "0x%04x", static_cast<unsigned>(pkey));
         SCOPED_TRACE(name + " pkey " + pkeyText + " mode " + m.word + " umcast " +
                      (umcast ? "1" : "0"));
-        const Bytes ours = nl::buildAddIpoibChild({index_, name, pkey, m.mode, umcast});
+        const Bytes ours = nl::buildAddIpoibChild({index_, name, net::Pkey::fromWire(pkey), m.mode, umcast});
         ASSERT_FALSE(ours.empty());
 
         // Independent look at ours.
@@ -353,12 +353,12 @@ TEST_F(IpoibMessagesTest, AddIpoibChildIsWhatIproute2Sends) {
 
 TEST(IpoibMessages, InvalidNamesBuildNothing) {
   for (const char* bad : {"", "name.is.too.long", "a/b", "a:b", "a b"}) {
-    EXPECT_TRUE(nl::buildAddIpoibChild({3, bad, 0x8001, nl::IpoibMode::kDatagram, false}).empty())
+    EXPECT_TRUE(nl::buildAddIpoibChild({3, bad, net::Pkey::fromWire(0x8001), nl::IpoibMode::kDatagram, false}).empty())
         << bad;
   }
   // 15 bytes is the longest name.
   const Bytes longest =
-      nl::buildAddIpoibChild({3, "abcdefghijklmno", 0x8001, nl::IpoibMode::kDatagram, false});
+      nl::buildAddIpoibChild({3, "abcdefghijklmno", net::Pkey::fromWire(0x8001), nl::IpoibMode::kDatagram, false});
   std::string why;
   auto r = decode(longest, &why);
   ASSERT_TRUE(r.has_value()) << why;
@@ -367,7 +367,8 @@ TEST(IpoibMessages, InvalidNamesBuildNothing) {
 
 // The parser must not accept what it should not: a truncated message and a stray attribute.
 TEST(IpoibMessagesDecode, RejectsMalformedRequests) {
-  const Bytes good = nl::buildAddIpoibChild({3, "ib0.8001", 0x8001, nl::IpoibMode::kDatagram, false});
+  const Bytes good =
+      nl::buildAddIpoibChild({3, "ib0.8001", net::Pkey::fromWire(0x8001), nl::IpoibMode::kDatagram, false});
   std::string why;
   ASSERT_TRUE(decode(good, &why).has_value()) << why;
   Bytes truncated(good.begin(), good.end() - 4);

@@ -331,7 +331,7 @@ class FakeIpoibTest : public FakeNetlinkTest {
 
   nl::IpoibChildSpec spec(const char* name, std::uint16_t pkey,
                           nl::IpoibMode mode = nl::IpoibMode::kDatagram, bool umcast = false) const {
-    return nl::IpoibChildSpec{parent_, name, pkey, mode, umcast};
+    return nl::IpoibChildSpec{parent_, name, net::Pkey::fromWire(pkey), mode, umcast};
   }
 
   int parent_ = 0;
@@ -349,7 +349,7 @@ TEST_F(FakeIpoibTest, AddIpoibChildMakesAChildOfTheParent) {
   EXPECT_EQ(child->maxMtu, 4092u);
   EXPECT_EQ(child->parentIndex, parent_);
   ASSERT_TRUE(child->ipoib.has_value());
-  EXPECT_EQ(*child->ipoib, (nl::IpoibInfo{0x8001, nl::IpoibMode::kConnected, true}));
+  EXPECT_EQ(*child->ipoib, (nl::IpoibInfo{net::Pkey::fromWire(0x8001), nl::IpoibMode::kConnected, true}));
   // The parent's address with another QP number: byte 0 (flags) and the GID stay.
   ASSERT_EQ(child->mac.length, 20u);
   const std::string parentText = kPortAddress;
@@ -364,11 +364,12 @@ TEST_F(FakeIpoibTest, AddIpoibChildMakesAChildOfTheParent) {
   ASSERT_TRUE(second.has_value());
   EXPECT_NE(second->index, child->index);
   EXPECT_NE(second->mac, child->mac);
-  EXPECT_EQ(*second->ipoib, (nl::IpoibInfo{0x8001, nl::IpoibMode::kDatagram, false}));
+  EXPECT_EQ(*second->ipoib, (nl::IpoibInfo{net::Pkey::fromWire(0x8001), nl::IpoibMode::kDatagram, false}));
   EXPECT_EQ(fake_.linkByIndex(host_, parent_)->parentIndex, 0);  // the parent is untouched
 }
 
 TEST_F(FakeIpoibTest, AddIpoibChildRefusesAsTheKernelDoes) {
+  constexpr net::Pkey kPkey8003 = net::Pkey::fromWire(0x8003);
   auto err = [this](const nl::IpoibChildSpec& sp) {
     auto res = fake_.addIpoibChild(host_, sp);
     return res ? 0 : res.error().err;
@@ -387,16 +388,15 @@ TEST_F(FakeIpoibTest, AddIpoibChildRefusesAsTheKernelDoes) {
   EXPECT_EQ(err(spec("ib0", 0x8003)), EEXIST);              // even the parent's own name
   EXPECT_EQ(err(spec("", 0x8003)), EINVAL);                 // not an interface name
   EXPECT_EQ(err(spec("much.too.long.name", 0x8003)), EINVAL);
-  EXPECT_EQ(err({42, "c1", 0x8003, nl::IpoibMode::kDatagram, false}), ENODEV);  // no parent
-  EXPECT_EQ(err({vethIdx, "c1", 0x8003, nl::IpoibMode::kDatagram, false}), ENODEV);  // not IB
-  EXPECT_EQ(err({1, "c1", 0x8003, nl::IpoibMode::kDatagram, false}), ENODEV);        // lo
-  EXPECT_EQ(err({childIdx, "c1", 0x8003, nl::IpoibMode::kDatagram, false}), EINVAL);  // a child
+  EXPECT_EQ(err({42, "c1", kPkey8003, nl::IpoibMode::kDatagram, false}), ENODEV);        // no parent
+  EXPECT_EQ(err({vethIdx, "c1", kPkey8003, nl::IpoibMode::kDatagram, false}), ENODEV);   // not IB
+  EXPECT_EQ(err({1, "c1", kPkey8003, nl::IpoibMode::kDatagram, false}), ENODEV);         // lo
+  EXPECT_EQ(err({childIdx, "c1", kPkey8003, nl::IpoibMode::kDatagram, false}), EINVAL);  // a child
   EXPECT_EQ(err(spec("c1", 0x0000)), EINVAL);
   EXPECT_EQ(err(spec("c1", 0x8000)), EINVAL);
-  EXPECT_EQ(err({noCmIdx, "c1", 0x8003, nl::IpoibMode::kConnected, false}), EINVAL);  // no RC
+  EXPECT_EQ(err({noCmIdx, "c1", kPkey8003, nl::IpoibMode::kConnected, false}), EINVAL);  // no RC
   EXPECT_EQ(fake_.links(host_).size(), before);  // nothing was left behind
-  EXPECT_TRUE(fake_.addIpoibChild(host_, {noCmIdx, "c1", 0x8003, nl::IpoibMode::kDatagram, false})
-                  .has_value());
+  EXPECT_TRUE(fake_.addIpoibChild(host_, {noCmIdx, "c1", kPkey8003, nl::IpoibMode::kDatagram, false}).has_value());
 }
 
 TEST_F(FakeIpoibTest, DeleteLinkRemovesChildrenAndVirtualLinksOnly) {
@@ -428,7 +428,7 @@ TEST_F(FakeIpoibTest, ChildKeepsItsParentIndexWhenMoved) {
   auto moved = fake_.linkByName(pod_, "ib0.8001");
   ASSERT_TRUE(moved.has_value());
   EXPECT_EQ(moved->parentIndex, parent_);
-  EXPECT_EQ(moved->ipoib->pkey, 0x8001);
+  EXPECT_EQ(moved->ipoib->pkey.wire(), 0x8001);
   EXPECT_TRUE(fake_.deleteLink(pod_, moved->index).has_value());
   EXPECT_EQ(fake_.links(pod_).size(), 1u);
 }

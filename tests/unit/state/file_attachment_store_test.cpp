@@ -157,5 +157,35 @@ TEST_F(StoreTest, ReadsTheVersion1FormatAsWritten) {
   EXPECT_EQ(r->result.interfaces[0].sandbox, "/ns");
 }
 
+// An ipoib record keeps its pkey as the number of the key (no membership bit), as the first
+// version wrote it; anything else in that field is no record ibcni wrote.
+TEST_F(StoreTest, IpoibPkeyIsTheNumberOfTheKey) {
+  auto rec = record("c1", "net1");
+  rec.mode = "ipoib";
+  rec.pkey = net::Pkey::fromWire(0x0123);
+  rec.ipoibMode = "connected";
+  const std::string text = FileAttachmentStore::encode(rec);
+  EXPECT_NE(text.find("\"ipoib\": {\n    \"mode\": \"connected\",\n    \"pkey\": 291,\n    \"umcast\": false\n  }"),
+            std::string::npos)
+      << text;
+  auto back = FileAttachmentStore::decode(text, "x");
+  ASSERT_TRUE(back) << back.error().describe();
+  EXPECT_EQ(back->pkey, net::Pkey::fromWire(0x0123));
+
+  std::string v1 = text;
+  v1.replace(v1.find("\"pkey\": 291"), 11, "\"pkey\": 32767");
+  back = FileAttachmentStore::decode(v1, "x");
+  ASSERT_TRUE(back) << back.error().describe();
+  EXPECT_EQ(back->pkey, net::Pkey::fromWire(0x7fff));
+  for (const char* bad : {"32768", "65535", "65536", "4294967295"}) {
+    std::string odd = text;
+    odd.replace(odd.find("\"pkey\": 291"), 11, std::string("\"pkey\": ") + bad);
+    auto r = FileAttachmentStore::decode(odd, "x");
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error().err, EINVAL);
+    EXPECT_NE(r.error().op.find("ipoib.pkey " + std::string(bad)), std::string::npos) << r.error().op;
+  }
+}
+
 }  // namespace
 }  // namespace ibcni::state

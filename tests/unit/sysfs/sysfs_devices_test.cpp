@@ -591,7 +591,8 @@ TEST_F(SysfsDevicesTest, PkeyTableInIndexOrderWithoutEmptySlots) {
   sys_.setPkeys("mlx5_2", 1, entries);
   auto keys = devices_.pkeys("mlx5_2", 1);
   ASSERT_TRUE(keys) << keys.error().describe();
-  EXPECT_THAT(*keys, ElementsAre(0xffff, 0x0042, 0x8001)) << "numeric index order (10 after 2)";
+  EXPECT_THAT(*keys, ElementsAre(net::Pkey::fromWire(0xffff), net::Pkey::fromWire(0x0042), net::Pkey::fromWire(0x8001)))
+      << "numeric index order (10 after 2)";
   EXPECT_EQ(devices_.pkeys("mlx5_2", 2).error().err, ENOENT);
   EXPECT_EQ(devices_.pkeys("mlx5_9", 1).error().err, ENOENT);
   EXPECT_EQ(devices_.pkeys("../x", 1).error().err, EINVAL);

@@ -48,7 +48,7 @@ ProbeResult fullResult() {
   p.smLid = 1;
   p.nodeGuid = 0xFEDCBA9876543210ULL;
   p.portGuid = 0x0123456789ABCDEFULL;
-  p.pkeys = {0xFFFF, 0x8001, 0x7FFF};
+  p.pkeys = {net::Pkey::fromWire(0xFFFF), net::Pkey::fromWire(0x8001), net::Pkey::fromWire(0x7FFF)};
   Gid v1;
   v1.index = 0;
   v1.raw = {0xFE, 0x80, 0, 0, 0, 0, 0, 0, 0x50, 0x54, 0x00, 0xFF, 0xFE, 0x12, 0x34, 0x56};
