@@ -19,13 +19,14 @@
 #include <random>
 #include <set>
 #include <string>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
 
+#include "bench_stats.h"
 #include "embedded_ipam.h"
 #include "ibcni/config/net_conf.h"
+#include "support/exec_program.h"
 
 namespace {
 
@@ -33,54 +34,22 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-struct Run {
-  int status = -1;
-  std::string out;
-  long maxRssKiB = 0;
-};
+using ibcni::bench::ms;
+using ibcni::testing::ProgramRun;
 
-// fork + exec `bin` with `env`, `input` on stdin; collects stdout and the child's peak RSS.
-Run execPlugin(const std::string& bin, const std::vector<std::string>& env, const std::string& input) {
-  int in[2];
-  int out[2];
-  if (::pipe(in) != 0 || ::pipe(out) != 0) {
-    std::perror("pipe");
-    std::exit(2);
+// fork + exec `bin` as a runtime execs an IPAM plugin: exactly `env`, `input` on stdin, stdout and
+// stderr collected, the child's peak RSS (tests/support/exec_program.h).
+ProgramRun execPlugin(const std::string& bin, const std::vector<std::string>& env, const std::string& input) {
+  return ibcni::testing::runProgram(bin, env, input);
+}
+
+// Exits 1 after printing `what`, the plugin's stdout and its stderr.
+[[noreturn]] void failed(const std::string& what, const ProgramRun& r) {
+  std::fprintf(stderr, "%s: %s\n", what.c_str(), r.out.c_str());
+  if (!r.err.empty()) {
+    std::fprintf(stderr, "%s\n", r.err.c_str());
   }
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::dup2(in[0], 0);
-    ::dup2(out[1], 1);
-    ::close(in[0]);
-    ::close(in[1]);
-    ::close(out[0]);
-    ::close(out[1]);
-    std::vector<char*> envp;
-    for (const auto& e : env) {
-      envp.push_back(const_cast<char*>(e.c_str()));
-    }
-    envp.push_back(nullptr);
-    char* argv[] = {const_cast<char*>(bin.c_str()), nullptr};
-    ::execve(bin.c_str(), argv, envp.data());
-    ::_exit(127);
-  }
-  ::close(in[0]);
-  ::close(out[1]);
-  (void)!::write(in[1], input.data(), input.size());
-  ::close(in[1]);
-  Run r;
-  char buf[4096];
-  ssize_t n;
-  while ((n = ::read(out[0], buf, sizeof buf)) > 0) {
-    r.out.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(out[0]);
-  int status = 0;
-  struct rusage ru {};
-  ::wait4(pid, &status, 0, &ru);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-  r.maxRssKiB = ru.ru_maxrss;
-  return r;
+  std::exit(1);
 }
 
 std::vector<std::string> envFor(const char* verb, const std::string& cid) {
@@ -103,12 +72,8 @@ std::string config(const std::string& type, const std::string& name, const std::
   return c.dump();
 }
 
-double medianMs(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
-double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+// The sample at index n/2, as this bench has always reported its medians (bench_stats.h).
+double medianMs(const std::vector<double>& v) { return ibcni::bench::stats(v).upperMedian; }
 
 std::string ip4(std::uint32_t host) {
   in_addr a{htonl(host)};
@@ -184,8 +149,7 @@ Figures measure(const std::string& label, const std::string& bin, const std::str
     auto d = execPlugin(bin, envFor("DEL", cid), empty);
     auto t2 = Clock::now();
     if (a.status != 0 || d.status != 0) {
-      std::fprintf(stderr, "%s: ADD/DEL failed: %s\n", label.c_str(), a.out.c_str());
-      std::exit(1);
+      failed(label + ": ADD/DEL failed", a);
     }
     add0.push_back(ms(t1 - t0));
     addDel.push_back(ms(t2 - t0));
@@ -210,8 +174,7 @@ Figures measure(const std::string& label, const std::string& bin, const std::str
     auto a = execPlugin(bin, envFor("ADD", cid), full);
     add99.push_back(ms(Clock::now() - t0));
     if (a.status != 0) {
-      std::fprintf(stderr, "%s: ADD at 99%% failed: %s\n", label.c_str(), a.out.c_str());
-      std::exit(1);
+      failed(label + ": ADD at 99% failed", a);
     }
     (void)execPlugin(bin, envFor("DEL", cid), full);
   }

@@ -2,9 +2,9 @@
 // The floor of an sriov-mode ADD and DEL on a plain netdev: the kernel operations ibcni's ADD makes
 // for a veth named by `device`, and those of its DEL, over raw rtnetlink sockets, with nothing else
 // (no configuration parsing beyond reading stdin, no IPAM, no record, no lock, no lookups beyond
-// the ifindex). bench/cni_bench.cpp execs it as it execs the plugins (fresh environment, CNI_*
-// variables, stdin) and times it the same way; it writes the same kind of timing line as ibcni at
-// logLevel debug (plugin/log/timing.h) on stderr:
+// the ifindex). cni_bench (cni_bench_breakdown.cpp) execs it as it execs the plugins (fresh
+// environment, CNI_* variables, stdin) and times it the same way; it writes the same kind of
+// timing line as ibcni at logLevel debug (plugin/log/timing.h) on stderr:
 //   timing: start=<ns> stdin=<us> netns=<us> link=<us> addr=<us> end=<ns>
 //
 //   netdev_floor DEVICE ADDRESS/PREFIX GATEWAY ROUTE_DST/PREFIX     (CNI_COMMAND ADD or DEL)

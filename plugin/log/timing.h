@@ -4,9 +4,9 @@
 //   timing: start=<ns> stdin=<us> setup=<us> ... end=<ns>
 // with the CLOCK_MONOTONIC times of the first and last marks, so that whoever exec'd the plugin
 // can line them up with its own clock (process start = start - fork, exit = wait - end; see
-// bench/cni_bench.cpp). A mark is one clock read into a fixed array, taken at any level; only the
-// line is limited to debug. Nothing is recorded until start() is called (by runMain), so tests
-// that call dispatch directly see no timing line.
+// bench/cni_bench_breakdown.cpp). A mark is one clock read into a fixed array, taken at any level;
+// only the line is limited to debug. Nothing is recorded until start() is called (by runMain), so
+// tests that call dispatch directly see no timing line.
 #pragma once
 
 #include <time.h>

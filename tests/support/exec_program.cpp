@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,7 +19,16 @@ std::string ProgramRun::describe() const {
 
 ProgramRun runProgram(const std::string& path, const std::vector<std::string>& env,
                       const std::optional<std::string>& input, std::chrono::milliseconds timeout) {
+  return runProgram(std::vector<std::string>{path}, env, input, timeout);
+}
+
+ProgramRun runProgram(const std::vector<std::string>& args, const std::vector<std::string>& env,
+                      const std::optional<std::string>& input, std::chrono::milliseconds timeout) {
   ProgramRun run;
+  if (args.empty()) {
+    run.err = "runProgram: no program";
+    return run;
+  }
   int in[2] = {-1, -1};
   int out[2] = {-1, -1};
   int err[2] = {-1, -1};
@@ -26,13 +36,18 @@ ProgramRun runProgram(const std::string& path, const std::vector<std::string>& e
     run.err = std::string("pipe2: ") + std::strerror(errno);
     return run;
   }
-  std::vector<char*> argv{const_cast<char*>(path.c_str()), nullptr};
+  std::vector<char*> argv;
+  for (const auto& a : args) {
+    argv.push_back(const_cast<char*>(a.c_str()));
+  }
+  argv.push_back(nullptr);
   std::vector<char*> envp;
   for (const auto& e : env) {
     envp.push_back(const_cast<char*>(e.c_str()));
   }
   envp.push_back(nullptr);
 
+  run.started = ProgramRun::Clock::now();
   const pid_t pid = ::fork();
   if (pid < 0) {
     run.err = std::string("fork: ") + std::strerror(errno);
@@ -50,7 +65,7 @@ ProgramRun runProgram(const std::string& path, const std::vector<std::string>& e
     if (::dup2(out[1], STDOUT_FILENO) < 0 || ::dup2(err[1], STDERR_FILENO) < 0) {
       ::_exit(126);
     }
-    ::execve(path.c_str(), argv.data(), envp.data());
+    ::execve(argv[0], argv.data(), envp.data());
     ::_exit(127);
   }
   if (input) {
@@ -118,8 +133,11 @@ ProgramRun runProgram(const std::string& path, const std::vector<std::string>& e
     }
   }
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  rusage usage{};
+  while (::wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
   }
+  run.reaped = ProgramRun::Clock::now();
+  run.maxRssKiB = usage.ru_maxrss;
   run.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   if (timedOut) {
     run.err += "\n[killed after " + std::to_string(timeout.count()) + " ms]";
