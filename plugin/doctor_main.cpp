@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// `ibcni doctor`: wiring only, like production_deps.cpp.
+// `ibcni doctor` and the ibcni executable's main(): wiring only, like production_deps.cpp.
 #include "doctor_main.h"
 
 #include <cstdio>
@@ -16,6 +16,7 @@
 #include "doctor/doctor.h"
 #include "production_deps.h"
 #include "doctor/doctor_json.h"
+#include "version.h"
 
 namespace ibcni::plugin {
 
@@ -106,6 +107,20 @@ int runDoctor(int argc, char** argv) {
     std::fprintf(stderr, "ibcni doctor: %s\n", e.what());
     return 1;
   }
+}
+
+int runPluginMain(int argc, char** argv, const char* name, const PluginEntry& entry) {
+  if (isVersionRequest(argc, argv)) {
+    std::puts(versionLine(name).c_str());
+    return 0;
+  }
+  if (argc >= 2 && std::string_view(argv[1]) == "doctor") {
+    return runDoctor(argc, argv);
+  }
+  return runMain([&entry](const Getenv& getenv, std::string_view input, bool inputOk) {
+    ProductionDeps production;
+    return entry(getenv, input, inputOk, production.deps());
+  });
 }
 
 }  // namespace ibcni::plugin

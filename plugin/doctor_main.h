@@ -1,6 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <functional>
+#include <string_view>
+
+#include "deps.h"
+#include "process_main.h"
+
 namespace ibcni::plugin {
 
 /// `ibcni doctor [--json]`: collects the node report with the real implementations (libnl, sysfs at
@@ -8,5 +14,15 @@ namespace ibcni::plugin {
 /// @param argc, argv  main()'s, argv[1] being "doctor"
 /// @return 0 when no problem was found, 1 when some were, 2 on a usage error
 [[nodiscard]] int runDoctor(int argc, char** argv);
+
+/// What the ibcni executable does with one invocation, given the node's real dependencies (ibcni
+/// dispatches over them; its fault-injection build wraps them first).
+using PluginEntry =
+    std::function<Outcome(const Getenv& getenv, std::string_view stdinText, bool stdinOk, Deps& production)>;
+
+/// main() of the ibcni executable: `NAME version`, `NAME doctor ...`, else one CNI invocation
+/// through `entry` (runMain) with the production dependencies.
+/// @return the exit status
+[[nodiscard]] int runPluginMain(int argc, char** argv, const char* name, const PluginEntry& entry);
 
 }  // namespace ibcni::plugin
