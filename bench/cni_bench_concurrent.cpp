@@ -39,16 +39,6 @@ int stdinPipe(const std::string& input) {
   return in[0];
 }
 
-std::string drain(int fd) {
-  std::string s;
-  char buf[8192];
-  ssize_t n;
-  while ((n = ::read(fd, buf, sizeof buf)) > 0) {
-    s.append(buf, static_cast<std::size_t>(n));
-  }
-  return s;
-}
-
 /// The IPv4 address (without prefix) of `ifName` inside `ns`; empty if none.
 std::string addressInNetns(const TestNetns& ns, const std::string& ifName) {
   auto found = ns.run([&] {
@@ -88,7 +78,7 @@ int memfd() {
 
 std::string readMemfd(int fd) {
   ::lseek(fd, 0, SEEK_SET);
-  return drain(fd);
+  return ibcni::testing::readToEnd(fd);
 }
 
 struct Wave {

@@ -145,4 +145,14 @@ ProgramRun runProgram(const std::vector<std::string>& args, const std::vector<st
   return run;
 }
 
+std::string readToEnd(int fd) {
+  std::string out;
+  char buf[8192];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0) {
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  return out;
+}
+
 }  // namespace ibcni::testing

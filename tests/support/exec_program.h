@@ -44,4 +44,7 @@ struct ProgramRun {
                                     const std::optional<std::string>& input,
                                     std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
+/// Everything readable from `fd` until end of file (a pipe a child writes its report to); blocks.
+[[nodiscard]] std::string readToEnd(int fd);
+
 }  // namespace ibcni::testing

@@ -15,21 +15,12 @@
 
 #include "fake_store.h"
 #include "store_test_util.h"
+#include "support/exec_program.h"
 
 namespace ibcni::ipam::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-std::string readAllFd(int fd) {
-  std::string out;
-  char buf[4096];
-  ssize_t n;
-  while ((n = ::read(fd, buf, sizeof buf)) > 0) {
-    out.append(buf, static_cast<std::size_t>(n));
-  }
-  return out;
-}
 
 struct Outcome {
   std::vector<std::string> addresses;  // successful ADDs
@@ -68,7 +59,7 @@ Outcome runConcurrentAdds(const std::string& conf, int processes, int adds) {
   ::close(start[0]);
   ::close(report[1]);
   ::close(start[1]);  // go
-  std::string text = readAllFd(report[0]);
+  std::string text = ibcni::testing::readToEnd(report[0]);
   ::close(report[0]);
   for (pid_t pid : pids) {
     int status = 0;
