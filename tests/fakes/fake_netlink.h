@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
+// Longer than 600 lines on purpose: one in-memory kernel (links per netns, addresses, routes, VF
+// tables, IPoIB children, errnos and ext-acks) that tests/unit/netlink holds to the real one case for case.
 #pragma once
 
 #include <algorithm>

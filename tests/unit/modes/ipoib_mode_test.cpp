@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+// Longer than 600 lines on purpose: every ipoib-mode case shares one fixture (a parent with its RDMA port).
 // ipoib mode through the plugin's verbs over the fake netlink: an IPoIB parent, children created,
 // moved, named, checked and deleted, and every failure undone.
 #include <gtest/gtest.h>

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+// Longer than 600 lines on purpose: every VF case shares one fixture (the mlx5 PF/VF layout).
 // sriov mode on an InfiniBand SR-IOV VF: the mlx5 sysfs layout (PF with virtfnN, VF with physfn,
 // net/ and infiniband/), IPoIB links in the fake netlink with a VF table on the PF, and a fake RDMA
 // netlink. Covers GUIDs, link state, pkey, MTU and RDMA isolation, and that every failure leaves

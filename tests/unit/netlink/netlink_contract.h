@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
+// Longer than 600 lines on purpose: the one contract LibnlNetlink and FakeNetlink must both meet, so that
+// the two stay the same; split, the cases could drift apart.
 #pragma once
 
 // The nl::Netlink contract: one set of type-parameterized cases that every implementation must
