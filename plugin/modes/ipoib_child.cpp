@@ -6,7 +6,6 @@
 #include <cerrno>
 
 #include "log/log.h"
-#include "modes/record_ahead.h"
 
 namespace ibcni::plugin {
 
