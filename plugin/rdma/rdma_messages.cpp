@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "rdma/rdma_messages.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -79,7 +80,18 @@ bool messageFits(const nlmsghdr* nlh, int len) {
 // The attribute table of one nldev message, filled the libmnl way (examples/rtnl/rtnl-link-dump.c
 // data_attr_cb): types this parser does not know, including those of kernels newer than our
 // headers, are skipped; the known ones are validated before anyone reads them.
+// The table points into `bytes`, the table's own copy of the message: aligned for nlmsghdr, and
+// zero-padded to NLMSG_ALIGN(nlmsg_len), since libmnl walks attributes up to the aligned tail and a
+// message whose length is not a multiple of 4 would otherwise let an attribute end past the buffer.
+// A move keeps the vector's storage, so the pointers stay valid; a copy would not, hence none.
 struct NldevAttrs {
+  NldevAttrs() = default;
+  NldevAttrs(NldevAttrs&&) noexcept = default;
+  NldevAttrs& operator=(NldevAttrs&&) noexcept = default;
+  NldevAttrs(const NldevAttrs&) = delete;
+  NldevAttrs& operator=(const NldevAttrs&) = delete;
+
+  std::vector<std::uint8_t> bytes;
   const nlattr* tb[RDMA_NLDEV_ATTR_MAX] = {};
   int badType = -1;  // set when a known attribute failed validation
 };
@@ -118,11 +130,14 @@ int nldevAttrCb(const nlattr* attr, void* data) {
 // Checks the message's type against `types` and fills the attribute table.
 os::SysResult<NldevAttrs> parseNldev(std::span<const std::uint8_t> message,
                                      std::initializer_list<std::uint16_t> types, const char* what) {
-  Aligned in(message);
-  const auto* nlh = reinterpret_cast<const nlmsghdr*>(in.data.data());
-  if (!messageFits(nlh, static_cast<int>(in.data.size()))) {
+  NldevAttrs attrs;
+  attrs.bytes.assign(message.begin(), message.end());
+  const auto* nlh = reinterpret_cast<const nlmsghdr*>(attrs.bytes.data());
+  if (!messageFits(nlh, static_cast<int>(attrs.bytes.size()))) {
     return os::sysFail(EPROTO, std::string("parse ") + what + ": truncated netlink message");
   }
+  attrs.bytes.resize(std::max<std::size_t>(attrs.bytes.size(), MNL_ALIGN(nlh->nlmsg_len)));
+  nlh = reinterpret_cast<const nlmsghdr*>(attrs.bytes.data());
   bool typeOk = false;
   for (std::uint16_t t : types) {
     typeOk = typeOk || nlh->nlmsg_type == t;
@@ -131,7 +146,6 @@ os::SysResult<NldevAttrs> parseNldev(std::span<const std::uint8_t> message,
     return os::sysFail(EPROTO, std::string("parse ") + what + ": unexpected message type " +
                                    hex(nlh->nlmsg_type));
   }
-  NldevAttrs attrs;
   if (mnl_attr_parse(nlh, 0, nldevAttrCb, &attrs) < 0) {
     return os::sysFail(EPROTO, std::string("parse ") + what +
                                    (attrs.badType >= 0 ? ": attribute " + std::to_string(attrs.badType) +

@@ -386,6 +386,31 @@ TEST(RdmaParsers, BadAttributeLengthIsEproto) {
   EXPECT_EQ(port.error().err, EPROTO);
 }
 
+TEST(RdmaParsers, AnAttributeEndingInTheAlignmentPaddingIsNotReadPastTheMessage) {
+  // libmnl walks attributes up to NLMSG_ALIGN(nlmsg_len). A message whose length is not a
+  // multiple of 4, kept in a buffer of exactly that length, can end with an attribute whose
+  // declared length reaches into the padding the buffer does not hold (found by
+  // tests/fuzz/rdma_reply_fuzz: the string read ran past the heap buffer). The parser reads that
+  // padding as zeros, as the kernel would have sent it, and never past the buffer (the sanitized
+  // build reports a read past it).
+  Fed fed = feedCaptured("port_dump.hex", kTypePortGet);
+  ASSERT_EQ(fed.answer.messages.size(), 1u);
+  Bytes msg = fed.answer.messages[0];
+  constexpr std::uint16_t kAttrNdevName = 51;  // RDMA_NLDEV_ATTR_NDEV_NAME
+  // An 8-byte NDEV_NAME attribute ("e" and three NULs) of which the message keeps only 5 bytes.
+  for (std::uint8_t b : Bytes{8, 0, kAttrNdevName, 0, 'e'}) {
+    msg.push_back(b);
+  }
+  const auto len = static_cast<std::uint32_t>(msg.size());
+  ASSERT_NE(len % 4, 0u);
+  std::memcpy(msg.data(), &len, sizeof len);
+  msg.shrink_to_fit();
+  auto port = parsePort(msg);
+  ASSERT_TRUE(port) << port.error().describe();
+  EXPECT_EQ(port->netdevName, "e");
+  EXPECT_EQ(port->deviceName, "rxe0");
+}
+
 TEST(RdmaParsers, MoveRxeIsEopnotsuppWithoutExtAck) {
   Fed fed = feedCaptured("dev_set_netns.hex", kTypeSet);
   ASSERT_TRUE(fed.error);
