@@ -48,7 +48,7 @@ cni::Error storeError(const os::SysError& err, const std::string& action) {
   return cni::Error{cni::Errc::kIoFailure, action + ": ipam store failure: " + err.op, err.describe()};
 }
 
-Allocator::Allocator(const IpamConfig& config, Store& store, NetnsChecker& netns, Clock clock)
+Allocator::Allocator(const IpamConfig& config, Store& store, os::NetnsChecker& netns, Clock clock)
     : config_(config), store_(store), netns_(netns), clock_(std::move(clock)) {
   if (!clock_) {
     clock_ = [] { return std::chrono::system_clock::now(); };
@@ -173,7 +173,7 @@ cni::Result<void> Allocator::takeFrom(const net::IpAddress& ip, const Attachment
   if (!rec) {
     return std::unexpected(storeError(rec.error(), "cannot allocate " + ip.toString()));
   }
-  if (*rec && netns_.check((*rec)->netns, (*rec)->netnsInode) == NetnsLiveness::kGone) {
+  if (*rec && netns_.check((*rec)->netns, (*rec)->netnsInode) == os::NetnsLiveness::kGone) {
     log::info("releasing {} ({}) held by {}: its network namespace is gone", ip.toString(), what,
               describeHolder(**owner, *rec));
     if (auto r = store_.release(**owner); !r) {
@@ -252,7 +252,7 @@ cni::Result<std::vector<Allocation>> Allocator::releaseDead(const AttachmentKey*
     }
     // Only a namespace positively known to be gone frees the address: kUnknown keeps it, so a
     // live pod is never robbed because its namespace could not be checked.
-    if (netns_.check(a.netns, a.netnsInode) != NetnsLiveness::kGone) {
+    if (netns_.check(a.netns, a.netnsInode) != os::NetnsLiveness::kGone) {
       continue;
     }
     if (!dryRun) {

@@ -13,7 +13,7 @@
 #include "allocation.h"
 #include "ibcni/cni/error.h"
 #include "ibcni/config/ipam_conf.h"
-#include "ibcni/ipam/netns_checker.h"
+#include "ibcni/os/netns_checker.h"
 #include "store.h"
 
 namespace ibcni::ipam {
@@ -65,7 +65,7 @@ class Allocator {
   using Clock = std::function<std::chrono::system_clock::time_point()>;
 
   /// `config`, `store` and `netns` must outlive the allocator.
-  Allocator(const IpamConfig& config, Store& store, NetnsChecker& netns, Clock clock = {});
+  Allocator(const IpamConfig& config, Store& store, os::NetnsChecker& netns, Clock clock = {});
 
   /// The ranges of each range set of `config`, in order: what a Store is built with.
   [[nodiscard]] static std::vector<RangeSetSpans> spansOf(const IpamConfig& config);
@@ -78,7 +78,7 @@ class Allocator {
   [[nodiscard]] cni::Result<std::vector<Lease>> held(const AttachmentKey& key);
   /// GC: releases every allocation not in `valid`, and claims no record accounts for.
   [[nodiscard]] cni::Result<std::vector<Allocation>> gc(const std::vector<AttachmentKey>& valid);
-  /// Releases every allocation whose network namespace is gone (NetnsLiveness::kGone), and
+  /// Releases every allocation whose network namespace is gone (os::NetnsLiveness::kGone), and
   /// claims no record accounts for. With `dryRun`, only reports them.
   [[nodiscard]] cni::Result<std::vector<Allocation>> reclaim(bool dryRun = false);
   /// Size and use of each range set. Counting the addresses held in a range too large for a
@@ -105,7 +105,7 @@ class Allocator {
 
   const IpamConfig& config_;
   Store& store_;
-  NetnsChecker& netns_;
+  os::NetnsChecker& netns_;
   Clock clock_;
   /// allowed_[set][range]: the addresses round-robin may hand out, as sorted intervals.
   std::vector<std::vector<std::vector<Interval>>> allowed_;

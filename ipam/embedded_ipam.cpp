@@ -2,6 +2,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <string>
 #include <filesystem>
 #include <memory>
 
@@ -9,6 +12,7 @@
 
 #include "allocator.h"
 #include "file_store.h"
+#include "ibcni/os/file_io.h"
 #include "ibcni/os/safe_path.h"
 #include "ibcni/os/unique_fd.h"
 #include "log/log.h"
@@ -38,7 +42,7 @@ ReleasedAllocation toReleased(const Allocation& a) {
 
 EmbeddedIpam::EmbeddedIpam(EmbeddedIpamOptions options) : options_(std::move(options)) {
   if (!options_.netnsChecker) {
-    options_.netnsChecker = systemNetnsChecker();
+    options_.netnsChecker = os::systemNetnsChecker();
   }
   if (!options_.clock) {
     options_.clock = [] { return std::chrono::system_clock::now(); };
@@ -112,6 +116,30 @@ void requestedAddresses(const Request& request, AddRequest& req) {
   }
 }
 
+// Keeps the pool's configuration in its directory (kNetworkFileName) when it differs from what is
+// there: written aside and renamed over, so a reader sees one whole file. A failure is only
+// logged: the allocation stands, and the file is what a node agent reclaims with, not what ADD
+// needs.
+void keepNetworkFile(const std::string& dir, const std::string& text) {
+  const std::string path = dir + "/" + kNetworkFileName;
+  if (text.empty()) {
+    return;
+  }
+  if (auto now = os::readFile(path, std::size_t{1} << 20); now && *now == text) {
+    return;
+  }
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  os::UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd) {
+    log::warn("cannot write {}: {}", tmp, std::strerror(errno));
+    return;
+  }
+  if (auto w = os::writeAll(fd.get(), text, tmp); !w || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    log::warn("cannot write {}: {}", path, w ? std::strerror(errno) : w.error().describe());
+    ::unlink(tmp.c_str());
+  }
+}
+
 }  // namespace
 
 cni::Result<cni::AddResult> EmbeddedIpam::add(const Request& request) {
@@ -130,6 +158,7 @@ cni::Result<cni::AddResult> EmbeddedIpam::add(const Request& request) {
   if (!leases) {
     return std::unexpected(leases.error());
   }
+  keepNetworkFile((*s)->dir, conf.networkFile);
   // What host-local returns: each address with its subnet's prefix length and its range's
   // gateway, then the configured routes and DNS.
   cni::AddResult result;
@@ -256,12 +285,12 @@ cni::Result<void> EmbeddedIpam::status(const Request& request) {
                      " addresses can be handed out and " + std::to_string(u.inUse) + " are in use");
 }
 
-cni::Result<std::vector<ReleasedAllocation>> EmbeddedIpam::reclaim(const Request& request) {
+cni::Result<std::vector<ReleasedAllocation>> EmbeddedIpam::reclaim(const Request& request, bool dryRun) {
   auto s = openSession(request, options_);
   if (!s) {
     return std::unexpected(s.error());
   }
-  auto released = (*s)->allocator->reclaim(/*dryRun=*/false);
+  auto released = (*s)->allocator->reclaim(dryRun);
   if (!released) {
     return std::unexpected(released.error());
   }

@@ -12,31 +12,22 @@
 #include "ibcni/cni/error.h"
 #include "ibcni/config/ipam_conf.h"
 #include "ibcni/ipam/ipam.h"
-#include "ibcni/ipam/netns_checker.h"
+#include "ibcni/os/netns_checker.h"
 
 namespace ibcni::ipam {
 
-/// The production checker, built on os::Netns::open: kGone when the path is missing (while its
-/// directory exists), is not a network namespace, or has another inode; kUnknown on any other
-/// error. It must run in the host's mount namespace, where the runtime created the paths.
-[[nodiscard]] std::shared_ptr<NetnsChecker> systemNetnsChecker();
+
+/// The file in each pool's directory that keeps its configuration (IpamConfig::networkFile).
+inline constexpr const char* kNetworkFileName = "network.json";
 
 /// How an EmbeddedIpam is built; every field has a production default.
 struct EmbeddedIpamOptions {
   std::string defaultDataDir = std::string(config::kDefaultIpamDataDir);     ///< used when ipam.dataDir is absent
   std::chrono::milliseconds lockTimeout = std::chrono::seconds(30);  ///< wait for the network's lock
-  std::shared_ptr<NetnsChecker> netnsChecker;                        ///< null: systemNetnsChecker()
+  std::shared_ptr<os::NetnsChecker> netnsChecker;                        ///< null: os::systemNetnsChecker()
   std::function<std::chrono::system_clock::time_point()> clock;      ///< null: system_clock::now
 };
 
-/// One allocation released by GC or by reclaiming, for reports and logs.
-struct ReleasedAllocation {
-  std::string containerId;
-  std::string ifName;
-  std::string pod;  ///< "namespace/name", empty outside Kubernetes
-  std::string netns;
-  std::vector<std::string> addresses;
-};
 
 /// The embedded IPAM: host-local's configuration and results, plus exclusions, per-pod
 /// reservations, crash-safe storage whose ADD cost does not grow as the pool fills, and
@@ -45,7 +36,9 @@ struct ReleasedAllocation {
 /// Each call takes the request as config/ parsed it once (Request::conf: the network's name, its
 /// `ipam` object, runtimeConfig.ips, args.cni.ips, prevResult, cni.dev/valid-attachments) with the
 /// validated attachment and pod identity (Request::args, Request::cniArgs). Allocations live in
-/// <dataDir>/<network name>; one lock file there serializes every process using the network.
+/// <dataDir>/<network name>; one lock file there serializes every process using the network, and
+/// kNetworkFileName there keeps the configuration of the latest ADD, so that a node agent without
+/// the runtime's files (`ibcni reconcile`) can reclaim the pool.
 ///
 /// Error codes: 5 (store unreadable, corrupt or not
 /// writable: the message names the file), 6/7 (configuration; the message names the field path),
@@ -71,7 +64,9 @@ class EmbeddedIpam final : public Ipam {
   /// Releases every allocation of the network whose network namespace is gone (the `gc`
   /// subcommand of ibcni-ipam, run by hand or by a timer). Allocations whose namespace exists or
   /// cannot be checked are kept.
-  [[nodiscard]] cni::Result<std::vector<ReleasedAllocation>> reclaim(const Request& request);
+  /// `dryRun`: release nothing, only say what would be released.
+  [[nodiscard]] cni::Result<std::vector<ReleasedAllocation>> reclaim(const Request& request,
+                                                                     bool dryRun = false) override;
 
  private:
   EmbeddedIpamOptions options_;

@@ -16,6 +16,9 @@
 #include "doctor/doctor.h"
 #include "production_deps.h"
 #include "doctor/doctor_json.h"
+#include "doctor/reconcile_report.h"
+#include "commands/reconcile.h"
+#include "log/log.h"
 #include "version.h"
 
 namespace ibcni::plugin {
@@ -109,6 +112,66 @@ int runDoctor(int argc, char** argv) {
   }
 }
 
+namespace {
+
+constexpr const char* kReconcileUsage =
+    "usage: ibcni reconcile [--dry-run] [--json] [--verbose] [--state-dir DIR]... [--ipam-data-dir DIR]...\n"
+    "  Undoes what the DELs that never came would have undone: every attachment whose pod network\n"
+    "  namespace is gone (device back home, IPAM released, record removed), then every ibcni-ipam\n"
+    "  allocation whose pod network namespace is gone. Live attachments, and those whose namespace\n"
+    "  cannot be checked from here, are left alone.\n"
+    "  --dry-run        change nothing: list what would be undone\n"
+    "  --json           print the report as JSON on stdout\n"
+    "  --verbose        log each step on stderr\n"
+    "  --state-dir      ibcni's stateDir (repeatable; default /run/ibcni)\n"
+    "  --ipam-data-dir  ibcni-ipam's ipam.dataDir (repeatable; default /run/ibcni-ipam)\n"
+    "  exit status: 0 nothing failed, 1 something could not be undone or read, 2 usage\n";
+
+}  // namespace
+
+int runReconcile(int argc, char** argv) {
+  ReconcileOptions options;
+  bool json = false;
+  bool verbose = false;
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--dry-run") {
+      options.dryRun = true;
+    } else if (arg == "--json") {
+      json = true;
+    } else if (arg == "--verbose") {
+      verbose = true;
+    } else if (arg == "--state-dir" && i + 1 < argc && *argv[i + 1] != '\0') {
+      options.stateDirs.emplace_back(argv[++i]);
+    } else if (arg == "--ipam-data-dir" && i + 1 < argc && *argv[i + 1] != '\0') {
+      options.ipamDataDirs.emplace_back(argv[++i]);
+    } else {
+      std::fputs(kReconcileUsage, stderr);
+      return 2;
+    }
+  }
+  if (options.stateDirs.empty()) {
+    options.stateDirs.emplace_back(config::kDefaultStateDir);
+  }
+  if (options.ipamDataDirs.empty()) {
+    options.ipamDataDirs.emplace_back(config::kDefaultIpamDataDir);
+  }
+  try {
+    (void)log::setup(verbose ? log::Level::kInfo : log::Level::kWarn, "", log::Context{"RECONCILE", "", "", ""});
+    ProductionDeps production;
+    Deps& deps = production.deps();
+    const ReconcileReport report = reconcile(options, deps);
+    const std::string out = json ? doctor::printReconcileReport(report) + "\n"
+                                 : doctor::renderReconcileText(report, deps.now ? deps.now() : "");
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    std::fflush(stdout);
+    return report.failed() ? 1 : 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ibcni reconcile: %s\n", e.what());
+    return 1;
+  }
+}
+
 int runPluginMain(int argc, char** argv, const char* name, const PluginEntry& entry) {
   if (isVersionRequest(argc, argv)) {
     std::puts(versionLine(name).c_str());
@@ -116,6 +179,9 @@ int runPluginMain(int argc, char** argv, const char* name, const PluginEntry& en
   }
   if (argc >= 2 && std::string_view(argv[1]) == "doctor") {
     return runDoctor(argc, argv);
+  }
+  if (argc >= 2 && std::string_view(argv[1]) == "reconcile") {
+    return runReconcile(argc, argv);
   }
   return runMain([&entry](const Getenv& getenv, std::string_view input, bool inputOk) {
     ProductionDeps production;

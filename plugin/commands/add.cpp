@@ -6,6 +6,7 @@
 
 #include "commands/commands.h"
 #include "commands/common.h"
+#include "ibcni/os/netns_checker.h"
 #include "modes/verbs_check.h"
 #include "log/log.h"
 #include "log/timing.h"
@@ -18,22 +19,61 @@ void logFailedUndo(const std::string& what, const os::SysError& err) {
   log::warn("undo failed: {}: {}", what, err.describe());
 }
 
-// Says which attachment holds a device that is missing from the host, when a record knows.
-std::optional<cni::Error> busyError(const Invocation& inv, Deps& deps) {
+// What the records say of a device missing from the host (`notFound`, error 100). A record whose
+// pod netns is gone is stale, its pod having died without a DEL: it is never the holder. 101 names
+// a live holder, else one whose netns cannot be checked from here (which may be alive); with
+// neither, the answer stays 100 and says where the device was last seen.
+std::optional<cni::Error> busyError(const Invocation& inv, Deps& deps, const cni::Error& notFound) {
   auto store = deps.makeStore(inv.conf.stateDir);
   auto records = store->list("");
   if (!records) {
     return std::nullopt;
   }
+  const std::string subject =
+      inv.conf.deviceId ? "deviceID = \"" + inv.conf.deviceId->text + "\"" : "device = \"" + inv.conf.device + "\"";
+  const state::AttachmentRecord* holder = nullptr;
+  const state::AttachmentRecord* uncheckable = nullptr;
+  const state::AttachmentRecord* stale = nullptr;
   for (const auto& r : *records) {
-    bool same = inv.conf.deviceId ? r.pciAddress == inv.conf.deviceId->text : r.hostName == inv.conf.device;
-    if (same) {
-      return cni::Error{cni::Errc::kDeviceBusy,
-                        (inv.conf.deviceId ? "deviceID = \"" + inv.conf.deviceId->text : "device = \"" + inv.conf.device) +
-                            "\" is attached to container " + r.containerId + " (network " + r.network + ", ifname " +
-                            r.ifName + ", netns " + r.netns + "); DEL that attachment first",
-                        {}};
+    const bool same = inv.conf.deviceId ? r.pciAddress == inv.conf.deviceId->text : r.hostName == inv.conf.device;
+    if (!same) {
+      continue;
     }
+    switch (os::netnsLiveness(deps.netns, r.netns, r.netnsInode)) {
+      case os::NetnsLiveness::kAlive:
+        holder = holder != nullptr ? holder : &r;
+        break;
+      case os::NetnsLiveness::kUnknown:
+        uncheckable = uncheckable != nullptr ? uncheckable : &r;
+        break;
+      case os::NetnsLiveness::kGone:
+        stale = stale != nullptr ? stale : &r;
+        break;
+    }
+  }
+  auto where = [](const state::AttachmentRecord& r) {
+    return "container " + r.containerId + " (network " + r.network + ", ifname " + r.ifName + ", netns " + r.netns +
+           ")";
+  };
+  if (holder != nullptr) {
+    return cni::Error{cni::Errc::kDeviceBusy,
+                      subject + " is attached to " + where(*holder) + "; DEL that attachment first", {}};
+  }
+  if (uncheckable != nullptr) {
+    return cni::Error{cni::Errc::kDeviceBusy,
+                      subject + " is attached to " + where(*uncheckable) +
+                          ", whose netns cannot be checked from here (it may be alive); DEL that attachment first",
+                      {}};
+  }
+  if (stale != nullptr) {
+    cni::Error e = notFound;
+    e.msg += "; it was last seen attached to " + where(*stale) + ", whose netns is gone (the pod ended without a DEL)" +
+             (stale->pciAddress.empty()
+                  ? ": a device without a PCI function (veth, macvlan, ...) is destroyed with its namespace and does not "
+                    "come back; `ibcni reconcile` (run by the ibcni DaemonSet) removes the stale record"
+                  : ": the kernel returns it to the host when that namespace ends, and `ibcni reconcile` (run by the "
+                    "ibcni DaemonSet) or a DEL of that container then restores it");
+    return e;
   }
   return std::nullopt;
 }
@@ -104,7 +144,7 @@ cni::Result<cni::AddResult> cmdAdd(const Invocation& inv, Deps& deps) {
   auto device = mode.resolve(ctx);
   if (!device) {
     if (device.error().code == cni::Errc::kDeviceNotFound) {
-      if (auto busy = busyError(inv, deps)) {
+      if (auto busy = busyError(inv, deps, device.error())) {
         return std::unexpected(*busy);
       }
     }
@@ -117,8 +157,10 @@ cni::Result<cni::AddResult> cmdAdd(const Invocation& inv, Deps& deps) {
   // Resolve again under the lock: another ADD may have taken the device while this one waited.
   device = mode.resolve(ctx);
   if (!device) {
-    if (auto busy = busyError(inv, deps)) {
-      return std::unexpected(*busy);
+    if (device.error().code == cni::Errc::kDeviceNotFound) {
+      if (auto busy = busyError(inv, deps, device.error())) {
+        return std::unexpected(*busy);
+      }
     }
     return std::unexpected(device.error());
   }
@@ -132,6 +174,7 @@ cni::Result<cni::AddResult> cmdAdd(const Invocation& inv, Deps& deps) {
 
   os::Rollback rollback(logFailedUndo);
   state::AttachmentRecord record = recordFor(inv);
+  record.netnsInode = static_cast<std::uint64_t>(pod.inode());
   record.ipamType = conf.ipamType;
 
   auto podLink = mode.setUp(ctx, *device, pod, rollback, record);

@@ -64,7 +64,8 @@ cni::Result<os::Netns> openPodNetns(const Invocation& inv, Deps& deps, const os:
   return std::move(*ns);
 }
 
-std::optional<os::Netns> openPodNetnsIfAlive(const std::string& path, Deps& deps, const os::Netns& host) {
+std::optional<os::Netns> openPodNetnsIfAlive(const std::string& path, std::uint64_t inode, Deps& deps,
+                                             const os::Netns& host) {
   if (path.empty()) {
     return std::nullopt;
   }
@@ -72,6 +73,12 @@ std::optional<os::Netns> openPodNetnsIfAlive(const std::string& path, Deps& deps
   if (!ns) {
     log::info("pod netns {} is gone ({}): only host-side cleanup is done", cni::quoted(path, 256),
               ns.error().describe());
+    return std::nullopt;
+  }
+  if (inode != 0 && static_cast<std::uint64_t>(ns->inode()) != inode) {
+    log::info("pod netns {} is another namespace than the pod's (inode {}, recorded {}): only host-side cleanup "
+              "is done",
+              cni::quoted(path, 256), static_cast<std::uint64_t>(ns->inode()), inode);
     return std::nullopt;
   }
   if (ns->sameAs(host) || isNodeNetns(*ns, deps)) {
@@ -149,7 +156,7 @@ cni::Result<void> releaseAttachment(const Invocation& inv, Deps& deps, const os:
   std::vector<cni::Error> errors;
   ModeContext ctx{inv, deps, host};
   if (record) {
-    auto pod = openPodNetnsIfAlive(record->netns, deps, host);
+    auto pod = openPodNetnsIfAlive(record->netns, record->netnsInode, deps, host);
     if (auto* mode = modeByName(record->mode)) {
       if (auto r = mode->tearDown(ctx, *record, pod ? &*pod : nullptr); !r) {
         errors.push_back(r.error());

@@ -35,8 +35,10 @@ struct Namespaces {
 /// @return error 4 naming CNI_NETNS and what is wrong with it.
 [[nodiscard]] cni::Result<os::Netns> openPodNetns(const Invocation& inv, Deps& deps, const os::Netns& host);
 
-/// Opens `path` for DEL and GC, where a missing, empty or invalid path means "the pod is gone".
-[[nodiscard]] std::optional<os::Netns> openPodNetnsIfAlive(const std::string& path, Deps& deps,
+/// Opens `path` for DEL, GC and reconcile, where a missing, empty or invalid path means "the pod is
+/// gone", and so does a path that now names another namespace than the one recorded at ADD
+/// (`inode`, 0: unknown, not compared).
+[[nodiscard]] std::optional<os::Netns> openPodNetnsIfAlive(const std::string& path, std::uint64_t inode, Deps& deps,
                                                            const os::Netns& host);
 
 /// Makes sure `stateDir` is a directory only root can change, creating it (0700) when missing,

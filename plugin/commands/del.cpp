@@ -64,7 +64,7 @@ cni::Result<void> cmdDel(const Invocation& inv, Deps& deps) {
     if (!record) {
       // No record: ADD never ran, failed, or its record was lost. The device itself may still carry
       // ibcni's mark in the pod.
-      if (auto pod = openPodNetnsIfAlive(inv.args.netns, deps, host)) {
+      if (auto pod = openPodNetnsIfAlive(inv.args.netns, 0, deps, host)) {
         if (auto l = deps.netlink.linkByName(*pod, inv.args.ifName); l) {
           ModeContext ctx{inv, deps, host};
           record = modeFor(conf.mode).recover(ctx, *l);

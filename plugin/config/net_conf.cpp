@@ -225,6 +225,9 @@ cni::Result<NetConf> netConfFromJson(const json& j, cni::Command command, Role r
     // still puts the device back before that error.
     if (role == Role::kIpamPlugin || c.ipamType == kEmbeddedIpamType) {
       c.embeddedIpam = ipamObject(*it);
+      if (*c.embeddedIpam) {
+        (*c.embeddedIpam)->networkFile = json{{"cniVersion", c.cniVersion}, {"name", c.name}, {"ipam", *it}}.dump();
+      }
     }
   }
 

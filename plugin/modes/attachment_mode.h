@@ -77,6 +77,12 @@ class AttachmentMode {
   [[nodiscard]] virtual cni::Result<void> tearDown(const ModeContext& ctx, const state::AttachmentRecord& record,
                                                    const os::Netns* pod) = 0;
 
+  /// After tearDown, for `ibcni reconcile`: whether the device is still out of the host and may
+  /// come back, so that its record must be kept (a PCI function whose netdev is in a namespace that
+  /// lives on, held by a process after its path was removed: the kernel returns it when that
+  /// namespace ends). A virtual device is destroyed with its namespace and never comes back.
+  [[nodiscard]] virtual bool awaitsReturn(const ModeContext& ctx, const state::AttachmentRecord& record) = 0;
+
   /// CHECK's mode-specific part: the pod link is still what setUp made.
   [[nodiscard]] virtual cni::Result<void> check(const ModeContext& ctx, const state::AttachmentRecord& record,
                                                 const os::Netns& pod, const nl::Link& podLink) = 0;

@@ -227,6 +227,12 @@ cni::Result<nl::Link> IpoibChildMode::setUp(const ModeContext& ctx, const HostDe
   return *final;
 }
 
+// The child is a virtual link, destroyed with the namespace it is in; the parent never leaves the
+// host. (The RDMA device, when ADD moved it, is returned by the kernel when the namespace ends.)
+bool IpoibChildMode::awaitsReturn(const ModeContext& /*ctx*/, const state::AttachmentRecord& /*record*/) {
+  return false;
+}
+
 cni::Result<void> IpoibChildMode::tearDown(const ModeContext& ctx, const state::AttachmentRecord& record,
                                            const os::Netns* pod) {
   // An ADD that died between creating the child and moving it left it in the host under its

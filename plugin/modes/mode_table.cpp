@@ -32,6 +32,9 @@ state::AttachmentRecord recordFor(const Invocation& inv) {
   r.ifName = inv.args.ifName;
   r.netns = inv.args.netns;
   r.mode = config::toString(inv.conf.mode);
+  r.config = inv.rawStdin;
+  r.cniArgs = inv.args.rawArgs;
+  r.cniPath = inv.args.path;
   return r;
 }
 

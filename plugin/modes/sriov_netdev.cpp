@@ -359,6 +359,15 @@ cni::Result<nl::Link> SriovNetdevMode::setUp(const ModeContext& ctx, const HostD
   return *final;
 }
 
+bool SriovNetdevMode::awaitsReturn(const ModeContext& ctx, const state::AttachmentRecord& record) {
+  auto pci = net::PciAddress::parse(record.pciAddress);
+  if (!pci || findInHost(ctx, record)) {
+    return false;  // a netdev without a PCI function is virtual: destroyed with its namespace
+  }
+  // ENOENT: the function itself is gone (its VFs were removed): nothing will come back.
+  return ctx.deps.devices.netdevsOfPci(*pci).has_value();
+}
+
 cni::Result<void> SriovNetdevMode::tearDown(const ModeContext& ctx, const state::AttachmentRecord& record,
                                             const os::Netns* pod) {
   auto& nl = ctx.deps.netlink;

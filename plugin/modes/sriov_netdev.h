@@ -22,6 +22,7 @@ class SriovNetdevMode final : public AttachmentMode {
                               os::Rollback& rollback, state::AttachmentRecord& record) override;
   cni::Result<void> tearDown(const ModeContext& ctx, const state::AttachmentRecord& record,
                              const os::Netns* pod) override;
+  bool awaitsReturn(const ModeContext& ctx, const state::AttachmentRecord& record) override;
   cni::Result<void> check(const ModeContext& ctx, const state::AttachmentRecord& record, const os::Netns& pod,
                           const nl::Link& podLink) override;
   std::optional<state::AttachmentRecord> recover(const ModeContext& ctx, const nl::Link& podLink) override;

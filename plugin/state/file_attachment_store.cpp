@@ -66,6 +66,12 @@ std::string FileAttachmentStore::encode(const AttachmentRecord& r) {
   if (!r.bootId.empty()) {
     j["bootID"] = r.bootId;
   }
+  if (r.netnsInode != 0) {
+    j["netnsInode"] = r.netnsInode;
+  }
+  if (!r.config.empty()) {
+    j["invocation"] = {{"config", r.config}, {"cniArgs", r.cniArgs}, {"cniPath", r.cniPath}};
+  }
   // The VF settings on the PF (and the RDMA device), present only for what ADD touched.
   json vf = json::object();
   if (!r.pfPci.empty()) {
@@ -134,6 +140,12 @@ os::SysResult<AttachmentRecord> FileAttachmentStore::decode(const std::string& t
       }
     }
     r.bootId = j.value("bootID", "");
+    r.netnsInode = j.value("netnsInode", std::uint64_t{0});
+    if (auto inv = j.find("invocation"); inv != j.end() && inv->is_object()) {
+      r.config = inv->value("config", "");
+      r.cniArgs = inv->value("cniArgs", "");
+      r.cniPath = inv->value("cniPath", std::vector<std::string>{});
+    }
     if (auto vf = j.find("vf"); vf != j.end() && vf->is_object()) {
       r.pfPci = vf->value("pfPciAddress", "");
       if (auto i = vf->find("index"); i != vf->end()) {

@@ -34,6 +34,9 @@ class FakeNetnsProvider final : public os::NetnsProvider {
     if (path == kHostPath) {
       return host();
     }
+    if (auto it = failures_.find(path); it != failures_.end()) {
+      return os::sysFail(it->second, "open " + path);
+    }
     if (auto it = paths_.find(path); it != paths_.end()) {
       return os::Netns::fakeForTest(path, it->second);
     }
@@ -45,10 +48,27 @@ class FakeNetnsProvider final : public os::NetnsProvider {
     return os::sysFail(ENOENT, "open " + path);
   }
   os::SysResult<os::Netns> current() override { return host(); }
+  /// Every directory is visible but those hidden (as from another mount namespace).
+  bool directoryVisible(const std::string& dir) override {
+    for (const auto& h : hidden_) {
+      if (h == dir) {
+        return false;
+      }
+    }
+    return true;
+  }
+  /// `dir` is not visible from where ibcni runs: a path under it that does not open proves nothing.
+  void hideDirectory(const std::string& dir) { hidden_.push_back(dir); }
+  /// `path` now names another namespace than before (a reused path).
+  os::Netns replaceNetns(const std::string& path) { return addNetns(path); }
+  /// Opening `path` fails with `err` (EACCES: a permission error).
+  void failOpen(const std::string& path, int err) { failures_[path] = err; }
 
  private:
   std::map<std::string, ino_t> paths_;
   std::vector<std::string> notNetns_;
+  std::vector<std::string> hidden_;
+  std::map<std::string, int> failures_;
   ino_t nextInode_ = 100;
 };
 

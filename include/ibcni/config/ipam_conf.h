@@ -72,6 +72,9 @@ struct IpamConfig {
   std::vector<Reservation> reservations;  ///< sorted by pod
   std::string resolvConf;
   std::vector<std::string> warnings;  ///< keys ignored, exclusions outside every range, ...
+  /// {"cniVersion", "name", "ipam"} of the request, as JSON: what the pool's directory keeps
+  /// (network.json), so that `ibcni reconcile` can reclaim the pool without the runtime's files.
+  std::string networkFile;
 
   /// The reservation of `pod` ("namespace/name"), or nullptr.
   [[nodiscard]] const Reservation* reservationOf(const std::string& pod) const;

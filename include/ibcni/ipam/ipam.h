@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "ibcni/cni/cmd_args.h"
 #include "ibcni/cni/error.h"
@@ -21,6 +23,15 @@ struct Request {
   std::string_view rawConfig;
 };
 
+/// One allocation released by GC or by reclaiming, for reports and logs.
+struct ReleasedAllocation {
+  std::string containerId;
+  std::string ifName;
+  std::string pod;  ///< "namespace/name", empty outside Kubernetes
+  std::string netns;
+  std::vector<std::string> addresses;
+};
+
 /// The IPAM plugin a network uses. Errors from the plugin keep its code, msg and details.
 class Ipam {
  public:
@@ -31,6 +42,14 @@ class Ipam {
   [[nodiscard]] virtual cni::Result<void> check(const Request& request) = 0;
   [[nodiscard]] virtual cni::Result<void> gc(const Request& request) = 0;
   [[nodiscard]] virtual cni::Result<void> status(const Request& request) = 0;
+  /// Releases every allocation of the network whose pod's network namespace is gone (`dryRun`:
+  /// only lists them), for `ibcni reconcile`. Only the embedded IPAM keeps what this needs; any
+  /// other answers error 4 (a delegated plugin has no such verb).
+  [[nodiscard]] virtual cni::Result<std::vector<ReleasedAllocation>> reclaim(const Request& request, bool dryRun) {
+    (void)dryRun;
+    return cni::fail(cni::Errc::kInvalidEnvironment,
+                     "ipam.type = " + cni::quoted(request.conf.ipamType) + " cannot reclaim: only ibcni-ipam can");
+  }
 };
 
 }  // namespace ibcni::ipam

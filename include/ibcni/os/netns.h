@@ -61,6 +61,9 @@ class NetnsProvider {
   [[nodiscard]] virtual SysResult<Netns> open(const std::string& path) = 0;
   /// @see Netns::current
   [[nodiscard]] virtual SysResult<Netns> current() = 0;
+  /// Whether `dir` is a directory seen from here: a namespace path missing from a directory that
+  /// is itself missing proves nothing (another mount namespace than the runtime's).
+  [[nodiscard]] virtual bool directoryVisible(const std::string& dir) = 0;
 };
 
 /// Holds the calling thread inside another network namespace until destroyed. The plugin is

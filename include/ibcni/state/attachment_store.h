@@ -24,6 +24,8 @@ struct AttachmentRecord {
   std::string containerId;
   std::string ifName;
   std::string netns;      ///< CNI_NETNS at ADD
+  std::uint64_t netnsInode = 0;  ///< the inode of that namespace at ADD (0: unknown): a path reused by a
+                                 ///< later namespace is not the pod's (os/netns_checker.h)
   std::string mode;       ///< "sriov"
   std::string deviceKey;  ///< lock name of the device: "pci-<addr>" or "netdev-<ifindex>"
 
@@ -59,6 +61,12 @@ struct AttachmentRecord {
   std::optional<std::uint32_t> podMtu;  ///< set when ADD changed the MTU
   std::string podMac;                   ///< set when ADD changed the MAC
   std::string ipamType;                 ///< empty: no IPAM
+
+  // What the runtime gave ADD, so that `ibcni reconcile` can do what the DEL that never came would
+  // have done (the IPAM release above all) without the runtime. Empty in records of older ibcni.
+  std::string config;                   ///< the network configuration on stdin
+  std::string cniArgs;                  ///< CNI_ARGS
+  std::vector<std::string> cniPath;     ///< CNI_PATH, where a delegated IPAM plugin is found
   cni::AddResult result;                ///< what ADD printed (in 1.1.0 form)
   std::string createdAt;                ///< RFC 3339 UTC
 };

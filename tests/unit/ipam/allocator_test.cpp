@@ -188,7 +188,7 @@ TEST_F(AllocatorTest, RequestedGatewayIsRefused) {
 
 TEST_F(AllocatorTest, RequestedAddressHeldByALivePodIsTryAgainLater) {
   configure(R"({"ranges": [[{"subnet": "10.1.2.0/24"}]]})");
-  netns_.state["/run/netns/old"] = NetnsLiveness::kAlive;
+  netns_.state["/run/netns/old"] = os::NetnsLiveness::kAlive;
   addOne("old", {ip("10.1.2.9")}, {"ns", "web-0", "u1"});
   auto e = addFails("new", {ip("10.1.2.9")});
   EXPECT_EQ(e.code, cni::Errc::kTryAgainLater);
@@ -198,7 +198,7 @@ TEST_F(AllocatorTest, RequestedAddressHeldByALivePodIsTryAgainLater) {
 TEST_F(AllocatorTest, RequestedAddressHeldByADeadPodIsTakenOver) {
   configure(R"({"ranges": [[{"subnet": "10.1.2.0/24"}]]})");
   addOne("old", {ip("10.1.2.9")});
-  netns_.state["/run/netns/old"] = NetnsLiveness::kGone;
+  netns_.state["/run/netns/old"] = os::NetnsLiveness::kGone;
   EXPECT_EQ(addOne("new", {ip("10.1.2.9")}), ip("10.1.2.9"));
   EXPECT_FALSE(store_->records().contains({"old", "net1"}));
 }
@@ -229,9 +229,9 @@ TEST_F(AllocatorTest, ReservedAddressHeldByTheSamePodsDeadSandboxIsTakenOver) {
   configure(R"({"ranges": [[{"subnet": "10.0.0.0/24"}]], "reservations": {"ns/db-0": "10.0.0.40"}})");
   EXPECT_EQ(addOne("sandbox1", {}, {"ns", "db-0", "u1"}), ip("10.0.0.40"));
   // Recreated before the old sandbox's DEL: wait while it lives, take over once it is gone.
-  netns_.state["/run/netns/sandbox1"] = NetnsLiveness::kAlive;
+  netns_.state["/run/netns/sandbox1"] = os::NetnsLiveness::kAlive;
   EXPECT_EQ(addFails("sandbox2", {}, {"ns", "db-0", "u2"}).code, cni::Errc::kTryAgainLater);
-  netns_.state["/run/netns/sandbox1"] = NetnsLiveness::kGone;
+  netns_.state["/run/netns/sandbox1"] = os::NetnsLiveness::kGone;
   EXPECT_EQ(addOne("sandbox2", {}, {"ns", "db-0", "u2"}), ip("10.0.0.40"));
 }
 
@@ -254,9 +254,9 @@ TEST_F(AllocatorTest, ExhaustionFirstReclaimsAllocationsWhoseNetnsIsGone) {
   for (const char* c : {"a", "b", "c", "d", "e"}) {
     addOne(c);
   }
-  netns_.state["/run/netns/a"] = NetnsLiveness::kAlive;
-  netns_.state["/run/netns/b"] = NetnsLiveness::kAlive;
-  netns_.state["/run/netns/c"] = NetnsLiveness::kGone;
+  netns_.state["/run/netns/a"] = os::NetnsLiveness::kAlive;
+  netns_.state["/run/netns/b"] = os::NetnsLiveness::kAlive;
+  netns_.state["/run/netns/c"] = os::NetnsLiveness::kGone;
   // d and e: unknown, never reclaimed.
   EXPECT_EQ(addOne("f"), ip("10.0.0.4"));
   EXPECT_FALSE(store_->records().contains({"c", "net1"}));
@@ -304,8 +304,8 @@ TEST_F(AllocatorTest, ReclaimFreesOnlyGoneNamespaces) {
   for (const char* c : {"alive", "gone", "unknown"}) {
     addOne(c);
   }
-  netns_.state["/run/netns/alive"] = NetnsLiveness::kAlive;
-  netns_.state["/run/netns/gone"] = NetnsLiveness::kGone;
+  netns_.state["/run/netns/alive"] = os::NetnsLiveness::kAlive;
+  netns_.state["/run/netns/gone"] = os::NetnsLiveness::kGone;
   auto dry = alloc_->reclaim(/*dryRun=*/true);
   ASSERT_TRUE(dry);
   EXPECT_EQ(dry->size(), 1u);

@@ -175,7 +175,7 @@ TEST_F(EmbeddedIpamTest, StatusReportsExhaustionAndUnwritableDataDir) {
   EXPECT_EQ(full.error().code, cni::Errc::kPluginNotAvailable);
   EXPECT_THAT(full.error().msg,
               HasSubstr("ipam.ranges[0] is exhausted: 1 addresses can be handed out and 1 are in use"));
-  checker_->state["/run/netns/a"] = NetnsLiveness::kGone;
+  checker_->state["/run/netns/a"] = os::NetnsLiveness::kGone;
   EXPECT_TRUE(ipam_->status(makeRequest(config(body), ""))) << "ADD would reclaim the dead pod's address";
 
   std::ofstream(tmp_.path() + "/file") << "x";
@@ -195,7 +195,7 @@ TEST_F(EmbeddedIpamTest, ExhaustionIs108AndReclaimsDeadPodsFirst) {
   EXPECT_EQ(static_cast<int>(full.error().code), 108);
   EXPECT_THAT(full.error().msg, HasSubstr("no free address in ipam.ranges[0] = 10.0.0.0/29 (10.0.0.2-10.0.0.6): 5 "
                                           "addresses can be handed out and 5 are in use"));
-  checker_->state["/run/netns/d"] = NetnsLiveness::kGone;
+  checker_->state["/run/netns/d"] = os::NetnsLiveness::kGone;
   auto r = ipam_->add(makeRequest(config(body), "f", "/run/netns/f"));
   ASSERT_TRUE(r) << r.error().msg;
   EXPECT_EQ(r->ips[0].address.toString(), "10.0.0.5/29");
@@ -207,8 +207,8 @@ TEST_F(EmbeddedIpamTest, ReclaimReleasesOnlyGoneNamespaces) {
     ASSERT_TRUE(ipam_->add(makeRequest(config(body), c, std::string("/run/netns/") + c,
                                        std::string("K8S_POD_NAMESPACE=ns;K8S_POD_NAME=") + c)));
   }
-  checker_->state["/run/netns/alive"] = NetnsLiveness::kAlive;
-  checker_->state["/run/netns/gone"] = NetnsLiveness::kGone;
+  checker_->state["/run/netns/alive"] = os::NetnsLiveness::kAlive;
+  checker_->state["/run/netns/gone"] = os::NetnsLiveness::kGone;
   auto r = ipam_->reclaim(makeRequest(config(body), ""));
   ASSERT_TRUE(r) << r.error().msg;
   ASSERT_EQ(r->size(), 1u);

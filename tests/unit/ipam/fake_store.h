@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// In-memory Store and NetnsChecker for unit tests of the IPAM policy.
+// In-memory Store and os::NetnsChecker for unit tests of the IPAM policy.
 #pragma once
 
 #include <cerrno>
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "ibcni/net/address_math.h"
-#include "ibcni/ipam/netns_checker.h"
+#include "ibcni/os/netns_checker.h"
 #include "store.h"
 
 namespace ibcni::ipam::testing {
@@ -202,19 +202,19 @@ class FakeStore final : public Store {
 
 static_assert(std::is_base_of_v<Store, FakeStore>);
 
-/// A NetnsChecker answering from a table of path -> liveness (kUnknown for unlisted paths).
-class FakeNetnsChecker final : public NetnsChecker {
+/// A os::NetnsChecker answering from a table of path -> liveness (kUnknown for unlisted paths).
+class FakeNetnsChecker final : public os::NetnsChecker {
  public:
   std::uint64_t identify(const std::string& path) override {
     auto it = inodes.find(path);
     return it == inodes.end() ? 0 : it->second;
   }
-  NetnsLiveness check(const std::string& path, std::uint64_t) override {
+  os::NetnsLiveness check(const std::string& path, std::uint64_t) override {
     ++checks;
     auto it = state.find(path);
-    return it == state.end() ? NetnsLiveness::kUnknown : it->second;
+    return it == state.end() ? os::NetnsLiveness::kUnknown : it->second;
   }
-  std::map<std::string, NetnsLiveness> state;
+  std::map<std::string, os::NetnsLiveness> state;
   std::map<std::string, std::uint64_t> inodes;
   int checks = 0;
 };

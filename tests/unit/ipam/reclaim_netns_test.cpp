@@ -94,12 +94,12 @@ TEST(SelfReclaimNetns, RecordedInodeTellsANewNamespaceAtTheSamePath) {
   if (!second) {
     GTEST_SKIP() << why;
   }
-  auto checker = systemNetnsChecker();
+  auto checker = os::systemNetnsChecker();
   std::uint64_t ino = checker->identify(first->path());
   ASSERT_NE(ino, 0u);
-  EXPECT_EQ(checker->check(first->path(), ino), NetnsLiveness::kAlive);
+  EXPECT_EQ(checker->check(first->path(), ino), os::NetnsLiveness::kAlive);
   // A different namespace behind a path (a reused name): not the pod's any more.
-  EXPECT_EQ(checker->check(second->path(), ino), NetnsLiveness::kGone);
+  EXPECT_EQ(checker->check(second->path(), ino), os::NetnsLiveness::kGone);
 }
 
 }  // namespace

@@ -16,19 +16,19 @@ using ::testing::HasSubstr;
 
 TEST(SystemNetnsChecker, ClassifiesPaths) {
   TempDir tmp;
-  auto checker = systemNetnsChecker();
-  EXPECT_EQ(checker->check("", 0), NetnsLiveness::kUnknown);
-  EXPECT_EQ(checker->check(tmp.path() + "/gone", 0), NetnsLiveness::kGone);
-  EXPECT_EQ(checker->check(tmp.path() + "/no-such-dir/ns", 0), NetnsLiveness::kUnknown)
+  auto checker = os::systemNetnsChecker();
+  EXPECT_EQ(checker->check("", 0), os::NetnsLiveness::kUnknown);
+  EXPECT_EQ(checker->check(tmp.path() + "/gone", 0), os::NetnsLiveness::kGone);
+  EXPECT_EQ(checker->check(tmp.path() + "/no-such-dir/ns", 0), os::NetnsLiveness::kUnknown)
       << "a missing directory may mean another mount namespace: never reclaim on it";
   std::ofstream(tmp.path() + "/plain") << "";
-  EXPECT_EQ(checker->check(tmp.path() + "/plain", 0), NetnsLiveness::kGone) << "an unmounted netns file";
-  EXPECT_EQ(checker->check("/proc/self/ns/net", 0), NetnsLiveness::kAlive);
+  EXPECT_EQ(checker->check(tmp.path() + "/plain", 0), os::NetnsLiveness::kGone) << "an unmounted netns file";
+  EXPECT_EQ(checker->check("/proc/self/ns/net", 0), os::NetnsLiveness::kAlive);
   std::uint64_t ino = checker->identify("/proc/self/ns/net");
   EXPECT_NE(ino, 0u);
-  EXPECT_EQ(checker->check("/proc/self/ns/net", ino), NetnsLiveness::kAlive);
-  EXPECT_EQ(checker->check("/proc/self/ns/net", ino + 1), NetnsLiveness::kGone) << "the path names another netns";
-  EXPECT_EQ(checker->check("/proc/999999999/ns/net", 0), NetnsLiveness::kGone);
+  EXPECT_EQ(checker->check("/proc/self/ns/net", ino), os::NetnsLiveness::kAlive);
+  EXPECT_EQ(checker->check("/proc/self/ns/net", ino + 1), os::NetnsLiveness::kGone) << "the path names another netns";
+  EXPECT_EQ(checker->check("/proc/999999999/ns/net", 0), os::NetnsLiveness::kGone);
   EXPECT_EQ(checker->identify(tmp.path() + "/gone"), 0u);
 }
 

@@ -65,7 +65,7 @@ inline ibcni::testing::IpamCall makeRequest(const std::string& rawConfig, const 
 
 /// A parsed config with a FileStore and an Allocator over it, for direct store calls.
 struct StoreFixture {
-  StoreFixture(const std::string& dir, const std::string& ipamJson, NetnsChecker& checker) {
+  StoreFixture(const std::string& dir, const std::string& ipamJson, os::NetnsChecker& checker) {
     auto c = config::parseIpamConfig(ipamJson);
     EXPECT_TRUE(c) << (c ? "" : c.error().msg);
     config = std::make_unique<IpamConfig>(*c);

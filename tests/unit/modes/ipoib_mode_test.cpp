@@ -640,6 +640,7 @@ class SerializedNetnsProvider final : public os::NetnsProvider {
     std::lock_guard g(mu_);
     return inner_.current();
   }
+  bool directoryVisible(const std::string& dir) override { return inner_.directoryVisible(dir); }
 
  private:
   os::NetnsProvider& inner_;

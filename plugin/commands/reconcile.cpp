@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: Apache-2.0
+// `ibcni reconcile`: for each record whose pod netns is gone, DEL's work (mode tear-down, IPAM
+// release, record removal) under the device lock DEL takes; then each ibcni-ipam pool reclaimed.
+#include "commands/reconcile.h"
+
+#include <cerrno>
+#include <filesystem>
+#include <optional>
+#include <utility>
+
+#include "commands/common.h"
+#include "ibcni/os/file_io.h"
+#include "ibcni/os/netns_checker.h"
+#include "ibcni/os/safe_path.h"
+#include "log/log.h"
+
+namespace ibcni::plugin {
+
+namespace {
+
+std::string deviceOf(const state::AttachmentRecord& r) { return r.pciAddress.empty() ? r.hostName : r.pciAddress; }
+
+std::string deviceKeyOf(const state::AttachmentRecord& r) {
+  return r.deviceKey.empty() ? "netdev-" + r.hostName : r.deviceKey;
+}
+
+AttachmentOutcome outcome(std::string action, const std::string& stateDir, const state::AttachmentRecord& r,
+                          std::string detail) {
+  return AttachmentOutcome{std::move(action), stateDir, r.network, r.containerId, r.ifName, r.netns, deviceOf(r),
+                           std::move(detail)};
+}
+
+// The invocation the DEL that never came would have been: the configuration, CNI_ARGS and
+// CNI_PATH ADD was given, as the record keeps them. A record of an older ibcni keeps none: then
+// only the mode's tear-down runs (`note` says the IPAM is left to the pool reclaim).
+Invocation invocationOf(const state::AttachmentRecord& r, const std::string& stateDir, std::string& note) {
+  Invocation inv;
+  inv.args = cni::CmdArgs{cni::Command::kDel, r.containerId, r.netns, r.ifName, r.cniArgs, r.cniPath};
+  std::optional<config::NetConf> conf;
+  if (!r.config.empty()) {
+    if (auto parsed = config::parseNetConf(r.config, cni::Command::kDel); parsed) {
+      conf = std::move(*parsed);
+      inv.rawStdin = r.config;
+    } else {
+      note = "the configuration in the record no longer parses (" + parsed.error().msg + ")";
+    }
+  } else {
+    note = "the record keeps no configuration (written by an older ibcni)";
+  }
+  if (!conf) {
+    conf.emplace();
+    conf->name = r.network;
+    for (auto m : {config::Mode::kSriov, config::Mode::kIpoib}) {
+      if (r.mode == config::toString(m)) {
+        conf->mode = m;
+      }
+    }
+    if (!r.ipamType.empty()) {
+      note += ": its " + r.ipamType + " allocation is not released here" +
+              (r.ipamType == config::kEmbeddedIpamType ? " (the pool reclaim below releases it)" : "");
+    }
+  }
+  inv.conf = std::move(*conf);
+  inv.conf.stateDir = stateDir;  // where the record is, whatever the configuration says
+  if (auto a = cni::parseCniArgs(r.cniArgs); a) {
+    inv.cniArgs = std::move(*a);
+  }
+  return inv;
+}
+
+// One record whose netns was seen gone: take its device lock, read it again there (a DEL may have
+// run, or the attachment been made anew), and undo it.
+AttachmentOutcome undo(const std::string& stateDir, const state::AttachmentRecord& seen, Deps& deps,
+                       const os::Netns& host, state::AttachmentStore& store, const ReconcileOptions& options) {
+  std::string note;
+  Invocation inv = invocationOf(seen, stateDir, note);
+  Deps waiting = deps;
+  waiting.lockTimeout = options.lockWait;
+  auto lock = lockDevice(inv, waiting, deviceKeyOf(seen));
+  if (!lock) {
+    const bool adding = seen.createdAt.empty();
+    return outcome("busy", stateDir, seen,
+                   (adding ? "an ADD of this attachment is in progress (its record is not complete) and holds "
+                           : "an ADD or DEL holds ") +
+                       std::string("the device lock: left for the next pass (") + lock.error().msg + ")");
+  }
+  auto again = store.load(seen.network, seen.containerId, seen.ifName);
+  if (!again) {
+    return outcome("failed", stateDir, seen, "cannot read the record again: " + again.error().describe());
+  }
+  if (!*again) {
+    return outcome("gone", stateDir, seen, "a DEL removed it meanwhile");
+  }
+  const state::AttachmentRecord& record = **again;
+  if (auto l = os::netnsLiveness(deps.netns, record.netns, record.netnsInode); l != os::NetnsLiveness::kGone) {
+    return outcome(os::toString(l), stateDir, record, "the attachment was made again meanwhile");
+  }
+  const std::string why = record.createdAt.empty() ? "its ADD died half-way and its pod netns " + record.netns +
+                                                         " is gone"
+                                                   : "its pod netns " + record.netns + " is gone";
+  if (auto r = releaseAttachment(inv, deps, host, record, /*releaseIpam=*/!inv.conf.ipamType.empty()); !r) {
+    return outcome("failed", stateDir, record, why + "; undoing it failed: " + r.error().msg);
+  }
+  AttachmentMode* mode = modeByName(record.mode);
+  if (mode != nullptr && mode->awaitsReturn(ModeContext{inv, deps, host}, record)) {
+    return outcome("device-missing", stateDir, record,
+                   why + "; " + deviceOf(record) +
+                       " is not back in the host yet (its namespace lives on in a process): the record is kept, and "
+                       "a later pass restores it when the kernel returns it" +
+                       (note.empty() ? "" : "; " + note));
+  }
+  if (auto r = store.remove(record.network, record.containerId, record.ifName); !r) {
+    return outcome("failed", stateDir, record, why + "; cannot remove the record: " + r.error().describe());
+  }
+  return outcome("undone", stateDir, record,
+                 why + (inv.conf.ipamType.empty() ? "" : "; " + inv.conf.ipamType + " allocation released") +
+                     (note.empty() ? "" : "; " + note));
+}
+
+void reconcileStateDir(const std::string& stateDir, const ReconcileOptions& options, Deps& deps,
+                       const os::Netns& host, ReconcileReport& report) {
+  auto dir = os::openDirectory(stateDir, os::DirPolicy{.trustedOwners = true, .create = false});
+  if (!dir) {
+    if (dir.error().err != ENOENT) {
+      report.errors.push_back("state directory " + stateDir + ": " + dir.error().describe());
+    }
+    return;
+  }
+  auto store = deps.makeStore(stateDir);
+  auto records = store->list("");
+  if (!records) {
+    report.errors.push_back("cannot list the attachment records in " + stateDir + ": " + records.error().describe());
+    return;
+  }
+  for (const auto& r : *records) {
+    const auto liveness = os::netnsLiveness(deps.netns, r.netns, r.netnsInode);
+    if (liveness == os::NetnsLiveness::kAlive) {
+      report.attachments.push_back(outcome("alive", stateDir, r, "its pod netns " + r.netns + " exists"));
+      continue;
+    }
+    if (liveness == os::NetnsLiveness::kUnknown) {
+      report.attachments.push_back(outcome(
+          "unknown", stateDir, r,
+          "its pod netns " + (r.netns.empty() ? std::string("(none recorded)") : r.netns) +
+              " cannot be checked from here (its directory is not visible, or opening it is refused): left alone"));
+      continue;
+    }
+    if (options.dryRun) {
+      report.attachments.push_back(outcome("would-undo", stateDir, r, "its pod netns " + r.netns + " is gone"));
+      continue;
+    }
+    report.attachments.push_back(undo(stateDir, r, deps, host, *store, options));
+  }
+}
+
+// Every pool directory under `dataDir` that keeps its configuration: its dead allocations.
+void reclaimPools(const std::string& dataDir, const ReconcileOptions& options, Deps& deps, ReconcileReport& report) {
+  auto dir = os::openDirectory(dataDir, os::DirPolicy{.trustedOwners = true, .create = false});
+  if (!dir) {
+    if (dir.error().err != ENOENT) {
+      report.errors.push_back("ipam data directory " + dataDir + ": " + dir.error().describe());
+    }
+    return;
+  }
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dataDir, ec)) {
+    const std::string file = entry.path().string() + "/network.json";
+    auto text = os::readFile(file, std::size_t{1} << 20);
+    if (!text) {
+      continue;  // not a pool, or one written before pools kept their configuration
+    }
+    auto conf = config::parseIpamNetworkFile(*text);
+    if (!conf || !conf->embeddedIpam || !*conf->embeddedIpam) {
+      report.errors.push_back(file + ": " + (conf ? (conf->embeddedIpam ? conf->embeddedIpam->error().msg
+                                                                         : std::string("no ibcni-ipam object"))
+                                                  : conf.error().msg));
+      continue;
+    }
+    if (conf->name != entry.path().filename().string()) {
+      report.errors.push_back(file + " names network " + cni::quoted(conf->name) + ", not the directory's");
+      continue;
+    }
+    (*conf->embeddedIpam)->dataDir = dataDir;  // the pool found here, wherever the file says
+    const cni::CmdArgs args;
+    const cni::CniArgs cniArgs;
+    auto released = deps.ipam.reclaim(ipam::Request{*conf, args, cniArgs, {}}, options.dryRun);
+    if (!released) {
+      report.errors.push_back("pool " + conf->name + " in " + dataDir + ": " + released.error().msg);
+      continue;
+    }
+    for (const auto& a : *released) {
+      report.allocations.push_back(AllocationOutcome{options.dryRun ? "would-release" : "released", dataDir,
+                                                     conf->name, a.containerId, a.ifName, a.netns, a.addresses});
+    }
+  }
+  if (ec) {
+    report.errors.push_back("cannot list " + dataDir + ": " + ec.message());
+  }
+}
+
+}  // namespace
+
+ReconcileReport reconcile(const ReconcileOptions& options, Deps& deps) {
+  ReconcileReport report;
+  auto host = hostNetns(deps);
+  if (!host) {
+    report.errors.push_back(host.error().msg);
+    return report;
+  }
+  for (const auto& dir : options.stateDirs) {
+    reconcileStateDir(dir, options, deps, *host, report);
+  }
+  for (const auto& dir : options.ipamDataDirs) {
+    reclaimPools(dir, options, deps, report);
+  }
+  for (const auto& a : report.attachments) {
+    if (a.action == "failed") {
+      report.errors.push_back(a.network + " " + a.containerId + " " + a.ifName + ": " + a.detail);
+    }
+  }
+  return report;
+}
+
+}  // namespace ibcni::plugin

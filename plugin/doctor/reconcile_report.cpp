@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "doctor/reconcile_report.h"
+
+#include <fmt/core.h>
+
+#include <nlohmann/json.hpp>
+
+namespace ibcni::doctor {
+
+std::string renderReconcileText(const plugin::ReconcileReport& report, const std::string& stamp) {
+  std::string out;
+  std::size_t alive = 0;
+  std::size_t undone = 0;
+  for (const auto& a : report.attachments) {
+    if (a.action == "alive") {
+      ++alive;
+      continue;
+    }
+    undone += a.action == "undone" ? 1 : 0;
+    out += fmt::format("{} ibcni reconcile: {} network={} containerID={} ifname={} netns={} device={}: {}\n", stamp,
+                       a.action, a.network, a.containerId, a.ifName, a.netns, a.device, a.detail);
+  }
+  for (const auto& a : report.allocations) {
+    std::string addresses;
+    for (const auto& ip : a.addresses) {
+      addresses += (addresses.empty() ? "" : ",") + ip;
+    }
+    out += fmt::format("{} ibcni reconcile: {} {} of network={} containerID={} ifname={}: netns {} is gone\n", stamp,
+                       a.action, addresses, a.network, a.containerId, a.ifName, a.netns);
+  }
+  for (const auto& e : report.errors) {
+    out += fmt::format("{} ibcni reconcile: error: {}\n", stamp, e);
+  }
+  out += fmt::format("{} ibcni reconcile: {} attachments seen, {} alive, {} undone; {} allocations {}\n", stamp,
+                     report.attachments.size(), alive, undone, report.allocations.size(),
+                     report.allocations.empty() || report.allocations.front().action == "released"
+                         ? "released"
+                         : "would be released");
+  return out;
+}
+
+std::string printReconcileReport(const plugin::ReconcileReport& report) {
+  using nlohmann::json;
+  json attachments = json::array();
+  for (const auto& a : report.attachments) {
+    attachments.push_back({{"action", a.action},
+                           {"stateDir", a.stateDir},
+                           {"network", a.network},
+                           {"containerID", a.containerId},
+                           {"ifname", a.ifName},
+                           {"netns", a.netns},
+                           {"device", a.device},
+                           {"detail", a.detail}});
+  }
+  json allocations = json::array();
+  for (const auto& a : report.allocations) {
+    allocations.push_back({{"action", a.action},
+                           {"dataDir", a.dataDir},
+                           {"network", a.network},
+                           {"containerID", a.containerId},
+                           {"ifname", a.ifName},
+                           {"netns", a.netns},
+                           {"addresses", a.addresses}});
+  }
+  return json{{"attachments", attachments}, {"allocations", allocations}, {"errors", report.errors}}.dump(2);
+}
+
+}  // namespace ibcni::doctor
