@@ -22,7 +22,9 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-mount -t tmpfs tmpfs /run/netns 2>/dev/null || mkdir -p /run/netns
+# A private /run/netns (over the host's, or, where the host has none, in a private /run): nothing
+# is created on the host.
+if [[ -d /run/netns ]]; then mount -t tmpfs tmpfs /run/netns; else mount -t tmpfs tmpfs /run && mkdir /run/netns; fi
 
 ip link add vf0 type veth peer name vf0-peer
 ip link set vf0 up

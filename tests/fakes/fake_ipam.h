@@ -62,6 +62,17 @@ class FakeIpam final : public ipam::Ipam {
     }
     return {};
   }
+  /// Answers `reclaimed` (a dry run the same), recording "RECLAIM <network> <dataDir> [dry]".
+  cni::Result<std::vector<ipam::ReleasedAllocation>> reclaim(const ipam::Request& r, bool dryRun) override {
+    const auto& parsed = r.conf.embeddedIpam;
+    const std::string dir = parsed && *parsed ? (*parsed)->dataDir : "";
+    calls.push_back("RECLAIM " + r.conf.name + " " + dir + (dryRun ? " dry" : ""));
+    if (auto it = failures.find("RECLAIM"); it != failures.end()) {
+      return std::unexpected(it->second);
+    }
+    return reclaimed;
+  }
+  std::vector<ipam::ReleasedAllocation> reclaimed;  ///< what reclaim() answers
 
  private:
   std::optional<cni::Error> record(const std::string& verb, const ipam::Request& r) {
