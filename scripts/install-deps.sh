@@ -13,6 +13,7 @@ build_pkgs=(cmake g++ make pkg-config
 test_pkgs=(iproute2 jq util-linux coreutils findutils strace
            containernetworking-plugins golang-go golang-github-appc-cni-dev
            podman debootstrap
+           containerd runc
            # tests/fuzz (libFuzzer): clang 16, as clang 14 cannot compile libstdc++ 12's <expected>
            clang-16 libclang-rt-16-dev)
 # What ../shared/kernel-lab/run.sh boots: Debian's kernel in QEMU, with rdma-core inside.
