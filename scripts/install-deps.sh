@@ -13,6 +13,9 @@ build_pkgs=(cmake g++ make pkg-config
 test_pkgs=(iproute2 jq util-linux coreutils findutils strace
            containernetworking-plugins golang-go golang-github-appc-cni-dev
            podman debootstrap
+           # tests/runtime: containerd 1.6 (ctr run --cni), and runc for it and for podman, where crun
+           # cannot run (crun 1.8 refuses hybrid cgroup v1/v2 hierarchies); their rootfs is
+           # busybox-static's (lab_pkgs)
            containerd runc
            # tests/fuzz (libFuzzer): clang 16, as clang 14 cannot compile libstdc++ 12's <expected>
            clang-16 libclang-rt-16-dev)
