@@ -68,6 +68,23 @@ Invocation invocationOf(const state::AttachmentRecord& r, const std::string& sta
   return inv;
 }
 
+// Another attachment of the same device whose netns is alive (or cannot be checked).
+std::optional<state::AttachmentRecord> liveHolderOf(state::AttachmentStore& store, const state::AttachmentRecord& r,
+                                                    Deps& deps) {
+  auto records = store.list("");
+  if (!records) {
+    return std::nullopt;
+  }
+  for (auto& other : *records) {
+    const bool self = other.network == r.network && other.containerId == r.containerId && other.ifName == r.ifName;
+    if (!self && deviceKeyOf(other) == deviceKeyOf(r) &&
+        os::netnsLiveness(deps.netns, other.netns, other.netnsInode) != os::NetnsLiveness::kGone) {
+      return std::move(other);
+    }
+  }
+  return std::nullopt;
+}
+
 // One record whose netns was seen gone: take its device lock, read it again there (a DEL may have
 // run, or the attachment been made anew), and undo it.
 AttachmentOutcome undo(const std::string& stateDir, const state::AttachmentRecord& seen, Deps& deps,
@@ -94,6 +111,15 @@ AttachmentOutcome undo(const std::string& stateDir, const state::AttachmentRecor
   const state::AttachmentRecord& record = **again;
   if (auto l = os::netnsLiveness(deps.netns, record.netns, record.netnsInode); l != os::NetnsLiveness::kGone) {
     return outcome(os::toString(l), stateDir, record, "the attachment was made again meanwhile");
+  }
+  // The device taken since by a live attachment (the kernel returned it, and another ADD found it):
+  // touching it now (its name, its VF's GUIDs and link state) would break that pod. Left until
+  // that attachment lets it go; the next pass after that restores it as this record says.
+  if (auto holder = liveHolderOf(store, record, deps)) {
+    return outcome("superseded", stateDir, record,
+                   "its pod netns " + record.netns + " is gone, but the device is attached to container " +
+                       holder->containerId + " (network " + holder->network + ", ifname " + holder->ifName +
+                       "), whose netns is not: left until that attachment ends");
   }
   const std::string why = record.createdAt.empty() ? "its ADD died half-way and its pod netns " + record.netns +
                                                          " is gone"

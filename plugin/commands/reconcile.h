@@ -24,7 +24,9 @@ struct ReconcileOptions {
 struct AttachmentOutcome {
   /// "undone", "would-undo" (dry run), "alive", "unknown" (its netns cannot be checked), "busy"
   /// (an ADD or DEL holds its device lock), "device-missing" (undone as far as possible, the
-  /// record kept until the physical device comes back), "failed".
+  /// record kept until the physical device comes back), "superseded" (the device is attached to
+  /// another, live attachment: left untouched, the record kept until that one ends), "gone" (a DEL
+  /// removed the record meanwhile), "failed".
   std::string action;
   std::string stateDir;
   std::string network;

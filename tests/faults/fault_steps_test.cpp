@@ -77,10 +77,11 @@ class FaultSteps : public ::testing::TestWithParam<IpamKind> {
     ASSERT_EQ(okDel.status, 0) << okDel.describe();
     delSteps_ = readLines(delTrace);
     // The clean state: after one ADD and DEL, the state directory and the IPAM store exist (their
-    // directories, lock files, ibcni-ipam's indexes, host-local's cursor), as on a node that ran a pod.
+    // directories, lock files, ibcni-ipam's indexes and the pool's network.json, host-local's
+    // cursor), as on a node that ran a pod.
     clean_ = bench_->snapshot();
     for (const auto& line : split(lineDiff(pristine, clean_))) {
-      EXPECT_TRUE(line.starts_with("+ ") && (line.ends_with("/") || line.find(" index/") != std::string::npos ||
+      EXPECT_TRUE(line.starts_with("+ ") && (line.ends_with("/") || line.find(" index/") != std::string::npos || line.ends_with(" network.json") ||
                                              line.find(" last_reserved_ip") != std::string::npos))
           << "a successful ADD and DEL left more than the store's directories: " << line;
     }

@@ -217,6 +217,83 @@ check "[$tag] no attachment record is left" bash -c "! find $STATE/attachments/$
 cni DEL "$cid" "/run/netns/$pod" net1 "$(with_prev "$conf" "$result")"
 check "[$tag] DEL again exits 0" test "$RC" -eq 0
 
+# ---- no DEL at all: ibcni reconcile brings the device back ---------------------------------------
+# The pod's namespace is destroyed and no DEL ever comes (a killed runtime, a crashed node agent):
+# the kernel returns eth1 under the pod's name, and `ibcni reconcile` restores it. Then the same
+# with the device taken meanwhile by a live pod: ADD of a third pod names only the live holder
+# (101), reconcile leaves the live pod's device alone, and restores eth1 once that pod's DEL ends it.
+# wait_back: the PCI netdev is in the init netns again (asynchronous); echoes its name.
+wait_back() {
+  local n
+  for _ in $(seq 100); do
+    n=$(pci_netdevs)
+    [[ -n $n ]] && { echo "$n"; return 0; }
+    sleep 0.2
+  done
+  return 1
+}
+reconcile() { "$IBCNI" reconcile --state-dir "$STATE" --ipam-data-dir "$WORK/ipam" "$@"; }
+# rc_action CID: the action of reconcile's last JSON report (RCOUT) for container CID.
+rc_action() { jq -r --arg c "$1" '[.attachments[] | select(.containerID == $c) | .action] | join(",")' <<<"$RCOUT"; }
+no_records() { ! find "$STATE/attachments" -name '*.json' 2>/dev/null | grep -q .; }
+
+tag="reconcile"
+alias_was=$(ip -j link show dev eth1 | jq -r '.[0].ifalias // ""')
+ip link set eth1 alias "eth1 before reconcile"
+before=$(linkinfo eth1)
+conf=$(config 1.0.0 top "")
+pod=pod-$RANDOM
+ip netns add "$pod" && NETNSES+=("$pod")
+cni ADD cid-rc "/run/netns/$pod" net1 "$conf"
+check "[$tag] ADD exits 0" test "$RC" -eq 0
+ip netns del "$pod"
+back=$(wait_back)
+check "[$tag] the kernel returned eth1 as '${back:-nothing}', not as eth1" test -n "$back" -a "$back" != eth1
+RCOUT=$(reconcile --dry-run --json)
+check "[$tag] --dry-run would undo it" test "$(rc_action cid-rc)" = would-undo
+check "[$tag] ... and changes nothing" test "$(pci_netdevs)" = "$back"
+RCOUT=$(reconcile --json)
+check "[$tag] reconcile undoes it" test "$(rc_action cid-rc)" = undone
+check "[$tag] eth1 is back as it was ($before)" test "$(linkinfo eth1)" = "$before"
+check "[$tag] no record is left" no_records
+RCOUT=$(reconcile --json)
+check "[$tag] a second pass finds nothing" jq -e '.attachments == []' <<<"$RCOUT" >/dev/null
+
+tag="reconcile, device taken by a live pod"
+pod=pod-$RANDOM
+ip netns add "$pod" && NETNSES+=("$pod")
+cni ADD cid-dead "/run/netns/$pod" net1 "$conf"
+check "[$tag] ADD of the pod about to die exits 0" test "$RC" -eq 0
+ip netns del "$pod"
+back=$(wait_back)
+check "[$tag] the kernel returned eth1 as '${back:-nothing}'" test -n "$back"
+live=pod-$RANDOM
+ip netns add "$live" && NETNSES+=("$live")
+cni ADD cid-live "/run/netns/$live" net1 "$conf"
+check "[$tag] ADD of a live pod takes the returned device (deviceID)" test "$RC" -eq 0
+livecfg=$(with_prev "$conf" "$OUT")
+third=pod-$RANDOM
+ip netns add "$third" && NETNSES+=("$third")
+cni ADD cid-third "/run/netns/$third" net1 "$conf"
+check "[$tag] ADD of a third pod fails with 101" jqtest '.code == 101'
+check "[$tag] ... naming the live holder" jqtest '.msg | contains("attached to container cid-live")'
+check "[$tag] ... and not the dead one" jqtest '.msg | contains("cid-dead") | not'
+inlive=$(linkinfo net1 "$live")
+RCOUT=$(reconcile --json)
+check "[$tag] reconcile leaves the dead pod's record for later (superseded)" test "$(rc_action cid-dead)" = superseded
+check "[$tag] ... and the live pod alone" test "$(rc_action cid-live)" = alive -a "$(linkinfo net1 "$live")" = "$inlive"
+cni DEL cid-live "/run/netns/$live" net1 "$livecfg"
+check "[$tag] DEL of the live pod exits 0" test "$RC" -eq 0
+RCOUT=$(reconcile --json)
+check "[$tag] the next pass undoes the dead pod's attachment" test "$(rc_action cid-dead)" = undone
+check "[$tag] eth1 is back as it was ($before)" test "$(linkinfo eth1)" = "$before"
+check "[$tag] no record is left" no_records
+drop_netnses_rc() {
+  for ns in "$live" "$third"; do ip netns del "$ns" 2>/dev/null; done
+}
+drop_netnses_rc
+ip link set eth1 alias "$alias_was"
+
 # ---- a PCI function without a netdev -----------------------------------------------------------
 tag="no netdev"
 if [[ -e /sys/bus/pci/devices/0000:00:00.0 ]]; then

@@ -169,6 +169,41 @@ TEST_F(ReconcileTest, APhysicalDeviceNotYetBackKeepsItsRecordUntilItReturns) {
   EXPECT_TRUE(records().empty());
 }
 
+TEST_F(ReconcileTest, ADeviceTakenSinceByALivePodIsLeftToItAndRestoredAfterIt) {
+  const std::string pci = "0000:af:06.1";
+  nl::Link vf;
+  vf.name = "ib2";
+  vf.mtu = 1500;
+  const int idx = nl_.addLink(host_, vf);
+  sysfs_.addPciNetdev(pci, "ib2", idx);
+  auto conf = config();
+  conf.erase("device");
+  conf["deviceID"] = pci;
+  const auto host = snapshot(host_);
+  add(conf);
+  // c1's pod dies: the kernel returns the VF under its pod name, and c2's ADD takes it from there.
+  podDiesReturningTheDevice();
+  sysfs_.removeNetdev("ib2").addPciNetdev(pci, "net1", idx);
+  os::Netns pod2 = netns_.addNetns("/var/run/netns/pod2");
+  const std::map<std::string, std::string> c2 = {{"CNI_CONTAINERID", "c2"}, {"CNI_NETNS", "/var/run/netns/pod2"}};
+  add(conf, c2);
+  const auto inPod2 = snapshot(pod2);
+  auto r = pass();
+  std::map<std::string, std::string> seen;
+  for (const auto& a : r.attachments) {
+    seen[a.containerId] = a.action;
+  }
+  EXPECT_EQ(seen["c1"], "superseded");
+  EXPECT_EQ(seen["c2"], "alive");
+  EXPECT_EQ(snapshot(pod2), inPod2) << "the live pod's device was not touched";
+  EXPECT_EQ(records().size(), 2u);
+  // c2 ends: its DEL returns the VF under the name it found; the next pass restores what c1 found.
+  ASSERT_EQ(run("DEL", conf, c2).exitCode, 0);
+  EXPECT_EQ(actions(pass()), "c1:undone");
+  EXPECT_EQ(snapshot(host_), host);
+  EXPECT_TRUE(records().empty());
+}
+
 TEST_F(ReconcileTest, AnIpamFailureKeepsTheRecordAndIsReported) {
   add(config());
   podDiesReturningTheDevice();
