@@ -19,7 +19,8 @@ trap 'rm -f "$tmp"' EXIT
 # SPDX-License-Identifier: Apache-2.0
 # ibcni's DaemonSet for `kubectl apply -f deploy/ibcni-daemonset.yaml`: in kube-system, one pod per
 # node labelled feature.node.kubernetes.io/pci-15b3.present=true (Node Feature Discovery's label
-# of Mellanox/NVIDIA devices) installs ibcni and ibcni-ipam into the node's /opt/cni/bin.
+# of Mellanox/NVIDIA devices) installs ibcni and ibcni-ipam into the node's /opt/cni/bin, then runs
+# `ibcni reconcile` every 60 s (undoes what pods that died without a CNI DEL left; reconcileInterval).
 #
 # GENERATED, do not edit: it is the Helm chart deploy/helm/ibcni rendered with its default values,
 #   helm template ibcni deploy/helm/ibcni --namespace kube-system

@@ -5,7 +5,9 @@
 # It creates two test pods that request the NetworkAttachmentDefinition and one IB VF each,
 # checks Multus's network-status annotation, the IPoIB interface inside each pod, pings between
 # the pods over that interface, runs ibv_devinfo if the image has it, deletes the pods and
-# checks that each VF's netdev is back in the node's host network namespace.
+# checks that each VF's netdev is back in the node's host network namespace. With the ibcni
+# DaemonSet's reconcile agent, it also runs the agent's `ibcni reconcile --dry-run` while the pods
+# live (it must count their attachments alive) and checks the agent's log for failed passes.
 #
 # See README.md next to this file for the parameters and what each check means.
 # Output: PASS/FAIL/SKIP lines, then "N passed, M failed". Exit 0 if nothing failed, 1 if a
@@ -30,6 +32,8 @@ Usage: validate-ib-cluster.sh --nad NAME [options]
       --host-check MODE   pod: check VF return with a hostNetwork helper pod per node (default)
                           skip: do not; print the manual check instead
       --keep              leave the test pods running (for debugging); skips the return check
+      --agent NS/NAME     the ibcni DaemonSet (reconcile agent) to check; "none" to skip
+                          (default: kube-system/ibcni)
       --kubectl CMD       kubectl to use (default: kubectl; e.g. "oc")
   -h, --help
 EOF
@@ -38,7 +42,7 @@ EOF
 die() { echo "validate-ib-cluster: $*" >&2; exit 2; }
 
 NAD="" RESOURCE="" NS=default IMAGE=docker.io/nicolaka/netshoot:latest NODE_A="" NODE_B=""
-IFNAME="" CAPS="NET_RAW" TIMEOUT=180 HOST_CHECK=pod KEEP=0 KUBECTL=kubectl
+IFNAME="" CAPS="NET_RAW" TIMEOUT=180 HOST_CHECK=pod KEEP=0 KUBECTL=kubectl AGENT=kube-system/ibcni
 
 while (($#)); do
   case $1 in
@@ -54,6 +58,7 @@ while (($#)); do
     --host-check) HOST_CHECK=${2-}; shift ;;
     --keep) KEEP=1 ;;
     --kubectl) KUBECTL=${2-}; shift ;;
+    --agent) AGENT=${2-}; shift ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; die "unknown argument: $1" ;;
   esac
@@ -63,6 +68,7 @@ done
 [[ -n $NAD ]] || { usage >&2; die "--nad is required"; }
 [[ $TIMEOUT =~ ^[0-9]+$ ]] || die "--timeout must be a number of seconds"
 [[ $HOST_CHECK == pod || $HOST_CHECK == skip ]] || die "--host-check must be pod or skip"
+[[ $AGENT == none || $AGENT == */* ]] || die "--agent must be NAMESPACE/NAME or none"
 command -v jq >/dev/null 2>&1 || die "jq is required on this machine"
 read -r -a KC <<<"$KUBECTL"
 command -v "${KC[0]}" >/dev/null 2>&1 || die "'${KC[0]}' not found"
@@ -102,6 +108,28 @@ fi
 nad_type=$(jq -r '.spec.config // "{}" | fromjson | (.type // ([.plugins[]?.type] | join(",")))' <<<"$nad_json" 2>/dev/null)
 echo "NAD $NAD_NS/$NAD_NAME (plugin type: ${nad_type:-?}), resource $RESOURCE, namespace $NS, image $IMAGE, run $RUN"
 [[ $nad_type == *ibcni* ]] || echo "note: the NAD's config does not name type ibcni; validating whatever it uses"
+
+# The reconcile agent: the ibcni DaemonSet's pods (their selector), or why they are not checked.
+START=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+AGENT_NS=${AGENT%%/*} AGENT_SELECTOR="" AGENT_SKIP=""
+if [[ $AGENT == none ]]; then
+  AGENT_SKIP="--agent none"
+elif ! ds_json=$(kc -n "$AGENT_NS" get daemonset "${AGENT#*/}" -o json 2>&1); then
+  AGENT_SKIP="cannot read DaemonSet $AGENT (--agent): ${ds_json//$'\n'/ }"
+else
+  AGENT_SELECTOR=$(jq -r '.spec.selector.matchLabels | to_entries | map("\(.key)=\(.value)") | join(",")' <<<"$ds_json")
+fi
+# agent_pod NODE: the agent's pod on NODE, or nothing
+agent_pod() {
+  kc -n "$AGENT_NS" get pods -l "$AGENT_SELECTOR" --field-selector "spec.nodeName=$1" \
+    -o jsonpath='{.items[0].metadata.name}' 2>/dev/null
+}
+# The agent's own pass, as a dry run: its ibcni, its directories, in the node's namespaces.
+# shellcheck disable=SC2016 # expanded by the agent pod's shell
+AGENT_DRY_RUN='set -f; IFS=:; set --
+for d in $IBCNI_STATE_DIRS; do set -- "$@" --state-dir "$d"; done
+for d in $IBCNI_IPAM_DATA_DIRS; do set -- "$@" --ipam-data-dir "$d"; done
+exec nsenter --target 1 --mount --net -- "${IBCNI_CNI_BIN_DIR:-/opt/cni/bin}/ibcni" reconcile --dry-run --json "$@"'
 
 # --- pods -------------------------------------------------------------------------------------
 
@@ -239,6 +267,44 @@ for p in "$POD_A" "$POD_B"; do
   fi
 done
 
+# --- the reconcile agent's view of the live pods -----------------------------------------------
+
+declare -A PODS_ON
+for p in "$POD_A" "$POD_B"; do
+  [[ -n ${NODE[$p]:-} ]] && PODS_ON[${NODE[$p]}]=$((${PODS_ON[${NODE[$p]}]:-0} + 1))
+done
+for node in "${!PODS_ON[@]}"; do
+  if [[ -n $AGENT_SKIP ]]; then
+    skip "reconcile_dry_run_$node" "$AGENT_SKIP"
+    continue
+  fi
+  apod=$(agent_pod "$node")
+  if [[ -z $apod ]]; then
+    fail "reconcile_dry_run_$node" "no pod of DaemonSet $AGENT on $node: the node has no reconcile agent"
+    continue
+  fi
+  errf=$(mktemp)
+  json=$(kc -n "$AGENT_NS" exec "$apod" -- sh -c "$AGENT_DRY_RUN" 2>"$errf")
+  rc=$?
+  err=$(tail -n 3 "$errf" | tr '\n' ' ')
+  rm -f "$errf"
+  if ((rc != 0)); then
+    fail "reconcile_dry_run_$node" "ibcni reconcile --dry-run in $AGENT_NS/$apod exited $rc: $err"
+    continue
+  fi
+  if ! counts=$(jq -r '[.attachments[].action] | "\(map(select(. == "alive")) | length) \(map(select(. == "would-undo")) | length) \(map(select(. == "unknown")) | length)"' <<<"$json" 2>/dev/null); then
+    fail "reconcile_dry_run_$node" "not the JSON report: $(head -c 300 <<<"$json") $err"
+    continue
+  fi
+  read -r alive undo unknown <<<"$counts"
+  need=${PODS_ON[$node]}
+  if ((alive >= need)); then
+    pass "reconcile_dry_run_$node" "$alive attachment(s) alive ($need test pod(s) there), $undo would be undone, $unknown unknown"
+  else
+    fail "reconcile_dry_run_$node" "only $alive attachment(s) alive with $need live test pod(s): the agent would take a live pod for dead: $(jq -c .attachments <<<"$json" | head -c 600)"
+  fi
+done
+
 # --- teardown: the VF must come back to the host ----------------------------------------------
 
 if ((KEEP)); then
@@ -288,6 +354,32 @@ else
     kc -n "$NS" delete pod "$hp" --wait=false >/dev/null 2>&1
   done
 fi
+
+# --- the reconcile agent ran without a failed pass during the test --------------------------------
+
+for node in "${!PODS_ON[@]}"; do
+  if [[ -n $AGENT_SKIP ]]; then
+    skip "reconcile_agent_$node" "$AGENT_SKIP"
+    continue
+  fi
+  apod=$(agent_pod "$node")
+  [[ -n $apod ]] || { fail "reconcile_agent_$node" "no pod of DaemonSet $AGENT on $node"; continue; }
+  all=$(kc -n "$AGENT_NS" logs "$apod" 2>&1)
+  if [[ $all != *"running 'ibcni reconcile' every"* ]]; then
+    if [[ $all == *"sleeping until the pod is stopped"* ]]; then
+      skip "reconcile_agent_$node" "the agent is off (reconcileInterval: 0)"
+    else
+      fail "reconcile_agent_$node" "$AGENT_NS/$apod never started its reconcile loop: $(tail -n 3 <<<"$all" | tr '\n' ' ')"
+    fi
+    continue
+  fi
+  bad=$(kc -n "$AGENT_NS" logs "$apod" --since-time="$START" 2>&1 | grep -E 'reconcile pass ([0-9]+ failed|[0-9]+: stopped|not run)')
+  if [[ -n $bad ]]; then
+    fail "reconcile_agent_$node" "failed passes in $AGENT_NS/$apod since $START: $(tail -n 3 <<<"$bad" | tr '\n' ' ')"
+  else
+    pass "reconcile_agent_$node" "$AGENT_NS/$apod reconciles; no failed pass since $START"
+  fi
+done
 
 ((SKIPPED > 0)) && echo "$SKIPPED skipped"
 echo "$PASSED passed, $FAILED failed"

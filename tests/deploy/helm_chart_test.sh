@@ -5,6 +5,9 @@
 #   - helm lint --strict; the default render and a render with custom values are valid Kubernetes
 #     objects (tests/deploy/k8s/validate.mjs: Kubernetes' OpenAPI schemas, unknown fields refused)
 #     and carry each custom value where it belongs; invalid values are refused by values.schema.json;
+#   - the reconcile agent: by default hostPID, the interval and directories in the installer's
+#     environment, exactly NET_ADMIN, SYS_ADMIN and SYS_PTRACE added to SYS_CHROOT, AppArmor
+#     unconfined, no more hostPath volumes; reconcileInterval 0 renders none of that;
 #   - deploy/ibcni-daemonset.yaml is the default render (deploy/helm/render-static.sh);
 #   - every manifest under deploy/examples/ and e2e/hw/manifests/ is valid;
 #   - validate.mjs accepts tests/deploy/k8s/good/ and rejects each of tests/deploy/k8s/bad/ for the
@@ -75,12 +78,73 @@ check "default render: the node's / read-only at /host, /opt/cni/bin read-write 
   "$c/volumeMounts[cni-bin-dir]/mountPath=\"/host/opt/cni/bin\"" \
   "$c/env[IBCNI_HOST_ROOT]/value=\"/host\"" "$c/env[IBCNI_CNI_BIN_DIR]/value=\"/opt/cni/bin\"" \
   "$c/env[IBCNI_LOG_LEVEL]/value=\"info\""
-check "default render: image at the chart's appVersion, least privilege (SYS_CHROOT only, read-only root)" \
+check "default render: image at the chart's appVersion, not privileged, read-only root, all capabilities dropped" \
   has "$work/default.flat" \
   "$c/image=\"ghcr.io/ibcni/ibcni:0.1.0\"" "$c/imagePullPolicy=\"IfNotPresent\"" \
   "$c/securityContext/runAsUser=0" "$c/securityContext/readOnlyRootFilesystem=true" \
-  "$c/securityContext/allowPrivilegeEscalation=false" \
+  "$c/securityContext/allowPrivilegeEscalation=false" "$c/securityContext/privileged=false" \
+  "$c/securityContext/seccompProfile/type=\"RuntimeDefault\"" \
   "$c/securityContext/capabilities/drop/0=\"ALL\"" "$c/securityContext/capabilities/add/0=\"SYS_CHROOT\""
+# lines FLAT PATTERN: the lines of FLAT matching the extended regex PATTERN, sorted
+lines() { grep -E -- "$2" "$1" | sed 's/^0 //' | sort; }
+# same_lines FLAT PATTERN LINE...: the lines matching PATTERN are exactly the LINEs
+same_lines() {
+  local flat=$1 pattern=$2 got want
+  shift 2
+  got=$(lines "$flat" "$pattern")
+  want=$(printf '%s\n' "$@" | sort)
+  [[ $got == "$want" ]] || { diff <(echo "$want") <(echo "$got") | sed 's/^/    /' >&2; return 1; }
+}
+check "default render: reconcile every 60 s over /run/ibcni and /run/ibcni-ipam (the installer's environment)" \
+  has "$work/default.flat" \
+  "$c/env[IBCNI_RECONCILE_INTERVAL]/value=\"60\"" "$c/env[IBCNI_STATE_DIRS]/value=\"/run/ibcni\"" \
+  "$c/env[IBCNI_IPAM_DATA_DIRS]/value=\"/run/ibcni-ipam\"" "$p/terminationGracePeriodSeconds=30"
+check "default render: reconcile adds exactly hostPID, NET_ADMIN, SYS_ADMIN, SYS_PTRACE and AppArmor unconfined" \
+  same_lines "$work/default.flat" '/hostPID=|/hostIPC=|/capabilities/add/|/appArmorProfile/|/seLinuxOptions/' \
+  "$p/hostPID=true" \
+  "$c/securityContext/capabilities/add/0=\"SYS_CHROOT\"" "$c/securityContext/capabilities/add/1=\"NET_ADMIN\"" \
+  "$c/securityContext/capabilities/add/2=\"SYS_ADMIN\"" "$c/securityContext/capabilities/add/3=\"SYS_PTRACE\"" \
+  "$c/securityContext/appArmorProfile/type=\"Unconfined\""
+check "default render: no hostPath but the node's / (read-only) and the CNI bin directory (no state or netns mounts)" \
+  same_lines "$work/default.flat" '/volumes\[[^]]*\]/hostPath/path=|/volumeMounts\[[^]]*\]/mountPath=' \
+  "$p/volumes[host-root]/hostPath/path=\"/\"" "$p/volumes[cni-bin-dir]/hostPath/path=\"/opt/cni/bin\"" \
+  "$c/volumeMounts[host-root]/mountPath=\"/host\"" "$c/volumeMounts[cni-bin-dir]/mountPath=\"/host/opt/cni/bin\""
+
+# reconcileInterval 0: the pod of before the agent: no hostPID, SYS_CHROOT only, no AppArmor change
+check "helm template renders reconcileInterval=0" \
+  "$helm" template ibcni "$chart" --namespace kube-system --set reconcileInterval=0 >"$work/off.yaml" 2>"$work/off.err" ||
+  show "$work/off.err"
+check "the reconcileInterval=0 render is valid (validate.mjs)" validate "$work/off.yaml" >"$work/off.out" ||
+  show "$work/off.out"
+flatten "$work/off.yaml" >"$work/off.flat"
+check "reconcileInterval=0: IBCNI_RECONCILE_INTERVAL=\"0\" (the installer only sleeps), grace period 10 s" \
+  has "$work/off.flat" "$c/env[IBCNI_RECONCILE_INTERVAL]/value=\"0\"" "$p/terminationGracePeriodSeconds=10"
+check "reconcileInterval=0: no hostPID, SYS_CHROOT only, no AppArmor profile" \
+  same_lines "$work/off.flat" '/hostPID=|/hostIPC=|/capabilities/add/|/appArmorProfile/' \
+  "$c/securityContext/capabilities/add/0=\"SYS_CHROOT\""
+check "reconcileInterval=0: otherwise the same pod as the default (only those lines differ)" \
+  bash -c 'diff <(grep -vE "hostPID|/capabilities/add/|appArmorProfile|IBCNI_RECONCILE_INTERVAL]/value|terminationGrace" "$1") \
+    <(grep -vE "hostPID|/capabilities/add/|appArmorProfile|IBCNI_RECONCILE_INTERVAL]/value|terminationGrace" "$2") >&2' \
+  _ "$work/default.flat" "$work/off.flat"
+
+# securityContext that already lists some of reconcile's needs: nothing twice, its AppArmor profile kept
+cat >"$work/sc-values.yaml" <<'EOF2'
+securityContext:
+  capabilities:
+    drop: [ALL]
+    add: [SYS_CHROOT, SYS_ADMIN]
+  appArmorProfile: {type: Localhost, localhostProfile: ibcni-agent}
+EOF2
+check "helm template renders a securityContext that lists SYS_ADMIN and an AppArmor profile" \
+  "$helm" template ibcni "$chart" -f "$work/sc-values.yaml" >"$work/sc.yaml" 2>"$work/sc.err" || show "$work/sc.err"
+check "the securityContext render is valid (validate.mjs)" validate "$work/sc.yaml" >"$work/sc.out" || show "$work/sc.out"
+flatten "$work/sc.yaml" >"$work/sc.flat"
+check "securityContext render: each capability once, the given AppArmor profile kept" \
+  same_lines "$work/sc.flat" '/capabilities/add/|/appArmorProfile/' \
+  "$c/securityContext/capabilities/add/0=\"SYS_CHROOT\"" "$c/securityContext/capabilities/add/1=\"SYS_ADMIN\"" \
+  "$c/securityContext/capabilities/add/2=\"NET_ADMIN\"" "$c/securityContext/capabilities/add/3=\"SYS_PTRACE\"" \
+  "$c/securityContext/appArmorProfile/type=\"Localhost\"" \
+  "$c/securityContext/appArmorProfile/localhostProfile=\"ibcni-agent\"" 
 check "default render: the recommended labels, and none saying Helm manages it" \
   bash -c 'grep -Fxq "0 /metadata/labels/app.kubernetes.io/component=\"cni-installer\"" "$1" &&
     grep -Fxq "0 /metadata/labels/app.kubernetes.io/part-of=\"ibcni\"" "$1" &&
@@ -103,6 +167,9 @@ tolerations:
 hostPaths:
   hostRoot: /media/root
   cniBinDir: /usr/libexec/cni
+  stateDirs: [/run/ibcni, /var/lib/ibcni/state]
+  ipamDataDirs: [/run/ibcni-ipam, /var/lib/ibcni/ipam]
+reconcileInterval: 3600
 logLevel: debug
 priorityClassName: ""
 hostNetwork: false
@@ -127,6 +194,11 @@ check "custom render: image, pull policy and secret, log level, extra env" \
   "$c/image=\"registry.example.com/hpc/ibcni:v9.9.9-test\"" "$c/imagePullPolicy=\"Always\"" \
   "$p/imagePullSecrets[regcred]/name=\"regcred\"" \
   "$c/env[IBCNI_LOG_LEVEL]/value=\"debug\"" "$c/env[IBCNI_SLEEP]/value=\"true\""
+check "custom render: reconcileInterval 3600, both state and IPAM data directories, hostPID" \
+  has "$work/custom.flat" \
+  "$c/env[IBCNI_RECONCILE_INTERVAL]/value=\"3600\"" \
+  "$c/env[IBCNI_STATE_DIRS]/value=\"/run/ibcni:/var/lib/ibcni/state\"" \
+  "$c/env[IBCNI_IPAM_DATA_DIRS]/value=\"/run/ibcni-ipam:/var/lib/ibcni/ipam\"" "$p/hostPID=true"
 check "custom render: nodeSelector, tolerations, strategy, annotations, namespace, release name" \
   has "$work/custom.flat" \
   "$p/nodeSelector/node-role.example.com/infiniband=\"yes\"" \
@@ -153,9 +225,10 @@ notes_rendered() {
     flatten "$work/notes.yaml" >"$work/notes.flat" &&
     grep -Fq 'kubectl -n hpc-system rollout status daemonset/ib-ibcni' "$work/notes.flat" &&
     grep -Fq 'kubectl -n hpc-system logs --prefix -l app.kubernetes.io/instance=ib,app.kubernetes.io/name=ibcni' "$work/notes.flat" &&
-    grep -Fq 'labelled feature.node.kubernetes.io/pci-15b3.present=true' "$work/notes.flat"
+    grep -Fq 'labelled feature.node.kubernetes.io/pci-15b3.present=true' "$work/notes.flat" &&
+    grep -Fq 'every 60 s runs `ibcni reconcile`' "$work/notes.flat"
 }
-check "NOTES.txt renders, with the rollout status and logs commands for the release" notes_rendered ||
+check "NOTES.txt renders, with the rollout status and logs commands for the release and the reconcile interval" notes_rendered ||
   show "$work/notes.yaml"
 
 # refused: VALUE as --set, the field helm must name
@@ -172,6 +245,13 @@ check "values.schema.json refuses hostPaths.cniBinDir=relative/path" refused hos
 check "values.schema.json refuses hostPaths.cniBinDir=/opt/../etc" refused hostPaths.cniBinDir=/opt/../etc cniBinDir
 check "values.schema.json refuses image.pullPolicy=Sometimes" refused image.pullPolicy=Sometimes pullPolicy
 check "values.schema.json refuses an unknown value (nodeSelecter)" refused nodeSelecter.a=b nodeSelecter
+check "values.schema.json refuses reconcileInterval=-1" refused reconcileInterval=-1 reconcileInterval
+check "values.schema.json refuses reconcileInterval=1.5" refused reconcileInterval=1.5 reconcileInterval
+check "values.schema.json refuses reconcileInterval=60s" refused reconcileInterval=60s reconcileInterval
+check "values.schema.json refuses a relative state directory" refused 'hostPaths.stateDirs={run/ibcni}' stateDirs
+check "values.schema.json refuses a state directory with ':'" refused 'hostPaths.stateDirs={/run/a:b}' stateDirs
+check "values.schema.json refuses an IPAM data directory with '..'" refused 'hostPaths.ipamDataDirs={/run/../etc}' ipamDataDirs
+check "values.schema.json refuses no IPAM data directory" refused 'hostPaths.ipamDataDirs=null' ipamDataDirs
 
 # --- the static manifest -----------------------------------------------------------------------
 static=deploy/ibcni-daemonset.yaml

@@ -6,8 +6,8 @@
 # since no container registry is reachable. Then checks the image and runs its entrypoint the way
 # the DaemonSet does: the image's root with a fake node root bind-mounted at /host.
 #   - both stages build; the build stage's check-portable passes (else the build fails);
-#   - the image holds ibcni, ibcni-ipam and the installer as ENTRYPOINT, and its binaries pass
-#     deploy/check-portable.sh here too;
+#   - the image holds ibcni, ibcni-ipam and the installer as ENTRYPOINT, and what its reconcile
+#     loop runs (nsenter, timeout, stat); its binaries pass deploy/check-portable.sh here too;
 #   - the entrypoint installs both binaries into the node's /opt/cni/bin, and they run there;
 #   - against a node without libmnl.so.0 it refuses and leaves the node's binary alone.
 # The debootstrap tree is cached in BUILD_DIR/deploy-image; the container store is the test's own
@@ -75,13 +75,16 @@ podman export "$cid" | tar -C "$rootfs" -xf -
 podman rm -f "$cid" >/dev/null
 check "image holds /opt/ibcni/bin/ibcni and ibcni-ipam" test -x "$rootfs/opt/ibcni/bin/ibcni" -a -x "$rootfs/opt/ibcni/bin/ibcni-ipam"
 check "image holds the installer" test -x "$rootfs/usr/local/bin/ibcni-install"
+check "image holds what the installer's reconcile loop runs (nsenter, timeout, stat)" \
+  chroot "$rootfs" sh -c 'command -v nsenter && command -v timeout && command -v stat' >/dev/null
 check "image's binaries pass check-portable" "$repo/deploy/check-portable.sh" "$rootfs/opt/ibcni/bin/ibcni" "$rootfs/opt/ibcni/bin/ibcni-ipam"
 expected=$(chroot "$rootfs" /opt/ibcni/bin/ibcni version)
 check "image's ibcni runs in the image: $expected" test -n "$expected"
 
 # run_entrypoint NODE_ROOT LOG: the pod's view: the node's / read-only at /host and its
-# /opt/cni/bin read-write on top, as deploy/helm's DaemonSet mounts them, and the DaemonSet's
-# securityContext: uid 0 with every capability dropped but SYS_CHROOT, no privilege escalation.
+# /opt/cni/bin read-write on top, as deploy/helm's DaemonSet mounts them, and the securityContext
+# installing needs: uid 0 with every capability dropped but SYS_CHROOT, no privilege escalation
+# (the DaemonSet adds reconcile's capabilities, which --no-sleep never uses).
 run_entrypoint() {
   unshare -m bash -c '
     set -e
