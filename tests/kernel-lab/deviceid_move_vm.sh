@@ -235,6 +235,7 @@ wait_back() {
 reconcile() { "$IBCNI" reconcile --state-dir "$STATE" --ipam-data-dir "$WORK/ipam" "$@"; }
 # rc_action CID: the action of reconcile's last JSON report (RCOUT) for container CID.
 rc_action() { jq -r --arg c "$1" '[.attachments[] | select(.containerID == $c) | .action] | join(",")' <<<"$RCOUT"; }
+rc_nothing() { jq -e '.attachments == []' <<<"$RCOUT" >/dev/null; }
 no_records() { ! find "$STATE/attachments" -name '*.json' 2>/dev/null | grep -q .; }
 
 tag="reconcile"
@@ -257,7 +258,7 @@ check "[$tag] reconcile undoes it" test "$(rc_action cid-rc)" = undone
 check "[$tag] eth1 is back as it was ($before)" test "$(linkinfo eth1)" = "$before"
 check "[$tag] no record is left" no_records
 RCOUT=$(reconcile --json)
-check "[$tag] a second pass finds nothing" jq -e '.attachments == []' <<<"$RCOUT" >/dev/null
+check "[$tag] a second pass finds nothing" rc_nothing
 
 tag="reconcile, device taken by a live pod"
 pod=pod-$RANDOM
