@@ -18,7 +18,10 @@ test_pkgs=(iproute2 jq util-linux coreutils findutils strace
            # busybox-static's (lab_pkgs)
            containerd runc
            # tests/fuzz (libFuzzer): clang 16, as clang 14 cannot compile libstdc++ 12's <expected>
-           clang-16 libclang-rt-16-dev)
+           clang-16 libclang-rt-16-dev
+           # cluster-wide IPAM tests: a real etcd 3.4 cluster on loopback (tests/support/etcd), and
+           # curl to talk to its JSON gateway
+           etcd-server etcd-client curl)
 # What ../shared/kernel-lab/run.sh boots: Debian's kernel in QEMU, with rdma-core inside.
 lab_pkgs=(qemu-system-x86 linux-image-amd64 busybox-static kmod cpio
           rdma-core ibverbs-providers ibverbs-utils perftest iputils-ping)
