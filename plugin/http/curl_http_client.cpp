@@ -34,7 +34,7 @@ struct CurlApi {
 
 namespace {
 
-constexpr const char* kPackageHint = "install libcurl4 (Debian/Ubuntu) or libcurl (RHEL/Fedora)";
+constexpr const char* kPackageHint = "install libcurl4 on Debian/Ubuntu, libcurl on RHEL/Fedora";
 
 template <class Fn>
 bool resolve(void* lib, const char* name, Fn& fn, std::string& missing) {
