@@ -8,9 +8,11 @@
 set -euo pipefail
 
 build_pkgs=(cmake g++ make pkg-config
-            libnl-3-dev libnl-route-3-dev libmnl-dev libibverbs-dev nlohmann-json3-dev libspdlog-dev
+            libnl-3-dev libnl-route-3-dev libmnl-dev libibverbs-dev libcurl4-openssl-dev nlohmann-json3-dev libspdlog-dev
             libfmt-dev libgtest-dev libgmock-dev googletest)
 test_pkgs=(iproute2 jq util-linux coreutils findutils strace
+           # tests/unit/http: a local HTTP(S) server (python3's http.server and ssl) and its test PKI
+           python3 openssl
            containernetworking-plugins golang-go golang-github-appc-cni-dev
            podman debootstrap
            # tests/runtime: containerd 1.6 (ctr run --cni), and runc for it and for podman, where crun
