@@ -258,6 +258,31 @@ TEST_F(EtcdBlockBackendTest, AnExpiredLeaseFreesTheBlocksAndTheNodeLearnsWhatItL
   EXPECT_EQ(b2->holder.node, "node-a");
 }
 
+TEST_F(EtcdBlockBackendTest, ALeaseGoneBeforeAClaimIsGrantedAgainAndReported) {
+  std::vector<std::int64_t> granted;
+  auto o = opts(etcd_);
+  o.onLeaseGranted = [&](std::int64_t id) { granted.push_back(id); };
+  EtcdBlockBackend a(http_, o);
+  ASSERT_EQ(a.claim("p0", "b1", "node-a")->state, ClaimState::kClaimed);
+  ASSERT_EQ(granted.size(), 1U);
+  EXPECT_EQ(granted[0], a.leaseId());
+  const json revoked = raw(http_, etcd_.endpoint(0), "/v3/lease/revoke", {{"ID", std::to_string(granted[0])}});
+  ASSERT_TRUE(revoked.is_object() && !revoked.contains("error")) << revoked.dump();
+
+  // The put names a lease etcd no longer has: a new one is granted (and handed to the caller)
+  // and the claim goes through on it.
+  const auto c = a.claim("p0", "b2", "node-a");
+  ASSERT_TRUE(c) << c.error().describe();
+  EXPECT_EQ(c->state, ClaimState::kClaimed);
+  ASSERT_EQ(granted.size(), 2U);
+  EXPECT_NE(granted[1], granted[0]);
+  EXPECT_EQ(a.leaseId(), granted[1]);
+  const auto mine = a.listNode("p0", "node-a");
+  ASSERT_TRUE(mine) << mine.error().describe();
+  ASSERT_EQ(mine->size(), 1U) << "b1 went with the revoked lease";
+  EXPECT_EQ((*mine)[0].name, "b2");
+}
+
 TEST_F(EtcdBlockBackendTest, RenewalKeepsTheBlocks) {
   EtcdBlockBackend a(http_, opts(etcd_, 2s));
   EtcdBlockBackend b(http_, opts(etcd_));
