@@ -9,7 +9,7 @@
 # endpoint, an error (not a hang) with etcd down, and client-certificate auth over HTTPS.
 # kubernetes-models is installed into MODELS_DIR by tests/deploy/k8s/setup.sh (npm ci from its
 # lock file). Needs node, npm, curl, jq, openssl, etcd (scripts/install-deps.sh).
-# shellcheck disable=SC2317  # the helpers below run through check
+# shellcheck disable=SC2317,SC2016  # the helpers run through check; bash -c scripts take $1...
 set -uo pipefail
 models=${1:?usage: k8s_emulator_test.sh MODELS_DIR}
 here=$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")
@@ -59,7 +59,7 @@ url=$K8S_EMULATOR_URL
 leases=/apis/coordination.k8s.io/v1/namespaces/kube-system/leases
 
 # req METHOD PATH [BODY [TOKEN]]: the answer's body in $work/out, its status code on stdout.
-n=0
+
 req() {
   local token=${4-good-token} args=()
   [[ -n $token ]] && args+=(-H "Authorization: Bearer $token")
@@ -244,7 +244,7 @@ check "fault status 500: a 500 InternalError Status" expect 500 InternalError GE
 check "  ... count 1: the next request is served" expect 200 - GET "$leases/b1"
 fault '{"delayMs": 1500, "count": 1}'
 delayed() {
-  local t0=$SECONDS start end
+  local start end
   start=$(date +%s%N)
   expect 200 - GET "$leases/b1" || return 1
   end=$(date +%s%N)
