@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "etcd_block_backend.h"
 
+#include "ibcni/os/text.h"
+
 #include <time.h>
 
 #include <algorithm>
@@ -20,66 +22,6 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 using SysClock = std::chrono::system_clock;
 
-constexpr std::string_view kB64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-std::string b64Encode(std::string_view in) {
-  std::string out;
-  out.reserve((in.size() + 2) / 3 * 4);
-  std::size_t i = 0;
-  for (; i + 2 < in.size(); i += 3) {
-    const unsigned v = (static_cast<unsigned char>(in[i]) << 16U) | (static_cast<unsigned char>(in[i + 1]) << 8U) |
-                       static_cast<unsigned char>(in[i + 2]);
-    out += kB64[(v >> 18U) & 63U];
-    out += kB64[(v >> 12U) & 63U];
-    out += kB64[(v >> 6U) & 63U];
-    out += kB64[v & 63U];
-  }
-  if (i < in.size()) {
-    unsigned v = static_cast<unsigned>(static_cast<unsigned char>(in[i])) << 16U;
-    if (i + 1 < in.size()) {
-      v |= static_cast<unsigned>(static_cast<unsigned char>(in[i + 1])) << 8U;
-    }
-    out += kB64[(v >> 18U) & 63U];
-    out += kB64[(v >> 12U) & 63U];
-    out += i + 1 < in.size() ? kB64[(v >> 6U) & 63U] : '=';
-    out += '=';
-  }
-  return out;
-}
-
-std::optional<std::string> b64Decode(std::string_view in) {
-  if (in.size() % 4 != 0) {
-    return std::nullopt;
-  }
-  std::string out;
-  unsigned acc = 0;
-  int bits = 0;
-  std::size_t pad = 0;
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    const char c = in[i];
-    if (c == '=') {
-      if (i + 2 < in.size()) {
-        return std::nullopt;
-      }
-      ++pad;
-      continue;
-    }
-    if (pad != 0) {
-      return std::nullopt;
-    }
-    const auto pos = kB64.find(c);
-    if (pos == std::string_view::npos) {
-      return std::nullopt;
-    }
-    acc = (acc << 6U) | static_cast<unsigned>(pos);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out += static_cast<char>((acc >> static_cast<unsigned>(bits)) & 0xFFU);
-    }
-  }
-  return out;
-}
 
 /// An int64 field of the gateway's JSON: a string or a number; absent means 0 (omitted zero).
 /// std::nullopt when it is something else.
@@ -162,13 +104,15 @@ BackendResult<Kv> parseKv(const json& kv, std::string_view prefix, const std::st
     return std::unexpected(badAnswer(endpoint, "a kvs entry is not an object"));
   }
   Kv out;
-  const auto key = kv.contains("key") && kv["key"].is_string() ? b64Decode(kv["key"].get<std::string>()) : std::nullopt;
+  const auto key =
+      kv.contains("key") && kv["key"].is_string() ? os::base64Decode(kv["key"].get<std::string>()) : std::nullopt;
   if (!key || key->substr(0, prefix.size()) != prefix) {
     return std::unexpected(badAnswer(endpoint, "a kvs entry has no key (base64) under " + cni::quoted(prefix)));
   }
   out.name = key->substr(prefix.size());
-  const auto value = kv.contains("value") && kv["value"].is_string() ? b64Decode(kv["value"].get<std::string>())
-                                                                       : std::optional<std::string>(std::string());
+  const auto value = kv.contains("value") && kv["value"].is_string()
+                         ? os::base64Decode(kv["value"].get<std::string>())
+                         : std::optional<std::string>(std::string());
   const auto mod = int64Field(kv, "mod_revision");
   const auto lease = int64Field(kv, "lease");
   if (!value || !mod || *mod <= 0 || !lease) {
@@ -394,8 +338,8 @@ BackendResult<ClaimOutcome> EtcdBlockBackend::claimKey(Call& call, const std::st
   if (address) {
     value["owner"] = owner;
   }
-  const std::string k64 = b64Encode(key);
-  const std::string v64 = b64Encode(value.dump());
+  const std::string k64 = os::base64Encode(key);
+  const std::string v64 = os::base64Encode(value.dump());
   const std::string prefix = key.substr(0, key.rfind('/') + 1);
   bool regranted = false;
   for (int attempt = 0; attempt < 4; ++attempt) {
@@ -452,8 +396,9 @@ BackendResult<ClaimOutcome> EtcdBlockBackend::claimKey(Call& call, const std::st
                                   {"target", "MOD"},
                                   {"result", "EQUAL"},
                                   {"mod_revision", std::to_string(kv->modRevision)}}})},
-        {"success", json::array({{{"request_put",
-                                   {{"key", k64}, {"value", b64Encode(kv->value)}, {"lease", std::to_string(*lease)}}}}})},
+        {"success",
+         json::array({{{"request_put",
+                        {{"key", k64}, {"value", os::base64Encode(kv->value)}, {"lease", std::to_string(*lease)}}}}})},
         {"failure", json::array({{{"request_range", {{"key", k64}}}}})}};
     auto m = call.post("/v3/kv/txn", move);
     if (!m) {
@@ -486,7 +431,7 @@ BackendResult<ReleaseOutcome> EtcdBlockBackend::releaseKey(Call& call, const std
   if (ec != std::errc() || end != version.data() + version.size() || rev <= 0) {
     return std::unexpected(invalid("version " + cni::quoted(version) + " is not an etcd mod_revision"));
   }
-  const std::string k64 = b64Encode(key);
+  const std::string k64 = os::base64Encode(key);
   const std::string prefix = key.substr(0, key.rfind('/') + 1);
   // The holder is in the value, which a txn compare cannot read: look first, then delete on the
   // mod_revision seen (so the state judged ours is exactly the one deleted).
@@ -537,7 +482,7 @@ BackendResult<ReleaseOutcome> EtcdBlockBackend::releaseKey(Call& call, const std
 BackendResult<std::vector<Claim>> EtcdBlockBackend::listPrefix(Call& call, const std::string& prefix) {
   std::string end = prefix;
   end.back() = static_cast<char>(end.back() + 1);  // prefix ends in '/': never 0xff
-  auto r = call.post("/v3/kv/range", json{{"key", b64Encode(prefix)}, {"range_end", b64Encode(end)}});
+  auto r = call.post("/v3/kv/range", json{{"key", os::base64Encode(prefix)}, {"range_end", os::base64Encode(end)}});
   if (!r) {
     return std::unexpected(std::move(r.error()));
   }

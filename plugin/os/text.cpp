@@ -28,4 +28,70 @@ bool isPrintableText(std::string_view text) {
   return true;
 }
 
+namespace {
+
+constexpr std::string_view kB64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+}  // namespace
+
+
+std::string base64Encode(std::string_view in) {
+  std::string out;
+  out.reserve((in.size() + 2) / 3 * 4);
+  std::size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    const unsigned v = (static_cast<unsigned char>(in[i]) << 16U) | (static_cast<unsigned char>(in[i + 1]) << 8U) |
+                       static_cast<unsigned char>(in[i + 2]);
+    out += kB64[(v >> 18U) & 63U];
+    out += kB64[(v >> 12U) & 63U];
+    out += kB64[(v >> 6U) & 63U];
+    out += kB64[v & 63U];
+  }
+  if (i < in.size()) {
+    unsigned v = static_cast<unsigned>(static_cast<unsigned char>(in[i])) << 16U;
+    if (i + 1 < in.size()) {
+      v |= static_cast<unsigned>(static_cast<unsigned char>(in[i + 1])) << 8U;
+    }
+    out += kB64[(v >> 18U) & 63U];
+    out += kB64[(v >> 12U) & 63U];
+    out += i + 1 < in.size() ? kB64[(v >> 6U) & 63U] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+std::optional<std::string> base64Decode(std::string_view in) {
+  if (in.size() % 4 != 0) {
+    return std::nullopt;
+  }
+  std::string out;
+  unsigned acc = 0;
+  int bits = 0;
+  std::size_t pad = 0;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    const char c = in[i];
+    if (c == '=') {
+      if (i + 2 < in.size()) {
+        return std::nullopt;
+      }
+      ++pad;
+      continue;
+    }
+    if (pad != 0) {
+      return std::nullopt;
+    }
+    const auto pos = kB64.find(c);
+    if (pos == std::string_view::npos) {
+      return std::nullopt;
+    }
+    acc = (acc << 6U) | static_cast<unsigned>(pos);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>((acc >> static_cast<unsigned>(bits)) & 0xFFU);
+    }
+  }
+  return out;
+}
+
 }  // namespace ibcni::os

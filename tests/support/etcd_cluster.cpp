@@ -36,8 +36,6 @@ using std::chrono::milliseconds;
 constexpr int kHeartbeatMs = 50;
 constexpr int kElectionMs = 500;
 
-constexpr char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
 // True when nothing is bound to 127.0.0.1:port (a bind without SO_REUSEADDR succeeds).
 bool portFree(int port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -128,65 +126,6 @@ std::optional<std::string> findProgram(std::string_view name) {
     }
   }
   return std::nullopt;
-}
-
-std::string base64Encode(std::string_view bytes) {
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  std::size_t i = 0;
-  for (; i + 2 < bytes.size(); i += 3) {
-    const unsigned v = (static_cast<unsigned char>(bytes[i]) << 16) | (static_cast<unsigned char>(bytes[i + 1]) << 8) |
-                       static_cast<unsigned char>(bytes[i + 2]);
-    out += kB64[(v >> 18) & 63];
-    out += kB64[(v >> 12) & 63];
-    out += kB64[(v >> 6) & 63];
-    out += kB64[v & 63];
-  }
-  if (i < bytes.size()) {
-    unsigned v = static_cast<unsigned char>(bytes[i]) << 16;
-    if (i + 1 < bytes.size()) {
-      v |= static_cast<unsigned char>(bytes[i + 1]) << 8;
-    }
-    out += kB64[(v >> 18) & 63];
-    out += kB64[(v >> 12) & 63];
-    out += i + 1 < bytes.size() ? kB64[(v >> 6) & 63] : '=';
-    out += '=';
-  }
-  return out;
-}
-
-std::optional<std::string> base64Decode(std::string_view text) {
-  if (text.size() % 4 != 0) {
-    return std::nullopt;
-  }
-  std::string out;
-  unsigned v = 0;
-  int bits = 0;
-  std::size_t pad = 0;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (c == '=') {
-      if (i + 2 < text.size()) {
-        return std::nullopt;
-      }
-      ++pad;
-      continue;
-    }
-    if (pad != 0) {
-      return std::nullopt;
-    }
-    const char* p = std::strchr(kB64, c);
-    if (c == '\0' || p == nullptr) {
-      return std::nullopt;
-    }
-    v = (v << 6) | static_cast<unsigned>(p - kB64);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out += static_cast<char>((v >> bits) & 0xff);
-    }
-  }
-  return out;
 }
 
 EtcdCluster::~EtcdCluster() {

@@ -27,10 +27,6 @@ namespace ibcni::testing {
 /// The absolute path of `name` in $PATH (kPathEnv's when unset), if it is executable there.
 [[nodiscard]] std::optional<std::string> findProgram(std::string_view name);
 
-/// Standard base64 (with padding), as the etcd gateway wants keys and values.
-[[nodiscard]] std::string base64Encode(std::string_view bytes);
-/// std::nullopt when `text` is not valid base64.
-[[nodiscard]] std::optional<std::string> base64Decode(std::string_view text);
 
 class EtcdCluster {
  public:

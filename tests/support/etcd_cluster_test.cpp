@@ -3,6 +3,7 @@
 // range, a create-if-absent transaction), and a 3-member cluster that serves writes with one member
 // down, refuses them without quorum and serves again once the members are back.
 #include "support/etcd_cluster.h"
+#include "ibcni/os/text.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -48,16 +49,16 @@ GatewayReply post(const std::string& endpoint, const std::string& path, const js
 
 GatewayReply put(const std::string& endpoint, const std::string& key, const std::string& value,
                  std::chrono::seconds maxTime = 5s) {
-  return post(endpoint, "/v3/kv/put", {{"key", base64Encode(key)}, {"value", base64Encode(value)}}, maxTime);
+  return post(endpoint, "/v3/kv/put", {{"key", os::base64Encode(key)}, {"value", os::base64Encode(value)}}, maxTime);
 }
 
 // The value stored at `key`, read through `endpoint` (std::nullopt: absent or the read failed).
 std::optional<std::string> get(const std::string& endpoint, const std::string& key) {
-  const auto reply = post(endpoint, "/v3/kv/range", {{"key", base64Encode(key)}});
+  const auto reply = post(endpoint, "/v3/kv/range", {{"key", os::base64Encode(key)}});
   if (!reply.ok() || !reply.body.contains("kvs") || reply.body["kvs"].size() != 1) {
     return std::nullopt;
   }
-  return base64Decode(reply.body["kvs"][0].value("value", ""));
+  return os::base64Decode(reply.body["kvs"][0].value("value", ""));
 }
 
 // Retries the put until it succeeds (a leader election may be in progress) or `within` passed.
@@ -96,16 +97,16 @@ int leaderIndex(const EtcdCluster& etcd) {
 }
 
 TEST(EtcdCluster, Base64RoundTrips) {
-  EXPECT_EQ(base64Encode(""), "");
-  EXPECT_EQ(base64Encode("f"), "Zg==");
-  EXPECT_EQ(base64Encode("fo"), "Zm8=");
-  EXPECT_EQ(base64Encode("foo"), "Zm9v");
-  EXPECT_EQ(base64Encode(std::string("\xff\x00\x10", 3)), "/wAQ");
-  EXPECT_EQ(base64Decode("Zm9vYg=="), "foob");
-  EXPECT_EQ(base64Decode("/wAQ"), std::string("\xff\x00\x10", 3));
-  EXPECT_EQ(base64Decode("Zm9"), std::nullopt);
-  EXPECT_EQ(base64Decode("Zm=v"), std::nullopt);
-  EXPECT_EQ(base64Decode("Zm9*"), std::nullopt);
+  EXPECT_EQ(os::base64Encode(""), "");
+  EXPECT_EQ(os::base64Encode("f"), "Zg==");
+  EXPECT_EQ(os::base64Encode("fo"), "Zm8=");
+  EXPECT_EQ(os::base64Encode("foo"), "Zm9v");
+  EXPECT_EQ(os::base64Encode(std::string("\xff\x00\x10", 3)), "/wAQ");
+  EXPECT_EQ(os::base64Decode("Zm9vYg=="), "foob");
+  EXPECT_EQ(os::base64Decode("/wAQ"), std::string("\xff\x00\x10", 3));
+  EXPECT_EQ(os::base64Decode("Zm9"), std::nullopt);
+  EXPECT_EQ(os::base64Decode("Zm=v"), std::nullopt);
+  EXPECT_EQ(os::base64Decode("Zm9*"), std::nullopt);
 }
 
 TEST(EtcdCluster, FailsClearlyWhenEtcdIsNotInstalled) {
@@ -142,10 +143,10 @@ TEST(EtcdCluster, CreateIfAbsentTransactionSucceedsOnlyOnce) {
   ASSERT_TRUE(etcd.start(1));
   const std::string ep = etcd.endpoint(0);
   const auto claim = [&](const std::string& owner) {
-    const std::string key = base64Encode("/ibcni/test/block/10.0.0.0-26");
+    const std::string key = os::base64Encode("/ibcni/test/block/10.0.0.0-26");
     return post(ep, "/v3/kv/txn",
                 {{"compare", {{{"key", key}, {"target", "CREATE"}, {"result", "EQUAL"}, {"create_revision", "0"}}}},
-                 {"success", {{{"request_put", {{"key", key}, {"value", base64Encode(owner)}}}}}},
+                 {"success", {{{"request_put", {{"key", key}, {"value", os::base64Encode(owner)}}}}}},
                  {"failure", {{{"request_range", {{"key", key}}}}}}});
   };
   const auto first = claim("node-a");
@@ -161,7 +162,7 @@ TEST(EtcdCluster, CreateIfAbsentTransactionSucceedsOnlyOnce) {
   ASSERT_TRUE(second.body["responses"][0].contains("response_range")) << second.body.dump();
   const auto& kvs = second.body["responses"][0]["response_range"]["kvs"];
   ASSERT_EQ(kvs.size(), 1U) << second.body.dump();
-  EXPECT_EQ(base64Decode(kvs[0].value("value", "")), "node-a");
+  EXPECT_EQ(os::base64Decode(kvs[0].value("value", "")), "node-a");
   EXPECT_EQ(get(ep, "/ibcni/test/block/10.0.0.0-26"), "node-a");
 }
 
@@ -223,7 +224,7 @@ TEST(EtcdCluster, StopsEveryMemberAndRemovesItsDirectory) {
     ASSERT_TRUE(std::filesystem::exists(dir + "/m0/data"));
   }
   EXPECT_FALSE(std::filesystem::exists(dir));
-  const auto reply = post(ep, "/v3/kv/range", {{"key", base64Encode("k")}}, 2s);
+  const auto reply = post(ep, "/v3/kv/range", {{"key", os::base64Encode("k")}}, 2s);
   EXPECT_NE(reply.run.status, 0) << "the member still answers after the cluster was destroyed: " << reply.run.out;
 }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "block_backend_print.h"
+#include "ibcni/os/text.h"
 #include "etcd_block_backend.h"
 #include "support/etcd_cluster.h"
 
@@ -23,8 +24,6 @@ namespace ibcni::ipam {
 namespace {
 
 using nlohmann::json;
-using testing::base64Decode;
-using testing::base64Encode;
 using namespace std::chrono_literals;
 
 /// Answers each request with the next scripted answer (or the handler's), and records them.
@@ -71,8 +70,8 @@ json claimedAnswer(long rev) {
   return {{"header", header(rev)}, {"succeeded", true}, {"responses", json::array({{{"response_put", {{"header", header(rev)}}}}})}};
 }
 json kv(const std::string& key, const std::string& value, long mod, long lease) {
-  return {{"key", base64Encode(key)}, {"create_revision", std::to_string(mod)}, {"mod_revision", std::to_string(mod)},
-          {"version", "1"}, {"value", base64Encode(value)}, {"lease", std::to_string(lease)}};
+  return {{"key", os::base64Encode(key)}, {"create_revision", std::to_string(mod)}, {"mod_revision", std::to_string(mod)},
+          {"version", "1"}, {"value", os::base64Encode(value)}, {"lease", std::to_string(lease)}};
 }
 // A failed txn as the gateway sends it: no "succeeded" at all.
 // (A vector: a one-element braced list would copy the element instead of making an array.)
@@ -113,15 +112,15 @@ TEST(EtcdBlockBackendFake, ClaimSendsACreateIfAbsentTxnWithTheNodesLease) {
   EXPECT_EQ(http.requests[1].url, "http://e1:2379/v3/kv/txn");
   EXPECT_LE(http.requests[1].timeout, 2000ms);
   const json txn = http.body(1);
-  EXPECT_EQ(base64Decode(txn["compare"][0]["key"].get<std::string>()), kKey);
+  EXPECT_EQ(os::base64Decode(txn["compare"][0]["key"].get<std::string>()), kKey);
   EXPECT_EQ(txn["compare"][0]["target"], "CREATE");
   EXPECT_EQ(txn["compare"][0]["create_revision"], "0");
   const json put = txn["success"][0]["request_put"];
   EXPECT_EQ(put["lease"], "7587");
-  const json value = json::parse(*base64Decode(put["value"].get<std::string>()));
+  const json value = json::parse(*os::base64Decode(put["value"].get<std::string>()));
   EXPECT_EQ(value["node"], "node-a");
   EXPECT_TRUE(value["claimedAt"].is_string());
-  EXPECT_EQ(base64Decode(txn["failure"][0]["request_range"]["key"].get<std::string>()), kKey);
+  EXPECT_EQ(os::base64Decode(txn["failure"][0]["request_range"]["key"].get<std::string>()), kKey);
 
   // The lease is granted once: a second claim goes straight to the txn.
   http.pushJson(claimedAnswer(13));
@@ -260,8 +259,8 @@ TEST(EtcdBlockBackendFake, ListReadsEveryKeyAndAnOmittedKvsIsEmpty) {
   ASSERT_TRUE(l) << l.error().describe();
   EXPECT_TRUE(l->empty());
   const json range = http.body(0);
-  EXPECT_EQ(base64Decode(range["key"].get<std::string>()), "/ibcni/pools/p0/blocks/");
-  EXPECT_EQ(base64Decode(range["range_end"].get<std::string>()), "/ibcni/pools/p0/blocks0");
+  EXPECT_EQ(os::base64Decode(range["key"].get<std::string>()), "/ibcni/pools/p0/blocks/");
+  EXPECT_EQ(os::base64Decode(range["range_end"].get<std::string>()), "/ibcni/pools/p0/blocks0");
 
   http.pushJson({{"header", header(3)},
                  {"kvs",
@@ -422,7 +421,7 @@ TEST(EtcdBlockBackendFake, ReleaseTellsReleasedNotOursChangedAndGone) {
   const json txn = http.body(1);
   EXPECT_EQ(txn["compare"][0]["target"], "MOD");
   EXPECT_EQ(txn["compare"][0]["mod_revision"], "12");
-  EXPECT_EQ(base64Decode(txn["success"][0]["request_delete_range"]["key"].get<std::string>()), key);
+  EXPECT_EQ(os::base64Decode(txn["success"][0]["request_delete_range"]["key"].get<std::string>()), key);
 
   // Judged on the range alone: nothing is deleted.
   http.pushJson(rangeOf({kv(key, R"({"node":"node-b"})", 12, 2)}));

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "block_backend_print.h"
+#include "ibcni/os/text.h"
 #include "etcd_block_backend.h"
 #include "http/curl_http_client.h"
 #include "support/etcd_cluster.h"
@@ -23,7 +24,6 @@ namespace ibcni::ipam {
 namespace {
 
 using nlohmann::json;
-using testing::base64Encode;
 using testing::EtcdCluster;
 using namespace std::chrono_literals;
 
@@ -104,7 +104,7 @@ TEST_F(EtcdBlockBackendTest, TheSameNodeClaimingAgainAdoptsNeverClaimsTwice) {
   ASSERT_TRUE(list) << list.error().describe();
   ASSERT_EQ(list->size(), 1U);
   EXPECT_EQ((*list)[0].holder.node, "node-a");
-  const json range = raw(http_, etcd_.endpoint(0), "/v3/kv/range", {{"key", base64Encode(restarted.blockKey("p0", "b1"))}});
+  const json range = raw(http_, etcd_.endpoint(0), "/v3/kv/range", {{"key", os::base64Encode(restarted.blockKey("p0", "b1"))}});
   ASSERT_TRUE(range.contains("kvs")) << range.dump();
   EXPECT_EQ(range["kvs"][0]["lease"], std::to_string(restarted.leaseId()));
 }
