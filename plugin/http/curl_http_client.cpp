@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "http/curl_http_client.h"
+#include "ibcni/os/dl_symbol.h"
 
 // <curl/curl.h> is compiled against for its types and constants only: every function is resolved
 // with dlsym (the plugins do not link libcurl). CURLOPT_PROTOCOLS, the fallback for a libcurl
@@ -36,21 +37,6 @@ namespace {
 
 constexpr const char* kPackageHint = "install libcurl4 on Debian/Ubuntu, libcurl on RHEL/Fedora";
 
-template <class Fn>
-bool resolve(void* lib, const char* name, Fn& fn, std::string& missing) {
-  dlerror();
-  void* sym = dlsym(lib, name);
-  if (sym == nullptr) {
-    if (missing.empty()) {
-      const char* why = dlerror();
-      missing = why != nullptr ? why : std::string("dlsym ") + name + ": not found";
-    }
-    return false;
-  }
-  fn = reinterpret_cast<Fn>(sym);
-  return true;
-}
-
 /// @return empty on success, else the reason, naming the library and the package.
 std::string loadCurl(const std::string& library, CurlApi& api) {
   void* lib = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -60,15 +46,15 @@ std::string loadCurl(const std::string& library, CurlApi& api) {
   }
   std::string missing;
   // Evaluated one by one (not short-circuited) so that `missing` names the first absent symbol.
-  bool ok = resolve(lib, "curl_global_init", api.globalInit, missing);
-  ok = resolve(lib, "curl_easy_init", api.easyInit, missing) && ok;
-  ok = resolve(lib, "curl_easy_setopt", api.easySetopt, missing) && ok;
-  ok = resolve(lib, "curl_easy_perform", api.easyPerform, missing) && ok;
-  ok = resolve(lib, "curl_easy_getinfo", api.easyGetinfo, missing) && ok;
-  ok = resolve(lib, "curl_easy_cleanup", api.easyCleanup, missing) && ok;
-  ok = resolve(lib, "curl_easy_strerror", api.easyStrerror, missing) && ok;
-  ok = resolve(lib, "curl_slist_append", api.slistAppend, missing) && ok;
-  ok = resolve(lib, "curl_slist_free_all", api.slistFreeAll, missing) && ok;
+  bool ok = os::resolveSymbol(lib, "curl_global_init", api.globalInit, missing);
+  ok = os::resolveSymbol(lib, "curl_easy_init", api.easyInit, missing) && ok;
+  ok = os::resolveSymbol(lib, "curl_easy_setopt", api.easySetopt, missing) && ok;
+  ok = os::resolveSymbol(lib, "curl_easy_perform", api.easyPerform, missing) && ok;
+  ok = os::resolveSymbol(lib, "curl_easy_getinfo", api.easyGetinfo, missing) && ok;
+  ok = os::resolveSymbol(lib, "curl_easy_cleanup", api.easyCleanup, missing) && ok;
+  ok = os::resolveSymbol(lib, "curl_easy_strerror", api.easyStrerror, missing) && ok;
+  ok = os::resolveSymbol(lib, "curl_slist_append", api.slistAppend, missing) && ok;
+  ok = os::resolveSymbol(lib, "curl_slist_free_all", api.slistFreeAll, missing) && ok;
   if (!ok) {
     // Left loaded: unloading a library whose constructors ran is not worth the risk.
     return library + " is not a usable libcurl (" + kPackageHint + "): " + missing;

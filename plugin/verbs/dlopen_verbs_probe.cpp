@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "verbs/dlopen_verbs_probe.h"
+#include "ibcni/os/dl_symbol.h"
 
 #include <dlfcn.h>
 #include <endian.h>
@@ -74,21 +75,6 @@ struct Verbs {
   decltype(&::_ibv_query_gid_ex) queryGidEx = nullptr;
 };
 
-template <class Fn>
-bool resolve(void* lib, const char* name, Fn& fn, std::string& missing) {
-  dlerror();
-  void* sym = dlsym(lib, name);
-  if (sym == nullptr) {
-    if (missing.empty()) {
-      const char* why = dlerror();
-      missing = why != nullptr ? why : std::string("dlsym ") + name + ": not found";
-    }
-    return false;
-  }
-  fn = reinterpret_cast<Fn>(sym);
-  return true;
-}
-
 /// Loads `library` and resolves the functions the probe calls.
 /// @return empty on success, else the reason (dlerror()'s text).
 std::string loadVerbs(const std::string& library, Verbs& v) {
@@ -99,28 +85,28 @@ std::string loadVerbs(const std::string& library, Verbs& v) {
   }
   std::string missing;
   // Evaluated one by one (not short-circuited) so that `missing` names the first absent symbol.
-  bool ok = resolve(lib, "ibv_get_device_list", v.getDeviceList, missing);
-  ok = resolve(lib, "ibv_free_device_list", v.freeDeviceList, missing) && ok;
-  ok = resolve(lib, "ibv_get_device_name", v.getDeviceName, missing) && ok;
-  ok = resolve(lib, "ibv_get_device_guid", v.getDeviceGuid, missing) && ok;
-  ok = resolve(lib, "ibv_open_device", v.openDevice, missing) && ok;
-  ok = resolve(lib, "ibv_close_device", v.closeDevice, missing) && ok;
-  ok = resolve(lib, "ibv_query_port", v.queryPort, missing) && ok;
-  ok = resolve(lib, "ibv_query_gid", v.queryGid, missing) && ok;
-  ok = resolve(lib, "ibv_query_pkey", v.queryPkey, missing) && ok;
-  ok = resolve(lib, "ibv_alloc_pd", v.allocPd, missing) && ok;
-  ok = resolve(lib, "ibv_dealloc_pd", v.deallocPd, missing) && ok;
-  ok = resolve(lib, "ibv_create_cq", v.createCq, missing) && ok;
-  ok = resolve(lib, "ibv_destroy_cq", v.destroyCq, missing) && ok;
-  ok = resolve(lib, "ibv_create_qp", v.createQp, missing) && ok;
-  ok = resolve(lib, "ibv_modify_qp", v.modifyQp, missing) && ok;
-  ok = resolve(lib, "ibv_destroy_qp", v.destroyQp, missing) && ok;
+  bool ok = os::resolveSymbol(lib, "ibv_get_device_list", v.getDeviceList, missing);
+  ok = os::resolveSymbol(lib, "ibv_free_device_list", v.freeDeviceList, missing) && ok;
+  ok = os::resolveSymbol(lib, "ibv_get_device_name", v.getDeviceName, missing) && ok;
+  ok = os::resolveSymbol(lib, "ibv_get_device_guid", v.getDeviceGuid, missing) && ok;
+  ok = os::resolveSymbol(lib, "ibv_open_device", v.openDevice, missing) && ok;
+  ok = os::resolveSymbol(lib, "ibv_close_device", v.closeDevice, missing) && ok;
+  ok = os::resolveSymbol(lib, "ibv_query_port", v.queryPort, missing) && ok;
+  ok = os::resolveSymbol(lib, "ibv_query_gid", v.queryGid, missing) && ok;
+  ok = os::resolveSymbol(lib, "ibv_query_pkey", v.queryPkey, missing) && ok;
+  ok = os::resolveSymbol(lib, "ibv_alloc_pd", v.allocPd, missing) && ok;
+  ok = os::resolveSymbol(lib, "ibv_dealloc_pd", v.deallocPd, missing) && ok;
+  ok = os::resolveSymbol(lib, "ibv_create_cq", v.createCq, missing) && ok;
+  ok = os::resolveSymbol(lib, "ibv_destroy_cq", v.destroyCq, missing) && ok;
+  ok = os::resolveSymbol(lib, "ibv_create_qp", v.createQp, missing) && ok;
+  ok = os::resolveSymbol(lib, "ibv_modify_qp", v.modifyQp, missing) && ok;
+  ok = os::resolveSymbol(lib, "ibv_destroy_qp", v.destroyQp, missing) && ok;
   if (!ok) {
     return missing;
   }
   std::string ignored;
-  (void)resolve(lib, "_ibv_query_gid_table", v.queryGidTable, ignored);
-  (void)resolve(lib, "_ibv_query_gid_ex", v.queryGidEx, ignored);
+  (void)os::resolveSymbol(lib, "_ibv_query_gid_table", v.queryGidTable, ignored);
+  (void)os::resolveSymbol(lib, "_ibv_query_gid_ex", v.queryGidEx, ignored);
   return {};
 }
 
