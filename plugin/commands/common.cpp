@@ -147,6 +147,10 @@ cni::Result<os::FileLock> lockDevice(const Invocation& inv, Deps& deps, const st
   return std::move(*lock);
 }
 
+std::string deviceKeyOf(const state::AttachmentRecord& record) {
+  return record.deviceKey.empty() ? "netdev-" + record.hostName : record.deviceKey;
+}
+
 ipam::Request ipamRequest(const Invocation& inv) {
   return ipam::Request{inv.conf, inv.args, inv.cniArgs, inv.rawStdin};
 }

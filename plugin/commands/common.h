@@ -53,6 +53,10 @@ struct Namespaces {
 /// @return error 11 when another invocation held it for the whole timeout.
 [[nodiscard]] cni::Result<os::FileLock> lockDevice(const Invocation& inv, Deps& deps, const std::string& key);
 
+/// The device lock a record's attachment holds: its deviceKey, or "netdev-<host name>" for a
+/// record that keeps none.
+[[nodiscard]] std::string deviceKeyOf(const state::AttachmentRecord& record);
+
 /// The IPAM call for this invocation: its parsed values (and, for a delegated plugin, the raw
 /// stdin to pass on unchanged). Refers to `inv`.
 [[nodiscard]] ipam::Request ipamRequest(const Invocation& inv);

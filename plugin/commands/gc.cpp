@@ -32,7 +32,7 @@ cni::Result<void> cmdGc(const Invocation& inv, Deps& deps) {
         continue;
       }
       log::info("gc: releasing stale attachment {}/{} (netns {})", record.containerId, record.ifName, record.netns);
-      auto lock = lockDevice(inv, deps, record.deviceKey.empty() ? "netdev-" + record.hostName : record.deviceKey);
+      auto lock = lockDevice(inv, deps, deviceKeyOf(record));
       if (!lock) {
         errors.push_back(lock.error());
         continue;

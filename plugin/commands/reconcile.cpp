@@ -20,10 +20,6 @@ namespace {
 
 std::string deviceOf(const state::AttachmentRecord& r) { return r.pciAddress.empty() ? r.hostName : r.pciAddress; }
 
-std::string deviceKeyOf(const state::AttachmentRecord& r) {
-  return r.deviceKey.empty() ? "netdev-" + r.hostName : r.deviceKey;
-}
-
 AttachmentOutcome outcome(std::string action, const std::string& stateDir, const state::AttachmentRecord& r,
                           std::string detail) {
   return AttachmentOutcome{std::move(action), stateDir, r.network, r.containerId, r.ifName, r.netns, deviceOf(r),

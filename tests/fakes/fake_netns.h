@@ -59,8 +59,6 @@ class FakeNetnsProvider final : public os::NetnsProvider {
   }
   /// `dir` is not visible from where ibcni runs: a path under it that does not open proves nothing.
   void hideDirectory(const std::string& dir) { hidden_.push_back(dir); }
-  /// `path` now names another namespace than before (a reused path).
-  os::Netns replaceNetns(const std::string& path) { return addNetns(path); }
   /// Opening `path` fails with `err` (EACCES: a permission error).
   void failOpen(const std::string& path, int err) { failures_[path] = err; }
 

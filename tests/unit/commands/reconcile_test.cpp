@@ -99,8 +99,8 @@ TEST_F(ReconcileTest, APathNowNamingAnotherNamespaceIsGoneAndThatNamespaceIsNotT
   add(config());
   nl_.removeLink(pod_, nl_.findLink(pod_, "net1")->index);
   netns_.removeNetns(kPodPath);
-  // A later pod's namespace at the same path, with a net1 of its own.
-  os::Netns later = netns_.replaceNetns(kPodPath);
+  // A later pod's namespace at the same path (another inode), with a net1 of its own.
+  os::Netns later = netns_.addNetns(kPodPath);
   nl::Link other;
   other.name = "net1";
   other.alias = "ibcni:vf0";  // even one that looks like ours
