@@ -513,6 +513,43 @@ BackendResult<ClaimOutcome> EtcdBlockBackend::claim(std::string_view pool, std::
   return claimKey(call, blockKey(pool, block), node, {}, false);
 }
 
+BackendResult<ClaimOutcome> EtcdBlockBackend::takeOver(std::string_view pool, std::string_view block,
+                                                       std::string_view node, const Holder& seen) {
+  (void)seen;  // a key outlives its holder only while the holder's lease lives
+  return claim(pool, block, node);
+}
+
+BackendResult<PoolDefinition> EtcdBlockBackend::definePool(std::string_view pool, const PoolDefinition& def) {
+  if (!validName(pool)) {
+    return std::unexpected(invalid("pool " + cni::quoted(pool) + " must be a non-empty printable name without '/'"));
+  }
+  Call call(*this);
+  const std::string k64 = os::base64Encode(options_.prefix + "pools/" + std::string(pool) + "/definition");
+  const json value{{"fingerprint", def.fingerprint}, {"origin", def.origin}};
+  const json txn{
+      {"compare", json::array({{{"key", k64}, {"target", "CREATE"}, {"result", "EQUAL"}, {"create_revision", "0"}}})},
+      {"success", json::array({{{"request_put", {{"key", k64}, {"value", os::base64Encode(value.dump())}}}}})},
+      {"failure", json::array({{{"request_range", {{"key", k64}}}}})}};
+  auto r = call.post("/v3/kv/txn", txn);
+  if (!r) {
+    return std::unexpected(std::move(r.error()));
+  }
+  if (succeeded(*r)) {
+    return def;
+  }
+  const json range = txnResponse(*r, "response_range");
+  if (!range.is_object() || !range.contains("kvs") || !range["kvs"].is_array() || range["kvs"].empty() ||
+      !range["kvs"][0].is_object() || !range["kvs"][0].contains("value") || !range["kvs"][0]["value"].is_string()) {
+    return std::unexpected(badAnswer(call.lastEndpoint, "failed txn without the definition's key: " + excerpt(r->dump())));
+  }
+  auto text = os::base64Decode(range["kvs"][0]["value"].get<std::string>());
+  const json stored = text ? json::parse(*text, nullptr, false) : json();
+  if (!stored.is_object() || !stored.contains("fingerprint") || !stored["fingerprint"].is_string()) {
+    return std::unexpected(badAnswer(call.lastEndpoint, "pool definition of " + cni::quoted(pool) + " is not {\"fingerprint\": ...}"));
+  }
+  return PoolDefinition{stored["fingerprint"].get<std::string>(), stored.value("origin", std::string())};
+}
+
 BackendResult<std::vector<Claim>> EtcdBlockBackend::list(std::string_view pool) {
   if (!validName(pool)) {
     return std::unexpected(invalid("pool " + cni::quoted(pool) + " must be a non-empty printable name without '/'"));

@@ -21,6 +21,8 @@ namespace ibcni::ipam {
 ///  * claim: one txn, compare create_revision == 0, success put (with the node's lease), failure
 ///    range of the key. A key already held by this node is adopted; if it hangs on another lease
 ///    of ours (an older one), it is moved to the current lease with a txn on its mod_revision.
+///  * definePool: one txn, compare create_revision == 0, success put (no lease), failure range.
+///  * takeOver: a plain claim (a gone node's keys went with its lease).
 ///  * release: a range of the key (the holder is in the value, which a compare cannot read): not
 ///    this node's → kNotOurs, another mod_revision → kChanged; then one txn, compare mod_revision
 ///    == version, success delete, failure range (the key changed in between).
@@ -66,6 +68,9 @@ class EtcdBlockBackend final : public BlockBackend {
   [[nodiscard]] BackendResult<ReleaseOutcome> releaseAddress(std::string_view pool, std::string_view address,
                                                              std::string_view node, std::string_view version) override;
   [[nodiscard]] BackendResult<RenewOutcome> renew(std::string_view node, const std::vector<ClaimRef>& held) override;
+  [[nodiscard]] BackendResult<PoolDefinition> definePool(std::string_view pool, const PoolDefinition& def) override;
+  [[nodiscard]] BackendResult<ClaimOutcome> takeOver(std::string_view pool, std::string_view block,
+                                                     std::string_view node, const Holder& seen) override;
 
   /// The node's current lease (0: none granted yet).
   [[nodiscard]] std::int64_t leaseId() const;

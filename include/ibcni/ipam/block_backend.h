@@ -26,6 +26,7 @@ namespace ibcni::ipam {
 /// etcd key layout (`prefix` from the configuration, "/ibcni/" by default):
 ///   <prefix>pools/<pool>/blocks/<block-key>    {"node":"<node>","claimedAt":"<RFC 3339 UTC>"}
 ///   <prefix>pools/<pool>/addresses/<address>   {"node":"<node>","owner":"<owner>","claimedAt":"..."}
+///   <prefix>pools/<pool>/definition            {"fingerprint":"...","origin":"..."} (no lease)
 /// Every key is put with the node's lease: when the node stops renewing, its keys go with the
 /// lease (that is how a gone node's blocks become free). The version token is the key's
 /// mod_revision.
@@ -121,6 +122,13 @@ struct RenewOutcome {
   std::vector<LostClaim> lost;     ///< `held` claims another node (or owner) took meanwhile
 };
 
+/// A pool's shape as the first node to use it recorded it; every other node's configuration must
+/// give the same fingerprint.
+struct PoolDefinition {
+  std::string fingerprint;  ///< canonical text of the ranges and the block size: equal text = same pool
+  std::string origin;       ///< who recorded it, for messages ("network ib0 on node n1")
+};
+
 /// Each call is bounded by the backend's configured timeout (every endpoint and retry included)
 /// and is safe to retry after a timeout: a claim that reached the backend but whose answer was
 /// lost comes back as kAdopted, a release as kGone. Implementations are safe to use from several
@@ -150,6 +158,18 @@ class BlockBackend {
   [[nodiscard]] virtual BackendResult<ReleaseOutcome> releaseAddress(std::string_view pool, std::string_view address,
                                                                      std::string_view node,
                                                                      std::string_view version) = 0;
+
+  /// Create-if-absent of `pool`'s definition (never expires). @return the definition stored: `def`
+  /// when this call created it or an equal one was there, else the earlier one.
+  [[nodiscard]] virtual BackendResult<PoolDefinition> definePool(std::string_view pool, const PoolDefinition& def) = 0;
+
+  /// Takes block `block`, held by another node as `seen` (from list()), for `node`, only when that
+  /// node is certainly gone: Kubernetes: its Node object is absent and the block's Lease was not
+  /// renewed within its leaseDurationSeconds, then one update conditional on `seen.version` (of two
+  /// takers, one wins); etcd: a block of a node whose lease expired is already free, so this is a
+  /// plain claim. kClaimed when taken, kHeldByOther (with the holder) when not.
+  [[nodiscard]] virtual BackendResult<ClaimOutcome> takeOver(std::string_view pool, std::string_view block,
+                                                             std::string_view node, const Holder& seen) = 0;
 
   /// Keeps `node`'s claims alive (etcd: one keepalive of the node's lease). When they had expired
   /// (the lease is gone), a new lease is granted and every claim of `held` is claimed again:

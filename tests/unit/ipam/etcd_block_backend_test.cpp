@@ -109,6 +109,50 @@ TEST_F(EtcdBlockBackendTest, TheSameNodeClaimingAgainAdoptsNeverClaimsTwice) {
   EXPECT_EQ(range["kvs"][0]["lease"], std::to_string(restarted.leaseId()));
 }
 
+TEST_F(EtcdBlockBackendTest, ThePoolDefinitionIsTheFirstOneAndOutlivesEveryLease) {
+  EtcdBlockBackend a(http_, opts(etcd_));
+  EtcdBlockBackend b(http_, opts(etcd_));
+  const auto first = a.definePool("p0", {"v4 10.1.0.0/16 /27", "network ib0 on node a"});
+  ASSERT_TRUE(first) << first.error().describe();
+  EXPECT_EQ(first->fingerprint, "v4 10.1.0.0/16 /27");
+  const auto same = b.definePool("p0", {"v4 10.1.0.0/16 /27", "network ib1 on node b"});
+  ASSERT_TRUE(same) << same.error().describe();
+  EXPECT_EQ(same->origin, "network ib0 on node a") << "the first definition stays";
+  const auto other = b.definePool("p0", {"v4 10.2.0.0/16 /27", "network ib2 on node b"});
+  ASSERT_TRUE(other) << other.error().describe();
+  EXPECT_EQ(other->fingerprint, "v4 10.1.0.0/16 /27");
+  EXPECT_EQ(other->origin, "network ib0 on node a");
+  // Not attached to a lease: a definition is the pool's, not a node's.
+  const json range = raw(http_, etcd_.endpoint(0), "/v3/kv/range", {{"key", os::base64Encode("/ibcni/pools/p0/definition")}});
+  ASSERT_TRUE(range.contains("kvs")) << range.dump();
+  EXPECT_FALSE(range["kvs"][0].contains("lease")) << range.dump();
+  // Another pool has its own.
+  const auto p1 = b.definePool("p1", {"v4 10.2.0.0/16 /27", "network ib2 on node b"});
+  ASSERT_TRUE(p1) << p1.error().describe();
+  EXPECT_EQ(p1->fingerprint, "v4 10.2.0.0/16 /27");
+  // The definition is not a block.
+  const auto blocks = a.list("p0");
+  ASSERT_TRUE(blocks) << blocks.error().describe();
+  EXPECT_TRUE(blocks->empty());
+}
+
+TEST_F(EtcdBlockBackendTest, TakingOverALiveNodesBlockFailsAndAnExpiredOnesSucceeds) {
+  EtcdBlockBackend a(http_, opts(etcd_));
+  EtcdBlockBackend b(http_, opts(etcd_));
+  const auto held = a.claim("p0", "b1", "node-a");
+  ASSERT_TRUE(held && held->state == ClaimState::kClaimed);
+  const auto refused = b.takeOver("p0", "b1", "node-b", held->holder);
+  ASSERT_TRUE(refused) << refused.error().describe();
+  EXPECT_EQ(refused->state, ClaimState::kHeldByOther);
+  EXPECT_EQ(refused->holder.node, "node-a");
+  const json revoked = raw(http_, etcd_.endpoint(0), "/v3/lease/revoke", {{"ID", std::to_string(a.leaseId())}});
+  ASSERT_TRUE(revoked.is_object() && !revoked.contains("error")) << revoked.dump();
+  const auto taken = b.takeOver("p0", "b1", "node-b", held->holder);
+  ASSERT_TRUE(taken) << taken.error().describe();
+  EXPECT_EQ(taken->state, ClaimState::kClaimed);
+  EXPECT_EQ(taken->holder.node, "node-b");
+}
+
 TEST_F(EtcdBlockBackendTest, TwentyConcurrentClaimersOfOneBlockHaveExactlyOneWinner) {
   constexpr int kNodes = 20;
   std::vector<std::unique_ptr<EtcdBlockBackend>> nodes;
