@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cluster_backends.h"
+
+#include "etcd_block_backend.h"
+#include "http/curl_http_client.h"
+
+namespace ibcni::plugin {
+
+namespace {
+
+http::HttpClient& httpClient() {
+  static http::CurlHttpClient client;
+  return client;
+}
+
+cni::Result<std::unique_ptr<ipam::BlockBackend>> etcdBackend(const config::ClusterConf& c,
+                                                             const ipam::BackendContext& ctx) {
+  ipam::EtcdBlockBackend::Options o;
+  o.endpoints = c.etcd.endpoints;
+  o.prefix = c.etcd.prefix;
+  o.timeout = c.timeout;
+  o.tls.caFile = c.etcd.caFile;
+  o.tls.certFile = c.etcd.certFile;
+  o.tls.keyFile = c.etcd.keyFile;
+  o.leaseTtl = c.leaseDuration;
+  o.leaseId = ctx.etcdLease;
+  o.onLeaseGranted = ctx.onLeaseGranted;
+  if (auto v = ipam::EtcdBlockBackend::validate(o); !v) {
+    return std::unexpected(ipam::toCniError(v.error(), "ipam.cluster.etcd"));
+  }
+  return std::make_unique<ipam::EtcdBlockBackend>(httpClient(), std::move(o));
+}
+
+}  // namespace
+
+ipam::BackendFactory productionBackends() {
+  return [](const config::ClusterConf& c,
+            const ipam::BackendContext& ctx) -> cni::Result<std::unique_ptr<ipam::BlockBackend>> {
+    if (c.backend == config::ClusterBackend::kEtcd) {
+      return etcdBackend(c, ctx);
+    }
+    return cni::fail(cni::Errc::kInvalidConfig,
+                     "ipam.cluster.backend \"kubernetes\" is not available yet in this build; use \"etcd\"");
+  };
+}
+
+ipam::EmbeddedIpamOptions clusterCapable() {
+  ipam::EmbeddedIpamOptions o;
+  o.backends = productionBackends();
+  return o;
+}
+
+}  // namespace ibcni::plugin
