@@ -15,16 +15,7 @@ http::HttpClient& httpClient() {
 
 cni::Result<std::unique_ptr<ipam::BlockBackend>> etcdBackend(const config::ClusterConf& c,
                                                              const ipam::BackendContext& ctx) {
-  ipam::EtcdBlockBackend::Options o;
-  o.endpoints = c.etcd.endpoints;
-  o.prefix = c.etcd.prefix;
-  o.timeout = c.timeout;
-  o.tls.caFile = c.etcd.caFile;
-  o.tls.certFile = c.etcd.certFile;
-  o.tls.keyFile = c.etcd.keyFile;
-  o.leaseTtl = c.leaseDuration;
-  o.leaseId = ctx.etcdLease;
-  o.onLeaseGranted = ctx.onLeaseGranted;
+  auto o = ipam::EtcdBlockBackend::optionsFor(c, ctx.etcdLease, ctx.onLeaseGranted);
   if (auto v = ipam::EtcdBlockBackend::validate(o); !v) {
     return std::unexpected(ipam::toCniError(v.error(), "ipam.cluster.etcd"));
   }
