@@ -21,7 +21,7 @@ struct Kubeconfig;
 ///    definition. E keeps [a-y0-9] and keeps '.' and '-' between two such characters; any other
 ///    byte (z, upper case, ':', a '.' or '-' next to another or at an end...) becomes 'z' and two
 ///    hex digits. E never yields "--", so the first "--" ends the pool: distinct (pool, kind, key)
-///    give distinct names ("10.1.0.0-27" -> "10.1.0.0-27", "fd00::-120" -> "fd00z3az3az2d120").
+///    give distinct names ("10.1.0.0-27" -> "10.1.0.0-27", "fd00::-120" -> "fd00z3az3a-120").
 ///    A name over 253 characters is refused (kInvalidArgument).
 ///  * Labels ibcni.io/pool, ibcni.io/kind (block, address, pool), ibcni.io/node (the value itself when
 ///    it is a valid label value, else "h" + 16 hex digits of its hash) select lists; annotations
