@@ -59,6 +59,7 @@ class K8sBlockBackendTest : public ::testing::Test {
     }
     const json v = admin(http::Method::kGet, "/_emulator/validation");
     ASSERT_TRUE(v.is_object()) << v.dump();
+    EXPECT_GT(v["total"], 0) << "no body reached the emulator's validation";
     EXPECT_EQ(v["invalid"], 0) << "invalid bodies: " << v["entries"].dump(1);
   }
 
@@ -288,9 +289,9 @@ TEST_F(K8sBlockBackendTest, RenewMovesRenewTimeReclaimsWhatVanishedAndReportsWha
   EXPECT_TRUE(std::regex_match(l1["spec"]["renewTime"].get<std::string>(), kMicroTime));
 
   // b2 vanished (say, deleted by an operator): claimed again. b3 was taken by node-b.
-  ASSERT_EQ(a.release("p0", "b2", "node-a", lease("ibcni-p0--b--b2")["metadata"]["resourceVersion"]),
+  ASSERT_EQ(a.release("p0", "b2", "node-a", lease("ibcni-p0--b--b2")["metadata"]["resourceVersion"].get<std::string>()),
             ReleaseOutcome::kReleased);
-  ASSERT_EQ(a.release("p0", "b3", "node-a", lease("ibcni-p0--b--b3")["metadata"]["resourceVersion"]),
+  ASSERT_EQ(a.release("p0", "b3", "node-a", lease("ibcni-p0--b--b3")["metadata"]["resourceVersion"].get<std::string>()),
             ReleaseOutcome::kReleased);
   ASSERT_TRUE(b.claim("p0", "b3", "node-b"));
   const auto r2 = a.renew("node-a", held);
