@@ -36,6 +36,7 @@ struct Kubeconfig;
 ///    DELETE with preconditions {uid, resourceVersion} (404: kGone; 409: GET again to tell).
 ///  * renew: for each held claim, GET then PUT of renewTime conditional on the resourceVersion
 ///    read (409: once more); another holder: lost; absent: claimed again (reestablished) or lost.
+///    RenewOutcome::renewed is true when every held claim was renewed in place (none lost or re-created).
 ///  * definePool: POST of the definition Lease (never renewed); 409: GET, the stored one.
 ///  * takeOver: GET the Lease (absent: a plain claim; another resourceVersion than `seen`'s:
 ///    kHeldByOther with the current holder); it must have expired (renewTime, else acquireTime,
