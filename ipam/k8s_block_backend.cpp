@@ -575,6 +575,24 @@ struct KubernetesBlockBackend::Call {
 KubernetesBlockBackend::KubernetesBlockBackend(http::HttpClient& client, Options options)
     : client_(client), options_(std::move(options)) {}
 
+cni::Result<KubernetesBlockBackend::Options> KubernetesBlockBackend::optionsFor(const config::ClusterConf& cluster) {
+  auto kc = loadKubeconfig(cluster.kubernetes.kubeconfig, cluster.kubernetes.context);
+  if (!kc) {
+    return cni::fail(cni::Errc::kInvalidConfig,
+                     "ipam.cluster.kubernetes.kubeconfig: " + kc.error().describe() +
+                         "; the DaemonSet's installer writes " + std::string(config::kDefaultKubeconfig) +
+                         " (README \"IPAM\")");
+  }
+  Options o = optionsFrom(*kc);
+  o.namespace_ = cluster.kubernetes.leaseNamespace;
+  o.timeout = cluster.timeout;
+  o.leaseDuration = cluster.leaseDuration;
+  if (auto v = validate(o); !v) {
+    return std::unexpected(toCniError(v.error(), "ipam.cluster.kubernetes (kubeconfig " + cluster.kubernetes.kubeconfig + ")"));
+  }
+  return o;
+}
+
 KubernetesBlockBackend::Options KubernetesBlockBackend::optionsFrom(const Kubeconfig& kubeconfig) {
   Options o;
   o.server = kubeconfig.server;

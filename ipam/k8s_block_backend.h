@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include "ibcni/cni/error.h"
+#include "ibcni/config/ipam_conf.h"
 #include "ibcni/http/http_client.h"
 #include "ibcni/ipam/block_backend.h"
 
@@ -67,6 +69,10 @@ class KubernetesBlockBackend final : public BlockBackend {
   /// The server, CA, client certificate and token(File) of a kubeconfig; namespace_, timeout and
   /// leaseDuration keep their defaults (the caller sets them from ipam.cluster).
   [[nodiscard]] static Options optionsFrom(const Kubeconfig& kubeconfig);
+  /// The options ipam.cluster gives: its kubeconfig (and context) read, then the namespace,
+  /// timeoutMs and leaseDurationSeconds. Error 7 naming the kubeconfig file and the field when it
+  /// cannot be used.
+  [[nodiscard]] static cni::Result<Options> optionsFor(const config::ClusterConf& cluster);
 
   /// Checks the options: server http(s)://, namespace a DNS-1123 label, timeout and
   /// leaseDuration positive.

@@ -3,6 +3,7 @@
 
 #include "etcd_block_backend.h"
 #include "http/curl_http_client.h"
+#include "k8s_block_backend.h"
 
 namespace ibcni::plugin {
 
@@ -30,8 +31,11 @@ ipam::BackendFactory productionBackends() {
     if (c.backend == config::ClusterBackend::kEtcd) {
       return etcdBackend(c, ctx);
     }
-    return cni::fail(cni::Errc::kInvalidConfig,
-                     "ipam.cluster.backend \"kubernetes\" is not available yet in this build; use \"etcd\"");
+    auto o = ipam::KubernetesBlockBackend::optionsFor(c);
+    if (!o) {
+      return std::unexpected(o.error());
+    }
+    return std::make_unique<ipam::KubernetesBlockBackend>(httpClient(), std::move(*o));
   };
 }
 
