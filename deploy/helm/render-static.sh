@@ -21,6 +21,8 @@ trap 'rm -f "$tmp"' EXIT
 # node labelled feature.node.kubernetes.io/pci-15b3.present=true (Node Feature Discovery's label
 # of Mellanox/NVIDIA devices) installs ibcni and ibcni-ipam into the node's /opt/cni/bin, then runs
 # `ibcni reconcile` every 60 s (undoes what pods that died without a CNI DEL left; reconcileInterval).
+# For ibcni-ipam's cluster mode it writes /etc/cni/net.d/ibcni.d/node-name and, for the ServiceAccount
+# ibcni (Leases in kube-system, nodes get: see the Role and ClusterRole), ibcni.d/ibcni.kubeconfig.
 #
 # GENERATED, do not edit: it is the Helm chart deploy/helm/ibcni rendered with its default values,
 #   helm template ibcni deploy/helm/ibcni --namespace kube-system

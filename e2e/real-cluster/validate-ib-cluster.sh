@@ -8,6 +8,8 @@
 # checks that each VF's netdev is back in the node's host network namespace. With the ibcni
 # DaemonSet's reconcile agent, it also runs the agent's `ibcni reconcile --dry-run` while the pods
 # live (it must count their attachments alive) and checks the agent's log for failed passes.
+# With --cluster-ipam it also checks ibcni-ipam's cluster mode (kubernetes backend): an IPoIB
+# network whose pool is shared by two pods on two nodes; --nad may then be left out.
 #
 # See README.md next to this file for the parameters and what each check means.
 # Output: PASS/FAIL/SKIP lines, then "N passed, M failed". Exit 0 if nothing failed, 1 if a
@@ -17,6 +19,7 @@ set -uo pipefail
 usage() {
   cat <<'EOF'
 Usage: validate-ib-cluster.sh --nad NAME [options]
+       validate-ib-cluster.sh --cluster-ipam --node-a NODE --node-b NODE [--nad NAME] [options]
 
   -n, --nad NAME          NetworkAttachmentDefinition: NAME or NAMESPACE/NAME (required)
   -r, --resource NAME     extended resource of the IB VFs (e.g. nvidia.com/mlnx_ib_vf);
@@ -35,6 +38,16 @@ Usage: validate-ib-cluster.sh --nad NAME [options]
       --agent NS/NAME     the ibcni DaemonSet (reconcile agent) to check; "none" to skip
                           (default: kube-system/ibcni)
       --kubectl CMD       kubectl to use (default: kubectl; e.g. "oc")
+  cluster IPAM check (opt-in; needs --node-a and --node-b, two different nodes):
+      --cluster-ipam      create an IPoIB NAD with ibcni-ipam's cluster mode (kubernetes backend,
+                          blockSize 32) and a pod on each node; check distinct addresses from the
+                          one pool, in blocks whose Leases the two nodes hold; then clean up
+      --cluster-subnet CIDR   the pool, IPv4 (default: 10.250.0.0/24; must be free on the fabric)
+      --cluster-parent P  the IPoIB parent: RDMA_DEVICE:PORT (e.g. mlx5_0:1) or a netdev (ib0)
+                          (default: mlx5_0:1)
+      --cluster-pkey PKEY the children's partition key (default: the parent's)
+      --lease-namespace NS    the Leases' namespace: the chart's clusterIPAM.leaseNamespace
+                          (default: kube-system)
   -h, --help
 EOF
 }
@@ -43,6 +56,7 @@ die() { echo "validate-ib-cluster: $*" >&2; exit 2; }
 
 NAD="" RESOURCE="" NS=default IMAGE=docker.io/nicolaka/netshoot:latest NODE_A="" NODE_B=""
 IFNAME="" CAPS="NET_RAW" TIMEOUT=180 HOST_CHECK=pod KEEP=0 KUBECTL=kubectl AGENT=kube-system/ibcni
+CLUSTER=0 CLUSTER_SUBNET=10.250.0.0/24 CLUSTER_PARENT=mlx5_0:1 CLUSTER_PKEY="" LEASE_NS=kube-system
 
 while (($#)); do
   case $1 in
@@ -59,13 +73,26 @@ while (($#)); do
     --keep) KEEP=1 ;;
     --kubectl) KUBECTL=${2-}; shift ;;
     --agent) AGENT=${2-}; shift ;;
+    --cluster-ipam) CLUSTER=1 ;;
+    --cluster-subnet) CLUSTER_SUBNET=${2-}; shift ;;
+    --cluster-parent) CLUSTER_PARENT=${2-}; shift ;;
+    --cluster-pkey) CLUSTER_PKEY=${2-}; shift ;;
+    --lease-namespace) LEASE_NS=${2-}; shift ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; die "unknown argument: $1" ;;
   esac
   shift
 done
 
-[[ -n $NAD ]] || { usage >&2; die "--nad is required"; }
+[[ -n $NAD || $CLUSTER == 1 ]] || { usage >&2; die "--nad is required (or --cluster-ipam)"; }
+if ((CLUSTER)); then
+  [[ -n $NODE_A && -n $NODE_B && $NODE_A != "$NODE_B" ]] ||
+    die "--cluster-ipam needs --node-a and --node-b, two different nodes"
+  [[ $CLUSTER_SUBNET =~ ^([0-9]{1,3}\.){3}[0-9]{1,3}/([0-9]|[12][0-9]|3[0-2])$ ]] ||
+    die "--cluster-subnet must be an IPv4 CIDR (e.g. 10.250.0.0/24)"
+  ((${CLUSTER_SUBNET#*/} <= 26)) || die "--cluster-subnet must hold at least two blocks of 32 (a /26 or larger)"
+  [[ $LEASE_NS =~ ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$ ]] || die "--lease-namespace must be a namespace name"
+fi
 [[ $TIMEOUT =~ ^[0-9]+$ ]] || die "--timeout must be a number of seconds"
 [[ $HOST_CHECK == pod || $HOST_CHECK == skip ]] || die "--host-check must be pod or skip"
 [[ $AGENT == none || $AGENT == */* ]] || die "--agent must be NAMESPACE/NAME or none"
@@ -81,6 +108,9 @@ LABEL=ibcni-validate-run
 POD_A=ibcni-val-a-$RUN
 POD_B=ibcni-val-b-$RUN
 PASSED=0 FAILED=0 SKIPPED=0
+CLUSTER_NAD=ibcni-val-cluster-$RUN     # the cluster check's NAD, in $NS
+CLUSTER_POOL=ibcni-val-$RUN            # its pool: this run's only, so its Leases are this run's
+CLUSTER_CREATED=0
 
 pass() { PASSED=$((PASSED + 1)); echo "PASS $1${2:+: $2}"; }
 fail() { FAILED=$((FAILED + 1)); echo "FAIL $1: $2"; }
@@ -93,9 +123,164 @@ cleanup() {
   else
     kc -n "$NS" delete pod -l "$LABEL=$RUN" --ignore-not-found --wait=false >/dev/null 2>&1
   fi
+  if ((CLUSTER_CREATED)); then
+    if ((KEEP)); then
+      echo "kept: NAD $NS/$CLUSTER_NAD and the Leases of pool $CLUSTER_POOL (delete with: ${KUBECTL} -n $NS delete network-attachment-definitions.k8s.cni.cncf.io $CLUSTER_NAD; ${KUBECTL} -n $LEASE_NS delete leases -l ibcni.io/pool=$CLUSTER_POOL)"
+    else
+      cluster_cleanup
+    fi
+  fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
+
+# --- cluster IPAM (opt-in): one pool, two nodes -------------------------------------------------
+
+# ip_int A.B.C.D: the address as a number
+ip_int() { local a b c d; IFS=. read -r a b c d <<<"$1"; echo $(((a << 24) | (b << 16) | (c << 8) | d)); }
+# pool_leases: "holder lease-name" per Lease of this run's pool (holder "-" when none)
+pool_leases() {
+  kc -n "$LEASE_NS" get leases -l "ibcni.io/pool=$CLUSTER_POOL" -o json |
+    jq -r '.items[] | "\(.spec.holderIdentity // "-" | if . == "" then "-" else . end) \(.metadata.name)"'
+}
+cluster_cleanup() {
+  kc -n "$NS" delete pod -l "$LABEL=$RUN,role=cluster" --ignore-not-found --wait=true --timeout="${TIMEOUT}s" >/dev/null 2>&1
+  kc -n "$NS" delete network-attachment-definitions.k8s.cni.cncf.io "$CLUSTER_NAD" --ignore-not-found >/dev/null 2>&1
+  # the pool is this run's own: whatever Lease is left of it (a block not yet given back) goes
+  kc -n "$LEASE_NS" delete leases -l "ibcni.io/pool=$CLUSTER_POOL" --ignore-not-found >/dev/null 2>&1
+  CLUSTER_CREATED=0
+}
+
+cluster_ipam_check() {
+  local parent_json nad pods=() p ann entry out
+  local -A CIP CNODE
+  if [[ $CLUSTER_PARENT == *:* ]]; then
+    parent_json=$(jq -cn --arg d "${CLUSTER_PARENT%%:*}" --argjson p "${CLUSTER_PARENT#*:}" '{rdmaDevice: $d, port: $p}') ||
+      die "--cluster-parent: RDMA_DEVICE:PORT with a numeric port"
+  else
+    parent_json=$(jq -cn --arg m "$CLUSTER_PARENT" '{master: $m}')
+  fi
+  # releaseAfterSeconds 0: an empty block is given back at once (by DEL, or the agent's next pass)
+  nad=$(jq -n --arg name "$CLUSTER_NAD" --arg ns "$NS" --arg run "$RUN" --arg lbl "$LABEL" --arg subnet "$CLUSTER_SUBNET" \
+    --arg pool "$CLUSTER_POOL" --arg lns "$LEASE_NS" --arg pkey "$CLUSTER_PKEY" --argjson parent "$parent_json" '{
+      apiVersion: "k8s.cni.cncf.io/v1", kind: "NetworkAttachmentDefinition",
+      metadata: {name: $name, namespace: $ns, labels: {($lbl): $run}},
+      spec: {config: ({cniVersion: "1.0.0", name: $name, type: "ibcni", mode: "ipoib"} + $parent
+        + (if $pkey == "" then {} else {pkey: $pkey} end)
+        + {ipam: {type: "ibcni-ipam", ranges: [[{subnet: $subnet}]],
+                  cluster: {backend: "kubernetes", pool: $pool, blockSize: 32, releaseAfterSeconds: 0,
+                            kubernetes: {namespace: $lns}}}} | tojson)}
+    }')
+  echo "cluster IPAM: NAD $NS/$CLUSTER_NAD, pool $CLUSTER_POOL ($CLUSTER_SUBNET, blocks of 32), Leases in $LEASE_NS"
+  if ! out=$(kc apply -f - <<<"$nad" 2>&1); then
+    fail "cluster_nad" "cannot create NAD $NS/$CLUSTER_NAD: ${out//$'\n'/ }"
+    return
+  fi
+  CLUSTER_CREATED=1
+  if [[ -n $(pool_leases 2>/dev/null) ]]; then
+    fail "cluster_leases_before" "pool $CLUSTER_POOL already has Leases in $LEASE_NS before any pod"
+  fi
+  for p in "a:$NODE_A" "b:$NODE_B"; do
+    local name=ibcni-val-c${p%%:*}-$RUN
+    pods+=("$name")
+    out=$(jq -n --arg name "$name" --arg ns "$NS" --arg run "$RUN" --arg lbl "$LABEL" --arg node "${p#*:}" \
+      --arg image "$IMAGE" --arg nets "$(jq -cn --arg n "$CLUSTER_NAD" --arg ns "$NS" '[{name: $n, namespace: $ns}]')" \
+      --argjson caps "$(jq -cn --arg c "$CAPS" '$c | split(" ") | map(select(length > 0))')" '{
+        apiVersion: "v1", kind: "Pod",
+        metadata: {name: $name, namespace: $ns, labels: {($lbl): $run, role: "cluster"},
+                   annotations: {"k8s.v1.cni.cncf.io/networks": $nets}},
+        spec: {restartPolicy: "Never", terminationGracePeriodSeconds: 5,
+               nodeSelector: {"kubernetes.io/hostname": $node},
+               containers: [{name: "test", image: $image, command: ["sleep", "86400"],
+                             securityContext: {capabilities: {add: $caps}}}]}
+      }' | kc apply -f - 2>&1) || { fail "cluster_pod_$name" "cannot create: ${out//$'\n'/ }"; return; }
+  done
+  local ready=1
+  for p in "${pods[@]}"; do
+    if ! kc -n "$NS" wait --for=condition=Ready "pod/$p" --timeout="${TIMEOUT}s" >/dev/null 2>&1; then
+      ready=0
+      fail "cluster_pod_ready_$p" "not Ready within ${TIMEOUT}s (cluster IPAM: the kubeconfig, RBAC, or the pool); last events:"
+      kc -n "$NS" get events --field-selector "involvedObject.name=$p" --sort-by=.lastTimestamp 2>/dev/null |
+        tail -n 8 | sed 's/^/     /'
+    else
+      CNODE[$p]=$(kc -n "$NS" get pod "$p" -o jsonpath='{.spec.nodeName}')
+      pass "cluster_pod_ready_$p" "on node ${CNODE[$p]}"
+    fi
+  done
+  ((ready)) || return
+  for p in "${pods[@]}"; do
+    ann=$(kc -n "$NS" get pod "$p" -o json | jq -r '.metadata.annotations["k8s.v1.cni.cncf.io/network-status"] // ""')
+    entry=$(jq -c --arg a "$NS/$CLUSTER_NAD" '[.[] | select(.name == $a)][0] // empty' <<<"$ann" 2>/dev/null)
+    CIP[$p]=$(jq -r '[.ips[]? | select(test("^[0-9.]+$"))][0] // ""' <<<"$entry" 2>/dev/null)
+  done
+  local a=${pods[0]} b=${pods[1]} net=${CLUSTER_SUBNET%/*} len=${CLUSTER_SUBNET#*/}
+  if [[ -z ${CIP[$a]} || -z ${CIP[$b]} ]]; then
+    fail "cluster_distinct_addresses" "no IPv4 address in the network-status of ${CIP[$a]:-$a}/${CIP[$b]:-$b}"
+  else
+    local mask=$(((0xffffffff << (32 - len)) & 0xffffffff)) ia ib
+    ia=$(ip_int "${CIP[$a]}") ib=$(ip_int "${CIP[$b]}")
+    if (((ia & mask) != ($(ip_int "$net") & mask) || (ib & mask) != ($(ip_int "$net") & mask))); then
+      fail "cluster_distinct_addresses" "${CIP[$a]} or ${CIP[$b]} is outside the pool $CLUSTER_SUBNET"
+    elif ((ia == ib)); then
+      fail "cluster_distinct_addresses" "both pods got ${CIP[$a]}"
+    else
+      pass "cluster_distinct_addresses" "${CNODE[$a]}: ${CIP[$a]}, ${CNODE[$b]}: ${CIP[$b]} (pool $CLUSTER_SUBNET)"
+    fi
+    # each node allocates in blocks of its own: two nodes never share a block of 32
+    if ((ia / 32 == ib / 32)); then
+      fail "cluster_blocks_per_node" "${CIP[$a]} and ${CIP[$b]} are in the same block of 32, on two nodes"
+    else
+      pass "cluster_blocks_per_node" "in two different blocks of 32"
+    fi
+    if out=$(kc -n "$NS" exec "$a" -- ping -c 3 -W 3 "${CIP[$b]}" 2>&1); then
+      pass "cluster_ping" "${CIP[$a]} -> ${CIP[$b]}: $(grep -E 'packet loss' <<<"$out")"
+    else
+      fail "cluster_ping" "${CIP[$a]} -> ${CIP[$b]}: $(tail -n 2 <<<"$out" | tr '\n' ' ')"
+    fi
+  fi
+  # the pool's Leases: blocks held by exactly the two pods' nodes
+  local leases holders want
+  if ! leases=$(pool_leases 2>&1); then
+    fail "cluster_leases" "cannot list Leases -l ibcni.io/pool=$CLUSTER_POOL in $LEASE_NS: ${leases//$'\n'/ }"
+  else
+    holders=$(awk '$1 != "-" {print $1}' <<<"$leases" | sort -u | tr '\n' ' ')
+    want=$(printf '%s\n' "${CNODE[$a]}" "${CNODE[$b]}" | sort -u | tr '\n' ' ')
+    if [[ $holders == "$want" ]]; then
+      pass "cluster_leases" "$(grep -vc '^- ' <<<"$leases") block Lease(s) in $LEASE_NS held by ${holders% }"
+    else
+      fail "cluster_leases" "the holders of pool $CLUSTER_POOL's Leases are '${holders% }', not the pods' nodes '${want% }': $(tr '\n' ';' <<<"$leases")"
+    fi
+  fi
+  ((KEEP)) && return
+  # the pods gone, their empty blocks are given back (releaseAfterSeconds 0): at DEL, or by the
+  # reconcile agent's next pass on each node
+  if ! kc -n "$NS" delete pod "${pods[@]}" --wait=true --timeout="${TIMEOUT}s" >/dev/null 2>&1; then
+    fail "cluster_pods_deleted" "not gone within ${TIMEOUT}s (CNI DEL failing?)"
+    return
+  fi
+  local deadline=$((SECONDS + TIMEOUT)) left=x
+  while ((SECONDS < deadline)); do
+    left=$(pool_leases 2>/dev/null | awk '$1 != "-"' | tr '\n' ';')
+    [[ -z $left ]] && break
+    sleep 5
+  done
+  if [[ -z $left ]]; then
+    pass "cluster_blocks_released" "no block of pool $CLUSTER_POOL held after the pods were deleted"
+  else
+    fail "cluster_blocks_released" "still held ${TIMEOUT}s after the pods were deleted (is the reconcile agent running?): $left"
+  fi
+}
+
+if ((CLUSTER)); then
+  cluster_ipam_check
+  ((KEEP)) || cluster_cleanup
+fi
+if [[ -z $NAD ]]; then
+  ((SKIPPED > 0)) && echo "$SKIPPED skipped"
+  echo "$PASSED passed, $FAILED failed"
+  ((FAILED == 0))
+  exit
+fi
 
 # --- preflight --------------------------------------------------------------------------------
 

@@ -59,7 +59,7 @@ check "helm template renders the default values" \
   show "$work/default.err"
 check "the default render is valid (validate.mjs)" validate "$work/default.yaml" >"$work/default.out" ||
   show "$work/default.out"
-flatten "$work/default.yaml" >"$work/default.flat"
+flatten --kind DaemonSet "$work/default.yaml" >"$work/default.flat"
 p=/spec/template/spec
 c=$p/containers[ibcni-install]
 check "default render: one DaemonSet in the release namespace, on NFD's Mellanox label, tolerating all taints" \
@@ -105,10 +105,89 @@ check "default render: reconcile adds exactly hostPID, NET_ADMIN, SYS_ADMIN, SYS
   "$c/securityContext/capabilities/add/0=\"SYS_CHROOT\"" "$c/securityContext/capabilities/add/1=\"NET_ADMIN\"" \
   "$c/securityContext/capabilities/add/2=\"SYS_ADMIN\"" "$c/securityContext/capabilities/add/3=\"SYS_PTRACE\"" \
   "$c/securityContext/appArmorProfile/type=\"Unconfined\""
-check "default render: no hostPath but the node's / (read-only) and the CNI bin directory (no state or netns mounts)" \
+check "default render: no hostPath but the node's / (read-only), the CNI bin directory and ibcni.d (no state or netns mounts)" \
   same_lines "$work/default.flat" '/volumes\[[^]]*\]/hostPath/path=|/volumeMounts\[[^]]*\]/mountPath=' \
   "$p/volumes[host-root]/hostPath/path=\"/\"" "$p/volumes[cni-bin-dir]/hostPath/path=\"/opt/cni/bin\"" \
-  "$c/volumeMounts[host-root]/mountPath=\"/host\"" "$c/volumeMounts[cni-bin-dir]/mountPath=\"/host/opt/cni/bin\""
+  "$p/volumes[cluster-conf-dir]/hostPath/path=\"/etc/cni/net.d/ibcni.d\"" \
+  "$c/volumeMounts[host-root]/mountPath=\"/host\"" "$c/volumeMounts[cni-bin-dir]/mountPath=\"/host/opt/cni/bin\"" \
+  "$c/volumeMounts[cluster-conf-dir]/mountPath=\"/host/etc/cni/net.d/ibcni.d\""
+
+# --- cluster IPAM: the ServiceAccount, its RBAC, the node name and the kubeconfig ----------------
+# kinds FILE: KIND/NAMESPACE/NAME of every object of a render, sorted, on one line
+kinds() {
+  node --input-type=module -e '
+    import { readFileSync } from "node:fs";
+    import { createRequire } from "node:module";
+    const { parseAllDocuments } = createRequire(process.argv[2] + "/")("yaml");
+    const out = [];
+    for (const d of parseAllDocuments(readFileSync(process.argv[1], "utf8"), { version: "1.1" })) {
+      const v = d.toJS();
+      if (v) out.push(`${v.kind}/${v.metadata?.namespace ?? "-"}/${v.metadata?.name}`);
+    }
+    console.log(out.sort().join(" "));' "$1" "$node_dir"
+}
+# same_kinds FILE KIND/NS/NAME...: the render holds exactly these objects
+same_kinds() {
+  local got want
+  got=$(kinds "$1")
+  want=$(printf '%s\n' "${@:2}" | sort | tr '\n' ' ')
+  [[ "$got " == "$want" ]] || { echo "    objects: $got" >&2; echo "    wanted:  $want" >&2; return 1; }
+}
+check "default render: the ServiceAccount, Role, RoleBinding, ClusterRole, ClusterRoleBinding and DaemonSet, nothing else" \
+  same_kinds "$work/default.yaml" ServiceAccount/kube-system/ibcni Role/kube-system/ibcni-cluster-ipam \
+  RoleBinding/kube-system/ibcni-cluster-ipam ClusterRole/-/ibcni-cluster-ipam ClusterRoleBinding/-/ibcni-cluster-ipam \
+  DaemonSet/kube-system/ibcni
+for kind in Role ClusterRole RoleBinding ClusterRoleBinding ServiceAccount; do
+  flatten --kind "$kind" "$work/default.yaml" >"$work/default-$kind.flat"
+done
+check "default render: the Role allows exactly coordination.k8s.io leases get, list, create, update, delete" \
+  same_lines "$work/default-Role.flat" '/rules/' \
+  '/rules/0/apiGroups/0="coordination.k8s.io"' '/rules/0/resources/0="leases"' \
+  '/rules/0/verbs/0="get"' '/rules/0/verbs/1="list"' '/rules/0/verbs/2="create"' \
+  '/rules/0/verbs/3="update"' '/rules/0/verbs/4="delete"'
+check "default render: the ClusterRole allows exactly nodes get" \
+  same_lines "$work/default-ClusterRole.flat" '/rules/' \
+  '/rules/0/apiGroups/0=""' '/rules/0/resources/0="nodes"' '/rules/0/verbs/0="get"'
+# bound FLAT ROLE_KIND SA_NAMESPACE SA_NAME ROLE_NAME: a binding of exactly that one ServiceAccount
+bound() {
+  same_lines "$1" '/subjects|/roleRef/' '/roleRef/apiGroup="rbac.authorization.k8s.io"' \
+    "/roleRef/kind=\"$2\"" "/roleRef/name=\"$5\"" "/subjects[$4]/kind=\"ServiceAccount\"" \
+    "/subjects[$4]/namespace=\"$3\"" "/subjects[$4]/name=\"$4\""
+}
+check "default render: the RoleBinding gives the Role to the ServiceAccount kube-system/ibcni, nobody else" \
+  bound "$work/default-RoleBinding.flat" Role kube-system ibcni ibcni-cluster-ipam
+check "default render: the ClusterRoleBinding gives the ClusterRole to the ServiceAccount kube-system/ibcni, nobody else" \
+  bound "$work/default-ClusterRoleBinding.flat" ClusterRole kube-system ibcni ibcni-cluster-ipam
+check "default render: the ServiceAccount does not mount its token in other pods" \
+  has "$work/default-ServiceAccount.flat" '/automountServiceAccountToken=false'
+check "default render: the pod runs as the ServiceAccount with its token, the node name from spec.nodeName, the kubeconfig asked" \
+  has "$work/default.flat" "$p/serviceAccountName=\"ibcni\"" "$p/automountServiceAccountToken=true" \
+  "$c/env[IBCNI_NODE_NAME]/valueFrom/fieldRef/fieldPath=\"spec.nodeName\"" \
+  "$c/env[IBCNI_CNI_CONF_DIR]/value=\"/etc/cni/net.d\"" \
+  "$c/env[IBCNI_KUBECONFIG]/value=\"true\"" "$c/env[IBCNI_KUBECONFIG_NAMESPACE]/value=\"kube-system\"" \
+  "$p/volumes[cluster-conf-dir]/hostPath/type=\"DirectoryOrCreate\""
+check "default render: no IBCNI_API_SERVER (the kubernetes Service)" bash -c '! grep -q IBCNI_API_SERVER "$1"' _ "$work/default.flat"
+
+# clusterIPAM.rbac=false: the node name only (etcd backend, or none); clusterIPAM.enabled=false: nothing
+for off in rbac enabled; do
+  check "helm template renders clusterIPAM.$off=false" \
+    "$helm" template ibcni "$chart" --namespace kube-system --set "clusterIPAM.$off=false" \
+    >"$work/cluster-$off.yaml" 2>"$work/cluster-$off.err" || show "$work/cluster-$off.err"
+  check "the clusterIPAM.$off=false render is valid (validate.mjs)" validate "$work/cluster-$off.yaml" \
+    >"$work/cluster-$off.out" || show "$work/cluster-$off.out"
+  check "clusterIPAM.$off=false: no ServiceAccount, Role, RoleBinding, ClusterRole or binding: the DaemonSet alone" \
+    same_kinds "$work/cluster-$off.yaml" DaemonSet/kube-system/ibcni
+  flatten --kind DaemonSet "$work/cluster-$off.yaml" >"$work/cluster-$off.flat"
+  check "clusterIPAM.$off=false: no token mounted, no ServiceAccount, no kubeconfig" \
+    bash -c 'grep -Fxq "0 $1/automountServiceAccountToken=false" "$2" &&
+      ! grep -Eq "serviceAccountName|IBCNI_KUBECONFIG|IBCNI_API_SERVER" "$2"' _ "$p" "$work/cluster-$off.flat"
+done
+check "clusterIPAM.rbac=false: still the node name, from spec.nodeName, into ibcni.d" \
+  has "$work/cluster-rbac.flat" "$c/env[IBCNI_NODE_NAME]/valueFrom/fieldRef/fieldPath=\"spec.nodeName\"" \
+  "$p/volumes[cluster-conf-dir]/hostPath/path=\"/etc/cni/net.d/ibcni.d\""
+check "clusterIPAM.enabled=false: the pod of before cluster IPAM (the default's lines without the cluster ones)" \
+  bash -c 'diff <(grep -vE "cluster-conf-dir|IBCNI_NODE_NAME|IBCNI_KUBECONFIG|IBCNI_CNI_CONF_DIR|serviceAccountName|automountServiceAccountToken" "$1") \
+    <(grep -vE "automountServiceAccountToken" "$2") >&2' _ "$work/default.flat" "$work/cluster-enabled.flat"
 
 # reconcileInterval 0: the pod of before the agent: no hostPID, SYS_CHROOT only, no AppArmor change
 check "helm template renders reconcileInterval=0" \
@@ -116,7 +195,7 @@ check "helm template renders reconcileInterval=0" \
   show "$work/off.err"
 check "the reconcileInterval=0 render is valid (validate.mjs)" validate "$work/off.yaml" >"$work/off.out" ||
   show "$work/off.out"
-flatten "$work/off.yaml" >"$work/off.flat"
+flatten --kind DaemonSet "$work/off.yaml" >"$work/off.flat"
 check "reconcileInterval=0: IBCNI_RECONCILE_INTERVAL=\"0\" (the installer only sleeps), grace period 10 s" \
   has "$work/off.flat" "$c/env[IBCNI_RECONCILE_INTERVAL]/value=\"0\"" "$p/terminationGracePeriodSeconds=10"
 check "reconcileInterval=0: no hostPID, SYS_CHROOT only, no AppArmor profile" \
@@ -138,7 +217,7 @@ EOF2
 check "helm template renders a securityContext that lists SYS_ADMIN and an AppArmor profile" \
   "$helm" template ibcni "$chart" -f "$work/sc-values.yaml" >"$work/sc.yaml" 2>"$work/sc.err" || show "$work/sc.err"
 check "the securityContext render is valid (validate.mjs)" validate "$work/sc.yaml" >"$work/sc.out" || show "$work/sc.out"
-flatten "$work/sc.yaml" >"$work/sc.flat"
+flatten --kind DaemonSet "$work/sc.yaml" >"$work/sc.flat"
 check "securityContext render: each capability once, the given AppArmor profile kept" \
   same_lines "$work/sc.flat" '/capabilities/add/|/appArmorProfile/' \
   "$c/securityContext/capabilities/add/0=\"SYS_CHROOT\"" "$c/securityContext/capabilities/add/1=\"SYS_ADMIN\"" \
@@ -176,13 +255,17 @@ hostNetwork: false
 updateStrategy: {type: OnDelete}
 podAnnotations: {example.com/team: hpc}
 extraEnv: [{name: IBCNI_SLEEP, value: "true"}]
+clusterIPAM:
+  leaseNamespace: hpc-ipam
+  apiServer: https://api.hpc.example.com:6443
 EOF
 check "helm template renders custom values" \
   "$helm" template ib "$chart" --namespace hpc-system -f "$work/custom-values.yaml" \
+  --set hostPaths.cniConfDir=/var/lib/cni/net.d \
   >"$work/custom.yaml" 2>"$work/custom.err" || show "$work/custom.err"
 check "the custom render is valid (validate.mjs)" validate "$work/custom.yaml" >"$work/custom.out" ||
   show "$work/custom.out"
-flatten "$work/custom.yaml" >"$work/custom.flat"
+flatten --kind DaemonSet "$work/custom.yaml" >"$work/custom.flat"
 check "custom render: cniBinDir /usr/libexec/cni in the volume, its mount and IBCNI_CNI_BIN_DIR" \
   has "$work/custom.flat" \
   "$p/volumes[cni-bin-dir]/hostPath/path=\"/usr/libexec/cni\"" \
@@ -207,6 +290,23 @@ check "custom render: nodeSelector, tolerations, strategy, annotations, namespac
   '/spec/template/metadata/annotations/example.com/team="hpc"' \
   '/metadata/namespace="hpc-system"' '/metadata/name="ib-ibcni"' \
   '/spec/selector/matchLabels/app.kubernetes.io/instance="ib"'
+check "custom render: the Role and RoleBinding in leaseNamespace hpc-ipam, for the ServiceAccount hpc-system/ib-ibcni" \
+  same_kinds "$work/custom.yaml" ServiceAccount/hpc-system/ib-ibcni Role/hpc-ipam/ib-ibcni-cluster-ipam \
+  RoleBinding/hpc-ipam/ib-ibcni-cluster-ipam ClusterRole/-/ib-ibcni-cluster-ipam \
+  ClusterRoleBinding/-/ib-ibcni-cluster-ipam DaemonSet/hpc-system/ib-ibcni
+flatten --kind RoleBinding "$work/custom.yaml" >"$work/custom-RoleBinding.flat"
+flatten --kind ClusterRoleBinding "$work/custom.yaml" >"$work/custom-ClusterRoleBinding.flat"
+check "custom render: the RoleBinding names the ServiceAccount ib-ibcni in the release's namespace hpc-system" \
+  bound "$work/custom-RoleBinding.flat" Role hpc-system ib-ibcni ib-ibcni-cluster-ipam
+check "custom render: the ClusterRoleBinding too" \
+  bound "$work/custom-ClusterRoleBinding.flat" ClusterRole hpc-system ib-ibcni ib-ibcni-cluster-ipam
+check "custom render: the kubeconfig's namespace and API server, ibcni.d under cniConfDir" \
+  has "$work/custom.flat" "$p/serviceAccountName=\"ib-ibcni\"" \
+  "$c/env[IBCNI_KUBECONFIG_NAMESPACE]/value=\"hpc-ipam\"" \
+  "$c/env[IBCNI_API_SERVER]/value=\"https://api.hpc.example.com:6443\"" \
+  "$c/env[IBCNI_CNI_CONF_DIR]/value=\"/var/lib/cni/net.d\"" \
+  "$p/volumes[cluster-conf-dir]/hostPath/path=\"/var/lib/cni/net.d/ibcni.d\"" \
+  "$c/volumeMounts[cluster-conf-dir]/mountPath=\"/host/var/lib/cni/net.d/ibcni.d\""
 check "custom render: the default nodeSelector, toleration and priority class are gone" \
   bash -c '! grep -Eq "pci-15b3|priorityClassName|dnsPolicy" "$1" &&
     [[ $(grep -c "/tolerations/" "$1") -eq 3 ]]' _ "$work/custom.flat"
@@ -252,6 +352,11 @@ check "values.schema.json refuses a relative state directory" refused 'hostPaths
 check "values.schema.json refuses a state directory with ':'" refused 'hostPaths.stateDirs={/run/a:b}' stateDirs
 check "values.schema.json refuses an IPAM data directory with '..'" refused 'hostPaths.ipamDataDirs={/run/../etc}' ipamDataDirs
 check "values.schema.json refuses no IPAM data directory" refused 'hostPaths.ipamDataDirs=null' ipamDataDirs
+check "values.schema.json refuses clusterIPAM.leaseNamespace=Kube_System" refused clusterIPAM.leaseNamespace=Kube_System leaseNamespace
+check "values.schema.json refuses clusterIPAM.apiServer=http://api:6443 (not https)" refused clusterIPAM.apiServer=http://api:6443 apiServer
+check "values.schema.json refuses clusterIPAM.rbac=yes" refused clusterIPAM.rbac=yes rbac
+check "values.schema.json refuses an unknown clusterIPAM value (namespace)" refused clusterIPAM.namespace=x namespace
+check "values.schema.json refuses a relative hostPaths.cniConfDir" refused hostPaths.cniConfDir=etc/cni/net.d cniConfDir
 
 # --- the static manifest -----------------------------------------------------------------------
 static=deploy/ibcni-daemonset.yaml

@@ -7,6 +7,8 @@
 // whatever their formatting, comments and key order. YAML 1.1, as kubectl reads it.
 // flatten.mjs --json FILE...: prints each non-empty document as one line of JSON instead (keys and
 // list items in their order), for an exact comparison of parsed documents.
+// --kind KIND (before the files, with or without --json): only the documents of that kind (DOC
+// then counts those), e.g. the DaemonSet of a chart's render that also holds its RBAC objects.
 import { readFileSync } from "node:fs";
 import { parseAllDocuments } from "yaml";
 
@@ -28,8 +30,12 @@ function walk(doc, path, value) {
 let n = 0;
 let status = 0;
 const args = process.argv.slice(2);
-const json = args[0] === "--json";
-if (json) args.shift();
+let json = false;
+let kind;
+while (args[0] === "--json" || args[0] === "--kind") {
+  if (args.shift() === "--json") json = true;
+  else kind = args.shift();
+}
 for (const file of args) {
   for (const d of parseAllDocuments(readFileSync(file, "utf8"), { version: "1.1" })) {
     if (d.errors.length) {
@@ -39,6 +45,7 @@ for (const file of args) {
     }
     const v = d.toJS();
     if (v === null || v === undefined) continue;
+    if (kind !== undefined && v.kind !== kind) continue;
     if (json) lines.push(JSON.stringify(v));
     else walk(n++, "", v);
   }

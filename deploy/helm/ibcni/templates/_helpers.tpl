@@ -46,3 +46,27 @@ app.kubernetes.io/part-of: ibcni
 {{- define "ibcni.cniBinMountPath" -}}
 {{- printf "/host%s" .Values.hostPaths.cniBinDir -}}
 {{- end -}}
+
+{{/* "true" when the chart writes ibcni.d/node-name (clusterIPAM.enabled), else "". */}}
+{{- define "ibcni.clusterIPAM" -}}
+{{- if (.Values.clusterIPAM | default dict).enabled -}}true{{- end -}}
+{{- end -}}
+
+{{/*
+"true" when the chart gives the pods the kubernetes backend's ServiceAccount, RBAC and kubeconfig
+(clusterIPAM.enabled and clusterIPAM.rbac), else "".
+*/}}
+{{- define "ibcni.clusterRBAC" -}}
+{{- $c := .Values.clusterIPAM | default dict -}}
+{{- if and $c.enabled $c.rbac -}}true{{- end -}}
+{{- end -}}
+
+{{/* The name of the ServiceAccount, Role, ClusterRole and bindings: the DaemonSet's. */}}
+{{- define "ibcni.serviceAccountName" -}}
+{{- include "ibcni.fullname" . -}}
+{{- end -}}
+
+{{/* Where the node's <cniConfDir>/ibcni.d is, as a node path. */}}
+{{- define "ibcni.clusterConfDir" -}}
+{{- printf "%s/ibcni.d" (.Values.hostPaths.cniConfDir | default "/etc/cni/net.d") -}}
+{{- end -}}
