@@ -31,11 +31,13 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-// A private directory for the nodes' data dirs, removed with the test.
+// A private directory for the nodes' data dirs, removed with the test; on tmpfs (/dev/shm) as
+// ibcni-ipam's default data dir (/run) is.
 class TempRoot {
  public:
   TempRoot() {
-    std::string tmpl = (fs::temp_directory_path() / "ibcni-cluster-sim-XXXXXX").string();
+    const fs::path base = fs::is_directory("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path();
+    std::string tmpl = (base / "ibcni-cluster-sim-XXXXXX").string();
     if (::mkdtemp(tmpl.data()) != nullptr) {
       path_ = tmpl;
     }
