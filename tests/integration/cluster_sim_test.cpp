@@ -11,17 +11,24 @@
 //  * ClusterSimFaults.KillDuringBlockClaim: 100 times, an ADD that must claim a new block is
 //    SIGKILLed after 0-30 ms; the ADD run again succeeds, and then no block is lost (every block
 //    the backend gives the node is in its blocks.json), none has two holders, no address twice.
+//  * ClusterSimChecks.*: the checks themselves on hand-made state (blocks.json files written here,
+//    keys put into etcd): they pass on a consistent cluster and name each kind of breakage.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <iostream>
 #include <random>
 #include <set>
 #include <thread>
 
+#include "http/curl_http_client.h"
+#include "ibcni/os/text.h"
 #include "support/cluster_sim.h"
 #include "support/etcd_cluster.h"
 
@@ -231,6 +238,145 @@ TEST(ClusterSimFaults, KillDuringBlockClaim) {
   }
   EXPECT_TRUE(sim.allSucceeded(sim.callAll(CniVerb::kDel, all, 4)));
   EXPECT_TRUE(sim.storesEmpty());
+}
+
+// --- The checks on hand-made state ---
+
+class ClusterSimChecks : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(etcd_.start(1));
+    ASSERT_FALSE(root_.path().empty());
+    o_.plugin = "/nonexistent";
+    o_.root = root_.path();
+    o_.nodes = 3;
+    o_.etcdEndpoints = etcd_.endpoints();
+  }
+  // <dataDir>/.cluster/<pool>/blocks.json of `node`: `owned` blocks owned, `intent` as intent.
+  void writeBlocks(const ClusterSim& sim, int node, const std::vector<std::string>& owned,
+                   const std::vector<std::string>& intent = {}) {
+    nlohmann::json blocks = nlohmann::json::array();
+    for (const auto* list : {&owned, &intent}) {
+      for (const auto& cidr : *list) {
+        std::string key = cidr;
+        key[key.find('/')] = '-';
+        blocks.push_back({{"set", 0}, {"cidr", cidr}, {"key", key}, {"state", list == &owned ? "owned" : "intent"},
+                          {"version", "1"}});
+      }
+    }
+    const std::string dir = sim.dataDir(node) + "/.cluster/" + sim.pool();
+    fs::create_directories(dir);
+    std::ofstream(dir + "/blocks.json")
+        << nlohmann::json{{"pool", sim.pool()}, {"node", sim.nodeName(node)}, {"fingerprint", "f"}, {"blocks", blocks},
+                          {"addresses", nlohmann::json::array()}}
+               .dump();
+  }
+  void put(const std::string& key, const nlohmann::json& value) {
+    http::Request r;
+    r.method = http::Method::kPost;
+    r.url = etcd_.endpoint(0) + "/v3/kv/put";
+    r.body = nlohmann::json{{"key", os::base64Encode(key)}, {"value", os::base64Encode(value.dump())}}.dump();
+    const auto answer = http_.send(r);
+    ASSERT_TRUE(answer && answer->status == 200) << (answer ? answer->body : answer.error().describe());
+  }
+  void putBlock(const ClusterSim& sim, const std::string& key, int node) {
+    put("/ibcni/pools/" + sim.pool() + "/blocks/" + key, {{"node", sim.nodeName(node)}, {"claimedAt", "x"}});
+  }
+  static CniCall add(int node, int pod, const std::string& address) {
+    CniCall c;
+    c.pod = {node, pod};
+    c.status = 0;
+    c.addresses = {address};
+    return c;
+  }
+
+  EtcdCluster etcd_;
+  TempRoot root_;
+  ClusterSimOptions o_;
+  http::CurlHttpClient http_;
+};
+
+TEST_F(ClusterSimChecks, PassOnAConsistentClusterAndNameEachBreakage) {
+  ClusterSim sim(o_);
+  writeBlocks(sim, 0, {"10.56.0.0/27"});
+  writeBlocks(sim, 1, {"10.56.0.32/27", "10.56.0.64/27"});
+  putBlock(sim, "10.56.0.0-27", 0);
+  putBlock(sim, "10.56.0.32-27", 1);
+  putBlock(sim, "10.56.0.64-27", 1);
+  const std::vector<CniCall> adds = {add(0, 0, "10.56.0.2"), add(1, 0, "10.56.0.33"), add(1, 1, "10.56.0.70")};
+  EXPECT_TRUE(sim.allSucceeded(adds));
+  EXPECT_TRUE(sim.noAddressTwice(adds));
+  EXPECT_TRUE(sim.addressesInOwnBlocks(adds));
+  EXPECT_TRUE(sim.blocksConsistent());
+  EXPECT_TRUE(sim.nodeBlocksMatchBackend(1));
+  EXPECT_TRUE(sim.storesEmpty());
+
+  // An address twice; an address outside its node's blocks; a failed ADD.
+  auto twice = adds;
+  twice.push_back(add(2, 0, "10.56.0.33"));
+  auto r = sim.noAddressTwice(twice);
+  EXPECT_FALSE(r);
+  EXPECT_THAT(r.message(), ::testing::HasSubstr("10.56.0.33 held by 2 pods on 2 nodes: node-01/pod-0 node-02/pod-0"));
+  r = sim.addressesInOwnBlocks({add(0, 1, "10.56.0.40")});
+  EXPECT_FALSE(r);
+  EXPECT_THAT(r.message(), ::testing::HasSubstr("10.56.0.40 of node-00/pod-1 is in no block"));
+  auto failed = add(0, 3, "10.56.0.3");
+  failed.status = 11;
+  failed.out = R"({"code":11,"msg":"etcd unreachable"})";
+  r = sim.allSucceeded({failed});
+  EXPECT_FALSE(r);
+  EXPECT_THAT(r.message(), ::testing::HasSubstr("ADD node-00/pod-3: exit 11"));
+
+  // Two nodes own one block; the backend gives a node's block to another; a block the backend
+  // gives a node is missing from its file (lost); an intent is not ownership.
+  writeBlocks(sim, 2, {"10.56.0.0/27"});
+  r = sim.blocksConsistent();
+  EXPECT_FALSE(r);
+  EXPECT_THAT(r.message(), ::testing::HasSubstr("block 10.56.0.0-27 is owned by 2 nodes: node-00 node-02"));
+  EXPECT_THAT(r.message(), ::testing::HasSubstr("node-02 owns block 10.56.0.0-27 which the backend gives to node-00"));
+  writeBlocks(sim, 2, {}, {"10.56.0.96/27"});
+  putBlock(sim, "10.56.0.96-27", 2);
+  putBlock(sim, "10.56.0.128-27", 2);
+  r = sim.blocksConsistent();
+  EXPECT_FALSE(r);
+  EXPECT_THAT(r.message(), ::testing::HasSubstr("block 10.56.0.128-27 is held by node-02 in the backend but missing"));
+  EXPECT_THAT(r.message(), ::testing::HasSubstr("block 10.56.0.96-27 is held by node-02 in the backend but is \"intent\""));
+  EXPECT_FALSE(sim.nodeBlocksMatchBackend(2, /*allowIntent=*/true));  // 128 is still lost
+  writeBlocks(sim, 2, {"10.56.0.128/27"}, {"10.56.0.96/27"});
+  EXPECT_TRUE(sim.nodeBlocksMatchBackend(2, /*allowIntent=*/true));
+  EXPECT_FALSE(sim.nodeBlocksMatchBackend(2));
+  // A node file's block the backend does not list.
+  writeBlocks(sim, 0, {"10.56.0.0/27", "10.56.1.0/27"});
+  r = sim.nodeBlocksMatchBackend(0);
+  EXPECT_FALSE(r);
+  EXPECT_THAT(r.message(), ::testing::HasSubstr("node-00 owns block 10.56.1.0-27 which the backend does not list"));
+
+  // Leftovers after the DELs: a record in a node's store, an address claim in the backend.
+  fs::create_directories(sim.dataDir(1) + "/.cluster/" + sim.pool() + "/attachments");
+  std::ofstream(sim.dataDir(1) + "/.cluster/" + sim.pool() + "/attachments/c1:eth0") << "x";
+  r = sim.storesEmpty();
+  EXPECT_FALSE(r);
+  EXPECT_THAT(r.message(), ::testing::HasSubstr("node-01 still has 1 attachment record(s) and 0 address claim(s)"));
+  fs::remove(sim.dataDir(1) + "/.cluster/" + sim.pool() + "/attachments/c1:eth0");
+  EXPECT_TRUE(sim.storesEmpty());
+  put("/ibcni/pools/" + sim.pool() + "/addresses/10.56.0.9", {{"node", "node-00"}, {"owner", "c9:eth0"}});
+  r = sim.storesEmpty();
+  EXPECT_FALSE(r);
+  EXPECT_THAT(r.message(), ::testing::HasSubstr("the backend still lists 1 address claim(s), first 10.56.0.9 of node-00"));
+}
+
+TEST_F(ClusterSimChecks, CountsEtcdRequests) {
+  ClusterSim sim(o_);
+  const auto before = etcdRequestCounts(o_.etcdEndpoints);
+  ASSERT_TRUE(before) << before.error();
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(sim.backendBlocks());
+  }
+  const auto after = etcdRequestCounts(o_.etcdEndpoints);
+  ASSERT_TRUE(after) << after.error();
+  const auto d = countDiff(*before, *after);
+  EXPECT_EQ(d.at("Range"), 5u) << "each gateway range is one Range";
+  EXPECT_EQ(d.at("total"), 5u) << "reading /metrics is not counted";
 }
 
 }  // namespace
