@@ -48,8 +48,9 @@ cni::Error storeError(const os::SysError& err, const std::string& action) {
   return cni::Error{cni::Errc::kIoFailure, action + ": ipam store failure: " + err.op, err.describe()};
 }
 
-Allocator::Allocator(const IpamConfig& config, Store& store, os::NetnsChecker& netns, Clock clock)
-    : config_(config), store_(store), netns_(netns), clock_(std::move(clock)) {
+Allocator::Allocator(const IpamConfig& config, Store& store, os::NetnsChecker& netns, Clock clock,
+                     BlockSource* blocks)
+    : config_(config), store_(store), netns_(netns), clock_(std::move(clock)), blocks_(blocks) {
   if (!clock_) {
     clock_ = [] { return std::chrono::system_clock::now(); };
   }
@@ -125,7 +126,32 @@ cni::Result<StoreLock> Allocator::lockStore() {
   if (!lock) {
     return std::unexpected(storeError(lock.error(), "cannot lock the ipam store"));
   }
+  if (blocks_ != nullptr) {
+    if (auto b = blocks_->begin(); !b) {
+      return std::unexpected(b.error());
+    }
+  }
   return std::move(*lock);
+}
+
+std::vector<Interval> Allocator::allowed(std::size_t set) const {
+  std::vector<Interval> all;
+  for (const auto& ivs : allowed_.at(set)) {
+    all.insert(all.end(), ivs.begin(), ivs.end());
+  }
+  return normalized(std::move(all));
+}
+
+cni::Result<std::vector<Allocation>> Allocator::list() {
+  auto lock = lockStore();
+  if (!lock) {
+    return std::unexpected(lock.error());
+  }
+  auto all = store_.list();
+  if (!all) {
+    return std::unexpected(storeError(all.error(), "cannot list allocations"));
+  }
+  return std::move(*all);
 }
 
 std::optional<std::size_t> Allocator::setOf(const net::IpAddress& ip) const {
@@ -228,6 +254,14 @@ cni::Result<std::optional<net::IpAddress>> Allocator::roundRobin(std::size_t set
     for (; it != ivs.end() && it->lo <= seg.hi; ++it) {
       U128 lo = std::max(it->lo, seg.lo);
       U128 hi = std::min(it->hi, seg.hi);
+      if (blocks_ != nullptr) {
+        // Cluster mode: only inside the blocks this node holds.
+        auto found = firstFreeOwned(set, seg.range, lo, hi);
+        if (!found || *found) {
+          return found;
+        }
+        continue;
+      }
       auto found = store_.firstFree(set, seg.range, fromInt(lo, rs.family), fromInt(hi, rs.family));
       if (!found) {
         return std::unexpected(storeError(found.error(), "cannot allocate from " + rs.path));
@@ -235,6 +269,24 @@ cni::Result<std::optional<net::IpAddress>> Allocator::roundRobin(std::size_t set
       if (*found) {
         return *found;
       }
+    }
+  }
+  return std::optional<net::IpAddress>();
+}
+
+cni::Result<std::optional<net::IpAddress>> Allocator::firstFreeOwned(std::size_t set, std::size_t range, U128 lo,
+                                                                      U128 hi) {
+  const RangeSet& rs = config_.rangeSets[set];
+  const auto& owned = blocks_->owned(set);
+  auto it = std::lower_bound(owned.begin(), owned.end(), lo, [](const Interval& i, U128 v) { return i.hi < v; });
+  for (; it != owned.end() && it->lo <= hi; ++it) {
+    auto found = store_.firstFree(set, range, fromInt(std::max(it->lo, lo), rs.family),
+                                  fromInt(std::min(it->hi, hi), rs.family));
+    if (!found) {
+      return std::unexpected(storeError(found.error(), "cannot allocate from " + rs.path));
+    }
+    if (*found) {
+      return *found;
     }
   }
   return std::optional<net::IpAddress>();
@@ -277,6 +329,9 @@ cni::Result<std::vector<Lease>> Allocator::allocate(const AddRequest& req) {
   auto lock = lockStore();
   if (!lock) {
     return std::unexpected(lock.error());
+  }
+  if (blocks_ != nullptr) {
+    blocks_->resolvePending();
   }
   std::size_t nsets = config_.rangeSets.size();
   std::vector<std::optional<net::IpAddress>> chosen(nsets);
@@ -365,13 +420,19 @@ cni::Result<std::vector<Lease>> Allocator::allocate(const AddRequest& req) {
       if (auto t = takeFrom(*target, req.key, what); !t) {
         return std::unexpected(t.error());
       }
+      if (blocks_ != nullptr) {
+        if (auto c = blocks_->claimNamed(*target, req.key, what); !c) {
+          return std::unexpected(c.error());
+        }
+      }
       chosen[s] = target;
       continue;
     }
     // After a process died mid-ADD, prefer what this attachment was about to get.
     for (const auto& a : earlier) {
       auto idx = setOf(a);
-      if (idx && *idx == s && checkRequestable(a, "", req.pod) && !reservedFor_.contains(a)) {
+      if (idx && *idx == s && checkRequestable(a, "", req.pod) && !reservedFor_.contains(a) &&
+          (blocks_ == nullptr || findInterval(blocks_->owned(s), toInt(a)) >= 0)) {
         chosen[s] = a;
         break;
       }
@@ -382,6 +443,21 @@ cni::Result<std::vector<Lease>> Allocator::allocate(const AddRequest& req) {
     auto found = roundRobin(s);
     if (!found) {
       return std::unexpected(found.error());
+    }
+    // Cluster mode: the blocks this node holds are full; claim another one (a grown block may be
+    // taken up by addresses pods named, hence the loop).
+    for (int grown = 0; blocks_ != nullptr && !*found && grown < 4; ++grown) {
+      auto more = blocks_->grow(s);
+      if (!more) {
+        return std::unexpected(more.error());
+      }
+      if (!*more) {
+        break;
+      }
+      found = roundRobin(s);
+      if (!found) {
+        return std::unexpected(found.error());
+      }
     }
     if (!*found) {
       // Before failing, free what pods whose namespace is gone still hold (DELs that never came).
@@ -394,6 +470,10 @@ cni::Result<std::vector<Lease>> Allocator::allocate(const AddRequest& req) {
       if (!found) {
         return std::unexpected(found.error());
       }
+    }
+    if (!*found && blocks_ != nullptr) {
+      return cni::fail(kIpamExhausted, blocks_->describeFull(s),
+                       "allocations whose network namespace is gone were released first");
     }
     if (!*found) {
       auto use = usageLocked();

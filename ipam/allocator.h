@@ -49,6 +49,32 @@ struct SetUsage {
   std::uint64_t freeCount = 0;  ///< free addresses round-robin could hand out (capped at 2^64-1)
 };
 
+/// Where the addresses a node may hand out come from in cluster mode (ipam.cluster): the blocks of
+/// the shared pool this node holds (cluster_pool.h). Without one, a node hands out its whole ranges.
+/// Each call is made inside the allocator's critical section (the store's lock is held).
+class BlockSource {
+ public:
+  virtual ~BlockSource() = default;
+  /// Called first in every critical section: reread what the node holds (no backend call).
+  [[nodiscard]] virtual cni::Result<void> begin() = 0;
+  /// Called by ADD: a claim whose answer was lost (a timeout, a killed process) is looked up in
+  /// the backend and adopted or forgotten. Only then is the backend called; when it cannot
+  /// answer, ADD goes on with the blocks the node knows.
+  virtual void resolvePending() = 0;
+  /// The addresses of range set `set` inside blocks this node holds, as sorted intervals.
+  [[nodiscard]] virtual const std::vector<Interval>& owned(std::size_t set) = 0;
+  /// Claims one more block of range set `set` for this node. @return false when no block is free.
+  [[nodiscard]] virtual cni::Result<bool> grow(std::size_t set) = 0;
+  /// Makes `ip`, named by the attachment `owner` (a request or a reservation), this node's across
+  /// the cluster: nothing to do inside a block this node holds, else a claim of the address itself.
+  /// The caller made sure no other attachment of this node holds it. Claims whose attachment let
+  /// the address go are given back by the periodic pass, never on DEL's path.
+  [[nodiscard]] virtual cni::Result<void> claimNamed(const net::IpAddress& ip, const AttachmentKey& owner,
+                                                     const std::string& what) = 0;
+  /// Why range set `set` has no free address, for error 108: the pool, the blocks this node holds.
+  [[nodiscard]] virtual std::string describeFull(std::size_t set) = 0;
+};
+
 /// Allocation per range set over a Store:
 /// * round-robin from the address last handed out in the range set, wrapping around, over the
 ///   ranges minus network/broadcast addresses, every gateway, ipam.exclude and every reserved
@@ -65,7 +91,8 @@ class Allocator {
   using Clock = std::function<std::chrono::system_clock::time_point()>;
 
   /// `config`, `store` and `netns` must outlive the allocator.
-  Allocator(const IpamConfig& config, Store& store, os::NetnsChecker& netns, Clock clock = {});
+  Allocator(const IpamConfig& config, Store& store, os::NetnsChecker& netns, Clock clock = {},
+            BlockSource* blocks = nullptr);
 
   /// The ranges of each range set of `config`, in order: what a Store is built with.
   [[nodiscard]] static std::vector<RangeSetSpans> spansOf(const IpamConfig& config);
@@ -86,6 +113,10 @@ class Allocator {
   [[nodiscard]] cni::Result<std::vector<SetUsage>> usage();
   /// The range sets where round-robin finds no free address (indexes into config.rangeSets).
   [[nodiscard]] cni::Result<std::vector<std::size_t>> exhausted();
+  /// The addresses round-robin may hand out in range set `set` (every range, before blocks).
+  [[nodiscard]] std::vector<Interval> allowed(std::size_t set) const;
+  /// Every allocation, under the lock (for the cluster pool's pass: which blocks are empty).
+  [[nodiscard]] cni::Result<std::vector<Allocation>> list();
 
  private:
   struct Forbidden {
@@ -99,6 +130,7 @@ class Allocator {
   cni::Result<void> checkRequestable(const net::IpAddress& ip, const std::string& what, const PodRef& pod) const;
   cni::Result<void> takeFrom(const net::IpAddress& ip, const AttachmentKey& key, const std::string& what);
   cni::Result<std::optional<net::IpAddress>> roundRobin(std::size_t set);
+  cni::Result<std::optional<net::IpAddress>> firstFreeOwned(std::size_t set, std::size_t range, U128 lo, U128 hi);
   cni::Result<std::vector<Allocation>> releaseDead(const AttachmentKey* except, bool dryRun);
   cni::Result<std::vector<SetUsage>> usageLocked();
   std::string now() const;
@@ -107,6 +139,7 @@ class Allocator {
   Store& store_;
   os::NetnsChecker& netns_;
   Clock clock_;
+  BlockSource* blocks_;
   /// allowed_[set][range]: the addresses round-robin may hand out, as sorted intervals.
   std::vector<std::vector<std::vector<Interval>>> allowed_;
   /// Per family (AF_INET, AF_INET6): never handed out, with the reason.

@@ -28,6 +28,7 @@ struct Session {
   std::string dir;
   std::unique_ptr<FileStore> store;
   std::unique_ptr<Allocator> allocator;
+  std::unique_ptr<ClusterPool> pool;  ///< cluster mode only
 };
 
 ReleasedAllocation toReleased(const Allocation& a) {
@@ -84,18 +85,62 @@ cni::Result<std::unique_ptr<Session>> openSession(const Request& request, const 
   if (!*parsed) {
     return std::unexpected(parsed->error());
   }
-  auto s = std::make_unique<Session>(Session{**parsed, {}, {}, {}});
+  auto s = std::make_unique<Session>(Session{**parsed, {}, {}, {}, {}});
   for (const auto& w : s->config.warnings) {
     log::warn("{}", w);
   }
   std::string dataDir = s->config.dataDir.empty() ? options.defaultDataDir : s->config.dataDir;
-  s->dir = dataDir + "/" + request.conf.name;
+  std::string node;
+  if (s->config.cluster) {
+    if (!options.backends) {
+      return cni::fail(cni::Errc::kInvalidEnvironment,
+                       "ipam.cluster is not supported by this program: use ibcni or ibcni-ipam");
+    }
+    auto name = clusterNodeName(*s->config.cluster, options.nodeNameFile);
+    if (!name) {
+      return std::unexpected(name.error());
+    }
+    node = std::move(*name);
+    s->dir = clusterPoolDir(dataDir, s->config.cluster->pool);
+  } else {
+    s->dir = dataDir + "/" + request.conf.name;
+  }
   if (auto r = prepareStoreDir(s->dir, ioCode); !r) {
     return std::unexpected(r.error());
   }
   s->store = std::make_unique<FileStore>(FileStore::Options{s->dir, Allocator::spansOf(s->config), options.lockTimeout});
-  s->allocator = std::make_unique<Allocator>(s->config, *s->store, *options.netnsChecker, options.clock);
+  if (s->config.cluster) {
+    // The pool needs the allocator's view of what can be handed out, the allocator the pool: the
+    // allocator is built first without it, then again with it.
+    Allocator plain(s->config, *s->store, *options.netnsChecker, options.clock);
+    s->pool = std::make_unique<ClusterPool>(s->config, request.conf.name, node, s->dir, plain, options.backends,
+                                            options.clock);
+    s->allocator =
+        std::make_unique<Allocator>(s->config, *s->store, *options.netnsChecker, options.clock, s->pool.get());
+  } else {
+    s->allocator = std::make_unique<Allocator>(s->config, *s->store, *options.netnsChecker, options.clock);
+  }
   return s;
+}
+
+// The first line of `path`, without surrounding blanks; empty when it cannot be read.
+std::string firstLine(const std::string& path) {
+  auto text = os::readFile(path, 4096);
+  if (!text) {
+    return {};
+  }
+  std::string line = text->substr(0, text->find('\n'));
+  const auto b = line.find_first_not_of(" \t\r");
+  const auto e = line.find_last_not_of(" \t\r");
+  return b == std::string::npos ? std::string() : line.substr(b, e - b + 1);
+}
+
+bool validNodeName(const std::string& s) {
+  if (s.empty() || s.size() > 253 || s.front() == '-' || s.front() == '.' || s.back() == '-' || s.back() == '.') {
+    return false;
+  }
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.'; });
 }
 
 // The addresses an attachment asks for: one source, the most specific one (runtimeConfig > args >
@@ -294,11 +339,57 @@ cni::Result<std::vector<ReleasedAllocation>> EmbeddedIpam::reclaim(const Request
   if (!released) {
     return std::unexpected(released.error());
   }
+  if ((*s)->pool) {
+    // Cluster mode: the periodic pass also keeps this node's blocks (renewal, lost answers,
+    // empty blocks given back), under the store's lock.
+    auto lock = StoreLock::acquire(*(*s)->store);
+    if (!lock) {
+      return std::unexpected(storeError(lock.error(), "cannot lock the ipam store"));
+    }
+    auto held = (*s)->store->list();
+    if (!held) {
+      return std::unexpected(storeError(held.error(), "cannot list allocations"));
+    }
+    if (auto b = (*s)->pool->begin(); !b) {
+      return std::unexpected(b.error());
+    }
+    auto kept = (*s)->pool->maintain(*held, dryRun);
+    if (!kept) {
+      return std::unexpected(kept.error());
+    }
+  }
   std::vector<ReleasedAllocation> out;
   for (const auto& a : *released) {
     out.push_back(toReleased(a));
   }
   return out;
+}
+
+std::string clusterPoolDir(const std::string& dataDir, const std::string& pool) {
+  return dataDir + "/.cluster/" + pool;
+}
+
+cni::Result<std::string> clusterNodeName(const config::ClusterConf& cluster, const std::string& nodeNameFile) {
+  if (!cluster.nodeName.empty()) {
+    return cluster.nodeName;
+  }
+  std::string from = nodeNameFile;
+  std::string name = nodeNameFile.empty() ? std::string() : firstLine(nodeNameFile);
+  if (name.empty()) {
+    char host[256] = {};
+    if (::gethostname(host, sizeof host - 1) == 0) {
+      name = host;
+      std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+    }
+    from = "the host name";
+  }
+  if (!validNodeName(name)) {
+    return cni::fail(cni::Errc::kInvalidConfig,
+                     "ipam.cluster.nodeName is not set and " + from + " gives " + cni::quoted(name) +
+                         ", which is not a Kubernetes node name; set ipam.cluster.nodeName (the installer writes " +
+                         std::string(config::kNodeNameFile) + ")");
+  }
+  return name;
 }
 
 }  // namespace ibcni::ipam

@@ -13,6 +13,7 @@
 #include "ibcni/config/ipam_conf.h"
 #include "ibcni/ipam/ipam.h"
 #include "ibcni/os/netns_checker.h"
+#include "cluster_pool.h"
 
 namespace ibcni::ipam {
 
@@ -26,7 +27,22 @@ struct EmbeddedIpamOptions {
   std::chrono::milliseconds lockTimeout = std::chrono::seconds(30);  ///< wait for the network's lock
   std::shared_ptr<os::NetnsChecker> netnsChecker;                        ///< null: os::systemNetnsChecker()
   std::function<std::chrono::system_clock::time_point()> clock;      ///< null: system_clock::now
+  /// Cluster mode (ipam.cluster): builds the backend. Null: a configuration with ipam.cluster is
+  /// refused (error 4). The programs pass the production one (HTTP(S) through libcurl).
+  BackendFactory backends;
+  /// Where the node's name is read when ipam.cluster.nodeName is absent (then the host name).
+  std::string nodeNameFile = std::string(config::kNodeNameFile);
 };
+
+/// Where the node-local state of cluster pool `pool` lives under a data directory: pools are shared
+/// by name across networks, so it is not a network's directory. ".cluster" cannot be a network
+/// name (those start with a letter or digit).
+[[nodiscard]] std::string clusterPoolDir(const std::string& dataDir, const std::string& pool);
+
+/// This node's name for cluster mode: ipam.cluster.nodeName, else the first line of `nodeNameFile`,
+/// else the host name (lowercased, as the kubelet does). Error 7 when none is a valid node name.
+[[nodiscard]] cni::Result<std::string> clusterNodeName(const config::ClusterConf& cluster,
+                                                       const std::string& nodeNameFile);
 
 
 /// The embedded IPAM: host-local's configuration and results, plus exclusions, per-pod

@@ -261,6 +261,21 @@ struct EtcdBlockBackend::Call {
 EtcdBlockBackend::EtcdBlockBackend(http::HttpClient& client, Options options)
     : client_(client), options_(std::move(options)), leaseId_(options_.leaseId) {}
 
+EtcdBlockBackend::Options EtcdBlockBackend::optionsFor(const config::ClusterConf& cluster, std::int64_t leaseId,
+                                                      std::function<void(std::int64_t)> onLeaseGranted) {
+  Options o;
+  o.endpoints = cluster.etcd.endpoints;
+  o.prefix = cluster.etcd.prefix;
+  o.timeout = cluster.timeout;
+  o.tls.caFile = cluster.etcd.caFile;
+  o.tls.certFile = cluster.etcd.certFile;
+  o.tls.keyFile = cluster.etcd.keyFile;
+  o.leaseTtl = cluster.leaseDuration;
+  o.leaseId = leaseId;
+  o.onLeaseGranted = std::move(onLeaseGranted);
+  return o;
+}
+
 BackendResult<void> EtcdBlockBackend::validate(const Options& options) {
   if (options.endpoints.empty()) {
     return std::unexpected(invalid("etcd.endpoints is empty: give at least one \"http(s)://host:port\""));

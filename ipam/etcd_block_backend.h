@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ibcni/config/ipam_conf.h"
 #include "ibcni/http/http_client.h"
 #include "ibcni/ipam/block_backend.h"
 
@@ -52,6 +53,11 @@ class EtcdBlockBackend final : public BlockBackend {
 
   /// `client` must outlive the backend.
   EtcdBlockBackend(http::HttpClient& client, Options options);
+
+  /// The options ipam.cluster gives (endpoints, prefix, TLS files, timeoutMs, leaseDurationSeconds
+  /// as the lease's TTL), with the lease the node was using and where to report a new one.
+  [[nodiscard]] static Options optionsFor(const config::ClusterConf& cluster, std::int64_t leaseId,
+                                          std::function<void(std::int64_t)> onLeaseGranted);
 
   /// Checks the options: endpoints present and http(s)://, prefix non-empty and ending in '/',
   /// timeout and leaseTtl positive.

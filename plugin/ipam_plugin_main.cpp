@@ -14,6 +14,7 @@
 #include <string>
 #include <unistd.h>
 
+#include "cluster_backends.h"
 #include "dispatch.h"
 #include "embedded_ipam.h"
 #include "ibcni/config/net_conf.h"
@@ -39,7 +40,7 @@ int reclaimCommand(const std::string& path) {
     std::printf("%s\n", ibcni::result::printError(conf.error(), "").c_str());
     return 1;
   }
-  ibcni::ipam::EmbeddedIpam ipam;
+  ibcni::ipam::EmbeddedIpam ipam(ibcni::plugin::clusterCapable());
   const ibcni::cni::CmdArgs args;
   const ibcni::cni::CniArgs cniArgs;
   auto released = ipam.reclaim(ibcni::ipam::Request{*conf, args, cniArgs, {}});
@@ -76,7 +77,7 @@ int main(int argc, char** argv) {
     }
   }
   return ibcni::plugin::runMain([](const ibcni::plugin::Getenv& getenv, std::string_view input, bool inputOk) {
-    ibcni::ipam::EmbeddedIpam ipam;
+    ibcni::ipam::EmbeddedIpam ipam(ibcni::plugin::clusterCapable());
     ibcni::plugin::IpamVerbs verbs(ipam);
     return ibcni::plugin::dispatch(getenv, input, inputOk, verbs);
   });

@@ -4,6 +4,7 @@
 #include <ctime>
 #include <unistd.h>
 
+#include "cluster_backends.h"
 #include "embedded_ipam.h"
 #include "ibcni/os/file_io.h"
 #include "delegate/delegate_ipam.h"
@@ -59,7 +60,7 @@ struct ProductionDeps::Impl {
   rdma::MnlRdmaNetlink rdma;
   verbs::DlopenVerbsProbe verbs;
   delegate::DelegateIpam delegated{processEnvironment()};
-  ipam::EmbeddedIpam embedded;
+  ipam::EmbeddedIpam embedded{clusterCapable()};
   delegate::IpamRouter ipam{embedded, delegated};
 };
 

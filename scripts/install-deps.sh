@@ -9,6 +9,7 @@ set -euo pipefail
 
 build_pkgs=(cmake g++ make pkg-config
             libnl-3-dev libnl-route-3-dev libmnl-dev libibverbs-dev libcurl4-openssl-dev nlohmann-json3-dev libspdlog-dev
+            libyaml-dev
             libfmt-dev libgtest-dev libgmock-dev googletest)
 test_pkgs=(iproute2 jq util-linux coreutils findutils strace
            # tests/unit/http: a local HTTP(S) server (python3's http.server and ssl) and its test PKI

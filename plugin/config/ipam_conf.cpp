@@ -511,10 +511,18 @@ cni::Result<IpamConfig> ipamObject(const json& j) {
   if (auto v = validateAgainstRanges(c); !v) {
     return std::unexpected(v.error());
   }
+  if (auto it = j.find("cluster"); it != j.end() && !it->is_null()) {
+    auto cluster = clusterObject(*it, c);
+    if (!cluster) {
+      return std::unexpected(cluster.error());
+    }
+    c.cluster = std::move(*cluster);
+  }
 
   static const std::set<std::string> known = {"type",     "ranges",  "subnet",       "rangeStart",
                                               "rangeEnd", "gateway", "routes",       "dns",
-                                              "dataDir",  "exclude", "reservations", "resolvConf"};
+                                              "dataDir",  "exclude", "reservations", "resolvConf",
+                                              "cluster"};
   for (const auto& [key, value] : j.items()) {
     if (!known.contains(key)) {
       c.warnings.push_back("ignoring unknown key ipam." + key);

@@ -225,6 +225,18 @@ cni::Result<NetConf> netConfFromJson(const json& j, cni::Command command, Role r
     // still puts the device back before that error.
     if (role == Role::kIpamPlugin || c.ipamType == kEmbeddedIpamType) {
       c.embeddedIpam = ipamObject(*it);
+      if (*c.embeddedIpam && (*c.embeddedIpam)->cluster && (*c.embeddedIpam)->cluster->pool.empty()) {
+        // The pool is shared by name: by default, every NAD with this network name is one pool.
+        auto& cluster = *(*c.embeddedIpam)->cluster;
+        if (!validPoolName(c.name)) {
+          c.embeddedIpam = cni::Result<IpamConfig>(invalid("ipam.cluster.pool", json(), "is needed: the network name " + cni::quoted(c.name) +
+                                                               " is not a pool name (1 to 63 lowercase letters, "
+                                                               "digits, '-' or '.'); set ipam.cluster.pool"));
+        } else {
+          cluster.pool = c.name;
+          cluster.poolPath = "the network name";
+        }
+      }
       if (*c.embeddedIpam) {
         (*c.embeddedIpam)->networkFile = json{{"cniVersion", c.cniVersion}, {"name", c.name}, {"ipam", *it}}.dump();
       }

@@ -33,4 +33,9 @@ using fields::u32Field;
 /// ipam_conf.cpp: the embedded IPAM's `ipam` object.
 [[nodiscard]] cni::Result<IpamConfig> ipamObject(const fields::json& j);
 
+/// ipam_cluster.cpp: ipam.cluster, checked against the parsed ranges of `ipam`.
+[[nodiscard]] cni::Result<ClusterConf> clusterObject(const fields::json& j, const IpamConfig& ipam);
+/// A pool name: 1-63 of [a-z0-9-.], starting and ending with [a-z0-9] (a Kubernetes label value).
+[[nodiscard]] bool validPoolName(std::string_view s);
+
 }  // namespace ibcni::config

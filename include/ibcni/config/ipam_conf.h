@@ -4,6 +4,9 @@
 // The IPAM's policy (ipam/) trusts every field.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,6 +64,47 @@ struct Reservation {
   std::string path;                       ///< ipam.reservations["namespace/name"]
 };
 
+/// Where a cluster pool's blocks are claimed (ipam.cluster.backend).
+enum class ClusterBackend { kKubernetes, kEtcd };
+
+/// Files the DaemonSet's installer writes for cluster mode (deploy/installer/ibcni-install).
+inline constexpr std::string_view kDefaultKubeconfig = "/etc/cni/net.d/ibcni.d/ibcni.kubeconfig";
+inline constexpr std::string_view kNodeNameFile = "/etc/cni/net.d/ibcni.d/node-name";
+
+/// ipam.cluster.kubernetes: a coordination.k8s.io/v1 Lease per block.
+struct KubernetesClusterConf {
+  std::string kubeconfig = std::string(kDefaultKubeconfig);
+  std::string context;  ///< empty: the kubeconfig's current-context
+  std::string leaseNamespace = "kube-system";
+};
+
+/// ipam.cluster.etcd: a key per block, through etcd's v3 JSON gateway.
+struct EtcdClusterConf {
+  std::vector<std::string> endpoints;  ///< "http(s)://host:port", at least one
+  std::string prefix = "/ibcni/";      ///< ends in '/'
+  std::string caFile;
+  std::string certFile;
+  std::string keyFile;
+};
+
+/// ipam.cluster: one address pool shared by every node; each node claims aligned blocks of the
+/// range sets through the backend and allocates inside its own blocks with the node-local store.
+struct ClusterConf {
+  ClusterBackend backend = ClusterBackend::kKubernetes;
+  std::string pool;                 ///< the network name unless ipam.cluster.pool is given
+  std::string poolPath;             ///< "ipam.cluster.pool", or "the network name" when defaulted
+  std::uint32_t blockSize = 32;     ///< addresses per block: a power of two
+  std::string nodeName;             ///< empty: kNodeNameFile, else the host name
+  std::chrono::milliseconds timeout{5000};
+  std::chrono::seconds releaseAfter{600};   ///< an empty block is given back after this
+  std::chrono::seconds leaseDuration{300};  ///< etcd lease TTL / Lease leaseDurationSeconds
+  KubernetesClusterConf kubernetes;
+  EtcdClusterConf etcd;
+};
+
+/// "kubernetes" / "etcd"
+[[nodiscard]] std::string_view clusterBackendName(ClusterBackend backend);
+
 /// The canonical `ipam` object.
 struct IpamConfig {
   std::string type;                 ///< "ibcni-ipam"
@@ -75,6 +119,8 @@ struct IpamConfig {
   /// {"cniVersion", "name", "ipam"} of the request, as JSON: what the pool's directory keeps
   /// (network.json), so that `ibcni reconcile` can reclaim the pool without the runtime's files.
   std::string networkFile;
+  /// ipam.cluster: absent = node-local (every node allocates from the whole range on its own).
+  std::optional<ClusterConf> cluster;
 
   /// The reservation of `pod` ("namespace/name"), or nullptr.
   [[nodiscard]] const Reservation* reservationOf(const std::string& pod) const;

@@ -1,0 +1,682 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cluster_pool.h"
+
+#include <algorithm>
+#include <ctime>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "log/log.h"
+
+namespace ibcni::ipam {
+
+namespace {
+
+constexpr std::size_t kClaimAttempts = 8;  // blocks tried per grow() before giving up on the free ones
+constexpr std::size_t kTakeoverHolders = 4;
+
+using State = LedgerEntry::State;
+
+std::string rfc3339(std::chrono::system_clock::time_point t) {
+  std::time_t tt = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  ::gmtime_r(&tt, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::optional<std::chrono::system_clock::time_point> parseRfc3339(const std::string& s) {
+  std::tm tm{};
+  const char* end = ::strptime(s.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  if (end == nullptr || *end != '\0') {
+    return std::nullopt;
+  }
+  return std::chrono::system_clock::from_time_t(::timegm(&tm));
+}
+
+std::string ownerOf(const AttachmentKey& key) { return key.containerId + ":" + key.ifName; }
+
+bool retryable(const BackendError& e) {
+  // The claim may have reached the backend: keep the intent, the next call finds out.
+  return e.kind == BackendErrc::kTimeout || e.kind == BackendErrc::kUnreachable || e.kind == BackendErrc::kBadAnswer;
+}
+
+}  // namespace
+
+ClusterPool::ClusterPool(const config::IpamConfig& config, std::string network, std::string node, std::string dir,
+                         const Allocator& allocator, BackendFactory factory, Clock clock)
+    : config_(config),
+      cluster_(*config.cluster),
+      network_(std::move(network)),
+      node_(std::move(node)),
+      dir_(std::move(dir)),
+      factory_(std::move(factory)),
+      clock_(std::move(clock)),
+      grid_(config, config.cluster->blockSize,
+            [&] {
+              std::vector<std::vector<Interval>> allowed;
+              for (std::size_t s = 0; s < config.rangeSets.size(); ++s) {
+                allowed.push_back(allocator.allowed(s));
+              }
+              return allowed;
+            }()),
+      owned_(config.rangeSets.size()),
+      rng_(std::random_device{}()) {
+  if (!clock_) {
+    clock_ = [] { return std::chrono::system_clock::now(); };
+  }
+}
+
+std::string ClusterPool::now() const { return rfc3339(clock_()); }
+
+cni::Error ClusterPool::backendError(const BackendError& e, const std::string& action) const {
+  return toCniError(e, action + " of pool " + cni::quoted(cluster_.pool) + " (ipam.cluster.backend " +
+                           std::string(config::clusterBackendName(cluster_.backend)) + ")");
+}
+
+cni::Result<BlockBackend*> ClusterPool::backend() {
+  if (backend_) {
+    return backend_.get();
+  }
+  if (!factory_) {
+    return cni::fail(cni::Errc::kInvalidEnvironment, "ipam.cluster is not supported by this build of ibcni-ipam");
+  }
+  BackendContext ctx{node_, ledger_.etcdLease, [this](std::int64_t id) {
+                       ledger_.etcdLease = id;
+                       if (auto w = writeLedger(dir_, ledger_); !w) {
+                         log::warn("cannot keep the etcd lease {} in {}: {}", id, dir_, w.error().describe());
+                       }
+                     }};
+  auto b = factory_(cluster_, ctx);
+  if (!b) {
+    return std::unexpected(b.error());
+  }
+  backend_ = std::move(*b);
+  return backend_.get();
+}
+
+cni::Result<void> ClusterPool::save() {
+  if (auto w = writeLedger(dir_, ledger_); !w) {
+    return cni::fail(cni::Errc::kIoFailure, "cannot write the block ledger of pool " + cni::quoted(cluster_.pool),
+                     w.error().describe());
+  }
+  fresh_ = false;
+  return {};
+}
+
+void ClusterPool::recompute() {
+  for (auto& o : owned_) {
+    o.clear();
+  }
+  std::vector<std::vector<Interval>> holes(owned_.size());
+  for (const auto& f : ledger_.foreign) {
+    if (auto ip = net::IpAddress::parse(f); ip) {
+      if (auto b = grid_.blockOf(*ip); b) {
+        holes[b->set].push_back({toInt(*ip), toInt(*ip)});
+      }
+    }
+  }
+  for (auto& h : holes) {
+    h = normalized(std::move(h));
+  }
+  for (const auto& e : ledger_.blocks) {
+    if (e.state != State::kOwned) {
+      continue;
+    }
+    auto b = grid_.byKey(e.name);
+    if (!b || b->set >= owned_.size()) {
+      continue;
+    }
+    auto parts = subtract(b->span, holes[b->set]);
+    owned_[b->set].insert(owned_[b->set].end(), parts.begin(), parts.end());
+  }
+  for (auto& o : owned_) {
+    o = normalized(std::move(o));
+  }
+}
+
+const std::vector<Interval>& ClusterPool::owned(std::size_t set) { return owned_.at(set); }
+
+// Takes the backend's word for which blocks are this node's: intents it holds become owned, the
+// other intents are dropped; blocks it lists as ours but the ledger lacks (a ledger lost with a
+// reboot, a process killed between the claim and the ledger write) are adopted.
+cni::Result<void> ClusterPool::reconcileWith(const std::vector<Claim>& mine, std::vector<std::string>* adopted) {
+  std::map<std::string, const Claim*> byName;
+  for (const auto& c : mine) {
+    byName[c.name] = &c;
+  }
+  std::vector<LedgerEntry> kept;
+  std::set<std::string> known;
+  for (auto& e : ledger_.blocks) {
+    auto it = byName.find(e.name);
+    if (e.state == State::kIntent) {
+      if (it == byName.end()) {
+        log::info("pool {}: the claim of block {} did not happen; forgotten", cluster_.pool, e.name);
+        continue;
+      }
+      e.state = State::kOwned;
+      e.version = it->second->holder.version;
+      log::info("pool {}: block {} was claimed (its answer was lost): adopted", cluster_.pool, e.name);
+      if (adopted != nullptr) {
+        adopted->push_back(e.name);
+      }
+    }
+    known.insert(e.name);
+    kept.push_back(e);
+  }
+  for (const auto& c : mine) {
+    if (known.contains(c.name)) {
+      continue;
+    }
+    auto b = grid_.byKey(c.name);
+    if (!b) {
+      log::warn("pool {}: the backend lists block {} as this node's, but the configured ranges have no such block",
+                cluster_.pool, c.name);
+      continue;
+    }
+    log::info("pool {}: block {} is this node's in the backend: adopted", cluster_.pool, c.name);
+    kept.push_back(LedgerEntry{State::kOwned, b->set, c.name, {}, c.holder.version,
+                               c.holder.claimedAt ? rfc3339(*c.holder.claimedAt) : now(), {}});
+    if (adopted != nullptr) {
+      adopted->push_back(c.name);
+    }
+  }
+  ledger_.blocks = std::move(kept);
+  recompute();
+  return save();
+}
+
+cni::Result<void> ClusterPool::begin() {
+  auto read = readLedger(dir_);
+  if (!read) {
+    return cni::fail(cni::Errc::kIoFailure, "cannot read the block ledger of pool " + cni::quoted(cluster_.pool),
+                     read.error().describe());
+  }
+  if (!*read) {
+    ledger_ = Ledger{cluster_.pool, node_, grid_.fingerprint(), network_,
+                     std::string(config::clusterBackendName(cluster_.backend)), 0, {}, {}, {}, false};
+    fresh_ = true;
+    recompute();
+    return {};
+  }
+  ledger_ = std::move(**read);
+  fresh_ = false;
+  if (ledger_.fingerprint != grid_.fingerprint()) {
+    return cni::fail(cni::Errc::kInvalidConfig,
+                     "ipam.cluster.pool " + cni::quoted(cluster_.pool) + " (" + cluster_.poolPath + ") is given as " +
+                         grid_.fingerprint() + " by network " + cni::quoted(network_) + ", but network " +
+                         cni::quoted(ledger_.network) + " set it up on this node as " + ledger_.fingerprint +
+                         ": one pool has one set of ranges and one block size; give one of the networks another "
+                         "ipam.cluster.pool");
+  }
+  if (ledger_.node != node_) {
+    return cni::fail(cni::Errc::kInvalidConfig,
+                     "this node is named " + cni::quoted(node_) + " but its blocks of pool " +
+                         cni::quoted(cluster_.pool) + " were claimed as node " + cni::quoted(ledger_.node) +
+                         " (ledger " + dir_ + "/" + kLedgerFileName +
+                         "); set ipam.cluster.nodeName to the node's Kubernetes name and keep it");
+  }
+  recompute();
+  return {};
+}
+
+void ClusterPool::resolvePending() {
+  const bool intents =
+      std::any_of(ledger_.blocks.begin(), ledger_.blocks.end(), [](const auto& e) { return e.state == State::kIntent; });
+  if (!intents) {
+    return;
+  }
+  // A claim whose answer was lost: ask the backend once. When it cannot answer, the owned blocks
+  // still serve; the intent is resolved by a later call.
+  auto b = backend();
+  if (!b) {
+    log::warn("pool {}: cannot resolve a pending block claim: {}", cluster_.pool, b.error().msg);
+    return;
+  }
+  auto mine = (*b)->listNode(cluster_.pool, node_);
+  if (!mine) {
+    log::warn("pool {}: cannot resolve a pending block claim: {}", cluster_.pool, mine.error().describe());
+    return;
+  }
+  if (auto r = reconcileWith(*mine, nullptr); !r) {
+    log::warn("pool {}: {}", cluster_.pool, r.error().msg);
+  }
+}
+
+cni::Result<void> ClusterPool::define(BlockBackend& b) {
+  if (ledger_.defined) {
+    return {};
+  }
+  PoolDefinition def{grid_.fingerprint(), "network " + network_ + " on node " + node_};
+  auto stored = b.definePool(cluster_.pool, def);
+  if (!stored) {
+    return std::unexpected(backendError(stored.error(), "recording the definition"));
+  }
+  if (stored->fingerprint != def.fingerprint) {
+    return cni::fail(cni::Errc::kInvalidConfig,
+                     "ipam.cluster.pool " + cni::quoted(cluster_.pool) + " (" + cluster_.poolPath + ") is given as " +
+                         def.fingerprint + " by network " + cni::quoted(network_) + ", but " + stored->origin +
+                         " defined it as " + stored->fingerprint +
+                         ": one pool has one set of ranges and one block size across the cluster; give this network "
+                         "another ipam.cluster.pool or the same ranges and blockSize");
+  }
+  ledger_.defined = true;
+  return {};
+}
+
+cni::Result<bool> ClusterPool::grow(std::size_t set) {
+  auto b = backend();
+  if (!b) {
+    return std::unexpected(b.error());
+  }
+  BlockBackend& be = **b;
+  if (auto d = define(be); !d) {
+    return std::unexpected(d.error());
+  }
+  auto all = be.list(cluster_.pool);
+  if (!all) {
+    return std::unexpected(backendError(all.error(), "listing the blocks"));
+  }
+  // First, what the backend says is ours already.
+  std::vector<Claim> mine;
+  std::set<std::string> taken;
+  for (const auto& c : *all) {
+    taken.insert(c.name);
+    if (c.holder.node == node_) {
+      mine.push_back(c);
+    }
+  }
+  const std::size_t before = owned_.at(set).size();
+  const U128 sizeBefore = totalSize(owned_.at(set));
+  std::vector<std::string> adopted;
+  if (auto r = reconcileWith(mine, &adopted); !r) {
+    return std::unexpected(r.error());
+  }
+  if (!adopted.empty() && (owned_.at(set).size() != before || totalSize(owned_.at(set)) != sizeBefore)) {
+    return true;
+  }
+
+  auto claimOne = [&](const Block& blk, const Holder* takeFrom) -> cni::Result<std::optional<bool>> {
+    ledger_.blocks.push_back(LedgerEntry{State::kIntent, blk.set, blk.key, {}, {}, now(), {}});
+    if (auto s = save(); !s) {
+      ledger_.blocks.pop_back();
+      return std::unexpected(s.error());
+    }
+    auto outcome = takeFrom != nullptr ? be.takeOver(cluster_.pool, blk.key, node_, *takeFrom)
+                                       : be.claim(cluster_.pool, blk.key, node_);
+    auto it = std::find_if(ledger_.blocks.begin(), ledger_.blocks.end(),
+                           [&](const LedgerEntry& e) { return e.name == blk.key; });
+    if (!outcome) {
+      if (!retryable(outcome.error())) {
+        ledger_.blocks.erase(it);
+        (void)save();
+      }
+      return std::unexpected(backendError(outcome.error(), "claiming block " + blk.describe()));
+    }
+    if (outcome->state == ClaimState::kHeldByOther) {
+      ledger_.blocks.erase(it);
+      if (auto s = save(); !s) {
+        return std::unexpected(s.error());
+      }
+      return std::optional<bool>(false);
+    }
+    it->state = State::kOwned;
+    it->version = outcome->holder.version;
+    // Addresses pods on other nodes named inside the block before it was ours stay theirs.
+    auto named = be.listAddresses(cluster_.pool);
+    if (named) {
+      for (const auto& c : *named) {
+        auto ip = net::IpAddress::parse(c.name);
+        if (ip && c.holder.node != node_ && toInt(*ip) >= blk.span.lo && toInt(*ip) <= blk.span.hi &&
+            std::find(ledger_.foreign.begin(), ledger_.foreign.end(), c.name) == ledger_.foreign.end()) {
+          ledger_.foreign.push_back(c.name);
+        }
+      }
+    }
+    if (auto s = save(); !s) {
+      return std::unexpected(s.error());
+    }
+    if (!named) {
+      // Owned, but whether another node's pod named an address inside it is unknown: give it back
+      // rather than risk handing out such an address.
+      auto back = be.release(cluster_.pool, blk.key, node_, it->version);
+      ledger_.blocks.erase(std::find_if(ledger_.blocks.begin(), ledger_.blocks.end(),
+                                        [&](const LedgerEntry& e) { return e.name == blk.key; }));
+      (void)save();
+      (void)back;
+      return std::unexpected(backendError(named.error(), "listing the named addresses for block " + blk.describe()));
+    }
+    recompute();
+    log::info("pool {}: block {} claimed{} by node {}", cluster_.pool, blk.describe(),
+              takeFrom != nullptr ? " (taken over from node " + takeFrom->node + ", which is gone)" : "", node_);
+    return std::optional<bool>(true);
+  };
+
+  auto candidates = grid_.candidates(set, taken, kClaimAttempts, rng_);
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    auto r = claimOne(candidates[i], nullptr);
+    if (!r) {
+      return std::unexpected(r.error());
+    }
+    if (**r) {
+      return true;
+    }
+    // Another node won that block: back off a little (jitter) before the next, so that a crowd of
+    // nodes claiming at once spreads out.
+    std::uniform_int_distribution<int> jitter(1, 5 * static_cast<int>(i + 1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(jitter(rng_)));
+  }
+  if (!candidates.empty()) {
+    return cni::fail(cni::Errc::kTryAgainLater, "pool " + cni::quoted(cluster_.pool) + ": " +
+                                                    std::to_string(candidates.size()) +
+                                                    " free blocks were claimed by other nodes first; try again");
+  }
+  // No free block: a block of a node that is certainly gone can be taken over.
+  std::map<std::string, std::vector<const Claim*>> byHolder;
+  for (const auto& c : *all) {
+    auto blk = grid_.byKey(c.name);
+    if (c.holder.node != node_ && blk && blk->set == set) {
+      byHolder[c.holder.node].push_back(&c);
+    }
+  }
+  std::vector<std::string> holders;
+  for (const auto& [n, list] : byHolder) {
+    holders.push_back(n);
+  }
+  std::shuffle(holders.begin(), holders.end(), rng_);
+  for (std::size_t i = 0; i < holders.size() && i < kTakeoverHolders; ++i) {
+    for (const Claim* c : byHolder[holders[i]]) {
+      auto blk = grid_.byKey(c->name);
+      auto r = claimOne(*blk, &c->holder);
+      if (!r) {
+        return std::unexpected(r.error());
+      }
+      if (!**r) {
+        break;  // that node is not gone: none of its blocks can be taken
+      }
+      return true;
+    }
+  }
+  return false;
+}
+
+cni::Result<void> ClusterPool::claimNamed(const net::IpAddress& ip, const AttachmentKey& key,
+                                          const std::string& what) {
+  const std::string owner = ownerOf(key);
+  const std::string name = ip.toString();
+  auto blk = grid_.blockOf(ip);
+  if (blk) {
+    const auto& own = owned_.at(blk->set);
+    if (findInterval(own, toInt(ip)) >= 0) {
+      return {};  // inside a block this node holds: the node-local store decides
+    }
+  }
+  auto existing = std::find_if(ledger_.addresses.begin(), ledger_.addresses.end(),
+                               [&](const LedgerEntry& e) { return e.name == name; });
+  if (existing != ledger_.addresses.end() && existing->owner == owner && existing->state == State::kOwned) {
+    return {};
+  }
+  auto b = backend();
+  if (!b) {
+    return std::unexpected(b.error());
+  }
+  BlockBackend& be = **b;
+  if (auto d = define(be); !d) {
+    return std::unexpected(d.error());
+  }
+  if (existing != ledger_.addresses.end() && existing->owner != owner) {
+    // The caller made sure no live attachment of this node holds it: an earlier holder's claim.
+    if (!existing->version.empty()) {
+      auto rel = be.releaseAddress(cluster_.pool, name, node_, existing->version);
+      if (!rel) {
+        return std::unexpected(backendError(rel.error(), "giving back address " + name));
+      }
+    }
+    ledger_.addresses.erase(existing);
+  }
+  ledger_.addresses.erase(std::remove_if(ledger_.addresses.begin(), ledger_.addresses.end(),
+                                         [&](const LedgerEntry& e) { return e.name == name; }),
+                          ledger_.addresses.end());
+  ledger_.addresses.push_back(LedgerEntry{State::kIntent, 0, name, owner, {}, now(), {}});
+  if (auto s = save(); !s) {
+    return std::unexpected(s.error());
+  }
+  auto forget = [&] {
+    ledger_.addresses.erase(std::remove_if(ledger_.addresses.begin(), ledger_.addresses.end(),
+                                           [&](const LedgerEntry& e) { return e.name == name; }),
+                            ledger_.addresses.end());
+    (void)save();
+  };
+  auto outcome = be.claimAddress(cluster_.pool, name, node_, owner);
+  if (!outcome) {
+    if (!retryable(outcome.error())) {
+      forget();
+    }
+    return std::unexpected(backendError(outcome.error(), "claiming " + what + " " + name));
+  }
+  if (outcome->state == ClaimState::kHeldByOther) {
+    forget();
+    return cni::fail(cni::Errc::kTryAgainLater,
+                     what + " " + name + " is held in pool " + cni::quoted(cluster_.pool) + " by node " +
+                         outcome->holder.node + " (" + outcome->holder.owner +
+                         "); it can be given out once that attachment is deleted");
+  }
+  auto it = std::find_if(ledger_.addresses.begin(), ledger_.addresses.end(),
+                         [&](const LedgerEntry& e) { return e.name == name; });
+  it->state = State::kOwned;
+  it->version = outcome->holder.version;
+  if (auto s = save(); !s) {
+    return std::unexpected(s.error());
+  }
+  // A block that another node holds is that node's to hand out: an address named inside it is
+  // safe only when it is reserved (every node skips reserved addresses). Checked after the claim,
+  // so that a node claiming the block meanwhile sees the address claim (it lists them after its
+  // own claim).
+  const bool reserved = what.starts_with("reserved");
+  if (blk && !reserved) {
+    auto all = be.list(cluster_.pool);
+    if (!all) {
+      return std::unexpected(backendError(all.error(), "checking the block of " + name));
+    }
+    for (const auto& c : *all) {
+      if (c.name == blk->key && c.holder.node != node_) {
+        auto rel = be.releaseAddress(cluster_.pool, name, node_, it->version);
+        (void)rel;
+        forget();
+        return cni::fail(cni::Errc::kTryAgainLater,
+                         what + " " + name + " lies in block " + blk->describe() + " of pool " +
+                             cni::quoted(cluster_.pool) + ", which node " + c.holder.node +
+                             " holds and hands out from; a pod can name an address of a block no node holds, or "
+                             "use ipam.reservations (reserved addresses are skipped by every node)");
+      }
+    }
+  }
+  return {};
+}
+
+std::string ClusterPool::describeFull(std::size_t set) {
+  std::string mine;
+  std::size_t count = 0;
+  for (const auto& e : ledger_.blocks) {
+    if (e.state == State::kOwned && e.set == set) {
+      auto b = grid_.byKey(e.name);
+      mine += (mine.empty() ? "" : ", ") + (b ? b->describe() : e.name);
+      ++count;
+    }
+  }
+  const auto& rs = config_.rangeSets.at(set);
+  return "no free address in pool " + cni::quoted(cluster_.pool) + " (" + rs.path + " = " + rs.describe() +
+         "): node " + node_ + " holds " + std::to_string(count) + " block(s) of " + std::to_string(grid_.blockSize()) +
+         " addresses" + (mine.empty() ? "" : " (" + mine + ")") + ", all in use, and none of the pool's " +
+         toDecimal(grid_.count(set)) +
+         " blocks is free (every other block is held by a live node); widen the range or delete pods "
+         "(`ibcni-ipam pools` lists the blocks and their holders)";
+}
+
+cni::Result<PoolMaintenance> ClusterPool::maintain(const std::vector<Allocation>& held, bool dryRun) {
+  PoolMaintenance out;
+  auto b = backend();
+  if (!b) {
+    return std::unexpected(b.error());
+  }
+  BlockBackend& be = **b;
+  if (auto d = define(be); !d) {
+    return std::unexpected(d.error());
+  }
+  auto mine = be.listNode(cluster_.pool, node_);
+  if (!mine) {
+    return std::unexpected(backendError(mine.error(), "listing this node's blocks"));
+  }
+  if (!dryRun) {
+    if (auto r = reconcileWith(*mine, &out.adopted); !r) {
+      return std::unexpected(r.error());
+    }
+  }
+  // Renewal: the etcd lease's keepalive, or each Lease's renewTime. Claims another node took
+  // meanwhile (a long partition, a clock jump) are dropped: nothing more is handed out from them.
+  std::vector<ClaimRef> refs;
+  for (const auto& e : ledger_.blocks) {
+    if (e.state == State::kOwned) {
+      refs.push_back(ClaimRef{ClaimKind::kBlock, cluster_.pool, e.name, {}});
+    }
+  }
+  for (const auto& e : ledger_.addresses) {
+    if (e.state == State::kOwned) {
+      refs.push_back(ClaimRef{ClaimKind::kAddress, cluster_.pool, e.name, e.owner});
+    }
+  }
+  if (!dryRun) {
+    auto renewed = be.renew(node_, refs);
+    if (!renewed) {
+      return std::unexpected(backendError(renewed.error(), "renewing this node's claims"));
+    }
+    out.renewed = renewed->renewed || renewed->reestablished;
+    for (const auto& lost : renewed->lost) {
+      const std::string by = lost.holder ? "node " + lost.holder->node : "nobody (it could not be claimed again)";
+      if (lost.ref.kind == ClaimKind::kBlock) {
+        auto blk = grid_.byKey(lost.ref.name);
+        std::string pods;
+        for (const auto& a : held) {
+          for (const auto& ip : a.addresses) {
+            if (blk && toInt(ip) >= blk->span.lo && toInt(ip) <= blk->span.hi && ip.family == blk->cidr.address.family) {
+              pods += (pods.empty() ? "" : ", ") + ip.toString() + " (" + (a.pod.empty() ? a.key.toString() : a.pod.toString()) + ")";
+            }
+          }
+        }
+        log::error("pool {}: block {} is held by {} now: this node hands out nothing more from it{}", cluster_.pool,
+                   lost.ref.name, by,
+                   pods.empty() ? std::string()
+                                : "; pods still using its addresses may collide with that node's: " + pods +
+                                      " (delete them to have them readdressed)");
+        std::erase_if(ledger_.blocks, [&](const LedgerEntry& e) { return e.name == lost.ref.name; });
+        out.lost.push_back(lost.ref.name);
+      } else {
+        log::error("pool {}: address {} is held by {} now", cluster_.pool, lost.ref.name, by);
+        std::erase_if(ledger_.addresses, [&](const LedgerEntry& e) { return e.name == lost.ref.name; });
+      }
+    }
+  }
+  // Address claims whose attachment let the address go (DEL does not call the backend).
+  std::map<std::string, std::string> holderOf;  // address -> "<containerID>:<ifname>"
+  for (const auto& a : held) {
+    for (const auto& ip : a.addresses) {
+      holderOf[ip.toString()] = ownerOf(a.key);
+    }
+  }
+  for (auto it = ledger_.addresses.begin(); it != ledger_.addresses.end();) {
+    auto h = holderOf.find(it->name);
+    if (it->state == State::kOwned && (h == holderOf.end() || h->second != it->owner)) {
+      if (!dryRun) {
+        auto rel = be.releaseAddress(cluster_.pool, it->name, node_, it->version);
+        if (!rel) {
+          log::warn("pool {}: cannot give back address {}: {}", cluster_.pool, it->name, rel.error().describe());
+          ++it;
+          continue;
+        }
+      }
+      out.addressesReleased.push_back(it->name);
+      if (!dryRun) {
+        it = ledger_.addresses.erase(it);
+        continue;
+      }
+    }
+    ++it;
+  }
+  // Named addresses of other nodes inside this node's blocks: refreshed.
+  if (auto named = be.listAddresses(cluster_.pool); named && !dryRun) {
+    std::vector<std::string> foreign;
+    for (const auto& c : *named) {
+      auto ip = net::IpAddress::parse(c.name);
+      if (!ip || c.holder.node == node_) {
+        continue;
+      }
+      auto blk = grid_.blockOf(*ip);
+      if (blk && std::any_of(ledger_.blocks.begin(), ledger_.blocks.end(),
+                             [&](const LedgerEntry& e) { return e.name == blk->key && e.state == State::kOwned; })) {
+        foreign.push_back(c.name);
+      }
+    }
+    ledger_.foreign = std::move(foreign);
+  }
+  // Empty blocks are given back after releaseAfter; a node keeps at least one per range set.
+  std::map<std::string, std::size_t> used;
+  for (const auto& a : held) {
+    for (const auto& ip : a.addresses) {
+      if (auto blk = grid_.blockOf(ip); blk) {
+        ++used[blk->key];
+      }
+    }
+  }
+  const auto t = clock_();
+  std::vector<std::size_t> perSet(config_.rangeSets.size(), 0);
+  for (const auto& e : ledger_.blocks) {
+    if (e.state == State::kOwned && e.set < perSet.size()) {
+      ++perSet[e.set];
+    }
+  }
+  for (auto it = ledger_.blocks.begin(); it != ledger_.blocks.end();) {
+    if (it->state != State::kOwned) {
+      ++it;
+      continue;
+    }
+    if (used[it->name] > 0) {
+      it->emptySince.clear();
+      ++it;
+      continue;
+    }
+    if (it->emptySince.empty()) {
+      it->emptySince = rfc3339(t);
+    }
+    auto since = parseRfc3339(it->emptySince);
+    if (since && t - *since >= cluster_.releaseAfter && perSet[it->set] > 1) {
+      if (!dryRun) {
+        auto rel = be.release(cluster_.pool, it->name, node_, it->version);
+        if (!rel) {
+          log::warn("pool {}: cannot give back empty block {}: {}", cluster_.pool, it->name, rel.error().describe());
+          ++it;
+          continue;
+        }
+        log::info("pool {}: block {} was empty for {} s: given back", cluster_.pool, it->name,
+                  cluster_.releaseAfter.count());
+      }
+      out.released.push_back(it->name);
+      --perSet[it->set];
+      if (!dryRun) {
+        it = ledger_.blocks.erase(it);
+        continue;
+      }
+    }
+    ++it;
+  }
+  if (!dryRun) {
+    recompute();
+    if (auto s = save(); !s) {
+      return std::unexpected(s.error());
+    }
+  }
+  return out;
+}
+
+}  // namespace ibcni::ipam

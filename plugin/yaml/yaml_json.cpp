@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "ibcni/yaml/yaml_json.h"
+
+#include <yaml.h>
+
+#include <charconv>
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <regex>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace ibcni::yaml {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr std::size_t kMaxNodes = 1000000;
+
+/// A plain scalar's value under YAML 1.2's core schema.
+json resolvePlain(const std::string& s) {
+  if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") {
+    return nullptr;
+  }
+  if (s == "true" || s == "True" || s == "TRUE") {
+    return true;
+  }
+  if (s == "false" || s == "False" || s == "FALSE") {
+    return false;
+  }
+  static const std::regex decimal("[-+]?[0-9]+");
+  static const std::regex octal("0o[0-7]+");
+  static const std::regex hex("0x[0-9a-fA-F]+");
+  static const std::regex floating(R"([-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?)");
+  static const std::regex special(R"([-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN))");
+  const auto integer = [&s](std::string_view digits, int base, bool negative) -> json {
+    std::uint64_t v = 0;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v, base);
+    if (ec != std::errc() || end != digits.data() + digits.size()) {
+      return s;  // out of range: keep the text
+    }
+    if (negative) {
+      if (v > static_cast<std::uint64_t>(INT64_MAX) + 1) {
+        return s;
+      }
+      return v == static_cast<std::uint64_t>(INT64_MAX) + 1 ? INT64_MIN : -static_cast<std::int64_t>(v);
+    }
+    return v;
+  };
+  if (std::regex_match(s, decimal)) {
+    const bool negative = s[0] == '-';
+    const std::size_t skip = (s[0] == '-' || s[0] == '+') ? 1 : 0;
+    return integer(std::string_view(s).substr(skip), 10, negative);
+  }
+  if (std::regex_match(s, octal)) {
+    return integer(std::string_view(s).substr(2), 8, false);
+  }
+  if (std::regex_match(s, hex)) {
+    return integer(std::string_view(s).substr(2), 16, false);
+  }
+  if (std::regex_match(s, floating)) {
+    return std::strtod(s.c_str(), nullptr);
+  }
+  if (std::regex_match(s, special)) {
+    return nullptr;  // JSON has no infinity or NaN
+  }
+  return s;
+}
+
+/// One open collection: the value being built and, for a mapping, the key waiting for its value.
+struct Frame {
+  json value;
+  std::optional<std::string> key;
+  std::string anchor;
+};
+
+class Converter {
+ public:
+  explicit Converter(std::string_view text) {
+    yaml_parser_initialize(&parser_);
+    yaml_parser_set_input_string(&parser_, reinterpret_cast<const unsigned char*>(text.data()), text.size());
+  }
+  ~Converter() { yaml_parser_delete(&parser_); }
+  Converter(const Converter&) = delete;
+  Converter& operator=(const Converter&) = delete;
+
+  std::expected<std::string, YamlError> run() {
+    bool inDocument = false;
+    bool done = false;
+    while (!done) {
+      yaml_event_t event;
+      if (yaml_parser_parse(&parser_, &event) == 0) {
+        return std::unexpected(parserError());
+      }
+      auto r = handle(event, inDocument, done);
+      yaml_event_delete(&event);
+      if (!r) {
+        return std::unexpected(std::move(r.error()));
+      }
+    }
+    return result_.dump();
+  }
+
+ private:
+  YamlError parserError() const {
+    YamlError e;
+    e.message = parser_.problem != nullptr ? parser_.problem : "unreadable YAML";
+    if (parser_.context != nullptr) {
+      e.message = std::string(parser_.context) + ": " + e.message;
+    }
+    e.line = parser_.problem_mark.line + 1;
+    e.column = parser_.problem_mark.column + 1;
+    return e;
+  }
+
+  static YamlError errorAt(const yaml_event_t& event, std::string message) {
+    return YamlError{std::move(message), event.start_mark.line + 1, event.start_mark.column + 1};
+  }
+
+  static std::string text(const yaml_char_t* s) { return s != nullptr ? reinterpret_cast<const char*>(s) : ""; }
+
+  std::expected<void, YamlError> count(const yaml_event_t& event, std::size_t n) {
+    nodes_ += n;
+    if (nodes_ > kMaxNodes) {
+      return std::unexpected(errorAt(event, "more than " + std::to_string(kMaxNodes) + " nodes (aliases expanded)"));
+    }
+    return {};
+  }
+
+  /// Puts a finished node into its parent (or makes it the document).
+  std::expected<void, YamlError> add(const yaml_event_t& event, json value, const std::string& anchor) {
+    if (!anchor.empty()) {
+      anchors_[anchor] = value;
+    }
+    if (stack_.empty()) {
+      result_ = std::move(value);
+      haveRoot_ = true;
+      return {};
+    }
+    Frame& top = stack_.back();
+    if (top.value.is_array()) {
+      top.value.push_back(std::move(value));
+      return {};
+    }
+    if (!top.key) {
+      if (value.is_object() || value.is_array()) {
+        return std::unexpected(errorAt(event, "a mapping key that is a mapping or a sequence"));
+      }
+      top.key = value.is_string() ? value.get<std::string>() : value.dump();
+      return {};
+    }
+    top.value[*top.key] = std::move(value);  // a repeated key: the last value
+    top.key.reset();
+    return {};
+  }
+
+  std::expected<void, YamlError> handle(const yaml_event_t& event, bool& inDocument, bool& done) {
+    switch (event.type) {
+      case YAML_STREAM_START_EVENT:
+        return {};
+      case YAML_STREAM_END_EVENT:
+        done = true;
+        return {};
+      case YAML_DOCUMENT_START_EVENT:
+        if (haveRoot_) {
+          done = true;  // only the first document
+        }
+        inDocument = true;
+        return {};
+      case YAML_DOCUMENT_END_EVENT:
+        inDocument = false;
+        if (haveRoot_) {
+          done = true;
+        }
+        return {};
+      case YAML_ALIAS_EVENT: {
+        const auto it = anchors_.find(text(event.data.alias.anchor));
+        if (it == anchors_.end()) {
+          return std::unexpected(errorAt(event, "unknown alias *" + text(event.data.alias.anchor)));
+        }
+        // The expanded size of a copy: its nodes count again.
+        std::size_t n = 0;
+        const auto walk = [&n](const json& j, const auto& self) -> void {
+          ++n;
+          if (j.is_structured()) {
+            for (const auto& child : j) {
+              self(child, self);
+            }
+          }
+        };
+        walk(it->second, walk);
+        if (auto c = count(event, n); !c) {
+          return c;
+        }
+        return add(event, it->second, {});
+      }
+      case YAML_SCALAR_EVENT: {
+        if (auto c = count(event, 1); !c) {
+          return c;
+        }
+        const std::string value(reinterpret_cast<const char*>(event.data.scalar.value), event.data.scalar.length);
+        const std::string tag = text(event.data.scalar.tag);
+        json v;
+        if (event.data.scalar.style == YAML_PLAIN_SCALAR_STYLE && tag.empty()) {
+          v = resolvePlain(value);
+        } else if (tag == "tag:yaml.org,2002:int" || tag == "tag:yaml.org,2002:float" ||
+                   tag == "tag:yaml.org,2002:bool" || tag == "tag:yaml.org,2002:null") {
+          v = resolvePlain(value);
+        } else {
+          v = value;
+        }
+        return add(event, std::move(v), text(event.data.scalar.anchor));
+      }
+      case YAML_SEQUENCE_START_EVENT:
+        if (auto c = count(event, 1); !c) {
+          return c;
+        }
+        stack_.push_back(Frame{json::array(), std::nullopt, text(event.data.sequence_start.anchor)});
+        return {};
+      case YAML_MAPPING_START_EVENT:
+        if (auto c = count(event, 1); !c) {
+          return c;
+        }
+        stack_.push_back(Frame{json::object(), std::nullopt, text(event.data.mapping_start.anchor)});
+        return {};
+      case YAML_SEQUENCE_END_EVENT:
+      case YAML_MAPPING_END_EVENT: {
+        Frame f = std::move(stack_.back());
+        stack_.pop_back();
+        return add(event, std::move(f.value), f.anchor);
+      }
+      case YAML_NO_EVENT:
+        return {};
+    }
+    return {};
+  }
+
+  yaml_parser_t parser_{};
+  std::vector<Frame> stack_;
+  std::map<std::string, json> anchors_;
+  json result_;
+  bool haveRoot_ = false;
+  std::size_t nodes_ = 0;
+};
+
+}  // namespace
+
+std::string YamlError::describe() const {
+  if (line == 0) {
+    return message;
+  }
+  return "line " + std::to_string(line) + ", column " + std::to_string(column) + ": " + message;
+}
+
+std::expected<std::string, YamlError> yamlToJson(std::string_view text) {
+  Converter converter(text);
+  return converter.run();
+}
+
+}  // namespace ibcni::yaml
