@@ -261,8 +261,7 @@ class ClusterSimChecks : public ::testing::Test {
       for (const auto& cidr : *list) {
         std::string key = cidr;
         key[key.find('/')] = '-';
-        blocks.push_back({{"set", 0}, {"cidr", cidr}, {"key", key}, {"state", list == &owned ? "owned" : "intent"},
-                          {"version", "1"}});
+        blocks.push_back({{"set", 0}, {"name", key}, {"state", list == &owned ? "owned" : "intent"}, {"version", "1"}});
       }
     }
     const std::string dir = sim.dataDir(node) + "/.cluster/" + sim.pool();

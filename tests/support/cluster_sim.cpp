@@ -479,8 +479,13 @@ std::expected<std::vector<NodeBlock>, std::string> ClusterSim::nodeBlocks(int no
   std::vector<NodeBlock> out;
   for (const auto& b : j["blocks"]) {
     NodeBlock nb;
-    nb.key = b.value("key", "");
+    // The block key is "name" ("10.56.0.32-27"); its CIDR the key with the last '-' made a '/'.
+    nb.key = b.contains("name") ? b.value("name", "") : b.value("key", "");
     nb.cidr = b.value("cidr", "");
+    if (nb.cidr.empty() && nb.key.rfind('-') != std::string::npos) {
+      nb.cidr = nb.key;
+      nb.cidr[nb.cidr.rfind('-')] = '/';
+    }
     nb.state = b.value("state", "");
     out.push_back(std::move(nb));
   }

@@ -108,8 +108,8 @@ class PluginProcess {
 
 /// A block as one node's blocks.json lists it.
 struct NodeBlock {
-  std::string key;    ///< "10.56.0.32-27"
-  std::string cidr;   ///< "10.56.0.32/27"
+  std::string key;    ///< "10.56.0.32-27" (blocks.json's "name")
+  std::string cidr;   ///< "10.56.0.32/27" (from the key)
   std::string state;  ///< "owned" | "intent"
 };
 
