@@ -291,8 +291,9 @@ int main(int argc, char** argv) {
   std::printf("| ADD claiming a block (size 4), p50 / p99 of %zu | %.2f / %.2f ms | | |\n", cl.n, cl.median, cl.p99);
   std::printf("| ADD inside an owned block (same run), p50 of %zu | %.2f ms | | |\n", ib.n, ib.median);
   std::printf("| one-block claim, added to an ADD (p50 difference) | %.2f ms | | |\n", cl.median - ib.median);
-  std::printf("| same run: etcd requests per ADD (1 claim per %zu ADDs) | %s | | |\n",
-              cl.n ? (cl.n + ib.n) / cl.n : 0, perOp(claimCalls, static_cast<double>(cl.n + ib.n)).c_str());
+  std::printf("| same run: etcd requests per ADD (1 claim per %.1f ADDs) | %s | | |\n",
+              cl.n ? static_cast<double>(cl.n + ib.n) / static_cast<double>(cl.n) : 0.0,
+              perOp(claimCalls, static_cast<double>(cl.n + ib.n)).c_str());
   std::printf("| first ADD of a fresh node, p50 / p99 of %zu | %.2f / %.2f ms | | |\n", fa.n, fa.median, fa.p99);
   std::printf("| EtcdBlockBackend::claim() in process, p50 / p99 of %zu | %.2f / %.2f ms | | |\n", bc.n, bc.median,
               bc.p99);
