@@ -68,9 +68,11 @@ test-sanitize: build-sanitize
 
 # ibcni-ipam against Debian's host-local, side by side (the README's benchmark table); ibcni against
 # Debian's host-device + host-local (ADD+DEL exec'd and through libcni, 100 concurrent pods, peak
-# RSS, where the time of an ADD goes: bench/cni_bench.cpp, target: ADD+DEL 5x faster); then the
-# verbs check's cost on this host (target: median under 20 ms) and against rxe0 in the kernel-lab
-# VM (emulated: target relative to ibv_devinfo). Every part runs; the status is 1 if any failed.
+# RSS, where the time of an ADD goes: bench/cni_bench.cpp, target: ADD+DEL 5x faster); ibcni-ipam's
+# cluster mode against a 3-member etcd beside node-local (bench/cluster_ipam_bench.cpp, target:
+# steady-state ADD within 1.2x of node-local); then the verbs check's cost on this host (target:
+# median under 20 ms) and against rxe0 in the kernel-lab VM (emulated: target relative to
+# ibv_devinfo). Every part runs; the status is 1 if any failed.
 # The VM runner is tests/kernel-lab's (IBCNI_KERNEL_LAB_RUN in the CMake cache) unless
 # KERNEL_LAB_RUN is given; run from the repository root (the VM shares only it).
 KERNEL_LAB_RUN ?=
@@ -80,6 +82,8 @@ bench: deps build
 	$(BUILD)/bench/ipam_bench $(BUILD)/ibcni-ipam /usr/lib/cni/host-local || rc=1; \
 	echo; echo "== ibcni against host-device + host-local =="; \
 	$(BUILD)/bench/cni_bench --ibcni $(BUILD)/ibcni --ref /usr/lib/cni || rc=1; \
+	echo; echo "== ibcni-ipam cluster mode (etcd, 3 members) against node-local =="; \
+	$(BUILD)/bench/cluster_ipam_bench $(BUILD)/ibcni-ipam || rc=1; \
 	echo; echo "== verbs check on this host =="; \
 	$(BUILD)/bench/verbs_bench || rc=1; \
 	lab="$(KERNEL_LAB_RUN)"; \

@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: Apache-2.0
+// ibcni-ipam's cluster mode (backend etcd) against a real 3-member etcd on loopback, beside the
+// node-local ibcni-ipam in the same run. Every ADD is the standalone ibcni-ipam exec'd as a
+// runtime execs an IPAM plugin (tests/support/cluster_sim.h), with the nodes' data dirs on tmpfs.
+// Prints:
+//   - 2000 ADDs over 100 nodes, 8 at a time (the pods in random order): wall time, per-ADD p50 and
+//     p99, and etcd requests per ADD;
+//   - the steady-state ADD (the node's blocks owned, one free): cluster mode against node-local,
+//     samples interleaved (target: ratio of the medians <= 1.2), and etcd requests per ADD+DEL;
+//   - the cost of claiming a block: an ADD that must claim one (block size 4, the node's blocks
+//     full) beside the ADDs that did not; the first ADD of a fresh node; one EtcdBlockBackend
+//     claim() in process.
+// etcd requests are counted from the members' own /metrics: grpc_server_handled_total of the
+// etcdserverpb services, summed over the 3 members, before and after (the JSON gateway the
+// plugin talks to is a gRPC client of its member, so each gateway request is counted once).
+//
+//   cluster_ipam_bench IBCNI_IPAM [--nodes N] [--pods N] [--workers N] [--samples N] [--no-targets]
+// Exit status: 0, 1 when a check or a target failed, 2 on a usage or setup error.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "bench_stats.h"
+#include "etcd_block_backend.h"
+#include "http/curl_http_client.h"
+#include "support/cluster_sim.h"
+#include "support/etcd_cluster.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using ibcni::testing::ClusterSim;
+using ibcni::testing::ClusterSimOptions;
+using ibcni::testing::CniCall;
+using ibcni::testing::CniVerb;
+using ibcni::testing::PodRef;
+using Counts = std::map<std::string, std::uint64_t>;
+
+struct Args {
+  std::string plugin;
+  int nodes = 100;
+  int pods = 20;
+  int workers = 8;
+  int samples = 101;
+  bool targets = true;
+};
+
+[[noreturn]] void usage(const char* argv0) {
+  std::fprintf(stderr, "usage: %s IBCNI_IPAM [--nodes N] [--pods N] [--workers N] [--samples N] [--no-targets]\n",
+               argv0);
+  std::exit(2);
+}
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string s = argv[i];
+    auto value = [&] {
+      if (i + 1 >= argc) {
+        usage(argv[0]);
+      }
+      return std::atoi(argv[++i]);
+    };
+    if (s == "--nodes") {
+      a.nodes = value();
+    } else if (s == "--pods") {
+      a.pods = value();
+    } else if (s == "--workers") {
+      a.workers = value();
+    } else if (s == "--samples") {
+      a.samples = value();
+    } else if (s == "--no-targets") {
+      a.targets = false;
+    } else if (!s.empty() && s[0] != '-' && a.plugin.empty()) {
+      a.plugin = s;
+    } else {
+      usage(argv[0]);
+    }
+  }
+  if (a.plugin.empty() || a.nodes < 1 || a.pods < 1 || a.workers < 1 || a.samples < 1) {
+    usage(argv[0]);
+  }
+  return a;
+}
+
+Counts counts(const std::vector<std::string>& endpoints) {
+  auto c = ibcni::testing::etcdRequestCounts(endpoints);
+  if (!c) {
+    std::fprintf(stderr, "reading etcd's /metrics: %s\n", c.error().c_str());
+    std::exit(2);
+  }
+  return *c;
+}
+
+// "12.3 (Range 4.0, Txn 8.0, ...)": requests per `per`, by method.
+std::string perOp(const Counts& d, double per) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f", static_cast<double>(d.count("total") ? d.at("total") : 0) / per);
+  std::string s = buf;
+  std::string parts;
+  for (const auto& [m, v] : d) {
+    if (m == "total" || v == 0) {
+      continue;
+    }
+    std::snprintf(buf, sizeof buf, "%s%s %.2f", parts.empty() ? "" : ", ", m.c_str(), static_cast<double>(v) / per);
+    parts += buf;
+  }
+  return parts.empty() ? s : s + " (" + parts + ")";
+}
+
+std::vector<double> latencies(const std::vector<CniCall>& calls) {
+  std::vector<double> v;
+  for (const auto& c : calls) {
+    v.push_back(c.ms);
+  }
+  return v;
+}
+
+std::size_t ownedBlocks(const ClusterSim& sim, int node) {
+  auto b = sim.nodeBlocks(node);
+  if (!b) {
+    return 0;
+  }
+  return static_cast<std::size_t>(
+      std::count_if(b->begin(), b->end(), [](const ibcni::testing::NodeBlock& x) { return x.state == "owned"; }));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Args args = parse(argc, argv);
+  bool ok = true;
+  auto require = [&](bool cond, const std::string& what) {
+    std::printf("%s %s\n", cond ? "PASS" : "FAIL", what.c_str());
+    ok = ok && cond;
+  };
+  auto check = [&](const ::testing::AssertionResult& r, const std::string& what) {
+    if (!r) {
+      std::printf("FAIL %s: %s\n", what.c_str(), r.message());
+      ok = false;
+    }
+    return static_cast<bool>(r);
+  };
+
+  ibcni::testing::EtcdCluster etcd;
+  if (auto started = etcd.start(3); !started) {
+    std::fprintf(stderr, "starting a 3-member etcd: %s\n", started.message());
+    return 2;
+  }
+  char tmpl[] = "/dev/shm/ibcni-cluster-bench-XXXXXX";
+  if (::mkdtemp(tmpl) == nullptr) {
+    std::perror("mkdtemp");
+    return 2;
+  }
+  const std::string root = tmpl;
+  const auto endpoints = etcd.endpoints();
+  auto options = [&](const std::string& sub, bool cluster, const std::string& network) {
+    ClusterSimOptions o;
+    o.plugin = args.plugin;
+    o.root = root + "/" + sub;
+    o.nodes = args.nodes;
+    o.network = network;
+    o.clusterMode = cluster;
+    o.etcdEndpoints = endpoints;
+    return o;
+  };
+  const int total = args.nodes * args.pods;
+
+  // 1. N x M ADDs over the nodes, cluster mode then node-local.
+  ClusterSim cluster(options("cluster", true, "bench"));
+  ClusterSim local(options("local", false, "bench"));
+  const auto pods = ClusterSim::pods(args.nodes, args.pods, 18);
+  const Counts c0 = counts(endpoints);
+  auto t0 = std::chrono::steady_clock::now();
+  const auto clusterAdds = cluster.callAll(CniVerb::kAdd, pods, args.workers);
+  const double clusterWall = ibcni::bench::ms(std::chrono::steady_clock::now() - t0);
+  const Counts manyCalls = ibcni::testing::countDiff(c0, counts(endpoints));
+  t0 = std::chrono::steady_clock::now();
+  const auto localAdds = local.callAll(CniVerb::kAdd, pods, args.workers);
+  const double localWall = ibcni::bench::ms(std::chrono::steady_clock::now() - t0);
+  const bool manyOk = check(cluster.allSucceeded(clusterAdds), "cluster: every ADD") &&
+                      check(cluster.noAddressTwice(clusterAdds), "cluster: no address twice") &&
+                      check(cluster.blocksConsistent(), "cluster: blocks");
+  check(local.allSucceeded(localAdds), "node-local: every ADD");
+  const auto cs = ibcni::bench::stats(latencies(clusterAdds));
+  const auto ls = ibcni::bench::stats(latencies(localAdds));
+
+  // 2. Steady state: one node each, its blocks owned with room left (a block of 32, one pod in
+  //    it); ADD then DEL of another pod, the two modes interleaved sample by sample.
+  ClusterSim steadyC(options("steady-cluster", true, "steady"));
+  ClusterSim steadyL(options("steady-local", false, "steady"));
+  for (auto* s : {&steadyC, &steadyL}) {
+    const CniCall warm = s->call(CniVerb::kAdd, {0, 0});
+    if (!warm.ok()) {
+      std::fprintf(stderr, "warm-up ADD failed: %s\n", warm.describe(s->nodeName(0)).c_str());
+      return 1;
+    }
+  }
+  const std::size_t steadyBlocks = ownedBlocks(steadyC, 0);
+  std::vector<double> steadyAddC;
+  std::vector<double> steadyAddL;
+  bool steadyOk = true;
+  const Counts c1 = counts(endpoints);
+  for (int i = 0; i < args.samples; ++i) {
+    const PodRef p{0, 1 + i % 2};
+    for (auto* s : {&steadyC, &steadyL}) {
+      const CniCall a = s->call(CniVerb::kAdd, p);
+      const CniCall d = s->call(CniVerb::kDel, p);
+      steadyOk = steadyOk && a.ok() && d.ok();
+      (s == &steadyC ? steadyAddC : steadyAddL).push_back(a.ms);
+    }
+  }
+  const Counts steadyCalls = ibcni::testing::countDiff(c1, counts(endpoints));
+  require(steadyOk, "steady state: every ADD and DEL succeeded");
+  require(steadyBlocks >= 1 && ownedBlocks(steadyC, 0) == steadyBlocks,
+          "steady state: the node owns its block(s) and claimed none during the samples");
+  const auto sc = ibcni::bench::stats(steadyAddC);
+  const auto sl = ibcni::bench::stats(steadyAddL);
+
+  // 3. Claiming a block: one node, blocks of 4, pods added one by one; an ADD that made the
+  //    node's owned blocks grow claimed one.
+  ClusterSimOptions claimOpts = options("claim", true, "claim");
+  claimOpts.blockSize = 4;
+  ClusterSim claim(claimOpts);
+  std::vector<double> claiming;
+  std::vector<double> inBlock;
+  const Counts c2 = counts(endpoints);
+  std::size_t owned = 0;
+  for (int i = 0; i < 4 * args.samples / 2; ++i) {
+    const CniCall a = claim.call(CniVerb::kAdd, {0, i});
+    if (!a.ok()) {
+      std::printf("FAIL claim: %s\n", a.describe(claim.nodeName(0)).c_str());
+      ok = false;
+      break;
+    }
+    const std::size_t now = ownedBlocks(claim, 0);
+    (now > owned ? claiming : inBlock).push_back(a.ms);
+    owned = now;
+  }
+  const Counts claimCalls = ibcni::testing::countDiff(c2, counts(endpoints));
+  require(claiming.size() >= inBlock.size() / 4, "claim: a block of 4 claimed at least every 5 ADDs");
+  // The first ADD of a fresh node (the node's lease, the pool's definition, its first block).
+  std::vector<double> firstAdd;
+  ClusterSim fresh(options("fresh", true, "fresh"));
+  for (int n = 0; n < std::min(args.nodes, args.samples); ++n) {
+    const CniCall a = fresh.call(CniVerb::kAdd, {n, 0});
+    ok = ok && a.ok();
+    firstAdd.push_back(a.ms);
+  }
+  // EtcdBlockBackend::claim() alone, in this process.
+  std::vector<double> backendClaim;
+  {
+    ibcni::http::CurlHttpClient http;
+    ibcni::ipam::EtcdBlockBackend::Options bo;
+    bo.endpoints = endpoints;
+    ibcni::ipam::EtcdBlockBackend backend(http, bo);
+    (void)backend.claim("direct", "warm-4", "bench-node");  // the lease
+    for (int i = 0; i < args.samples; ++i) {
+      const auto t = std::chrono::steady_clock::now();
+      const auto r = backend.claim("direct", "10.77." + std::to_string(i / 64) + "." + std::to_string(i % 64 * 4) + "-30",
+                                   "bench-node");
+      backendClaim.push_back(ibcni::bench::ms(std::chrono::steady_clock::now() - t));
+      if (!r || r->state != ibcni::ipam::ClaimState::kClaimed) {
+        std::printf("FAIL backend claim %d: %s\n", i, r ? "not claimed" : r.error().describe().c_str());
+        ok = false;
+        break;
+      }
+    }
+  }
+  fs::remove_all(root);
+
+  const auto cl = ibcni::bench::stats(claiming);
+  const auto ib = ibcni::bench::stats(inBlock);
+  const auto fa = ibcni::bench::stats(firstAdd);
+  const auto bc = ibcni::bench::stats(backendClaim);
+  std::printf("\n| figure (ibcni-ipam exec'd; etcd 3 members on loopback; tmpfs) | cluster mode | node-local | ratio |\n");
+  std::printf("|---|---|---|---|\n");
+  std::printf("| %d ADDs over %d nodes, %d at a time: wall | %.0f ms | %.0f ms | %.2f |\n", total, args.nodes,
+              args.workers, clusterWall, localWall, clusterWall / localWall);
+  std::printf("| same: per-ADD p50 / p99 | %.2f / %.2f ms | %.2f / %.2f ms | %.2f |\n", cs.median, cs.p99, ls.median,
+              ls.p99, cs.median / ls.median);
+  std::printf("| same: etcd requests per ADD | %s | 0 | |\n", perOp(manyCalls, total).c_str());
+  std::printf("| steady-state ADD (blocks owned), p50 / p99 of %d | %.2f / %.2f ms | %.2f / %.2f ms | %.2f |\n",
+              args.samples, sc.median, sc.p99, sl.median, sl.p99, sc.median / sl.median);
+  std::printf("| steady state: etcd requests per ADD+DEL | %s | 0 | |\n", perOp(steadyCalls, args.samples).c_str());
+  std::printf("| ADD claiming a block (size 4), p50 / p99 of %zu | %.2f / %.2f ms | | |\n", cl.n, cl.median, cl.p99);
+  std::printf("| ADD inside an owned block (same run), p50 of %zu | %.2f ms | | |\n", ib.n, ib.median);
+  std::printf("| one-block claim, added to an ADD (p50 difference) | %.2f ms | | |\n", cl.median - ib.median);
+  std::printf("| same run: etcd requests per ADD (1 claim per %.1f ADDs) | %s | | |\n",
+              cl.n ? static_cast<double>(cl.n + ib.n) / static_cast<double>(cl.n) : 0.0,
+              perOp(claimCalls, static_cast<double>(cl.n + ib.n)).c_str());
+  std::printf("| first ADD of a fresh node, p50 / p99 of %zu | %.2f / %.2f ms | | |\n", fa.n, fa.median, fa.p99);
+  std::printf("| EtcdBlockBackend::claim() in process, p50 / p99 of %zu | %.2f / %.2f ms | | |\n", bc.n, bc.median,
+              bc.p99);
+
+  require(manyOk, "cluster: " + std::to_string(total) + " ADDs succeeded, all distinct, blocks consistent");
+  if (args.targets) {
+    require(sc.median <= 1.2 * sl.median, "steady-state ADD in cluster mode within 1.2x of node-local (medians)");
+  }
+  return ok ? 0 : 1;
+}

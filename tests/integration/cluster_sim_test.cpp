@@ -1,0 +1,383 @@
+// SPDX-License-Identifier: Apache-2.0
+// ibcni-ipam's cluster mode on a simulated cluster (tests/support/cluster_sim.h): the built
+// ibcni-ipam exec'd as a runtime execs it, by many nodes at once, against a real 3-member etcd
+// (label etcd; no root needed: the processes enter no namespace, CNI_NETNS is /proc/self/ns/net).
+//
+//  * ClusterSim.HundredNodesTwentyPodsEach: 100 nodes x 20 pods, the 2000 ADDs in random order,
+//    8 at a time across and within nodes: every ADD succeeds, no address twice in the cluster,
+//    every address in a block its node owns, no block with two holders, each node's blocks.json
+//    equal to the backend's keys; then the 2000 DELs free everything. A node-local ibcni-ipam
+//    (one that ignores ipam.cluster) fails here: each node hands out the same addresses.
+//  * ClusterSimFaults.KillDuringBlockClaim: 100 times, an ADD that must claim a new block is
+//    SIGKILLed after 0-30 ms; the ADD run again succeeds, and then no block is lost (every block
+//    the backend gives the node is in its blocks.json), none has two holders, no address twice.
+//  * ClusterSimChecks.*: the checks themselves on hand-made state (blocks.json files written here,
+//    keys put into etcd): they pass on a consistent cluster and name each kind of breakage.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <iostream>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "http/curl_http_client.h"
+#include "ibcni/os/text.h"
+#include "support/cluster_sim.h"
+#include "support/etcd_cluster.h"
+
+namespace ibcni::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+// A private directory for the nodes' data dirs, removed with the test; on tmpfs (/dev/shm) as
+// ibcni-ipam's default data dir (/run) is.
+class TempRoot {
+ public:
+  TempRoot() {
+    const fs::path base = fs::is_directory("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path();
+    std::string tmpl = (base / "ibcni-cluster-sim-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) != nullptr) {
+      path_ = tmpl;
+    }
+  }
+  ~TempRoot() {
+    std::error_code ec;
+    if (!path_.empty()) {
+      fs::remove_all(path_, ec);
+    }
+  }
+  TempRoot(const TempRoot&) = delete;
+  TempRoot& operator=(const TempRoot&) = delete;
+  [[nodiscard]] const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+double secondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+TEST(ClusterSim, HundredNodesTwentyPodsEach) {
+  EtcdCluster etcd;
+  ASSERT_TRUE(etcd.start(3));
+  TempRoot root;
+  ASSERT_FALSE(root.path().empty());
+  ClusterSimOptions o;
+  o.plugin = IBCNI_IPAM_BINARY;
+  o.root = root.path();
+  o.nodes = 100;
+  o.etcdEndpoints = etcd.endpoints();
+  ClusterSim sim(o);
+
+  const auto pods = ClusterSim::pods(100, 20, 18);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto adds = sim.callAll(CniVerb::kAdd, pods, 8);
+  const double addSeconds = secondsSince(t0);
+  std::cout << "2000 ADDs over 100 nodes, 8 at a time: " << addSeconds << " s\n";
+
+  ASSERT_TRUE(sim.allSucceeded(adds));
+  ASSERT_TRUE(sim.noAddressTwice(adds));
+  EXPECT_TRUE(sim.addressesInOwnBlocks(adds));
+  EXPECT_TRUE(sim.blocksConsistent());
+  auto blocks = sim.backendBlocks();
+  ASSERT_TRUE(blocks) << blocks.error();
+  std::set<std::string> holders;
+  for (const auto& b : *blocks) {
+    holders.insert(b.node);
+  }
+  EXPECT_EQ(holders.size(), 100u) << "every node claimed blocks of its own";
+  // 20 pods fit in one block of 32 (30 usable in the block holding the subnet's network and
+  // gateway addresses): a node that claims only when its blocks are full needs one. Two per node
+  // leaves room for a claim raced by a concurrent ADD of the same node, never more.
+  EXPECT_LE(blocks->size(), 200u) << "blocks are claimed only when the owned ones are full";
+
+  const auto t1 = std::chrono::steady_clock::now();
+  const auto dels = sim.callAll(CniVerb::kDel, pods, 8);
+  std::cout << "2000 DELs: " << secondsSince(t1) << " s\n";
+  EXPECT_TRUE(sim.allSucceeded(dels));
+  EXPECT_TRUE(sim.storesEmpty());
+  // The emptied blocks stay the nodes' until `ibcni-ipam gc` gives them back after
+  // releaseAfterSeconds: their records must still agree with the backend.
+  EXPECT_TRUE(sim.blocksConsistent());
+}
+
+// Whether every block `node` owns is full: each address of an owned block (the subnet's
+// network, broadcast and gateway addresses aside) is held by one of `held`. Only then must the
+// next ADD claim a block. The block size is 4, so a block's addresses can be listed.
+bool ownedBlocksFull(const ClusterSim& sim, int node, const std::set<std::string>& held) {
+  auto blocks = sim.nodeBlocks(node);
+  if (!blocks) {
+    return true;  // no blocks.json yet: nothing owned
+  }
+  for (const auto& b : *blocks) {
+    if (b.state != "owned") {
+      continue;
+    }
+    // IPv4 only: a.b.c.d/30
+    unsigned a = 0, bb = 0, c = 0, d = 0;
+    if (std::sscanf(b.cidr.c_str(), "%u.%u.%u.%u/", &a, &bb, &c, &d) != 4) {
+      return false;
+    }
+    for (unsigned i = 0; i < 4; ++i) {
+      const unsigned last = d + i;
+      const std::string addr = std::to_string(a) + "." + std::to_string(bb) + "." + std::to_string(c) + "." +
+                               std::to_string(last);
+      const bool reserved = (c == 0 && (last == 0 || last == 1)) || (c == 255 && last == 255);
+      if (!reserved && held.count(addr) == 0) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+TEST(ClusterSimFaults, KillDuringBlockClaim) {
+  EtcdCluster etcd;
+  ASSERT_TRUE(etcd.start(3));
+  TempRoot root;
+  ASSERT_FALSE(root.path().empty());
+  ClusterSimOptions o;
+  o.plugin = IBCNI_IPAM_BINARY;
+  o.root = root.path();
+  o.nodes = 25;
+  o.blockSize = 4;  // a few ADDs fill a node's blocks, so that the next one must claim
+  o.etcdEndpoints = etcd.endpoints();
+  ClusterSim sim(o);
+
+  std::mt19937 rng(1812);
+  std::uniform_int_distribution<int> delayUs(0, 30000);
+  std::vector<int> nextPod(o.nodes, 0);
+  std::map<PodRef, CniCall> live;  // every pod's last successful ADD
+  int killedBeforeExit = 0;
+  int claimed = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 100; ++i) {
+    const int node = i % o.nodes;
+    std::set<std::string> held;
+    for (const auto& [pod, add] : live) {
+      if (pod.node == node) {
+        held.insert(add.addresses.begin(), add.addresses.end());
+      }
+    }
+    // Fill the node's owned blocks, so that the ADD to be killed must claim a new one.
+    for (int guard = 0; !ownedBlocksFull(sim, node, held); ++guard) {
+      ASSERT_LT(guard, 8) << "filling " << sim.nodeName(node) << "'s blocks did not end";
+      const PodRef pod{node, nextPod[node]++};
+      const CniCall add = sim.call(CniVerb::kAdd, pod);
+      ASSERT_TRUE(add.ok() && !add.addresses.empty()) << add.describe(sim.nodeName(node));
+      held.insert(add.addresses.begin(), add.addresses.end());
+      live[pod] = add;
+    }
+    const auto before = sim.nodeBlocks(node);
+    const std::size_t ownedBefore =
+        before ? static_cast<std::size_t>(std::count_if(before->begin(), before->end(),
+                                                        [](const NodeBlock& b) { return b.state == "owned"; }))
+               : 0;
+
+    const PodRef victim{node, nextPod[node]++};
+    std::error_code ec;
+    fs::create_directories(sim.dataDir(node), ec);
+    auto proc = sim.start(CniVerb::kAdd, victim);
+    ASSERT_TRUE(proc) << proc.error();
+    std::this_thread::sleep_for(std::chrono::microseconds(delayUs(rng)));
+    proc->kill9();
+    const auto run = proc->wait(10s);
+    killedBeforeExit += run.status == 128 + SIGKILL ? 1 : 0;
+
+    // The runtime tries again: the same ADD succeeds (adopting whatever the killed one left).
+    const CniCall again = sim.call(CniVerb::kAdd, victim);
+    ASSERT_TRUE(again.ok() && !again.addresses.empty())
+        << "iteration " << i << ": ADD after kill -9: " << again.describe(sim.nodeName(node));
+    live[victim] = again;
+    auto after = sim.nodeBlocks(node);
+    ASSERT_TRUE(after) << after.error();
+    const auto ownedAfter = static_cast<std::size_t>(
+        std::count_if(after->begin(), after->end(), [](const NodeBlock& b) { return b.state == "owned"; }));
+    claimed += ownedAfter > ownedBefore ? 1 : 0;
+    // No block lost: every block the backend gives this node is in its blocks.json.
+    ASSERT_TRUE(sim.nodeBlocksMatchBackend(node)) << "iteration " << i << ", killed after " << run.elapsed().count()
+                                                  << " ns";
+    // A further ADD on the node works too.
+    const PodRef next{node, nextPod[node]++};
+    const CniCall more = sim.call(CniVerb::kAdd, next);
+    ASSERT_TRUE(more.ok()) << more.describe(sim.nodeName(node));
+    live[next] = more;
+  }
+  std::cout << "100 kills (" << killedBeforeExit << " before the ADD finished), " << claimed
+            << " ADDs claimed a block, " << live.size() << " pods, " << secondsSince(t0) << " s\n";
+  EXPECT_EQ(claimed, 100) << "every killed ADD's retry had to claim a new block";
+  EXPECT_GE(killedBeforeExit, 10) << "kills at 0-30 ms must land inside ADDs, or the claim window is not exercised";
+
+  std::vector<CniCall> adds;
+  for (const auto& [pod, add] : live) {
+    adds.push_back(add);
+  }
+  EXPECT_TRUE(sim.noAddressTwice(adds));
+  EXPECT_TRUE(sim.addressesInOwnBlocks(adds));
+  EXPECT_TRUE(sim.blocksConsistent());
+  EXPECT_EQ([&] {
+    std::size_t n = 0;
+    for (int node = 0; node < o.nodes; ++node) {
+      n += sim.storedEntries(node, "attachments");
+    }
+    return n;
+  }(), live.size()) << "one attachment record per live pod: the killed ADDs left nothing extra";
+
+  std::vector<PodRef> all;
+  for (const auto& [pod, add] : live) {
+    all.push_back(pod);
+  }
+  EXPECT_TRUE(sim.allSucceeded(sim.callAll(CniVerb::kDel, all, 4)));
+  EXPECT_TRUE(sim.storesEmpty());
+}
+
+// --- The checks on hand-made state ---
+
+class ClusterSimChecks : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(etcd_.start(1));
+    ASSERT_FALSE(root_.path().empty());
+    o_.plugin = "/nonexistent";
+    o_.root = root_.path();
+    o_.nodes = 3;
+    o_.etcdEndpoints = etcd_.endpoints();
+  }
+  // <dataDir>/.cluster/<pool>/blocks.json of `node`: `owned` blocks owned, `intent` as intent.
+  void writeBlocks(const ClusterSim& sim, int node, const std::vector<std::string>& owned,
+                   const std::vector<std::string>& intent = {}) {
+    nlohmann::json blocks = nlohmann::json::array();
+    for (const auto* list : {&owned, &intent}) {
+      for (const auto& cidr : *list) {
+        std::string key = cidr;
+        key[key.find('/')] = '-';
+        blocks.push_back({{"set", 0}, {"name", key}, {"state", list == &owned ? "owned" : "intent"}, {"version", "1"}});
+      }
+    }
+    const std::string dir = sim.dataDir(node) + "/.cluster/" + sim.pool();
+    fs::create_directories(dir);
+    std::ofstream(dir + "/blocks.json")
+        << nlohmann::json{{"pool", sim.pool()}, {"node", sim.nodeName(node)}, {"fingerprint", "f"}, {"blocks", blocks},
+                          {"addresses", nlohmann::json::array()}}
+               .dump();
+  }
+  void put(const std::string& key, const nlohmann::json& value) {
+    http::Request r;
+    r.method = http::Method::kPost;
+    r.url = etcd_.endpoint(0) + "/v3/kv/put";
+    r.body = nlohmann::json{{"key", os::base64Encode(key)}, {"value", os::base64Encode(value.dump())}}.dump();
+    const auto answer = http_.send(r);
+    ASSERT_TRUE(answer && answer->status == 200) << (answer ? answer->body : answer.error().describe());
+  }
+  void putBlock(const ClusterSim& sim, const std::string& key, int node) {
+    put("/ibcni/pools/" + sim.pool() + "/blocks/" + key, {{"node", sim.nodeName(node)}, {"claimedAt", "x"}});
+  }
+  static CniCall add(int node, int pod, const std::string& address) {
+    CniCall c;
+    c.pod = {node, pod};
+    c.status = 0;
+    c.addresses = {address};
+    return c;
+  }
+
+  EtcdCluster etcd_;
+  TempRoot root_;
+  ClusterSimOptions o_;
+  http::CurlHttpClient http_;
+};
+
+TEST_F(ClusterSimChecks, PassOnAConsistentClusterAndNameEachBreakage) {
+  ClusterSim sim(o_);
+  writeBlocks(sim, 0, {"10.56.0.0/27"});
+  writeBlocks(sim, 1, {"10.56.0.32/27", "10.56.0.64/27"});
+  putBlock(sim, "10.56.0.0-27", 0);
+  putBlock(sim, "10.56.0.32-27", 1);
+  putBlock(sim, "10.56.0.64-27", 1);
+  const std::vector<CniCall> adds = {add(0, 0, "10.56.0.2"), add(1, 0, "10.56.0.33"), add(1, 1, "10.56.0.70")};
+  EXPECT_TRUE(sim.allSucceeded(adds));
+  EXPECT_TRUE(sim.noAddressTwice(adds));
+  EXPECT_TRUE(sim.addressesInOwnBlocks(adds));
+  EXPECT_TRUE(sim.blocksConsistent());
+  EXPECT_TRUE(sim.nodeBlocksMatchBackend(1));
+  EXPECT_TRUE(sim.storesEmpty());
+
+  // An address twice; an address outside its node's blocks; a failed ADD.
+  auto twice = adds;
+  twice.push_back(add(2, 0, "10.56.0.33"));
+  auto r = sim.noAddressTwice(twice);
+  EXPECT_FALSE(r);
+  EXPECT_THAT(r.message(), ::testing::HasSubstr("10.56.0.33 held by 2 pods on 2 nodes: node-01/pod-0 node-02/pod-0"));
+  r = sim.addressesInOwnBlocks({add(0, 1, "10.56.0.40")});
+  EXPECT_FALSE(r);
+  EXPECT_THAT(r.message(), ::testing::HasSubstr("10.56.0.40 of node-00/pod-1 is in no block"));
+  auto failed = add(0, 3, "10.56.0.3");
+  failed.status = 11;
+  failed.out = R"({"code":11,"msg":"etcd unreachable"})";
+  r = sim.allSucceeded({failed});
+  EXPECT_FALSE(r);
+  EXPECT_THAT(r.message(), ::testing::HasSubstr("ADD node-00/pod-3: exit 11"));
+
+  // Two nodes own one block; the backend gives a node's block to another; a block the backend
+  // gives a node is missing from its file (lost); an intent is not ownership.
+  writeBlocks(sim, 2, {"10.56.0.0/27"});
+  r = sim.blocksConsistent();
+  EXPECT_FALSE(r);
+  EXPECT_THAT(r.message(), ::testing::HasSubstr("block 10.56.0.0-27 is owned by 2 nodes: node-00 node-02"));
+  EXPECT_THAT(r.message(), ::testing::HasSubstr("node-02 owns block 10.56.0.0-27 which the backend gives to node-00"));
+  writeBlocks(sim, 2, {}, {"10.56.0.96/27"});
+  putBlock(sim, "10.56.0.96-27", 2);
+  putBlock(sim, "10.56.0.128-27", 2);
+  r = sim.blocksConsistent();
+  EXPECT_FALSE(r);
+  EXPECT_THAT(r.message(), ::testing::HasSubstr("block 10.56.0.128-27 is held by node-02 in the backend but missing"));
+  EXPECT_THAT(r.message(), ::testing::HasSubstr("block 10.56.0.96-27 is held by node-02 in the backend but is \"intent\""));
+  EXPECT_FALSE(sim.nodeBlocksMatchBackend(2, /*allowIntent=*/true));  // 128 is still lost
+  writeBlocks(sim, 2, {"10.56.0.128/27"}, {"10.56.0.96/27"});
+  EXPECT_TRUE(sim.nodeBlocksMatchBackend(2, /*allowIntent=*/true));
+  EXPECT_FALSE(sim.nodeBlocksMatchBackend(2));
+  // A node file's block the backend does not list.
+  writeBlocks(sim, 0, {"10.56.0.0/27", "10.56.1.0/27"});
+  r = sim.nodeBlocksMatchBackend(0);
+  EXPECT_FALSE(r);
+  EXPECT_THAT(r.message(), ::testing::HasSubstr("node-00 owns block 10.56.1.0-27 which the backend does not list"));
+
+  // Leftovers after the DELs: a record in a node's store, an address claim in the backend.
+  fs::create_directories(sim.dataDir(1) + "/.cluster/" + sim.pool() + "/attachments");
+  std::ofstream(sim.dataDir(1) + "/.cluster/" + sim.pool() + "/attachments/c1:eth0") << "x";
+  r = sim.storesEmpty();
+  EXPECT_FALSE(r);
+  EXPECT_THAT(r.message(), ::testing::HasSubstr("node-01 still has 1 attachment record(s) and 0 address claim(s)"));
+  fs::remove(sim.dataDir(1) + "/.cluster/" + sim.pool() + "/attachments/c1:eth0");
+  EXPECT_TRUE(sim.storesEmpty());
+  put("/ibcni/pools/" + sim.pool() + "/addresses/10.56.0.9", {{"node", "node-00"}, {"owner", "c9:eth0"}});
+  r = sim.storesEmpty();
+  EXPECT_FALSE(r);
+  EXPECT_THAT(r.message(), ::testing::HasSubstr("the backend still lists 1 address claim(s), first 10.56.0.9 of node-00"));
+}
+
+TEST_F(ClusterSimChecks, CountsEtcdRequests) {
+  ClusterSim sim(o_);
+  const auto before = etcdRequestCounts(o_.etcdEndpoints);
+  ASSERT_TRUE(before) << before.error();
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(sim.backendBlocks());
+  }
+  const auto after = etcdRequestCounts(o_.etcdEndpoints);
+  ASSERT_TRUE(after) << after.error();
+  const auto d = countDiff(*before, *after);
+  EXPECT_EQ(d.at("Range"), 5u) << "each gateway range is one Range";
+  EXPECT_EQ(d.at("total"), 5u) << "reading /metrics is not counted";
+}
+
+}  // namespace
+}  // namespace ibcni::testing
