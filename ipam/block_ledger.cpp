@@ -106,6 +106,9 @@ os::SysResult<std::optional<Ledger>> readLedger(const std::string& dir) {
     l.etcdLease = std::strtoll(j["etcdLease"].get<std::string>().c_str(), nullptr, 10);
   }
   l.defined = j.value("defined", false);
+  if (j.contains("pendingCheckedAt") && j["pendingCheckedAt"].is_string()) {
+    l.pendingCheckedAt = j["pendingCheckedAt"].get<std::string>();
+  }
   for (auto [key, list, block] : {std::tuple{"blocks", &l.blocks, true}, std::tuple{"addresses", &l.addresses, false}}) {
     if (!j.contains(key) || !j[key].is_array()) {
       return corrupt(std::string("no \"") + key + "\" list");
@@ -136,6 +139,9 @@ os::SysResult<void> writeLedger(const std::string& dir, const Ledger& l) {
   json j{{"pool", l.pool},       {"node", l.node},       {"fingerprint", l.fingerprint}, {"network", l.network},
          {"backend", l.backend}, {"defined", l.defined}, {"blocks", json::array()},       {"addresses", json::array()}};
   j["foreign"] = l.foreign;
+  if (!l.pendingCheckedAt.empty()) {
+    j["pendingCheckedAt"] = l.pendingCheckedAt;
+  }
   if (l.etcdLease != 0) {
     j["etcdLease"] = std::to_string(l.etcdLease);
   }

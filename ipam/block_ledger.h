@@ -43,6 +43,9 @@ struct Ledger {
   /// Addresses inside this node's blocks that pods on other nodes named: never handed out here.
   std::vector<std::string> foreign;
   bool defined = false;  ///< the pool's definition was checked against the backend's
+  /// When ADD last asked the backend about a pending claim (RFC 3339): with the backend down, an
+  /// ADD that fits the owned blocks does not wait for it again for a while.
+  std::string pendingCheckedAt;
 };
 
 inline constexpr const char* kLedgerFileName = "blocks.json";

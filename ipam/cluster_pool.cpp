@@ -15,6 +15,7 @@ namespace {
 
 constexpr std::size_t kClaimAttempts = 8;  // blocks tried per grow() before giving up on the free ones
 constexpr std::size_t kTakeoverHolders = 4;
+constexpr std::chrono::seconds kPendingRetry{30};
 
 using State = LedgerEntry::State;
 
@@ -196,7 +197,7 @@ cni::Result<void> ClusterPool::begin() {
   }
   if (!*read) {
     ledger_ = Ledger{cluster_.pool, node_, grid_.fingerprint(), network_,
-                     std::string(config::clusterBackendName(cluster_.backend)), 0, {}, {}, {}, false};
+                     std::string(config::clusterBackendName(cluster_.backend)), 0, {}, {}, {}, false, {}};
     fresh_ = true;
     recompute();
     return {};
@@ -229,7 +230,14 @@ void ClusterPool::resolvePending() {
     return;
   }
   // A claim whose answer was lost: ask the backend once. When it cannot answer, the owned blocks
-  // still serve; the intent is resolved by a later call.
+  // still serve; the intent is resolved by a later call, and ADDs do not wait on a backend that is
+  // down more than once every kPendingRetry (the periodic pass and a claiming ADD still ask).
+  const auto t = clock_();
+  if (auto last = parseRfc3339(ledger_.pendingCheckedAt); last && t >= *last && t - *last < kPendingRetry) {
+    return;
+  }
+  ledger_.pendingCheckedAt = rfc3339(t);
+  (void)save();
   auto b = backend();
   if (!b) {
     log::warn("pool {}: cannot resolve a pending block claim: {}", cluster_.pool, b.error().msg);

@@ -309,6 +309,11 @@ cni::Result<void> EmbeddedIpam::status(const Request& request) {
     return unavailable("ipam data directory " + dir + " is not writable", fd.error().describe());
   }
   ::unlink(probe.c_str());
+  if ((*s)->pool) {
+    // Cluster mode: full blocks are no reason to refuse ADD (it claims another one), and STATUS
+    // does not call the backend; ADD answers 108 when the pool itself is full.
+    return {};
+  }
   auto full = (*s)->allocator->exhausted();
   if (!full) {
     return unavailable("ipam store " + dir + " cannot be read: " + full.error().msg, full.error().details);
