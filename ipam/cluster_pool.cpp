@@ -7,6 +7,7 @@
 #include <set>
 #include <thread>
 
+#include "ibcni/os/random.h"
 #include "log/log.h"
 
 namespace ibcni::ipam {
@@ -64,7 +65,7 @@ ClusterPool::ClusterPool(const config::IpamConfig& config, std::string network, 
               return allowed;
             }()),
       owned_(config.rangeSets.size()),
-      rng_(std::random_device{}()) {
+      rng_(os::randomBits()) {
   if (!clock_) {
     clock_ = [] { return std::chrono::system_clock::now(); };
   }

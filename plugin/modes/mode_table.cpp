@@ -2,27 +2,18 @@
 #include <cstdint>
 #include <ctime>
 #include <fmt/core.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include "modes/attachment_mode.h"
 #include "modes/ipoib_child.h"
 #include "modes/sriov_netdev.h"
+#include "ibcni/os/random.h"
 
 namespace ibcni::plugin {
 
-// 32 random bits from getrandom(2) (glibc 2.25), not std::random_device: GCC 12's libstdc++ built
-// on glibc 2.36 implements it with arc4random, which alone would raise the plugin's glibc floor to
-// 2.36 and keep it off Ubuntu 22.04 (deploy/check-portable.sh). Falls back to pid and clock if
-// the entropy pool is not ready yet, which is enough to avoid a collision between two ADDs.
+// A random name (os/random.h: never std::random_device, which would raise the glibc floor).
 std::string temporaryLinkName() {
-  std::uint32_t bits = 0;
-  if (getrandom(&bits, sizeof bits, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof bits)) {
-    timespec now{};
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    bits = static_cast<std::uint32_t>(getpid()) * 2654435761U ^ static_cast<std::uint32_t>(now.tv_nsec);
-  }
-  return fmt::format("ibc{:08x}", bits);
+  return fmt::format("ibc{:08x}", static_cast<std::uint32_t>(os::randomBits()));
 }
 
 state::AttachmentRecord recordFor(const Invocation& inv) {
