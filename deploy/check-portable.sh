@@ -3,12 +3,15 @@
 # Checks that plugin binaries run on any x86_64 Linux node with glibc >= the supported floor, so
 # that a build on a newer distribution never ships binaries that fail on older nodes:
 #   - a dynamic binary may need only glibc (libc.so.6, libm.so.6, ld-linux), libgcc_s.so.1 and
-#     libmnl.so.0
+#     libmnl.so.0; ibcni-ipam touches no link, so it may not need libmnl.so.0
 #     (no libstdc++, libnl, fmt or spdlog: those are linked in or header-only);
 #   - it may bind no glibc symbol version newer than the floor (GLIBC_2.34: Ubuntu 22.04,
 #     Debian 12, RHEL/Rocky/Alma 9 and newer) and no libgcc_s version newer than GCC_4.8.0;
 #   - its ELF interpreter is the standard /lib64/ld-linux-x86-64.so.2.
-# A fully static binary passes. Used by CI (tests/deploy) and by deploy/Dockerfile's build stage.
+# ibcni and ibcni-ipam (by file name) must be dynamic: they dlopen the node's libcurl (ibcni also
+# libibverbs), which a statically linked program cannot do safely (the library would bind the
+# node's libc.so.6 beside the program's own static glibc). Any other fully static binary passes.
+# Used by CI (tests/deploy) and by deploy/Dockerfile's build stage.
 #
 #   deploy/check-portable.sh [--glibc-floor 2.34] BINARY...
 # Exit status 0 when every binary passes; 1 with one line per problem otherwise.
@@ -16,7 +19,7 @@ set -eu
 
 floor=2.34
 gcc_floor=4.8.0
-allowed_needed="libc.so.6 libm.so.6 ld-linux-x86-64.so.2 libgcc_s.so.1 libmnl.so.0"
+glibc_needed="libc.so.6 libm.so.6 ld-linux-x86-64.so.2 libgcc_s.so.1"
 
 if [ "${1:-}" = "--glibc-floor" ]; then
   floor=$2
@@ -50,9 +53,22 @@ for bin in "$@"; do
     echo "FAIL $bin: built for '$machine', not x86_64"
     status=1
   fi
+  name=$(basename "$bin")
+  case $name in
+    ibcni-ipam) allowed_needed=$glibc_needed ;;
+    *) allowed_needed="$glibc_needed libmnl.so.0" ;;
+  esac
   needed=$(readelf -d -W "$bin" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
   if [ -z "$needed" ]; then
-    echo "ok   $bin: static, no shared library or glibc version needed"
+    case $name in
+      ibcni | ibcni-ipam)
+        dlopened=libcurl
+        [ "$name" = ibcni ] && dlopened="libibverbs and libcurl"
+        echo "FAIL $bin: statically linked, but $name dlopens the node's $dlopened: link it dynamically against glibc"
+        status=1
+        ;;
+      *) echo "ok   $bin: static, no shared library or glibc version needed" ;;
+    esac
     continue
   fi
   interp=$(readelf -l -W "$bin" | sed -n 's/.*Requesting program interpreter: \(.*\)\]/\1/p')

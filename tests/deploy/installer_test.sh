@@ -85,7 +85,7 @@ check "upgrade: logged old -> new" logged "$work/upgrade.log" "upgraded /opt/cni
 check "upgrade: no temporary file left" no_leftovers "$node"
 
 # --- a node the new binary cannot run on keeps its working binary
-cp "$ipam" "$nomnl/opt/cni/bin/ibcni"   # a working (static) program in ibcni's place
+cp "$ipam" "$nomnl/opt/cni/bin/ibcni"   # a working program in ibcni's place (ibcni-ipam needs no libmnl)
 cp "$nomnl/opt/cni/bin/ibcni" "$work/kept"
 run_installer "$nomnl" "$image" "$work/nomnl.log"
 rc=$?
@@ -94,7 +94,7 @@ check "unrunnable binary: the working ibcni was kept" cmp -s "$work/kept" "$nomn
 check "unrunnable binary: the loader's reason is logged" logged "$work/nomnl.log" "libmnl.so.0"
 check "unrunnable binary: says it was not replaced" logged "$work/nomnl.log" "cannot run on this node, so /opt/cni/bin/ibcni was not replaced"
 check "unrunnable binary: no temporary file left" no_leftovers "$nomnl"
-check "unrunnable binary: ibcni-ipam (static) still installed" cmp -s "$ipam" "$nomnl/opt/cni/bin/ibcni-ipam"
+check "unrunnable binary: ibcni-ipam (no libmnl needed) still installed" cmp -s "$ipam" "$nomnl/opt/cni/bin/ibcni-ipam"
 
 # --- a broken image (truncated binary) touches nothing
 broken=$work/broken-image

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # make_node_root DIR IBCNI [SKIP_LIB] (source it): a fake node root for chroot holding what ldd
 # says IBCNI needs (the loader, libc, libgcc_s, libmnl) except SKIP_LIB, and an empty
-# /opt/cni/bin. A static ibcni-ipam runs in it too.
+# /opt/cni/bin. ibcni-ipam, which needs a subset of it without libmnl, runs in it too.
 make_node_root() {
   local root=$1 bin=$2 skip=${3:-} lib path
   mkdir -p "$root/lib/x86_64-linux-gnu" "$root/lib64" "$root/opt/cni/bin"
