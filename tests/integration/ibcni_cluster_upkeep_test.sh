@@ -95,6 +95,25 @@ jq 'del(.ipam.cluster)' "$work/a.conf" >"$work/local.conf"
 "$bin" pools "$work/local.conf" >/dev/null 2>"$work/err"
 check "pools of a node-local network: exit 2, saying so" bash -c '[[ $1 -eq 2 ]] && grep -q "no ipam.cluster" "$2"' _ $? "$work/err"
 
+# --- ibcni doctor --config: reaches the backend, names the node, lists its blocks (the device part
+# fails on a host without IPoIB; only the cluster part is checked here)
+doctor_conf() {  # doctor_conf IPAM_CONF
+  jq --arg s "$work/state" '{cniVersion, name, type: "ibcni", mode: "ipoib", master: "ib0", stateDir: $s, ipam}' "$1"
+}
+doctor_conf "$work/a.conf" >"$work/doctor.conf"
+"$ibcni" doctor --json --config "$work/doctor.conf" >"$work/doctor.json"
+check "doctor: the node reaches etcd, named node-a from ipam.cluster.nodeName, libcurl loads" jq -e --arg ep "$ep" '
+  .config.cluster | .reachable and .endpoint == $ep and .node == "node-a" and .nodeSource == "ipam.cluster.nodeName"
+  and .libcurl == "loads" and (.listMs | type == "number") and .error == null' "$work/doctor.json" >/dev/null
+check "doctor: this node's blocks, ledger and backend agreeing" jq -e --argjson a "${#a_blocks[@]}" '
+  .config.cluster | .agree and (.backendBlocks | length) == $a and .backendBlocks == .ledgerBlocks' \
+  "$work/doctor.json" >/dev/null
+doctor_conf "$work/down.conf" >"$work/doctor-down.conf"
+"$ibcni" doctor --json --config "$work/doctor-down.conf" >"$work/doctor-down.json"
+check "doctor with the backend down: not reachable, a problem naming the endpoint" jq -e '
+  (.config.cluster | (.reachable | not) and (.error | contains("http://127.0.0.1:1")))
+  and (.config.problems | any(.what | contains("cannot list cluster pool")))' "$work/doctor-down.json" >/dev/null
+
 # --- ibcni reconcile: a dry run changes nothing
 lease=$(jq -r .etcdLease "$work/data-node-a/.cluster/obs-pool/blocks.json")
 ttl() { etcdctl_ lease timetolive "$(printf '%x' "$lease")" -w json | jq -r .ttl; }
