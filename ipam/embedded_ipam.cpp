@@ -6,12 +6,16 @@
 #include <cstring>
 #include <string>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <set>
+#include <ctime>
 
 #include "embedded_ipam.h"
 
 #include "allocator.h"
 #include "file_store.h"
+#include "kubeconfig.h"
 #include "ibcni/os/file_io.h"
 #include "ibcni/os/safe_path.h"
 #include "ibcni/os/unique_fd.h"
@@ -75,7 +79,7 @@ cni::Result<void> prepareStoreDir(const std::string& dir, cni::Errc ioCode) {
 }
 
 cni::Result<std::unique_ptr<Session>> openSession(const Request& request, const EmbeddedIpamOptions& options,
-                                                  cni::Errc ioCode = cni::Errc::kIoFailure) {
+                                                  cni::Errc ioCode = cni::Errc::kIoFailure, bool create = true) {
   const auto& parsed = request.conf.embeddedIpam;
   if (!parsed) {
     // config/ reads the ipam object for ipam.type "ibcni-ipam" and for ibcni-ipam's own role.
@@ -105,7 +109,17 @@ cni::Result<std::unique_ptr<Session>> openSession(const Request& request, const 
   } else {
     s->dir = dataDir + "/" + request.conf.name;
   }
-  if (auto r = prepareStoreDir(s->dir, ioCode); !r) {
+  if (!create) {
+    // Only reading: the directory is used when it is there (and passes the same rules).
+    std::error_code ec;
+    if (std::filesystem::is_directory(s->dir, ec)) {
+      auto fd = os::openDirectory(s->dir, os::DirPolicy{.trustedOwners = true, .create = false});
+      if (!fd) {
+        return cni::fail(os::isRefusal(fd.error()) ? cni::Errc::kInvalidConfig : ioCode,
+                         "ipam data directory " + s->dir + " cannot be opened", fd.error().describe());
+      }
+    }
+  } else if (auto r = prepareStoreDir(s->dir, ioCode); !r) {
     return std::unexpected(r.error());
   }
   s->store = std::make_unique<FileStore>(FileStore::Options{s->dir, Allocator::spansOf(s->config), options.lockTimeout});
@@ -121,6 +135,16 @@ cni::Result<std::unique_ptr<Session>> openSession(const Request& request, const 
     s->allocator = std::make_unique<Allocator>(s->config, *s->store, *options.netnsChecker, options.clock);
   }
   return s;
+}
+
+// An RFC 3339 UTC time as the ledger writes it.
+std::optional<std::chrono::system_clock::time_point> parseTime(const std::string& text) {
+  std::tm tm{};
+  const char* end = ::strptime(text.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  if (end == nullptr || *end != '\0') {
+    return std::nullopt;
+  }
+  return std::chrono::system_clock::from_time_t(::timegm(&tm));
 }
 
 // The first line of `path`, without surrounding blanks; empty when it cannot be read.
@@ -336,6 +360,14 @@ cni::Result<void> EmbeddedIpam::status(const Request& request) {
 }
 
 cni::Result<std::vector<ReleasedAllocation>> EmbeddedIpam::reclaim(const Request& request, bool dryRun) {
+  auto r = reclaimPool(request, dryRun);
+  if (!r) {
+    return std::unexpected(r.error());
+  }
+  return std::move(r->released);
+}
+
+cni::Result<ReclaimOutcome> EmbeddedIpam::reclaimPool(const Request& request, bool dryRun) {
   auto s = openSession(request, options_);
   if (!s) {
     return std::unexpected(s.error());
@@ -343,6 +375,10 @@ cni::Result<std::vector<ReleasedAllocation>> EmbeddedIpam::reclaim(const Request
   auto released = (*s)->allocator->reclaim(dryRun);
   if (!released) {
     return std::unexpected(released.error());
+  }
+  ReclaimOutcome out;
+  for (const auto& a : *released) {
+    out.released.push_back(toReleased(a));
   }
   if ((*s)->pool) {
     // Cluster mode: the periodic pass also keeps this node's blocks (renewal, lost answers,
@@ -362,24 +398,191 @@ cni::Result<std::vector<ReleasedAllocation>> EmbeddedIpam::reclaim(const Request
     if (!kept) {
       return std::unexpected(kept.error());
     }
-  }
-  std::vector<ReleasedAllocation> out;
-  for (const auto& a : *released) {
-    out.push_back(toReleased(a));
+    out.upkeep = PoolUpkeep{(*s)->config.cluster->pool, (*s)->pool->node(), kept->renewed, kept->released,
+                            kept->lost, kept->adopted, kept->addressesReleased};
   }
   return out;
+}
+
+namespace {
+
+std::string ledgerStateName(LedgerEntry::State st) { return st == LedgerEntry::State::kOwned ? "owned" : "intent"; }
+
+// Where the backend is reached, for messages: the etcd endpoints, or the kubeconfig's server.
+std::string endpointOf(const config::ClusterConf& c) {
+  if (c.backend == config::ClusterBackend::kEtcd) {
+    std::string out;
+    for (const auto& e : c.etcd.endpoints) {
+      out += (out.empty() ? "" : ",") + e;
+    }
+    return out;
+  }
+  auto kc = loadKubeconfig(c.kubernetes.kubeconfig, c.kubernetes.context);
+  return kc ? kc->server : "kubeconfig " + c.kubernetes.kubeconfig;
+}
+
+}  // namespace
+
+cni::Result<PoolReport> EmbeddedIpam::pools(const Request& request) {
+  const auto& parsed = request.conf.embeddedIpam;
+  if (parsed && *parsed && !(**parsed).cluster) {
+    return cni::fail(cni::Errc::kInvalidConfig,
+                     "network " + cni::quoted(request.conf.name) +
+                         " has no ipam.cluster: its pool is node-local (every node allocates from the whole range on "
+                         "its own), so there are no blocks to list");
+  }
+  auto s = openSession(request, options_, cni::Errc::kIoFailure, /*create=*/false);
+  if (!s) {
+    return std::unexpected(s.error());
+  }
+  const IpamConfig& conf = (*s)->config;
+  const config::ClusterConf& cluster = *conf.cluster;
+  const ClusterPool& pool = *(*s)->pool;
+  const BlockGrid& grid = pool.grid();
+  PoolReport r;
+  r.network = request.conf.name;
+  r.pool = cluster.pool;
+  r.backend = std::string(config::clusterBackendName(cluster.backend));
+  r.endpoint = endpointOf(cluster);
+  r.node = pool.node();
+  if (auto id = clusterNodeIdentity(cluster, options_.nodeNameFile); id) {
+    r.nodeSource = id->source;
+  }
+  r.blockSize = grid.blockSize();
+  r.storeDir = (*s)->dir;
+  r.fingerprint = grid.fingerprint();
+  U128 total = 0;
+  for (std::size_t i = 0; i < conf.rangeSets.size(); ++i) {
+    r.rangeSets.push_back(conf.rangeSets[i].path + " = " + conf.rangeSets[i].describe());
+    const U128 n = grid.count(i);
+    r.setBlocks.push_back(toDecimal(n));
+    total = total + n < total ? ~U128{0} : total + n;
+  }
+  r.totalBlocks = toDecimal(total);
+
+  // This node's side: its ledger and its allocations (read under the store's lock).
+  Ledger ledger;
+  std::map<std::string, std::uint64_t> inUse;  // block key -> addresses held on this node
+  std::error_code ec;
+  if (std::filesystem::is_directory((*s)->dir, ec)) {
+    auto lock = StoreLock::acquire(*(*s)->store);
+    if (!lock) {
+      return std::unexpected(storeError(lock.error(), "cannot lock the ipam store"));
+    }
+    auto read = readLedger((*s)->dir);
+    if (!read) {
+      r.warnings.push_back("the block ledger cannot be read: " + read.error().describe());
+    } else if (*read) {
+      ledger = std::move(**read);
+      r.ledgerPresent = true;
+    }
+    auto held = (*s)->store->list();
+    if (!held) {
+      r.warnings.push_back("the allocations cannot be listed: " + held.error().describe());
+    } else {
+      for (const auto& a : *held) {
+        for (const auto& ip : a.addresses) {
+          if (auto blk = grid.blockOf(ip); blk) {
+            ++inUse[blk->key];
+          }
+        }
+      }
+    }
+  }
+  if (r.ledgerPresent && ledger.node != r.node) {
+    r.warnings.push_back("the ledger's blocks were claimed as node " + cni::quoted(ledger.node) + ", not " +
+                         cni::quoted(r.node) + ": ADD refuses this until ipam.cluster.nodeName is set back");
+  }
+
+  // The backend's side: one list of the blocks, one of the named addresses.
+  auto be = options_.backends(cluster, BackendContext{r.node, ledger.etcdLease, {}});
+  if (!be) {
+    return std::unexpected(be.error());
+  }
+  const std::string what = " of pool " + cni::quoted(cluster.pool) + " (ipam.cluster.backend " + r.backend + ")";
+  const auto t0 = std::chrono::steady_clock::now();
+  auto claims = (*be)->list(cluster.pool);
+  r.listTime = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+  if (!claims) {
+    return std::unexpected(toCniError(claims.error(), "listing the blocks" + what));
+  }
+  auto named = (*be)->listAddresses(cluster.pool);
+  if (!named) {
+    return std::unexpected(toCniError(named.error(), "listing the named addresses" + what));
+  }
+
+  std::map<std::string, const LedgerEntry*> inLedger;
+  for (const auto& e : ledger.blocks) {
+    inLedger[e.name] = &e;
+  }
+  auto rowOf = [&](const std::string& key) {
+    PoolBlockRow row;
+    row.key = key;
+    row.size = grid.blockSize();
+    if (auto blk = grid.byKey(key); blk) {
+      row.cidr = blk->describe();
+      row.set = blk->set;
+    }
+    if (auto it = inLedger.find(key); it != inLedger.end()) {
+      row.ledgerState = ledgerStateName(it->second->state);
+      row.emptySince = it->second->emptySince;
+    }
+    return row;
+  };
+  std::set<std::string> listed;
+  for (const auto& c : *claims) {
+    PoolBlockRow row = rowOf(c.name);
+    row.holder = c.holder.node;
+    row.mine = c.holder.node == r.node;
+    row.claimedAt = c.holder.claimedAt;
+    row.renewedAt = c.holder.renewedAt;
+    if (row.mine || !row.ledgerState.empty()) {
+      row.inUse = inUse[c.name];
+    }
+    listed.insert(c.name);
+    if (row.set) {
+      ++r.claimedBlocks;
+    }
+    ++r.perNode[c.holder.node];
+    const std::string backendSays = row.mine ? "this node" : "node " + c.holder.node;
+    if (row.mine && row.ledgerState != "owned") {
+      r.disagreements.push_back({c.name, row.ledgerState.empty() ? "absent" : row.ledgerState, backendSays});
+    } else if (!row.mine && !row.ledgerState.empty()) {
+      r.disagreements.push_back({c.name, row.ledgerState, backendSays});
+    }
+    r.blocks.push_back(std::move(row));
+  }
+  for (const auto& e : ledger.blocks) {
+    if (listed.contains(e.name)) {
+      continue;
+    }
+    PoolBlockRow row = rowOf(e.name);
+    row.inUse = inUse[e.name];
+    if (auto t = parseTime(e.claimedAt); t) {
+      row.claimedAt = *t;
+    }
+    r.disagreements.push_back({e.name, row.ledgerState, "absent"});
+    r.blocks.push_back(std::move(row));
+  }
+  const U128 claimed = r.claimedBlocks;
+  r.freeBlocks = toDecimal(total > claimed ? total - claimed : 0);
+  for (const auto& c : *named) {
+    r.addresses.push_back(PoolAddressRow{c.name, c.holder.node, c.holder.owner, c.holder.claimedAt});
+  }
+  return r;
 }
 
 std::string clusterPoolDir(const std::string& dataDir, const std::string& pool) {
   return dataDir + "/.cluster/" + pool;
 }
 
-cni::Result<std::string> clusterNodeName(const config::ClusterConf& cluster, const std::string& nodeNameFile) {
+cni::Result<NodeIdentity> clusterNodeIdentity(const config::ClusterConf& cluster, const std::string& nodeNameFile) {
   if (!cluster.nodeName.empty()) {
-    return cluster.nodeName;
+    return NodeIdentity{cluster.nodeName, "ipam.cluster.nodeName"};
   }
   std::string from = nodeNameFile;
   std::string name = nodeNameFile.empty() ? std::string() : firstLine(nodeNameFile);
+  std::string source = nodeNameFile;
   if (name.empty()) {
     char host[256] = {};
     if (::gethostname(host, sizeof host - 1) == 0) {
@@ -387,6 +590,7 @@ cni::Result<std::string> clusterNodeName(const config::ClusterConf& cluster, con
       std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
     }
     from = "the host name";
+    source = "hostname";
   }
   if (!validNodeName(name)) {
     return cni::fail(cni::Errc::kInvalidConfig,
@@ -394,7 +598,15 @@ cni::Result<std::string> clusterNodeName(const config::ClusterConf& cluster, con
                          ", which is not a Kubernetes node name; set ipam.cluster.nodeName (the installer writes " +
                          std::string(config::kNodeNameFile) + ")");
   }
-  return name;
+  return NodeIdentity{name, source};
+}
+
+cni::Result<std::string> clusterNodeName(const config::ClusterConf& cluster, const std::string& nodeNameFile) {
+  auto id = clusterNodeIdentity(cluster, nodeNameFile);
+  if (!id) {
+    return std::unexpected(id.error());
+  }
+  return std::move(id->name);
 }
 
 }  // namespace ibcni::ipam

@@ -14,6 +14,7 @@
 #include "ibcni/ipam/ipam.h"
 #include "ibcni/os/netns_checker.h"
 #include "cluster_pool.h"
+#include "pool_report.h"
 
 namespace ibcni::ipam {
 
@@ -38,6 +39,16 @@ struct EmbeddedIpamOptions {
 /// by name across networks, so it is not a network's directory. ".cluster" cannot be a network
 /// name (those start with a letter or digit).
 [[nodiscard]] std::string clusterPoolDir(const std::string& dataDir, const std::string& pool);
+
+/// This node's name for cluster mode, and where it came from.
+struct NodeIdentity {
+  std::string name;
+  std::string source;  ///< "ipam.cluster.nodeName", the node-name file's path, or "hostname"
+};
+
+/// clusterNodeName(), saying where the name came from.
+[[nodiscard]] cni::Result<NodeIdentity> clusterNodeIdentity(const config::ClusterConf& cluster,
+                                                            const std::string& nodeNameFile);
 
 /// This node's name for cluster mode: ipam.cluster.nodeName, else the first line of `nodeNameFile`,
 /// else the host name (lowercased, as the kubelet does). Error 7 when none is a valid node name.
@@ -83,6 +94,16 @@ class EmbeddedIpam final : public Ipam {
   /// `dryRun`: release nothing, only say what would be released.
   [[nodiscard]] cni::Result<std::vector<ReleasedAllocation>> reclaim(const Request& request,
                                                                      bool dryRun = false) override;
+  /// reclaim(), with what the periodic pass did to a cluster pool's blocks (renewed, given back,
+  /// lost, adopted).
+  [[nodiscard]] cni::Result<ReclaimOutcome> reclaimPool(const Request& request, bool dryRun) override;
+
+  /// Cluster mode: the pool's blocks as the backend lists them (one list call, one listAddresses
+  /// call), with their holders, this node's fill (its blocks only: the others' allocations live
+  /// on their nodes) and ledger, and the totals. Changes nothing: no directory is created, no
+  /// claim is made or renewed. Error 7 when the configuration has no ipam.cluster; a backend
+  /// error as toCniError() words it (11 unreachable/timeout, naming the endpoint).
+  [[nodiscard]] cni::Result<PoolReport> pools(const Request& request);
 
  private:
   EmbeddedIpamOptions options_;

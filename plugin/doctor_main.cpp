@@ -6,13 +6,18 @@
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
+#include <memory>
+#include <chrono>
 #include <fstream>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "cluster_backends.h"
 #include "doctor/config_check.h"
+#include "embedded_ipam.h"
+#include "http/curl_http_client.h"
 #include "doctor/doctor.h"
 #include "production_deps.h"
 #include "doctor/doctor_json.h"
@@ -100,6 +105,18 @@ int runDoctor(int argc, char** argv) {
         cniPath = env != nullptr && *env != '\0' ? env : "/opt/cni/bin";
       }
       doctor::ConfigCheckInputs cin{deps, *host, report, splitPath(*cniPath), "/proc/self/ns/net"};
+      // Cluster mode: the pool's report as `ibcni-ipam pools` makes it, and whether libcurl loads
+      // (a request to a closed loopback port: the library is loaded before anything is sent).
+      auto clusterIpam = std::make_shared<ipam::EmbeddedIpam>(clusterCapable());
+      cin.clusterPools = [clusterIpam](const ipam::Request& r) { return clusterIpam->pools(r); };
+      cin.libcurlProblem = [] {
+        http::CurlHttpClient client;
+        http::Request probe;
+        probe.url = "http://127.0.0.1:1/";
+        probe.timeout = std::chrono::milliseconds(500);
+        auto res = client.send(probe);
+        return !res && res.error().kind == http::ErrorKind::kUnavailable ? res.error().message : std::string();
+      };
       report.config = doctor::checkConfig(configText, *configFile, cin);
     }
     const std::string out = json ? doctor::printDoctorReport(report) + "\n" : doctor::renderText(report);
@@ -119,7 +136,9 @@ constexpr const char* kReconcileUsage =
     "  Undoes what the DELs that never came would have undone: every attachment whose pod network\n"
     "  namespace is gone (device back home, IPAM released, record removed), then every ibcni-ipam\n"
     "  allocation whose pod network namespace is gone. Live attachments, and those whose namespace\n"
-    "  cannot be checked from here, are left alone.\n"
+    "  cannot be checked from here, are left alone. For each ibcni-ipam cluster pool\n"
+    "  (DIR/.cluster/POOL), it also renews this node's blocks and gives back those empty for\n"
+    "  ipam.cluster.releaseAfterSeconds (a node keeps one per range set).\n"
     "  --dry-run        change nothing: list what would be undone\n"
     "  --json           print the report as JSON on stdout\n"
     "  --verbose        log each step on stderr\n"

@@ -5,8 +5,11 @@
 //   ibcni-ipam                    a CNI IPAM plugin: CNI_COMMAND and the configuration on stdin
 //   ibcni-ipam gc CONFIG_FILE     frees the addresses of pods whose network namespace is gone, for
 //                                 the network (or conflist) in CONFIG_FILE; prints what it freed
+//   ibcni-ipam pools CONFIG_FILE [--json]
+//                                 cluster mode: the pool's blocks, their holders, fill and age
 //   ibcni-ipam version            one line: release and CNI spec versions
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -57,6 +60,60 @@ int reclaimCommand(const std::string& path) {
   return 0;
 }
 
+constexpr const char* kPoolsUsage =
+    "usage: ibcni-ipam pools CONFIG_FILE [--json]\n"
+    "  For a network whose ipam has \"cluster\" (ibcni-ipam's cluster mode): the pool's blocks as\n"
+    "  the backend lists them (one list call), each with its holder node, how many of its addresses\n"
+    "  are in use (known only for this node's blocks; other nodes keep theirs locally), when it was\n"
+    "  claimed and last renewed (the kubernetes backend; etcd renews the node's lease instead),\n"
+    "  this node's ledger state (owned/intent, empty since), the addresses pods named, and the\n"
+    "  totals: blocks in the pool, claimed, free, per node. Changes nothing.\n"
+    "  CONFIG_FILE: the network config or conflist (as for `ibcni-ipam gc`).\n"
+    "  --json  print the report as JSON\n"
+    "  exit status: 0 listed; 1 the backend or the node-local store could not be read (a CNI error,\n"
+    "  naming the endpoint); 2 usage, an unreadable CONFIG_FILE, or a network without ipam.cluster\n";
+
+int poolsCommand(const std::string& path, bool asJson) {
+  auto text = ibcni::os::readFile(path, std::size_t{1} << 20);
+  auto conf = text ? ibcni::config::parseIpamNetworkFile(*text)
+                   : ibcni::cni::Result<ibcni::config::NetConf>(ibcni::cni::fail(
+                         ibcni::cni::Errc::kDecodingFailure, "is not a readable JSON network configuration"));
+  if (!conf && conf.error().code == ibcni::cni::Errc::kDecodingFailure) {
+    std::fprintf(stderr, "ibcni-ipam pools: %s %s\n", path.c_str(), conf.error().msg.c_str());
+    return 2;
+  }
+  if (conf && conf->embeddedIpam && *conf->embeddedIpam && !(**conf->embeddedIpam).cluster) {
+    std::fprintf(stderr,
+                 "ibcni-ipam pools: network %s in %s has no ipam.cluster: its pool is node-local, so there are no "
+                 "blocks to list (see its allocations under its dataDir; `ibcni-ipam gc` frees the dead ones)\n",
+                 conf->name.c_str(), path.c_str());
+    return 2;
+  }
+  auto fail = [&](const ibcni::cni::Error& e) {
+    if (asJson) {
+      std::printf("%s\n", ibcni::result::printError(e, "").c_str());
+    } else {
+      std::fprintf(stderr, "ibcni-ipam pools: %s%s [CNI error %d]\n", e.msg.c_str(),
+                   e.details.empty() ? "" : (" (" + e.details + ")").c_str(), static_cast<int>(e.code));
+    }
+    return 1;
+  };
+  if (!conf) {
+    return fail(conf.error());
+  }
+  ibcni::ipam::EmbeddedIpam ipam(ibcni::plugin::clusterCapable());
+  const ibcni::cni::CmdArgs args;
+  const ibcni::cni::CniArgs cniArgs;
+  auto report = ipam.pools(ibcni::ipam::Request{*conf, args, cniArgs, {}});
+  if (!report) {
+    return fail(report.error());
+  }
+  const std::string out = asJson ? ibcni::ipam::printPoolReport(*report) + "\n"
+                                 : ibcni::ipam::renderPoolReport(*report, std::chrono::system_clock::now());
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -73,6 +130,34 @@ int main(int argc, char** argv) {
       return reclaimCommand(argv[2]);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "ibcni-ipam gc: %s\n", e.what());
+      return 1;
+    }
+  }
+  if (argc >= 2 && std::string(argv[1]) == "pools") {
+    std::string file;
+    bool asJson = false;
+    bool ok = true;
+    for (int i = 2; i < argc; ++i) {
+      const std::string a = argv[i];
+      if (a == "--json" && !asJson) {
+        asJson = true;
+      } else if (a == "--help" || a == "-h") {
+        std::fputs(kPoolsUsage, stdout);
+        return 0;
+      } else if (file.empty() && !a.empty() && a[0] != '-') {
+        file = a;
+      } else {
+        ok = false;
+      }
+    }
+    if (!ok || file.empty()) {
+      std::fputs(kPoolsUsage, stderr);
+      return 2;
+    }
+    try {
+      return poolsCommand(file, asJson);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ibcni-ipam pools: %s\n", e.what());
       return 1;
     }
   }

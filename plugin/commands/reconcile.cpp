@@ -175,7 +175,60 @@ void reconcileStateDir(const std::string& stateDir, const ReconcileOptions& opti
   }
 }
 
-// Every pool directory under `dataDir` that keeps its configuration: its dead allocations.
+// One pool directory that keeps its configuration (network.json): its dead allocations and, for a
+// cluster pool, its blocks' upkeep. `cluster`: the directory is .cluster/<pool>, named by the pool.
+void reclaimPool(const std::string& dataDir, const std::filesystem::path& poolDir, bool cluster,
+                 const ReconcileOptions& options, Deps& deps, ReconcileReport& report) {
+  const std::string file = poolDir.string() + "/network.json";
+  auto text = os::readFile(file, std::size_t{1} << 20);
+  if (!text) {
+    return;  // not a pool, or one written before pools kept their configuration
+  }
+  auto conf = config::parseIpamNetworkFile(*text);
+  if (!conf || !conf->embeddedIpam || !*conf->embeddedIpam) {
+    report.errors.push_back(file + ": " + (conf ? (conf->embeddedIpam ? conf->embeddedIpam->error().msg
+                                                                       : std::string("no ibcni-ipam object"))
+                                                : conf.error().msg));
+    return;
+  }
+  const auto& clusterConf = (*conf->embeddedIpam)->cluster;
+  const std::string dirName = poolDir.filename().string();
+  if (cluster) {
+    if (!clusterConf || clusterConf->pool != dirName) {
+      report.errors.push_back(file + " is not the configuration of cluster pool " + cni::quoted(dirName) +
+                              (clusterConf ? " (it names pool " + cni::quoted(clusterConf->pool) + ")"
+                                           : " (it has no ipam.cluster)"));
+      return;
+    }
+  } else if (conf->name != dirName) {
+    report.errors.push_back(file + " names network " + cni::quoted(conf->name) + ", not the directory's");
+    return;
+  } else if (clusterConf) {
+    return;  // a node-local directory of a network now in cluster mode: its pool is under .cluster
+  }
+  (*conf->embeddedIpam)->dataDir = dataDir;  // the pool found here, wherever the file says
+  const cni::CmdArgs args;
+  const cni::CniArgs cniArgs;
+  auto outcome = deps.ipam.reclaimPool(ipam::Request{*conf, args, cniArgs, {}}, options.dryRun);
+  if (!outcome) {
+    report.errors.push_back((cluster ? "cluster pool " + dirName : "pool " + conf->name) + " in " + dataDir + ": " +
+                            outcome.error().msg);
+    return;
+  }
+  for (const auto& a : outcome->released) {
+    report.allocations.push_back(AllocationOutcome{options.dryRun ? "would-release" : "released", dataDir,
+                                                   conf->name, a.containerId, a.ifName, a.netns, a.addresses});
+  }
+  if (outcome->upkeep) {
+    const auto& u = *outcome->upkeep;
+    report.pools.push_back(PoolOutcome{options.dryRun ? "would-maintain" : "maintained", dataDir, u.pool, conf->name,
+                                       u.node, u.renewed, u.releasedBlocks, u.lostBlocks, u.adoptedBlocks,
+                                       u.releasedAddresses});
+  }
+}
+
+// Every pool directory under `dataDir`: the node-local ones (<dataDir>/<network>) and the cluster
+// ones (<dataDir>/.cluster/<pool>).
 void reclaimPools(const std::string& dataDir, const ReconcileOptions& options, Deps& deps, ReconcileReport& report) {
   auto dir = os::openDirectory(dataDir, os::DirPolicy{.trustedOwners = true, .create = false});
   if (!dir) {
@@ -186,37 +239,24 @@ void reclaimPools(const std::string& dataDir, const ReconcileOptions& options, D
   }
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dataDir, ec)) {
-    const std::string file = entry.path().string() + "/network.json";
-    auto text = os::readFile(file, std::size_t{1} << 20);
-    if (!text) {
-      continue;  // not a pool, or one written before pools kept their configuration
-    }
-    auto conf = config::parseIpamNetworkFile(*text);
-    if (!conf || !conf->embeddedIpam || !*conf->embeddedIpam) {
-      report.errors.push_back(file + ": " + (conf ? (conf->embeddedIpam ? conf->embeddedIpam->error().msg
-                                                                         : std::string("no ibcni-ipam object"))
-                                                  : conf.error().msg));
-      continue;
-    }
-    if (conf->name != entry.path().filename().string()) {
-      report.errors.push_back(file + " names network " + cni::quoted(conf->name) + ", not the directory's");
-      continue;
-    }
-    (*conf->embeddedIpam)->dataDir = dataDir;  // the pool found here, wherever the file says
-    const cni::CmdArgs args;
-    const cni::CniArgs cniArgs;
-    auto released = deps.ipam.reclaim(ipam::Request{*conf, args, cniArgs, {}}, options.dryRun);
-    if (!released) {
-      report.errors.push_back("pool " + conf->name + " in " + dataDir + ": " + released.error().msg);
-      continue;
-    }
-    for (const auto& a : *released) {
-      report.allocations.push_back(AllocationOutcome{options.dryRun ? "would-release" : "released", dataDir,
-                                                     conf->name, a.containerId, a.ifName, a.netns, a.addresses});
-    }
+    reclaimPool(dataDir, entry.path(), /*cluster=*/false, options, deps, report);
   }
   if (ec) {
     report.errors.push_back("cannot list " + dataDir + ": " + ec.message());
+  }
+  const std::string clusterDir = dataDir + "/.cluster";
+  auto cdir = os::openDirectory(clusterDir, os::DirPolicy{.trustedOwners = true, .create = false});
+  if (!cdir) {
+    if (cdir.error().err != ENOENT) {
+      report.errors.push_back("ipam data directory " + clusterDir + ": " + cdir.error().describe());
+    }
+    return;
+  }
+  for (const auto& entry : std::filesystem::directory_iterator(clusterDir, ec)) {
+    reclaimPool(dataDir, entry.path(), /*cluster=*/true, options, deps, report);
+  }
+  if (ec) {
+    report.errors.push_back("cannot list " + clusterDir + ": " + ec.message());
   }
 }
 

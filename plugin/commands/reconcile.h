@@ -49,9 +49,25 @@ struct AllocationOutcome {
   std::vector<std::string> addresses;
 };
 
+/// What one pass did to the blocks of one cluster pool (ipam.cluster, <dataDir>/.cluster/<pool>):
+/// this node's claims renewed, empty blocks given back, blocks another node took.
+struct PoolOutcome {
+  std::string action;  ///< "maintained", "would-maintain" (dry run: nothing renewed or given back)
+  std::string dataDir;
+  std::string pool;
+  std::string network;  ///< the network whose configuration the pool's directory keeps
+  std::string node;
+  bool renewed = false;
+  std::vector<std::string> releasedBlocks;
+  std::vector<std::string> lostBlocks;
+  std::vector<std::string> adoptedBlocks;
+  std::vector<std::string> releasedAddresses;
+};
+
 struct ReconcileReport {
   std::vector<AttachmentOutcome> attachments;
   std::vector<AllocationOutcome> allocations;
+  std::vector<PoolOutcome> pools;  ///< cluster pools kept (one per pool directory)
   std::vector<std::string> errors;  ///< what could not be read or undone, in words
   [[nodiscard]] bool failed() const { return !errors.empty(); }
 };
@@ -62,7 +78,9 @@ struct ReconcileReport {
 /// (under its device lock, re-read there: the mode's tear-down wherever the kernel put the
 /// device, the IPAM release with the configuration ADD was given, the record removed). A live
 /// attachment, one whose netns cannot be checked, and one whose lock stays held are left alone.
-/// Then each pool's allocations whose netns is gone are released (Ipam::reclaim). Keeps going past
+/// Then each pool's allocations whose netns is gone are released (Ipam::reclaimPool): the
+/// node-local pools (<dataDir>/<network>/) and the cluster pools (<dataDir>/.cluster/<pool>/),
+/// whose pass also renews this node's blocks and gives back the empty ones. Keeps going past
 /// failures; safe to run at any time and twice.
 [[nodiscard]] ReconcileReport reconcile(const ReconcileOptions& options, Deps& deps);
 

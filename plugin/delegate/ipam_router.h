@@ -23,6 +23,9 @@ class IpamRouter final : public ipam::Ipam {
   cni::Result<std::vector<ipam::ReleasedAllocation>> reclaim(const Request& r, bool dryRun) override {
     return pick(r).reclaim(r, dryRun);
   }
+  cni::Result<ipam::ReclaimOutcome> reclaimPool(const Request& r, bool dryRun) override {
+    return pick(r).reclaimPool(r, dryRun);
+  }
 
  private:
   Ipam& pick(const Request& r) { return r.conf.ipamType == config::kEmbeddedIpamType ? embedded_ : delegated_; }

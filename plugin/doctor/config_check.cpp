@@ -14,6 +14,8 @@
 #include "delegate/exec.h"
 #include "modes/attachment_mode.h"
 #include "modes/sriov_vf.h"
+#include "embedded_ipam.h"
+#include "kubeconfig.h"
 
 namespace ibcni::doctor {
 
@@ -248,6 +250,111 @@ void checkStatus(const ConfigCheckInputs& in, const plugin::Invocation& inv, Con
   }
 }
 
+// ipam.cluster: who this node is, whether it can talk to the backend (libcurl, kubeconfig, one
+// timed list call), and which blocks it holds by its ledger and by the backend.
+void checkCluster(const ConfigCheckInputs& in, const plugin::Invocation& inv, ConfigReport& r) {
+  const auto& parsed = inv.conf.embeddedIpam;
+  if (inv.conf.ipamType != config::kEmbeddedIpamType || !parsed || !*parsed || !(**parsed).cluster) {
+    return;
+  }
+  const config::ClusterConf& c = *(**parsed).cluster;
+  ClusterCheckReport k;
+  k.pool = c.pool;
+  k.backend = std::string(config::clusterBackendName(c.backend));
+  const std::string poolText = "cluster pool " + cni::quoted(c.pool) + " (" + k.backend + ")";
+  if (auto id = ipam::clusterNodeIdentity(c, in.nodeNameFile); id) {
+    k.node = id->name;
+    k.nodeSource = id->source;
+    r.ok.push_back(poolText + ": this node claims blocks as " + cni::quoted(k.node) + " (from " + k.nodeSource + ")");
+  } else {
+    r.problems.push_back({errorText(id.error()), "set ipam.cluster.nodeName, or let the installer write " +
+                                                     std::string(config::kNodeNameFile) + " (spec.nodeName)"});
+  }
+  if (in.libcurlProblem) {
+    const std::string why = in.libcurlProblem();
+    k.libcurl = why.empty() ? "loads" : why;
+    if (why.empty()) {
+      r.ok.push_back("libcurl loads (cluster mode talks to the backend through it)");
+    } else {
+      r.problems.push_back({"libcurl cannot be loaded: " + why + "; cluster mode cannot reach the backend",
+                            "install libcurl (Debian/Ubuntu: libcurl4; RHEL: libcurl)"});
+    }
+  }
+  if (c.backend == config::ClusterBackend::kKubernetes) {
+    auto kc = ipam::loadKubeconfig(c.kubernetes.kubeconfig, c.kubernetes.context);
+    if (kc) {
+      k.kubeconfig = "reads";
+      k.endpoint = kc->server;
+      r.ok.push_back("kubeconfig " + c.kubernetes.kubeconfig + " reads (context " + kc->context + ", server " +
+                     kc->server + ", user " + kc->user + ")");
+    } else {
+      k.kubeconfig = kc.error().describe();
+      r.problems.push_back({"ipam.cluster.kubernetes.kubeconfig: " + kc.error().describe(),
+                            "the ibcni DaemonSet's installer writes " + std::string(config::kDefaultKubeconfig) +
+                                " from its ServiceAccount; check that it runs, or point kubeconfig at a readable one"});
+    }
+  } else {
+    for (const auto& e : c.etcd.endpoints) {
+      k.endpoint += (k.endpoint.empty() ? "" : ",") + e;
+    }
+  }
+  if (!in.clusterPools) {
+    r.cluster = std::move(k);
+    return;
+  }
+  auto report = in.clusterPools(ipam::Request{inv.conf, inv.args, inv.cniArgs, inv.rawStdin});
+  if (!report) {
+    k.error = errorText(report.error());
+    const bool down = report.error().code == cni::Errc::kTryAgainLater;
+    r.problems.push_back({"this node cannot list " + poolText + "'s blocks: " + k.error,
+                          down ? "check that " + (k.endpoint.empty() ? std::string("the backend") : k.endpoint) +
+                                     " is reachable from this node (address, port, firewall) and up; ADDs that "
+                                     "need a new block fail until it is"
+                               : "fix what the message names (credentials, CA, endpoint, configuration)"});
+    r.cluster = std::move(k);
+    return;
+  }
+  k.reachable = true;
+  k.listMs = report->listTime.count();
+  if (!report->endpoint.empty()) {
+    k.endpoint = report->endpoint;
+  }
+  for (const auto& b : report->blocks) {
+    if (b.mine) {
+      k.backendBlocks.push_back(b.cidr.empty() ? b.key : b.cidr);
+    }
+    if (b.ledgerState == "owned") {
+      k.ledgerBlocks.push_back(b.cidr.empty() ? b.key : b.cidr);
+    }
+  }
+  k.agree = report->disagreements.empty();
+  r.ok.push_back("reaches " + k.endpoint + ": the pool's blocks listed in " + std::to_string(k.listMs) + " ms (" +
+                 report->totalBlocks + " blocks of " + std::to_string(report->blockSize) + ", " +
+                 std::to_string(report->claimedBlocks) + " claimed by " + std::to_string(report->perNode.size()) +
+                 " node(s), " + report->freeBlocks + " free)");
+  std::string held;
+  for (const auto& b : k.backendBlocks) {
+    held += (held.empty() ? "" : ", ") + b;
+  }
+  if (k.agree) {
+    r.ok.push_back(k.backendBlocks.empty()
+                       ? "this node holds no block of the pool yet (its first ADD claims one)"
+                       : "this node holds " + std::to_string(k.backendBlocks.size()) + " block(s): " + held +
+                             " (its ledger and the backend agree)");
+  }
+  for (const auto& d : report->disagreements) {
+    r.problems.push_back({"block " + d.block + " of " + poolText + ": this node's ledger says " + d.ledger +
+                              ", the backend says " + d.backend,
+                          "the next `ibcni reconcile` pass (or ADD) settles it: a block the backend gives another "
+                          "node is no longer used here, one it lists as this node's is adopted",
+                          true});
+  }
+  for (const auto& w : report->warnings) {
+    r.problems.push_back({poolText + ": " + w, "see the message", true});
+  }
+  r.cluster = std::move(k);
+}
+
 }  // namespace
 
 ConfigReport checkConfig(std::string_view text, const std::string& file, const ConfigCheckInputs& in) {
@@ -326,6 +433,7 @@ ConfigReport checkConfig(std::string_view text, const std::string& file, const C
       r.ok.push_back(std::to_string(good) + " of " + std::to_string(r.candidates.size()) + " VFs would be accepted");
     }
     checkStatus(in, inv, r);
+    checkCluster(in, inv, r);
     r.works = good > 0 && std::none_of(r.problems.begin(), r.problems.end(),
                                        [](const Problem& p) { return !p.informational; });
   } catch (const std::exception& e) {

@@ -4,13 +4,16 @@
 // (which changes nothing), so the answer is the one ADD would give, before any pod exists.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "deps.h"
 #include "doctor/doctor.h"
+#include "ibcni/config/net_conf.h"
 #include "ibcni/os/netns.h"
+#include "pool_report.h"
 
 namespace ibcni::doctor {
 
@@ -22,6 +25,13 @@ struct ConfigCheckInputs {
   const DoctorReport& node;           ///< its SR-IOV PFs are the VFs a device plugin can hand out
   std::vector<std::string> cniPath;   ///< where delegated IPAM plugins are looked for
   std::string verbsNetnsPath = "/proc/self/ns/net";
+  /// Cluster mode (ipam.cluster): the pool's report as `ibcni-ipam pools` makes it
+  /// (EmbeddedIpam::pools with the production backends). Null: the backend is not asked.
+  std::function<cni::Result<ipam::PoolReport>(const ipam::Request&)> clusterPools = nullptr;
+  /// Cluster mode: "" when libcurl loads, else why not. Null: not checked.
+  std::function<std::string()> libcurlProblem = nullptr;
+  /// Where the node's name is read when ipam.cluster.nodeName is absent (then the host name).
+  std::string nodeNameFile = std::string(config::kNodeNameFile);
 };
 
 /// Judges `text`: a NetworkAttachmentDefinition as `kubectl get net-attach-def NAME -o json`
@@ -32,7 +42,9 @@ struct ConfigCheckInputs {
 /// - sriov with deviceID/device, ipoib: that device or parent.
 /// Then what STATUS checks (stateDir writable, IPAM plugin installed and ready) and, unless
 /// verbsCheck is off, the verbs check of each accepted device's RDMA port (from the host: the pod
-/// sees the same port) without the RoCE address part. Never throws.
+/// sees the same port) without the RoCE address part. With ipam.cluster: the node name ADD uses
+/// and where it comes from, libcurl, the kubeconfig (kubernetes backend), one timed list of the
+/// pool's blocks, and this node's blocks as its ledger and the backend see them. Never throws.
 [[nodiscard]] ConfigReport checkConfig(std::string_view text, const std::string& file, const ConfigCheckInputs& in);
 
 }  // namespace ibcni::doctor

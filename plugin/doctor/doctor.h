@@ -93,6 +93,24 @@ struct CandidateReport {
   std::vector<std::string> warnings;  ///< what ADD would only log (verbsCheck warn, pkey before the GUID)
 };
 
+/// `ibcni doctor --config FILE` on a config whose ipam is ibcni-ipam with ipam.cluster: whether
+/// this node reaches the pool's backend, as whom, and which blocks it holds.
+struct ClusterCheckReport {
+  std::string pool;
+  std::string backend;       ///< "etcd", "kubernetes"
+  std::string endpoint;      ///< etcd endpoints, or the kubeconfig's server (empty when unknown)
+  std::string node;          ///< the node name ADD uses; empty when none is valid
+  std::string nodeSource;    ///< "ipam.cluster.nodeName", the node-name file's path, "hostname"
+  std::string libcurl;       ///< "loads", the reason it does not, or "" (not checked)
+  std::string kubeconfig;    ///< kubernetes: "reads" or why not; etcd: ""
+  bool reachable = false;    ///< one list call of the pool's blocks answered
+  std::int64_t listMs = -1;  ///< how long it took (-1: not made)
+  std::string error;         ///< why the backend could not be listed
+  std::vector<std::string> backendBlocks;  ///< blocks the backend lists as this node's
+  std::vector<std::string> ledgerBlocks;   ///< blocks this node's ledger lists as owned
+  bool agree = false;        ///< ledger and backend name the same blocks
+};
+
 /// `ibcni doctor --config FILE`: whether that network config would work on this node, and why not.
 struct ConfigReport {
   std::string file;
@@ -103,6 +121,7 @@ struct ConfigReport {
   std::vector<std::string> ok;  ///< what was checked and holds
   std::vector<CandidateReport> candidates;
   std::vector<Problem> problems;  ///< what stops it; informational ones only warn
+  std::optional<ClusterCheckReport> cluster;  ///< ipam.cluster only
 };
 
 /// Everything `ibcni doctor` found. Plain data: renderText and doctor/doctor_json print it.

@@ -104,6 +104,22 @@ std::string printDoctorReport(const doctor::DoctorReport& r) {
                      {"ok", c.ok},
                      {"candidates", candidates},
                      {"problems", problemList(c.problems)}};
+    if (c.cluster) {
+      const auto& k = *c.cluster;
+      out["config"]["cluster"] = {{"pool", k.pool},
+                                  {"backend", k.backend},
+                                  {"endpoint", orNull(k.endpoint)},
+                                  {"node", orNull(k.node)},
+                                  {"nodeSource", orNull(k.nodeSource)},
+                                  {"libcurl", orNull(k.libcurl)},
+                                  {"kubeconfig", orNull(k.kubeconfig)},
+                                  {"reachable", k.reachable},
+                                  {"listMs", k.listMs < 0 ? json(nullptr) : json(k.listMs)},
+                                  {"error", orNull(k.error)},
+                                  {"backendBlocks", k.backendBlocks},
+                                  {"ledgerBlocks", k.ledgerBlocks},
+                                  {"agree", k.agree}};
+    }
   }
   return out.dump(2);
 }

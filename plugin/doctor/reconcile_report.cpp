@@ -28,6 +28,23 @@ std::string renderReconcileText(const plugin::ReconcileReport& report, const std
     out += fmt::format("{} ibcni reconcile: {} {} of network={} containerID={} ifname={}: netns {} is gone\n", stamp,
                        a.action, addresses, a.network, a.containerId, a.ifName, a.netns);
   }
+  auto joined = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) {
+      s += (s.empty() ? "" : ",") + x;
+    }
+    return s.empty() ? std::string("none") : s;
+  };
+  for (const auto& p : report.pools) {
+    const bool dry = p.action != "maintained";
+    out += fmt::format("{} ibcni reconcile: {} cluster pool={} node={}: {}; blocks {}: {}{}{}{}\n", stamp, p.action,
+                       p.pool, p.node,
+                       dry ? "claims not renewed (dry run)" : (p.renewed ? "claims renewed" : "claims NOT renewed"),
+                       dry ? "that would be given back" : "given back", joined(p.releasedBlocks),
+                       p.lostBlocks.empty() ? "" : "; blocks lost to other nodes: " + joined(p.lostBlocks),
+                       p.adoptedBlocks.empty() ? "" : "; blocks adopted: " + joined(p.adoptedBlocks),
+                       p.releasedAddresses.empty() ? "" : "; addresses given back: " + joined(p.releasedAddresses));
+  }
   for (const auto& e : report.errors) {
     out += fmt::format("{} ibcni reconcile: error: {}\n", stamp, e);
   }
@@ -62,7 +79,24 @@ std::string printReconcileReport(const plugin::ReconcileReport& report) {
                            {"netns", a.netns},
                            {"addresses", a.addresses}});
   }
-  return json{{"attachments", attachments}, {"allocations", allocations}, {"errors", report.errors}}.dump(2);
+  json pools = json::array();
+  for (const auto& p : report.pools) {
+    pools.push_back({{"action", p.action},
+                     {"dataDir", p.dataDir},
+                     {"pool", p.pool},
+                     {"network", p.network},
+                     {"node", p.node},
+                     {"renewed", p.renewed},
+                     {"releasedBlocks", p.releasedBlocks},
+                     {"lostBlocks", p.lostBlocks},
+                     {"adoptedBlocks", p.adoptedBlocks},
+                     {"releasedAddresses", p.releasedAddresses}});
+  }
+  return json{{"attachments", attachments},
+              {"allocations", allocations},
+              {"pools", pools},
+              {"errors", report.errors}}
+      .dump(2);
 }
 
 }  // namespace ibcni::doctor

@@ -9,12 +9,15 @@
 namespace ibcni::doctor {
 
 /// One line per attachment acted on or left for a reason (alive ones are only counted), one per
-/// allocation released, one per error, then a summary line; each starts with `stamp` (a time).
+/// allocation released, one per cluster pool kept, one per error, then a summary line; each
+/// starts with `stamp` (a time).
 [[nodiscard]] std::string renderReconcileText(const plugin::ReconcileReport& report, const std::string& stamp);
 
 /// `ibcni reconcile --json`: {"attachments": [{action, stateDir, network, containerID, ifname,
 /// netns, device, detail}], "allocations": [{action, dataDir, network, containerID, ifname, netns,
-/// addresses[]}], "errors": [...]}.
+/// addresses[]}], "pools": [{action ("maintained"|"would-maintain"), dataDir, pool, network, node,
+/// renewed, releasedBlocks[], lostBlocks[], adoptedBlocks[], releasedAddresses[]}] (cluster pools),
+/// "errors": [...]}.
 [[nodiscard]] std::string printReconcileReport(const plugin::ReconcileReport& report);
 
 }  // namespace ibcni::doctor

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +33,24 @@ struct ReleasedAllocation {
   std::vector<std::string> addresses;
 };
 
+/// What the periodic pass did to a cluster pool's blocks (ipam.cluster), besides releasing
+/// allocations: for the node agent's report.
+struct PoolUpkeep {
+  std::string pool;
+  std::string node;
+  bool renewed = false;                        ///< this node's claims were renewed (or re-established)
+  std::vector<std::string> releasedBlocks;     ///< empty blocks given back (dry run: would be)
+  std::vector<std::string> lostBlocks;         ///< blocks another node holds now: nothing more is handed out from them
+  std::vector<std::string> adoptedBlocks;      ///< blocks the backend lists as this node's that the ledger lacked
+  std::vector<std::string> releasedAddresses;  ///< single-address claims no attachment holds any more
+};
+
+/// What reclaiming a pool did: the allocations released and, for a cluster pool, its upkeep.
+struct ReclaimOutcome {
+  std::vector<ReleasedAllocation> released;
+  std::optional<PoolUpkeep> upkeep;  ///< cluster pools only
+};
+
 /// The IPAM plugin a network uses. Errors from the plugin keep its code, msg and details.
 class Ipam {
  public:
@@ -49,6 +68,14 @@ class Ipam {
     (void)dryRun;
     return cni::fail(cni::Errc::kInvalidEnvironment,
                      "ipam.type = " + cni::quoted(request.conf.ipamType) + " cannot reclaim: only ibcni-ipam can");
+  }
+  /// reclaim(), with what the pass did to a cluster pool's blocks. By default: reclaim() alone.
+  [[nodiscard]] virtual cni::Result<ReclaimOutcome> reclaimPool(const Request& request, bool dryRun) {
+    auto released = reclaim(request, dryRun);
+    if (!released) {
+      return std::unexpected(released.error());
+    }
+    return ReclaimOutcome{std::move(*released), std::nullopt};
   }
 };
 

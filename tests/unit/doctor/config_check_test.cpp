@@ -122,6 +122,9 @@ class ConfigCheckTest : public PluginTest {
   doctor::ConfigReport check(const std::string& text) {
     report_ = node();
     doctor::ConfigCheckInputs in{deps_, host_, report_, {cniPath_}, "/proc/self/ns/net"};
+    in.clusterPools = clusterPools_;
+    in.libcurlProblem = libcurlProblem_;
+    in.nodeNameFile = nodeNameFile_;
     report_.config = doctor::checkConfig(text, "ibnet.json", in);
     return *report_.config;
   }
@@ -138,6 +141,9 @@ class ConfigCheckTest : public PluginTest {
   }
 
   FakeVerbsProbe verbs_;
+  std::function<cni::Result<ipam::PoolReport>(const ipam::Request&)> clusterPools_;
+  std::function<std::string()> libcurlProblem_;
+  std::string nodeNameFile_;
   std::string cniPath_;
   int pfIndex_ = 0;
   doctor::DoctorReport report_;
@@ -349,6 +355,175 @@ TEST_F(ConfigCheckTest, NoVfsOnTheNodeAndNoResourceName) {
     note = note || (p.informational && p.what.find("no resourceName annotation") != std::string::npos);
   }
   EXPECT_TRUE(note) << all(c);
+}
+
+
+namespace {
+
+// An IPoIB config on the fixture's parent whose ipam is ibcni-ipam in cluster mode.
+json clusterConfig(const json& cluster, const std::string& stateDir) {
+  return json{{"cniVersion", "1.1.0"}, {"name", "ibnet"},  {"type", "ibcni"}, {"mode", "ipoib"},
+              {"master", "ibp59s0"},  {"stateDir", stateDir},
+              {"ipam", {{"type", "ibcni-ipam"}, {"ranges", json::array({json::array({{{"subnet", "10.56.0.0/24"}}})})},
+                        {"cluster", cluster}}}};
+}
+
+ipam::PoolBlockRow row(const std::string& cidr, const std::string& holder, bool mine, const std::string& ledger) {
+  ipam::PoolBlockRow r;
+  r.cidr = cidr;
+  r.key = cidr.substr(0, cidr.find('/')) + "-" + cidr.substr(cidr.find('/') + 1);
+  r.set = 0;
+  r.holder = holder;
+  r.mine = mine;
+  r.size = 16;
+  r.ledgerState = ledger;
+  return r;
+}
+
+std::string okLines(const doctor::ConfigReport& c) {
+  std::string s;
+  for (const auto& o : c.ok) {
+    s += o + "\n";
+  }
+  return s;
+}
+
+}  // namespace
+
+TEST_F(ConfigCheckTest, ClusterPoolReachedAndThisNodesBlocksAgree) {
+  installIpamPlugin("fake");
+  ipam::Request const* seen = nullptr;
+  std::string seenPool;
+  clusterPools_ = [&](const ipam::Request& r) -> cni::Result<ipam::PoolReport> {
+    seen = &r;
+    seenPool = (*r.conf.embeddedIpam)->cluster->pool;
+    ipam::PoolReport p;
+    p.pool = "ib-pool";
+    p.backend = "etcd";
+    p.endpoint = "http://10.0.0.1:2379";
+    p.blockSize = 16;
+    p.totalBlocks = "16";
+    p.claimedBlocks = 3;
+    p.freeBlocks = "13";
+    p.perNode = {{"node-7", 2}, {"node-8", 1}};
+    p.listTime = std::chrono::milliseconds(12);
+    p.blocks = {row("10.56.0.0/28", "node-7", true, "owned"), row("10.56.0.16/28", "node-8", false, ""),
+                row("10.56.0.32/28", "node-7", true, "owned")};
+    return p;
+  };
+  libcurlProblem_ = [] { return std::string(); };
+  auto c = check(clusterConfig({{"backend", "etcd"}, {"pool", "ib-pool"}, {"nodeName", "node-7"},
+                                {"etcd", {{"endpoints", {"http://10.0.0.1:2379"}}}}}, stateDir_)
+                     .dump());
+  EXPECT_TRUE(c.works) << all(c);
+  ASSERT_NE(seen, nullptr);
+  EXPECT_EQ(seenPool, "ib-pool");
+  const std::string ok = okLines(c);
+  EXPECT_NE(ok.find("claims blocks as \"node-7\" (from ipam.cluster.nodeName)"), std::string::npos) << ok;
+  EXPECT_NE(ok.find("libcurl loads"), std::string::npos) << ok;
+  EXPECT_NE(ok.find("reaches http://10.0.0.1:2379: the pool's blocks listed in 12 ms (16 blocks of 16, 3 claimed by 2 "
+                    "node(s), 13 free)"),
+            std::string::npos)
+      << ok;
+  EXPECT_NE(ok.find("holds 2 block(s): 10.56.0.0/28, 10.56.0.32/28 (its ledger and the backend agree)"),
+            std::string::npos)
+      << ok;
+  ASSERT_TRUE(c.cluster);
+  EXPECT_TRUE(c.cluster->reachable);
+  EXPECT_TRUE(c.cluster->agree);
+  EXPECT_EQ(c.cluster->listMs, 12);
+  EXPECT_EQ(c.cluster->backendBlocks, (std::vector<std::string>{"10.56.0.0/28", "10.56.0.32/28"}));
+  EXPECT_EQ(c.cluster->ledgerBlocks, c.cluster->backendBlocks);
+
+  // The JSON report carries the same, under config.cluster.
+  auto j = json::parse(doctor::printDoctorReport(report_));
+  const auto& k = j["config"]["cluster"];
+  EXPECT_EQ(k["node"], "node-7");
+  EXPECT_EQ(k["nodeSource"], "ipam.cluster.nodeName");
+  EXPECT_EQ(k["libcurl"], "loads");
+  EXPECT_EQ(k["reachable"], true);
+  EXPECT_EQ(k["listMs"], 12);
+  EXPECT_EQ(k["backendBlocks"], json({"10.56.0.0/28", "10.56.0.32/28"}));
+  EXPECT_EQ(k["agree"], true);
+  EXPECT_TRUE(k["kubeconfig"].is_null());
+}
+
+TEST_F(ConfigCheckTest, ClusterBackendDownIsAProblemNamingTheEndpoint) {
+  installIpamPlugin("fake");
+  clusterPools_ = [](const ipam::Request&) -> cni::Result<ipam::PoolReport> {
+    return cni::fail(cni::Errc::kTryAgainLater,
+                     "listing the blocks of pool \"ibnet\" (ipam.cluster.backend etcd): unreachable: "
+                     "http://10.0.0.1:2379: connection refused");
+  };
+  auto c = check(clusterConfig({{"backend", "etcd"}, {"nodeName", "node-7"},
+                                {"etcd", {{"endpoints", {"http://10.0.0.1:2379"}}}}}, stateDir_)
+                     .dump());
+  EXPECT_FALSE(c.works);
+  ASSERT_TRUE(c.cluster);
+  EXPECT_FALSE(c.cluster->reachable);
+  EXPECT_EQ(c.cluster->listMs, -1);
+  bool named = false;
+  for (const auto& p : c.problems) {
+    if (p.what.find("cannot list cluster pool \"ibnet\"") != std::string::npos && !p.informational) {
+      named = p.what.find("[CNI error 11]") != std::string::npos &&
+              p.fix.find("http://10.0.0.1:2379 is reachable from this node") != std::string::npos;
+    }
+  }
+  EXPECT_TRUE(named) << all(c);
+}
+
+TEST_F(ConfigCheckTest, ClusterNodeNameFileLibcurlAndKubeconfigProblems) {
+  installIpamPlugin("fake");
+  nodeNameFile_ = cniPath_ + "/node-name";
+  std::ofstream(nodeNameFile_) << "worker-3\n";
+  libcurlProblem_ = [] { return std::string("cannot load libcurl.so.4: not found"); };
+  int calls = 0;
+  clusterPools_ = [&](const ipam::Request&) -> cni::Result<ipam::PoolReport> {
+    ++calls;
+    ipam::PoolReport p;
+    p.endpoint = "https://10.0.0.1:6443";
+    p.totalBlocks = "16";
+    p.freeBlocks = "15";
+    p.claimedBlocks = 1;
+    p.blocks = {row("10.56.0.0/28", "worker-3", true, "")};
+    p.disagreements = {{"10.56.0.0-28", "absent", "this node"}};
+    return p;
+  };
+  auto c = check(clusterConfig({{"kubernetes", {{"kubeconfig", cniPath_ + "/missing.kubeconfig"}}}}, stateDir_).dump());
+  EXPECT_EQ(calls, 1);
+  ASSERT_TRUE(c.cluster);
+  EXPECT_EQ(c.cluster->node, "worker-3");
+  EXPECT_EQ(c.cluster->nodeSource, nodeNameFile_);
+  EXPECT_EQ(c.cluster->backend, "kubernetes");
+  EXPECT_NE(c.cluster->kubeconfig.find("missing.kubeconfig"), std::string::npos) << c.cluster->kubeconfig;
+  EXPECT_FALSE(c.cluster->agree);
+  std::string problems = all(c);
+  EXPECT_NE(problems.find("libcurl cannot be loaded: cannot load libcurl.so.4"), std::string::npos) << problems;
+  EXPECT_NE(problems.find("problem: ipam.cluster.kubernetes.kubeconfig: kubeconfig \"" + cniPath_ +
+                          "/missing.kubeconfig\": no such file"),
+            std::string::npos)
+      << problems;
+  // The ledger lacking a block the backend gives this node is a note (the next pass adopts it).
+  bool note = false;
+  for (const auto& p : c.problems) {
+    note = note || (p.informational && p.what.find("ledger says absent, the backend says this node") != std::string::npos);
+  }
+  EXPECT_TRUE(note) << problems;
+  EXPECT_FALSE(c.works);  // libcurl and the kubeconfig are real problems
+}
+
+TEST_F(ConfigCheckTest, NodeLocalIpamHasNoClusterCheck) {
+  installIpamPlugin("fake");
+  int calls = 0;
+  clusterPools_ = [&](const ipam::Request&) -> cni::Result<ipam::PoolReport> {
+    ++calls;
+    return ipam::PoolReport{};
+  };
+  json conf = clusterConfig({}, stateDir_);
+  conf["ipam"].erase("cluster");
+  auto c = check(conf.dump());
+  EXPECT_EQ(calls, 0);
+  EXPECT_FALSE(c.cluster);
 }
 
 }  // namespace
