@@ -121,24 +121,12 @@ os::SysResult<std::optional<Ledger>> readLedger(const std::string& dir) {
       list->push_back(std::move(*e));
     }
   }
-  if (j.contains("foreign")) {
-    if (!j["foreign"].is_array()) {
-      return corrupt("foreign is not a list");
-    }
-    for (const auto& f : j["foreign"]) {
-      if (!f.is_string()) {
-        return corrupt("foreign lists a non-string");
-      }
-      l.foreign.push_back(f.get<std::string>());
-    }
-  }
   return std::optional<Ledger>(std::move(l));
 }
 
 os::SysResult<void> writeLedger(const std::string& dir, const Ledger& l) {
   json j{{"pool", l.pool},       {"node", l.node},       {"fingerprint", l.fingerprint}, {"network", l.network},
          {"backend", l.backend}, {"defined", l.defined}, {"blocks", json::array()},       {"addresses", json::array()}};
-  j["foreign"] = l.foreign;
   if (!l.pendingCheckedAt.empty()) {
     j["pendingCheckedAt"] = l.pendingCheckedAt;
   }

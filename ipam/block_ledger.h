@@ -30,7 +30,7 @@ struct LedgerEntry {
 ///    "backend": "etcd"|"kubernetes", "etcdLease": "ID",
 ///    "blocks": [{"state": "intent"|"owned", "set": 0, "name": "10.56.0.32-27", "version": "...", ...}],
 ///    "addresses": [{"state": ..., "name": "10.56.9.9", "owner": "<containerID>:<ifname>", ...}],
-///    "foreign": ["10.56.0.5"], "defined": true}
+///    "defined": true}
 struct Ledger {
   std::string pool;
   std::string node;
@@ -40,8 +40,6 @@ struct Ledger {
   std::int64_t etcdLease = 0;
   std::vector<LedgerEntry> blocks;
   std::vector<LedgerEntry> addresses;
-  /// Addresses inside this node's blocks that pods on other nodes named: never handed out here.
-  std::vector<std::string> foreign;
   bool defined = false;  ///< the pool's definition was checked against the backend's
   /// When ADD last asked the backend about a pending claim (RFC 3339): with the backend down, an
   /// ADD that fits the owned blocks does not wait for it again for a while.

@@ -112,17 +112,6 @@ void ClusterPool::recompute() {
   for (auto& o : owned_) {
     o.clear();
   }
-  std::vector<std::vector<Interval>> holes(owned_.size());
-  for (const auto& f : ledger_.foreign) {
-    if (auto ip = net::IpAddress::parse(f); ip) {
-      if (auto b = grid_.blockOf(*ip); b) {
-        holes[b->set].push_back({toInt(*ip), toInt(*ip)});
-      }
-    }
-  }
-  for (auto& h : holes) {
-    h = normalized(std::move(h));
-  }
   for (const auto& e : ledger_.blocks) {
     if (e.state != State::kOwned) {
       continue;
@@ -131,8 +120,7 @@ void ClusterPool::recompute() {
     if (!b || b->set >= owned_.size()) {
       continue;
     }
-    auto parts = subtract(b->span, holes[b->set]);
-    owned_[b->set].insert(owned_[b->set].end(), parts.begin(), parts.end());
+    owned_[b->set].push_back(b->span);
   }
   for (auto& o : owned_) {
     o = normalized(std::move(o));
@@ -198,7 +186,7 @@ cni::Result<void> ClusterPool::begin() {
   }
   if (!*read) {
     ledger_ = Ledger{cluster_.pool, node_, grid_.fingerprint(), network_,
-                     std::string(config::clusterBackendName(cluster_.backend)), 0, {}, {}, {}, false, {}};
+                     std::string(config::clusterBackendName(cluster_.backend)), 0, {}, {}, false, {}};
     fresh_ = true;
     recompute();
     return {};
@@ -275,6 +263,46 @@ cni::Result<void> ClusterPool::define(BlockBackend& b) {
   return {};
 }
 
+// One claim (or takeover) of `blk`, its intent written first. @return the other holder when
+// another node has it, nullopt when it is this node's now.
+cni::Result<std::optional<Holder>> ClusterPool::claimBlock(BlockBackend& be, const Block& blk, const Holder* takeFrom) {
+  ledger_.blocks.push_back(LedgerEntry{State::kIntent, blk.set, blk.key, {}, {}, now(), {}});
+  if (auto s = save(); !s) {
+    ledger_.blocks.pop_back();
+    return std::unexpected(s.error());
+  }
+  auto outcome = takeFrom != nullptr ? be.takeOver(cluster_.pool, blk.key, node_, *takeFrom)
+                                     : be.claim(cluster_.pool, blk.key, node_);
+  auto entry = [&] {
+    return std::find_if(ledger_.blocks.begin(), ledger_.blocks.end(),
+                        [&](const LedgerEntry& e) { return e.name == blk.key; });
+  };
+  if (!outcome) {
+    if (!retryable(outcome.error())) {
+      ledger_.blocks.erase(entry());
+      (void)save();
+    }
+    return std::unexpected(backendError(outcome.error(), "claiming block " + blk.describe()));
+  }
+  if (outcome->state == ClaimState::kHeldByOther) {
+    ledger_.blocks.erase(entry());
+    if (auto s = save(); !s) {
+      return std::unexpected(s.error());
+    }
+    return std::optional<Holder>(outcome->holder);
+  }
+  auto it = entry();
+  it->state = State::kOwned;
+  it->version = outcome->holder.version;
+  if (auto s = save(); !s) {
+    return std::unexpected(s.error());
+  }
+  recompute();
+  log::info("pool {}: block {} claimed{} by node {}", cluster_.pool, blk.describe(),
+            takeFrom != nullptr ? " (taken over from node " + takeFrom->node + ", which is gone)" : "", node_);
+  return std::optional<Holder>();
+}
+
 cni::Result<bool> ClusterPool::grow(std::size_t set) {
   auto b = backend();
   if (!b) {
@@ -284,102 +312,75 @@ cni::Result<bool> ClusterPool::grow(std::size_t set) {
   if (auto d = define(be); !d) {
     return std::unexpected(d.error());
   }
-  auto all = be.list(cluster_.pool);
-  if (!all) {
-    return std::unexpected(backendError(all.error(), "listing the blocks"));
-  }
-  // First, what the backend says is ours already.
-  std::vector<Claim> mine;
+  // The pool is listed only when needed: on a node's first claim (its ledger is new: the blocks
+  // the backend already gives it are adopted, e.g. after a reboot wiped the data dir), after a
+  // claim lost to another node, or when no candidate is left. In a pool with room, a claim is one
+  // call.
   std::set<std::string> taken;
-  for (const auto& c : *all) {
-    taken.insert(c.name);
-    if (c.holder.node == node_) {
-      mine.push_back(c);
-    }
+  for (const auto& e : ledger_.blocks) {
+    taken.insert(e.name);
   }
-  const std::size_t before = owned_.at(set).size();
-  const U128 sizeBefore = totalSize(owned_.at(set));
-  std::vector<std::string> adopted;
-  if (auto r = reconcileWith(mine, &adopted); !r) {
-    return std::unexpected(r.error());
-  }
-  if (!adopted.empty() && (owned_.at(set).size() != before || totalSize(owned_.at(set)) != sizeBefore)) {
-    return true;
-  }
-
-  auto claimOne = [&](const Block& blk, const Holder* takeFrom) -> cni::Result<std::optional<bool>> {
-    ledger_.blocks.push_back(LedgerEntry{State::kIntent, blk.set, blk.key, {}, {}, now(), {}});
-    if (auto s = save(); !s) {
-      ledger_.blocks.pop_back();
-      return std::unexpected(s.error());
+  std::optional<std::vector<Claim>> all;
+  auto listAll = [&]() -> cni::Result<bool> {
+    auto list = be.list(cluster_.pool);
+    if (!list) {
+      return std::unexpected(backendError(list.error(), "listing the blocks"));
     }
-    auto outcome = takeFrom != nullptr ? be.takeOver(cluster_.pool, blk.key, node_, *takeFrom)
-                                       : be.claim(cluster_.pool, blk.key, node_);
-    auto it = std::find_if(ledger_.blocks.begin(), ledger_.blocks.end(),
-                           [&](const LedgerEntry& e) { return e.name == blk.key; });
-    if (!outcome) {
-      if (!retryable(outcome.error())) {
-        ledger_.blocks.erase(it);
-        (void)save();
-      }
-      return std::unexpected(backendError(outcome.error(), "claiming block " + blk.describe()));
-    }
-    if (outcome->state == ClaimState::kHeldByOther) {
-      ledger_.blocks.erase(it);
-      if (auto s = save(); !s) {
-        return std::unexpected(s.error());
-      }
-      return std::optional<bool>(false);
-    }
-    it->state = State::kOwned;
-    it->version = outcome->holder.version;
-    // Addresses pods on other nodes named inside the block before it was ours stay theirs.
-    auto named = be.listAddresses(cluster_.pool);
-    if (named) {
-      for (const auto& c : *named) {
-        auto ip = net::IpAddress::parse(c.name);
-        if (ip && c.holder.node != node_ && toInt(*ip) >= blk.span.lo && toInt(*ip) <= blk.span.hi &&
-            std::find(ledger_.foreign.begin(), ledger_.foreign.end(), c.name) == ledger_.foreign.end()) {
-          ledger_.foreign.push_back(c.name);
-        }
+    std::vector<Claim> mine;
+    for (const auto& c : *list) {
+      taken.insert(c.name);
+      if (c.holder.node == node_) {
+        mine.push_back(c);
       }
     }
-    if (auto s = save(); !s) {
-      return std::unexpected(s.error());
+    all = std::move(*list);
+    const U128 sizeBefore = totalSize(owned_.at(set));
+    std::vector<std::string> adopted;
+    if (auto r = reconcileWith(mine, &adopted); !r) {
+      return std::unexpected(r.error());
     }
-    if (!named) {
-      // Owned, but whether another node's pod named an address inside it is unknown: give it back
-      // rather than risk handing out such an address.
-      auto back = be.release(cluster_.pool, blk.key, node_, it->version);
-      ledger_.blocks.erase(std::find_if(ledger_.blocks.begin(), ledger_.blocks.end(),
-                                        [&](const LedgerEntry& e) { return e.name == blk.key; }));
-      (void)save();
-      (void)back;
-      return std::unexpected(backendError(named.error(), "listing the named addresses for block " + blk.describe()));
-    }
-    recompute();
-    log::info("pool {}: block {} claimed{} by node {}", cluster_.pool, blk.describe(),
-              takeFrom != nullptr ? " (taken over from node " + takeFrom->node + ", which is gone)" : "", node_);
-    return std::optional<bool>(true);
+    return totalSize(owned_.at(set)) != sizeBefore;
   };
-
-  auto candidates = grid_.candidates(set, taken, kClaimAttempts, rng_);
-  for (std::size_t i = 0; i < candidates.size(); ++i) {
-    auto r = claimOne(candidates[i], nullptr);
+  if (fresh_) {
+    auto grown = listAll();
+    if (!grown || *grown) {
+      return grown;
+    }
+  }
+  for (std::size_t attempt = 0; attempt < kClaimAttempts; ++attempt) {
+    auto candidates = grid_.candidates(set, taken, 1, rng_);
+    if (candidates.empty()) {
+      if (all) {
+        break;  // none is free: try a takeover below
+      }
+      auto grown = listAll();
+      if (!grown || *grown) {
+        return grown;
+      }
+      continue;
+    }
+    auto r = claimBlock(be, candidates[0], nullptr);
     if (!r) {
       return std::unexpected(r.error());
     }
-    if (**r) {
+    if (!*r) {
       return true;
     }
-    // Another node won that block: back off a little (jitter) before the next, so that a crowd of
-    // nodes claiming at once spreads out.
-    std::uniform_int_distribution<int> jitter(1, 5 * static_cast<int>(i + 1));
+    taken.insert(candidates[0].key);
+    if (!all) {
+      // Another node won it: learn what else is taken, in one call.
+      auto grown = listAll();
+      if (!grown || *grown) {
+        return grown;
+      }
+    }
+    // Back off a little (jitter), so that a crowd of nodes claiming at once spreads out.
+    std::uniform_int_distribution<int> jitter(1, 5 * static_cast<int>(attempt + 1));
     std::this_thread::sleep_for(std::chrono::milliseconds(jitter(rng_)));
   }
-  if (!candidates.empty()) {
+  if (!all || !grid_.candidates(set, taken, 1, rng_).empty()) {
     return cni::fail(cni::Errc::kTryAgainLater, "pool " + cni::quoted(cluster_.pool) + ": " +
-                                                    std::to_string(candidates.size()) +
+                                                    std::to_string(kClaimAttempts) +
                                                     " free blocks were claimed by other nodes first; try again");
   }
   // No free block: a block of a node that is certainly gone can be taken over.
@@ -397,12 +398,11 @@ cni::Result<bool> ClusterPool::grow(std::size_t set) {
   std::shuffle(holders.begin(), holders.end(), rng_);
   for (std::size_t i = 0; i < holders.size() && i < kTakeoverHolders; ++i) {
     for (const Claim* c : byHolder[holders[i]]) {
-      auto blk = grid_.byKey(c->name);
-      auto r = claimOne(*blk, &c->holder);
+      auto r = claimBlock(be, *grid_.byKey(c->name), &c->holder);
       if (!r) {
         return std::unexpected(r.error());
       }
-      if (!**r) {
+      if (*r) {
         break;  // that node is not gone: none of its blocks can be taken
       }
       return true;
@@ -413,15 +413,40 @@ cni::Result<bool> ClusterPool::grow(std::size_t set) {
 
 cni::Result<void> ClusterPool::claimNamed(const net::IpAddress& ip, const AttachmentKey& key,
                                           const std::string& what) {
-  const std::string owner = ownerOf(key);
   const std::string name = ip.toString();
   auto blk = grid_.blockOf(ip);
-  if (blk) {
-    const auto& own = owned_.at(blk->set);
-    if (findInterval(own, toInt(ip)) >= 0) {
-      return {};  // inside a block this node holds: the node-local store decides
+  const bool reserved = what.starts_with("reserved");
+  if (!reserved) {
+    // A requested address is this node's to give when its block is: inside an owned block the
+    // node-local store decides; a free block is claimed (the node then hands out from it too);
+    // another node's block is that node's to hand out from.
+    if (!blk || findInterval(owned_.at(blk->set), toInt(ip)) >= 0) {
+      return {};
     }
+    auto b = backend();
+    if (!b) {
+      return std::unexpected(b.error());
+    }
+    if (auto d = define(**b); !d) {
+      return std::unexpected(d.error());
+    }
+    auto r = claimBlock(**b, *blk, nullptr);
+    if (!r) {
+      return std::unexpected(r.error());
+    }
+    if (*r) {
+      return cni::fail(cni::Errc::kTryAgainLater,
+                       what + " " + name + " lies in block " + blk->describe() + " of pool " +
+                           cni::quoted(cluster_.pool) + ", which node " + (*r)->node +
+                           " holds and hands out from; a pod can name an address of a block no node holds or this "
+                           "node holds, or use ipam.reservations (reserved addresses are skipped by every node)");
+    }
+    return {};
   }
+  // A reserved address is skipped by every node's allocator: only the pod it is reserved for gets
+  // it, wherever it lies; its own claim keeps it to one node at a time (a pod recreated on another
+  // node before its predecessor's DEL).
+  const std::string owner = ownerOf(key);
   auto existing = std::find_if(ledger_.addresses.begin(), ledger_.addresses.end(),
                                [&](const LedgerEntry& e) { return e.name == name; });
   if (existing != ledger_.addresses.end() && existing->owner == owner && existing->state == State::kOwned) {
@@ -435,38 +460,31 @@ cni::Result<void> ClusterPool::claimNamed(const net::IpAddress& ip, const Attach
   if (auto d = define(be); !d) {
     return std::unexpected(d.error());
   }
-  if (existing != ledger_.addresses.end() && existing->owner != owner) {
+  if (existing != ledger_.addresses.end() && existing->owner != owner && !existing->version.empty()) {
     // The caller made sure no live attachment of this node holds it: an earlier holder's claim.
-    if (!existing->version.empty()) {
-      auto rel = be.releaseAddress(cluster_.pool, name, node_, existing->version);
-      if (!rel) {
-        return std::unexpected(backendError(rel.error(), "giving back address " + name));
-      }
+    auto rel = be.releaseAddress(cluster_.pool, name, node_, existing->version);
+    if (!rel) {
+      return std::unexpected(backendError(rel.error(), "giving back address " + name));
     }
-    ledger_.addresses.erase(existing);
   }
-  ledger_.addresses.erase(std::remove_if(ledger_.addresses.begin(), ledger_.addresses.end(),
-                                         [&](const LedgerEntry& e) { return e.name == name; }),
-                          ledger_.addresses.end());
+  auto forget = [&] {
+    std::erase_if(ledger_.addresses, [&](const LedgerEntry& e) { return e.name == name; });
+    return save();
+  };
+  std::erase_if(ledger_.addresses, [&](const LedgerEntry& e) { return e.name == name; });
   ledger_.addresses.push_back(LedgerEntry{State::kIntent, 0, name, owner, {}, now(), {}});
   if (auto s = save(); !s) {
     return std::unexpected(s.error());
   }
-  auto forget = [&] {
-    ledger_.addresses.erase(std::remove_if(ledger_.addresses.begin(), ledger_.addresses.end(),
-                                           [&](const LedgerEntry& e) { return e.name == name; }),
-                            ledger_.addresses.end());
-    (void)save();
-  };
   auto outcome = be.claimAddress(cluster_.pool, name, node_, owner);
   if (!outcome) {
     if (!retryable(outcome.error())) {
-      forget();
+      (void)forget();
     }
     return std::unexpected(backendError(outcome.error(), "claiming " + what + " " + name));
   }
   if (outcome->state == ClaimState::kHeldByOther) {
-    forget();
+    (void)forget();
     return cni::fail(cni::Errc::kTryAgainLater,
                      what + " " + name + " is held in pool " + cni::quoted(cluster_.pool) + " by node " +
                          outcome->holder.node + " (" + outcome->holder.owner +
@@ -476,33 +494,7 @@ cni::Result<void> ClusterPool::claimNamed(const net::IpAddress& ip, const Attach
                          [&](const LedgerEntry& e) { return e.name == name; });
   it->state = State::kOwned;
   it->version = outcome->holder.version;
-  if (auto s = save(); !s) {
-    return std::unexpected(s.error());
-  }
-  // A block that another node holds is that node's to hand out: an address named inside it is
-  // safe only when it is reserved (every node skips reserved addresses). Checked after the claim,
-  // so that a node claiming the block meanwhile sees the address claim (it lists them after its
-  // own claim).
-  const bool reserved = what.starts_with("reserved");
-  if (blk && !reserved) {
-    auto all = be.list(cluster_.pool);
-    if (!all) {
-      return std::unexpected(backendError(all.error(), "checking the block of " + name));
-    }
-    for (const auto& c : *all) {
-      if (c.name == blk->key && c.holder.node != node_) {
-        auto rel = be.releaseAddress(cluster_.pool, name, node_, it->version);
-        (void)rel;
-        forget();
-        return cni::fail(cni::Errc::kTryAgainLater,
-                         what + " " + name + " lies in block " + blk->describe() + " of pool " +
-                             cni::quoted(cluster_.pool) + ", which node " + c.holder.node +
-                             " holds and hands out from; a pod can name an address of a block no node holds, or "
-                             "use ipam.reservations (reserved addresses are skipped by every node)");
-      }
-    }
-  }
-  return {};
+  return save();
 }
 
 std::string ClusterPool::describeFull(std::size_t set) {
@@ -612,22 +604,6 @@ cni::Result<PoolMaintenance> ClusterPool::maintain(const std::vector<Allocation>
       }
     }
     ++it;
-  }
-  // Named addresses of other nodes inside this node's blocks: refreshed.
-  if (auto named = be.listAddresses(cluster_.pool); named && !dryRun) {
-    std::vector<std::string> foreign;
-    for (const auto& c : *named) {
-      auto ip = net::IpAddress::parse(c.name);
-      if (!ip || c.holder.node == node_) {
-        continue;
-      }
-      auto blk = grid_.blockOf(*ip);
-      if (blk && std::any_of(ledger_.blocks.begin(), ledger_.blocks.end(),
-                             [&](const LedgerEntry& e) { return e.name == blk->key && e.state == State::kOwned; })) {
-        foreign.push_back(c.name);
-      }
-    }
-    ledger_.foreign = std::move(foreign);
   }
   // Empty blocks are given back after releaseAfter; a node keeps at least one per range set.
   std::map<std::string, std::size_t> used;

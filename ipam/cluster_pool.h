@@ -69,6 +69,7 @@ class ClusterPool final : public BlockSource {
 
  private:
   cni::Result<BlockBackend*> backend();
+  cni::Result<std::optional<Holder>> claimBlock(BlockBackend& be, const Block& blk, const Holder* takeFrom);
   cni::Result<void> save();
   cni::Result<void> define(BlockBackend& b);
   cni::Result<void> reconcileWith(const std::vector<Claim>& mine, std::vector<std::string>* adopted);

@@ -321,12 +321,14 @@ TEST_F(ClusterPoolTest, AddressesNamedByPodsAreUniqueAcrossTheCluster) {
   ASSERT_FALSE(b);
   EXPECT_EQ(b.error().code, cni::Errc::kTryAgainLater);
   EXPECT_THAT(b.error().msg, HasSubstr("held in pool \"ibnet\" by node node-a"));
-  // A requested address in a block nobody holds: claimed as an address.
+  // A requested address in a block nobody holds: the node claims that block (and hands out from it).
   auto r = add("node-b", "c2", c("node-b"), "IP=10.56.0.250");
   ASSERT_TRUE(r) << r.error().msg;
+  EXPECT_EQ(etcdBlocks()["10.56.0.240-28"], "node-b");
   auto r2 = add("node-a", "c2", c("node-a"), "IP=10.56.0.250");
   ASSERT_FALSE(r2);
-  EXPECT_THAT(r2.error().msg, HasSubstr("node node-b"));
+  EXPECT_EQ(r2.error().code, cni::Errc::kTryAgainLater);
+  EXPECT_THAT(r2.error().msg, HasSubstr("which node node-b holds"));
   // A requested address inside a block another node holds and hands out from: refused.
   EXPECT_TRUE(ledger("node-a").blocks.empty()) << "a named address alone claims no block";
   ASSERT_TRUE(add("node-a", "c9", c("node-a")));
