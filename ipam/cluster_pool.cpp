@@ -313,8 +313,9 @@ cni::Result<bool> ClusterPool::grow(std::size_t set) {
     return std::unexpected(d.error());
   }
   // The pool is listed only when needed: on a node's first claim (its ledger is new: the blocks
-  // the backend already gives it are adopted, e.g. after a reboot wiped the data dir), after a
-  // claim lost to another node, or when no candidate is left. In a pool with room, a claim is one
+  // the backend already gives it are adopted, e.g. after a reboot wiped the data dir), when a
+  // claim's answer was lost (its intent is resolved), after a claim lost to another node, or when
+  // no candidate is left. In a pool with room, a claim is one
   // call.
   std::set<std::string> taken;
   for (const auto& e : ledger_.blocks) {
@@ -341,7 +342,9 @@ cni::Result<bool> ClusterPool::grow(std::size_t set) {
     }
     return totalSize(owned_.at(set)) != sizeBefore;
   };
-  if (fresh_) {
+  const bool pending =
+      std::any_of(ledger_.blocks.begin(), ledger_.blocks.end(), [](const auto& e) { return e.state == State::kIntent; });
+  if (fresh_ || pending) {
     auto grown = listAll();
     if (!grown || *grown) {
       return grown;
