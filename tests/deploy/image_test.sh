@@ -71,7 +71,8 @@ check "ENTRYPOINT is the installer" test "$entrypoint" = '["/usr/local/bin/ibcni
 rootfs=$work/rootfs
 mkdir -p "$rootfs"
 cid=$(podman create "$image")
-podman export "$cid" | tar -C "$rootfs" -xf -
+# To a file: podman 4.3 may write nothing to a pipe (exit 0), depending on how stdout was set up.
+podman export -o "$work/rootfs.tar" "$cid" && tar -C "$rootfs" -xf "$work/rootfs.tar" && rm -f "$work/rootfs.tar"
 podman rm -f "$cid" >/dev/null
 check "image holds /opt/ibcni/bin/ibcni and ibcni-ipam" test -x "$rootfs/opt/ibcni/bin/ibcni" -a -x "$rootfs/opt/ibcni/bin/ibcni-ipam"
 check "image holds the installer" test -x "$rootfs/usr/local/bin/ibcni-install"

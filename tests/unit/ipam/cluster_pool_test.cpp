@@ -443,6 +443,24 @@ TEST_F(ClusterPoolTest, ConcurrentNodesNeverHoldOneBlockOrOneAddressTwice) {
   EXPECT_EQ(etcdBlocks(), holder);
 }
 
+TEST_F(ClusterPoolTest, AnUnusableKubeconfigIsError7NamingTheFileAndNothingIsHeld) {
+  const std::string missing = tmp_.path() + "/no-such.kubeconfig";
+  const std::string bad = tmp_.path() + "/bad.kubeconfig";
+  std::ofstream(bad) << "apiVersion: v1\nkind: Config\ncurrent-context: nope\ncontexts: []\n";
+  for (const auto& [file, words] : std::vector<std::pair<std::string, std::string>>{{missing, "no-such.kubeconfig"},
+                                                                                     {bad, "nope"}}) {
+    const std::string c = R"({"cniVersion": "1.1.0", "name": "ibk", "type": "ibcni", "ipam": {"type": "ibcni-ipam",
+        "dataDir": ")" + tmp_.path() + R"(/node-a", "ranges": [[{"subnet": "10.58.0.0/24"}]],
+        "cluster": {"nodeName": "node-a", "kubernetes": {"kubeconfig": ")" + file + R"("}}}})";
+    auto r = add("node-a", "c1", c);
+    ASSERT_FALSE(r) << file;
+    EXPECT_EQ(r.error().code, cni::Errc::kInvalidConfig) << r.error().msg;
+    EXPECT_THAT(r.error().msg, HasSubstr("ipam.cluster.kubernetes.kubeconfig"));
+    EXPECT_THAT(r.error().msg, HasSubstr(words));
+    EXPECT_EQ(countEntries(tmp_.path() + "/node-a/.cluster/ibk/attachments"), 0U) << "nothing allocated";
+  }
+}
+
 // The kubernetes backend through its kubeconfig, against the API emulator over the same etcd:
 // the default backend works end to end, and a gone node's blocks are taken over only once it is
 // certainly gone.
