@@ -31,6 +31,7 @@
 #include "ibcni/os/text.h"
 #include "support/cluster_sim.h"
 #include "support/etcd_cluster.h"
+#include "support/k8s_emulator.h"
 
 namespace ibcni::testing {
 namespace {
@@ -109,6 +110,110 @@ TEST(ClusterSim, HundredNodesTwentyPodsEach) {
   // The emptied blocks stay the nodes' until `ibcni-ipam gc` gives them back after
   // releaseAfterSeconds: their records must still agree with the backend.
   EXPECT_TRUE(sim.blocksConsistent());
+}
+
+// The Kubernetes API emulator over `etcd`, with the RBAC the chart gives ibcni's ServiceAccount
+// (leases in kube-system, nodes get) and its token; `o` set up to use it through a kubeconfig in
+// `dir`.
+::testing::AssertionResult startEmulator(const EtcdCluster& etcd, K8sEmulator& k8s, const std::string& dir,
+                                         ClusterSimOptions& o) {
+  const std::string user = "system:serviceaccount:kube-system:ibcni";
+  const std::string token = "sim-token-7f3a";
+  auto started = k8s.start(etcd.endpointList(), {{token, user}},
+                           R"({"rules": [{"user": ")" + user + R"(", "namespace": "kube-system", "resource": "leases",
+                                 "verbs": ["get", "list", "create", "update", "delete"]},
+                                {"user": ")" + user + R"(", "resource": "nodes", "verbs": ["get"]}]})");
+  if (!started) {
+    return started;
+  }
+  o.backend = "kubernetes";
+  o.kubeconfig = dir + "/ibcni.kubeconfig";
+  o.k8sUrl = k8s.url();
+  o.k8sToken = token;
+  o.k8sNamespace = "kube-system";
+  return writeKubeconfig(o.kubeconfig, o.k8sUrl, token);
+}
+
+// GET <url>/_emulator/validation: {total, invalid, entries}.
+nlohmann::json emulatorValidation(const std::string& url) {
+  auto body = httpCall("GET", url + "/_emulator/validation");
+  return body ? nlohmann::json::parse(*body, nullptr, false) : nlohmann::json();
+}
+
+// The first invalid entries of a validation log, for a failure message.
+std::string invalidEntries(const nlohmann::json& v) {
+  std::string out;
+  int n = 0;
+  for (const auto& e : v.value("entries", nlohmann::json::array())) {
+    if (e.value("valid", true) == false && n++ < 3) {
+      out += "\n  " + e.dump().substr(0, 600);
+    }
+  }
+  return out;
+}
+
+// The same storm against the default backend: every block a coordination.k8s.io/v1 Lease created
+// through the emulator (whose objects live in the 3-member etcd), authenticated by a kubeconfig
+// with the ServiceAccount's token, authorized by the chart's RBAC. The ledgers are compared with
+// the Leases (holder = spec.holderIdentity, block = annotation ibcni.io/key), and every body the
+// plugin sent must be a valid Kubernetes object.
+TEST(ClusterSim, HundredNodesTwentyPodsEachThroughTheKubernetesApi) {
+  EtcdCluster etcd;
+  ASSERT_TRUE(etcd.start(3));
+  TempRoot root;
+  ASSERT_FALSE(root.path().empty());
+  ClusterSimOptions o;
+  o.plugin = IBCNI_IPAM_BINARY;
+  o.root = root.path();
+  o.nodes = 100;
+  K8sEmulator k8s;
+  ASSERT_TRUE(startEmulator(etcd, k8s, root.path(), o));
+  ClusterSim sim(o);
+  ASSERT_TRUE(httpCall("DELETE", k8s.url() + "/_emulator/stats"));
+
+  const auto pods = ClusterSim::pods(100, 20, 18);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto adds = sim.callAll(CniVerb::kAdd, pods, 8);
+  const double addSeconds = secondsSince(t0);
+  const auto stats = emulatorRequestCounts(k8s.url());
+  ASSERT_TRUE(stats) << stats.error();
+  std::cout << "2000 ADDs over 100 nodes through the Kubernetes API, 8 at a time: " << addSeconds << " s; "
+            << stats->at("total") << " API requests (" << static_cast<double>(stats->at("total")) / 2000.0
+            << " per ADD):";
+  for (const auto& [k, v] : *stats) {
+    if (k != "total") {
+      std::cout << " " << k << "=" << v;
+    }
+  }
+  std::cout << "\n";
+
+  ASSERT_TRUE(sim.allSucceeded(adds)) << k8s.logTail();
+  ASSERT_TRUE(sim.noAddressTwice(adds));
+  EXPECT_TRUE(sim.addressesInOwnBlocks(adds));
+  EXPECT_TRUE(sim.blocksConsistent());
+  auto blocks = sim.backendBlocks();
+  ASSERT_TRUE(blocks) << blocks.error();
+  std::set<std::string> holders;
+  for (const auto& b : *blocks) {
+    holders.insert(b.node);
+  }
+  EXPECT_EQ(holders.size(), 100u) << "every node holds Leases of its own";
+  EXPECT_LE(blocks->size(), 200u) << "blocks are claimed only when the owned ones are full";
+  // The hot path makes no API call: the requests are a few per claimed block (today 5 for a node's
+  // first: the pool definition's create and get, the block list, the create, the list of named
+  // addresses), none per ADD within an owned block.
+  EXPECT_LE(stats->at("total"), 5 * blocks->size()) << "API requests beyond the block claims";
+
+  const auto t1 = std::chrono::steady_clock::now();
+  const auto dels = sim.callAll(CniVerb::kDel, pods, 8);
+  std::cout << "2000 DELs: " << secondsSince(t1) << " s\n";
+  EXPECT_TRUE(sim.allSucceeded(dels));
+  EXPECT_TRUE(sim.storesEmpty());
+  EXPECT_TRUE(sim.blocksConsistent());
+  const auto v = emulatorValidation(k8s.url());
+  ASSERT_TRUE(v.is_object());
+  EXPECT_GT(v.value("total", 0), 0);
+  EXPECT_EQ(v.value("invalid", -1), 0) << "bodies the plugin sent that kube-apiserver would refuse:" << invalidEntries(v);
 }
 
 // Whether every block `node` owns is full: each address of an owned block (the subnet's
