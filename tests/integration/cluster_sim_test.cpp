@@ -346,6 +346,193 @@ TEST(ClusterSimFaults, KillDuringBlockClaim) {
   EXPECT_TRUE(sim.storesEmpty());
 }
 
+// The index of etcd's leader among `etcd`'s members (maintenance status through the JSON
+// gateway), or -1.
+int etcdLeader(const EtcdCluster& etcd) {
+  for (int i = 0; i < etcd.size(); ++i) {
+    if (!etcd.running(i)) {
+      continue;
+    }
+    auto body = httpCall("POST", etcd.endpoint(i) + "/v3/maintenance/status", "{}");
+    if (!body) {
+      continue;
+    }
+    const auto j = nlohmann::json::parse(*body, nullptr, false);
+    if (j.is_object() && j.contains("header") && j["header"].value("member_id", "") == j.value("leader", "?")) {
+      return i;
+    }
+  }
+  return -1;
+}
+
+std::size_t ownedCount(const ClusterSim& sim, int node) {
+  auto b = sim.nodeBlocks(node);
+  return b ? static_cast<std::size_t>(
+                 std::count_if(b->begin(), b->end(), [](const NodeBlock& x) { return x.state == "owned"; }))
+           : 0;
+}
+
+// The addresses `node`'s live pods hold.
+std::set<std::string> heldBy(const std::map<PodRef, CniCall>& live, int node) {
+  std::set<std::string> held;
+  for (const auto& [pod, add] : live) {
+    if (pod.node == node) {
+      held.insert(add.addresses.begin(), add.addresses.end());
+    }
+  }
+  return held;
+}
+
+// The control plane (a 3-member etcd) losing members while nodes ADD.
+//  (a) the leader stopped in the middle of a storm of ADDs across 10 nodes, many of which claim
+//      blocks (blockSize 4), and more claims while it is down: every ADD succeeds;
+//  (b) a second member stopped (no quorum): an ADD that fits in an owned block succeeds, a DEL
+//      succeeds, an ADD that needs a block fails within cluster.timeoutMs (+ slack) with CNI
+//      error 11 naming an endpoint and the pool, and leaves no attachment record;
+//  (c) the members back: the ADDs that failed succeed, and then every node's ledger matches
+//      etcd exactly (no intent left, no block lost), no address twice, the DELs free everything.
+TEST(ClusterSimFaults, EtcdMembersStoppedDuringAStorm) {
+  EtcdCluster etcd;
+  ASSERT_TRUE(etcd.start(3));
+  TempRoot root;
+  ASSERT_FALSE(root.path().empty());
+  ClusterSimOptions o;
+  o.plugin = IBCNI_IPAM_BINARY;
+  o.root = root.path();
+  o.nodes = 10;
+  o.blockSize = 4;
+  o.timeoutMs = 3000;
+  o.etcdEndpoints = etcd.endpoints();
+  ClusterSim sim(o);
+  std::map<PodRef, CniCall> live;
+  std::vector<int> nextPod(o.nodes, 0);
+  auto keep = [&](const std::vector<CniCall>& calls) {
+    for (const auto& c : calls) {
+      if (c.ok()) {
+        live[c.pod] = c;
+      }
+    }
+  };
+  auto batch = [&](int perNode) {
+    std::vector<PodRef> pods;
+    for (int p = 0; p < perNode; ++p) {
+      for (int n = 0; n < o.nodes; ++n) {
+        pods.push_back({n, nextPod[n]++});
+      }
+    }
+    return pods;
+  };
+
+  // (a) 10 nodes x 8 pods (each node claims 3 blocks of 4), 4 at a time; the leader stopped
+  // 150 ms in; then 10 x 4 more ADDs (more claims) with the leader still down.
+  const int leader = etcdLeader(etcd);
+  ASSERT_GE(leader, 0) << "no etcd member says it leads";
+  std::vector<CniCall> storm;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::thread stormThread([&] { storm = sim.callAll(CniVerb::kAdd, batch(8), 4); });
+  std::this_thread::sleep_for(150ms);
+  const bool stopped = etcd.stopMember(leader);
+  stormThread.join();
+  ASSERT_TRUE(stopped) << "stopping member " << leader;
+  std::vector<std::size_t> blocksBefore(o.nodes);
+  for (int n = 0; n < o.nodes; ++n) {
+    blocksBefore[n] = ownedCount(sim, n);
+  }
+  const auto during = sim.callAll(CniVerb::kAdd, batch(4), 4);
+  std::size_t claimsWhileDown = 0;
+  for (int n = 0; n < o.nodes; ++n) {
+    claimsWhileDown += ownedCount(sim, n) - blocksBefore[n];
+  }
+  std::cout << "(a) leader (member " << leader << ") stopped 150 ms into 80 ADDs, then 40 ADDs claiming "
+            << claimsWhileDown << " blocks without it: " << secondsSince(t0) << " s\n";
+  EXPECT_TRUE(sim.allSucceeded(storm));
+  EXPECT_TRUE(sim.allSucceeded(during));
+  EXPECT_GE(claimsWhileDown, 5u) << "the ADDs with one member down must include claims";
+  keep(storm);
+  keep(during);
+  EXPECT_TRUE(sim.blocksConsistent());
+
+  // (b) Nodes 0-4 get room in their owned blocks (an ADD that claims a block of 4 leaves 3 free);
+  // nodes 5-9 are filled to the brim. Then a second member stops: no quorum.
+  for (int n = 0; n < o.nodes; ++n) {
+    for (int guard = 0;; ++guard) {
+      ASSERT_LT(guard, 8);
+      const bool full = ownedBlocksFull(sim, n, heldBy(live, n));
+      if (n < 5 ? !full : full) {
+        break;
+      }
+      const CniCall c = sim.call(CniVerb::kAdd, {n, nextPod[n]++});
+      ASSERT_TRUE(c.ok()) << c.describe(sim.nodeName(n));
+      live[c.pod] = c;
+    }
+  }
+  const int second = (leader + 1) % 3;
+  ASSERT_TRUE(etcd.stopMember(second));
+  std::vector<std::size_t> records(o.nodes);
+  for (int n = 0; n < o.nodes; ++n) {
+    records[n] = sim.storedEntries(n, "attachments");
+  }
+  const auto t1 = std::chrono::steady_clock::now();
+  std::vector<PodRef> failing;
+  std::vector<PodRef> fitting;
+  for (int n = 0; n < o.nodes; ++n) {
+    (n < 5 ? fitting : failing).push_back({n, nextPod[n]++});
+  }
+  const auto fit = sim.callAll(CniVerb::kAdd, fitting, 5);
+  const auto fail = sim.callAll(CniVerb::kAdd, failing, 5);
+  // DEL never needs the control plane.
+  const PodRef gone = live.begin()->first;
+  const CniCall del = sim.call(CniVerb::kDel, gone);
+  std::cout << "(b) 2 of 3 members stopped: 5 ADDs in owned blocks, 5 ADDs needing a block, 1 DEL: "
+            << secondsSince(t1) << " s\n";
+  EXPECT_TRUE(sim.allSucceeded(fit)) << "ADDs that fit in owned blocks need no control plane";
+  keep(fit);
+  EXPECT_TRUE(del.ok()) << del.describe(sim.nodeName(gone.node));
+  if (del.ok()) {
+    live.erase(gone);
+  }
+  double slowest = 0;
+  for (const auto& c : fail) {
+    const std::string what = c.describe(sim.nodeName(c.pod.node));
+    slowest = std::max(slowest, c.ms);
+    EXPECT_NE(c.status, 0) << what;
+    EXPECT_LE(c.ms, o.timeoutMs + 1500.0) << what;
+    const auto j = nlohmann::json::parse(c.out, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << what;
+    EXPECT_EQ(j.value("code", 0), 11) << what;
+    const std::string msg = j.value("msg", "") + " " + j.value("details", "");
+    EXPECT_THAT(msg, ::testing::HasSubstr("\"" + sim.pool() + "\"")) << what;
+    EXPECT_THAT(msg, ::testing::ContainsRegex("http://127\\.0\\.0\\.1:[0-9]+")) << what << ": no endpoint named";
+    EXPECT_EQ(sim.storedEntries(c.pod.node, "attachments"), records[c.pod.node]) << what << " left a record";
+  }
+  std::cout << "    the ADDs needing a block failed after at most " << slowest << " ms (timeoutMs " << o.timeoutMs
+            << ")\n";
+
+  // (c) Both members back: the failed ADDs (as the runtime retries them) succeed, each claiming.
+  ASSERT_TRUE(etcd.startMember(leader));
+  ASSERT_TRUE(etcd.startMember(second));
+  ASSERT_TRUE(etcd.waitHealthy());
+  const auto t2 = std::chrono::steady_clock::now();
+  const auto retried = sim.callAll(CniVerb::kAdd, failing, 5);
+  std::cout << "(c) members back: 5 ADDs retried: " << secondsSince(t2) << " s\n";
+  EXPECT_TRUE(sim.allSucceeded(retried));
+  keep(retried);
+  for (int n = 0; n < o.nodes; ++n) {
+    EXPECT_TRUE(sim.nodeBlocksMatchBackend(n)) << "no intent unresolved, no block lost";
+  }
+  std::vector<CniCall> adds;
+  std::vector<PodRef> all;
+  for (const auto& [pod, add] : live) {
+    adds.push_back(add);
+    all.push_back(pod);
+  }
+  EXPECT_TRUE(sim.noAddressTwice(adds));
+  EXPECT_TRUE(sim.addressesInOwnBlocks(adds));
+  EXPECT_TRUE(sim.blocksConsistent());
+  EXPECT_TRUE(sim.allSucceeded(sim.callAll(CniVerb::kDel, all, 4)));
+  EXPECT_TRUE(sim.storesEmpty());
+}
+
 // --- The checks on hand-made state ---
 
 class ClusterSimChecks : public ::testing::Test {
