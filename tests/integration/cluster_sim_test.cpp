@@ -533,6 +533,117 @@ TEST(ClusterSimFaults, EtcdMembersStoppedDuringAStorm) {
   EXPECT_TRUE(sim.storesEmpty());
 }
 
+// The Kubernetes API failing while a node needs a block, one fault of the emulator per node
+// (tests/support/k8s-emulator/README.md): 500s, answers slower than cluster.timeoutMs, garbage
+// JSON, dropped connections, each on every request or on the claim (POST) alone, and a claim
+// whose write is done but whose answer is lost ("after": true) or comes after the plugin gave up
+// (POST delayed). Each time: the ADD fails with CNI error 11 naming the endpoint, the pool and what
+// the backend said, within timeoutMs (+ slack); it leaves no attachment record nor address in
+// the node's store; once the API is well, the runtime's retry of that ADD succeeds having claimed
+// exactly one block (a lost answer's Lease adopted, not leaked), and the node's ledger equals its
+// Leases. At the end no address twice, every body valid, the DELs free everything.
+TEST(ClusterSimFaults, KubernetesApiFaultsDuringABlockClaim) {
+  EtcdCluster etcd;
+  ASSERT_TRUE(etcd.start(1));
+  TempRoot root;
+  ASSERT_FALSE(root.path().empty());
+  ClusterSimOptions o;
+  o.plugin = IBCNI_IPAM_BINARY;
+  o.root = root.path();
+  o.blockSize = 4;
+  o.timeoutMs = 1500;
+  K8sEmulator k8s;
+  ASSERT_TRUE(startEmulator(etcd, k8s, root.path(), o));
+  const std::string endpoint = k8s.url();
+  const int slow = o.timeoutMs + 700;
+  struct Case {
+    nlohmann::json fault;
+    std::vector<std::string> said;  // what the backend said, as the message must carry it
+  };
+  const std::vector<Case> cases = {
+      {{{"status", 500}}, {"500", "injected fault"}},
+      {{{"status", 500}, {"methods", {"POST"}}}, {"500", "injected fault"}},
+      {{{"status", 503}, {"message", "etcd unavailable"}}, {"503", "etcd unavailable"}},
+      {{{"delayMs", slow}}, {"timeout"}},
+      {{{"garbage", true}}, {"JSON"}},
+      {{{"garbage", true}, {"methods", {"POST"}}}, {"JSON"}},
+      {{{"drop", true}}, {}},
+      {{{"status", 500}, {"after", true}, {"methods", {"POST"}}}, {"500"}},
+      {{{"garbage", true}, {"after", true}, {"methods", {"POST"}}}, {"JSON"}},
+      {{{"drop", true}, {"after", true}, {"methods", {"POST"}}}, {}},
+      {{{"delayMs", slow}, {"methods", {"POST"}}}, {"timeout"}},
+  };
+  o.nodes = static_cast<int>(cases.size());
+  ClusterSim sim(o);
+  std::map<PodRef, CniCall> live;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int n = 0; n < o.nodes; ++n) {
+    const Case& c = cases[static_cast<std::size_t>(n)];
+    SCOPED_TRACE("fault " + c.fault.dump() + " on " + sim.nodeName(n));
+    // Fill the node's blocks while the API is well (the first ADD defines the pool and claims
+    // one): its next ADD must claim a block and nothing else.
+    int pod = 0;
+    for (int guard = 0; ownedCount(sim, n) == 0 || !ownedBlocksFull(sim, n, heldBy(live, n)); ++guard) {
+      ASSERT_LT(guard, 8);
+      const CniCall add = sim.call(CniVerb::kAdd, {n, pod++});
+      ASSERT_TRUE(add.ok()) << add.describe(sim.nodeName(n));
+      live[add.pod] = add;
+    }
+    const std::size_t owned = ownedCount(sim, n);
+    const std::size_t records = sim.storedEntries(n, "attachments");
+    const std::size_t addresses = sim.storedEntries(n, "ips");
+
+    ASSERT_TRUE(httpCall("POST", endpoint + "/_emulator/faults", c.fault.dump()));
+    const PodRef victim{n, pod++};
+    const CniCall failed = sim.call(CniVerb::kAdd, victim);
+    ASSERT_TRUE(httpCall("DELETE", endpoint + "/_emulator/faults"));
+    const std::string what = failed.describe(sim.nodeName(n));
+    std::cout << "  " << c.fault.dump() << ": failed after " << failed.ms << " ms: " << failed.out.substr(0, 300)
+              << "\n";
+    EXPECT_NE(failed.status, 0) << what;
+    EXPECT_LE(failed.ms, o.timeoutMs + 1000.0) << what;
+    const auto j = nlohmann::json::parse(failed.out, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << what;
+    EXPECT_EQ(j.value("code", 0), 11) << what;
+    const std::string msg = j.value("msg", "") + " " + j.value("details", "");
+    EXPECT_THAT(msg, ::testing::HasSubstr(endpoint)) << "the endpoint is named";
+    EXPECT_THAT(msg, ::testing::HasSubstr("\"" + sim.pool() + "\"")) << "the pool is named";
+    for (const auto& said : c.said) {
+      EXPECT_THAT(msg, ::testing::HasSubstr(said)) << "what the backend said";
+    }
+    EXPECT_EQ(sim.storedEntries(n, "attachments"), records) << "the failed ADD left an attachment record";
+    EXPECT_EQ(sim.storedEntries(n, "ips"), addresses) << "the failed ADD left an address in the node's store";
+    if (c.fault.contains("delayMs")) {
+      // The delayed request is still served after the plugin gave up (a late write): let it land.
+      std::this_thread::sleep_until(std::chrono::steady_clock::now() + std::chrono::milliseconds(slow) -
+                                    std::chrono::milliseconds(static_cast<long>(failed.ms)) + 300ms);
+    }
+
+    // The runtime retries: the ADD succeeds, with one block more than before (a Lease whose
+    // answer was lost is adopted, not leaked beside a second claim); the ledger equals the Leases.
+    const CniCall again = sim.call(CniVerb::kAdd, victim);
+    ASSERT_TRUE(again.ok()) << again.describe(sim.nodeName(n));
+    live[victim] = again;
+    EXPECT_EQ(ownedCount(sim, n), owned + 1) << "blocks owned after the retry";
+    EXPECT_TRUE(sim.nodeBlocksMatchBackend(n)) << "a Lease held by the node that its ledger does not know";
+  }
+  std::cout << cases.size() << " faults: " << secondsSince(t0) << " s\n";
+  std::vector<CniCall> adds;
+  std::vector<PodRef> all;
+  for (const auto& [pod, add] : live) {
+    adds.push_back(add);
+    all.push_back(pod);
+  }
+  EXPECT_TRUE(sim.noAddressTwice(adds));
+  EXPECT_TRUE(sim.addressesInOwnBlocks(adds));
+  EXPECT_TRUE(sim.blocksConsistent());
+  EXPECT_TRUE(sim.allSucceeded(sim.callAll(CniVerb::kDel, all, 4)));
+  EXPECT_TRUE(sim.storesEmpty());
+  const auto v = emulatorValidation(endpoint);
+  ASSERT_TRUE(v.is_object());
+  EXPECT_EQ(v.value("invalid", -1), 0) << invalidEntries(v);
+}
+
 // --- The checks on hand-made state ---
 
 class ClusterSimChecks : public ::testing::Test {
