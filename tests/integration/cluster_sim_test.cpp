@@ -1,13 +1,23 @@
 // SPDX-License-Identifier: Apache-2.0
 // ibcni-ipam's cluster mode on a simulated cluster (tests/support/cluster_sim.h): the built
 // ibcni-ipam exec'd as a runtime execs it, by many nodes at once, against a real 3-member etcd
-// (label etcd; no root needed: the processes enter no namespace, CNI_NETNS is /proc/self/ns/net).
+// and the Kubernetes API emulator over it (label etcd; no root needed: the processes enter no namespace, CNI_NETNS is /proc/self/ns/net).
 //
 //  * ClusterSim.HundredNodesTwentyPodsEach: 100 nodes x 20 pods, the 2000 ADDs in random order,
 //    8 at a time across and within nodes: every ADD succeeds, no address twice in the cluster,
 //    every address in a block its node owns, no block with two holders, each node's blocks.json
 //    equal to the backend's keys; then the 2000 DELs free everything. A node-local ibcni-ipam
 //    (one that ignores ipam.cluster) fails here: each node hands out the same addresses.
+//  * ClusterSim.HundredNodesTwentyPodsEachThroughTheKubernetesApi: the same storm against the
+//    kubernetes backend (a Lease per block) through the API emulator (tests/support/k8s-emulator)
+//    over the 3-member etcd: the ledgers compared with the Leases, the emulator's request count
+//    per ADD reported, every body the plugin sent valid.
+//  * ClusterSimFaults.EtcdMembersStoppedDuringAStorm: etcd's leader stopped during a storm of ADDs
+//    (all succeed), then 2 of 3 members (ADDs in owned blocks and DELs succeed, ADDs needing a
+//    block fail with error 11 within the timeout, nothing half-claimed), then both back.
+//  * ClusterSimFaults.KubernetesApiFaultsDuringABlockClaim: 500s, slow answers, garbage JSON,
+//    dropped connections and lost answers of the API while a node claims: clear errors within
+//    the timeout, nothing held, lost answers adopted by the next ADD.
 //  * ClusterSimFaults.KillDuringBlockClaim: 100 times, an ADD that must claim a new block is
 //    SIGKILLed after 0-30 ms; the ADD run again succeeds, and then no block is lost (every block
 //    the backend gives the node is in its blocks.json), none has two holders, no address twice.
