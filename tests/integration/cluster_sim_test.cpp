@@ -1,13 +1,23 @@
 // SPDX-License-Identifier: Apache-2.0
 // ibcni-ipam's cluster mode on a simulated cluster (tests/support/cluster_sim.h): the built
 // ibcni-ipam exec'd as a runtime execs it, by many nodes at once, against a real 3-member etcd
-// (label etcd; no root needed: the processes enter no namespace, CNI_NETNS is /proc/self/ns/net).
+// and the Kubernetes API emulator over it (label etcd; no root needed: the processes enter no namespace, CNI_NETNS is /proc/self/ns/net).
 //
 //  * ClusterSim.HundredNodesTwentyPodsEach: 100 nodes x 20 pods, the 2000 ADDs in random order,
 //    8 at a time across and within nodes: every ADD succeeds, no address twice in the cluster,
 //    every address in a block its node owns, no block with two holders, each node's blocks.json
 //    equal to the backend's keys; then the 2000 DELs free everything. A node-local ibcni-ipam
 //    (one that ignores ipam.cluster) fails here: each node hands out the same addresses.
+//  * ClusterSim.HundredNodesTwentyPodsEachThroughTheKubernetesApi: the same storm against the
+//    kubernetes backend (a Lease per block) through the API emulator (tests/support/k8s-emulator)
+//    over the 3-member etcd: the ledgers compared with the Leases, the emulator's request count
+//    per ADD reported, every body the plugin sent valid.
+//  * ClusterSimFaults.EtcdMembersStoppedDuringAStorm: etcd's leader stopped during a storm of ADDs
+//    (all succeed), then 2 of 3 members (ADDs in owned blocks and DELs succeed, ADDs needing a
+//    block fail with error 11 within the timeout, nothing half-claimed), then both back.
+//  * ClusterSimFaults.KubernetesApiFaultsDuringABlockClaim: 500s, slow answers, garbage JSON,
+//    dropped connections and lost answers of the API while a node claims: clear errors within
+//    the timeout, nothing held, lost answers adopted by the next ADD.
 //  * ClusterSimFaults.KillDuringBlockClaim: 100 times, an ADD that must claim a new block is
 //    SIGKILLed after 0-30 ms; the ADD run again succeeds, and then no block is lost (every block
 //    the backend gives the node is in its blocks.json), none has two holders, no address twice.
@@ -31,6 +41,7 @@
 #include "ibcni/os/text.h"
 #include "support/cluster_sim.h"
 #include "support/etcd_cluster.h"
+#include "support/k8s_emulator.h"
 
 namespace ibcni::testing {
 namespace {
@@ -109,6 +120,110 @@ TEST(ClusterSim, HundredNodesTwentyPodsEach) {
   // The emptied blocks stay the nodes' until `ibcni-ipam gc` gives them back after
   // releaseAfterSeconds: their records must still agree with the backend.
   EXPECT_TRUE(sim.blocksConsistent());
+}
+
+// The Kubernetes API emulator over `etcd`, with the RBAC the chart gives ibcni's ServiceAccount
+// (leases in kube-system, nodes get) and its token; `o` set up to use it through a kubeconfig in
+// `dir`.
+::testing::AssertionResult startEmulator(const EtcdCluster& etcd, K8sEmulator& k8s, const std::string& dir,
+                                         ClusterSimOptions& o) {
+  const std::string user = "system:serviceaccount:kube-system:ibcni";
+  const std::string token = "sim-token-7f3a";
+  auto started = k8s.start(etcd.endpointList(), {{token, user}},
+                           R"({"rules": [{"user": ")" + user + R"(", "namespace": "kube-system", "resource": "leases",
+                                 "verbs": ["get", "list", "create", "update", "delete"]},
+                                {"user": ")" + user + R"(", "resource": "nodes", "verbs": ["get"]}]})");
+  if (!started) {
+    return started;
+  }
+  o.backend = "kubernetes";
+  o.kubeconfig = dir + "/ibcni.kubeconfig";
+  o.k8sUrl = k8s.url();
+  o.k8sToken = token;
+  o.k8sNamespace = "kube-system";
+  return writeKubeconfig(o.kubeconfig, o.k8sUrl, token);
+}
+
+// GET <url>/_emulator/validation: {total, invalid, entries}.
+nlohmann::json emulatorValidation(const std::string& url) {
+  auto body = httpCall("GET", url + "/_emulator/validation");
+  return body ? nlohmann::json::parse(*body, nullptr, false) : nlohmann::json();
+}
+
+// The first invalid entries of a validation log, for a failure message.
+std::string invalidEntries(const nlohmann::json& v) {
+  std::string out;
+  int n = 0;
+  for (const auto& e : v.value("entries", nlohmann::json::array())) {
+    if (e.value("valid", true) == false && n++ < 3) {
+      out += "\n  " + e.dump().substr(0, 600);
+    }
+  }
+  return out;
+}
+
+// The same storm against the default backend: every block a coordination.k8s.io/v1 Lease created
+// through the emulator (whose objects live in the 3-member etcd), authenticated by a kubeconfig
+// with the ServiceAccount's token, authorized by the chart's RBAC. The ledgers are compared with
+// the Leases (holder = spec.holderIdentity, block = annotation ibcni.io/key), and every body the
+// plugin sent must be a valid Kubernetes object.
+TEST(ClusterSim, HundredNodesTwentyPodsEachThroughTheKubernetesApi) {
+  EtcdCluster etcd;
+  ASSERT_TRUE(etcd.start(3));
+  TempRoot root;
+  ASSERT_FALSE(root.path().empty());
+  ClusterSimOptions o;
+  o.plugin = IBCNI_IPAM_BINARY;
+  o.root = root.path();
+  o.nodes = 100;
+  K8sEmulator k8s;
+  ASSERT_TRUE(startEmulator(etcd, k8s, root.path(), o));
+  ClusterSim sim(o);
+  ASSERT_TRUE(httpCall("DELETE", k8s.url() + "/_emulator/stats"));
+
+  const auto pods = ClusterSim::pods(100, 20, 18);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto adds = sim.callAll(CniVerb::kAdd, pods, 8);
+  const double addSeconds = secondsSince(t0);
+  const auto stats = emulatorRequestCounts(k8s.url());
+  ASSERT_TRUE(stats) << stats.error();
+  std::cout << "2000 ADDs over 100 nodes through the Kubernetes API, 8 at a time: " << addSeconds << " s; "
+            << stats->at("total") << " API requests (" << static_cast<double>(stats->at("total")) / 2000.0
+            << " per ADD):";
+  for (const auto& [k, v] : *stats) {
+    if (k != "total") {
+      std::cout << " " << k << "=" << v;
+    }
+  }
+  std::cout << "\n";
+
+  ASSERT_TRUE(sim.allSucceeded(adds)) << k8s.logTail();
+  ASSERT_TRUE(sim.noAddressTwice(adds));
+  EXPECT_TRUE(sim.addressesInOwnBlocks(adds));
+  EXPECT_TRUE(sim.blocksConsistent());
+  auto blocks = sim.backendBlocks();
+  ASSERT_TRUE(blocks) << blocks.error();
+  std::set<std::string> holders;
+  for (const auto& b : *blocks) {
+    holders.insert(b.node);
+  }
+  EXPECT_EQ(holders.size(), 100u) << "every node holds Leases of its own";
+  EXPECT_LE(blocks->size(), 200u) << "blocks are claimed only when the owned ones are full";
+  // The hot path makes no API call: the requests are a few per claimed block (today 5 for a node's
+  // first: the pool definition's create and get, the block list, the create, the list of named
+  // addresses), none per ADD within an owned block.
+  EXPECT_LE(stats->at("total"), 5 * blocks->size()) << "API requests beyond the block claims";
+
+  const auto t1 = std::chrono::steady_clock::now();
+  const auto dels = sim.callAll(CniVerb::kDel, pods, 8);
+  std::cout << "2000 DELs: " << secondsSince(t1) << " s\n";
+  EXPECT_TRUE(sim.allSucceeded(dels));
+  EXPECT_TRUE(sim.storesEmpty());
+  EXPECT_TRUE(sim.blocksConsistent());
+  const auto v = emulatorValidation(k8s.url());
+  ASSERT_TRUE(v.is_object());
+  EXPECT_GT(v.value("total", 0), 0);
+  EXPECT_EQ(v.value("invalid", -1), 0) << "bodies the plugin sent that kube-apiserver would refuse:" << invalidEntries(v);
 }
 
 // Whether every block `node` owns is full: each address of an owned block (the subnet's
@@ -239,6 +354,304 @@ TEST(ClusterSimFaults, KillDuringBlockClaim) {
   }
   EXPECT_TRUE(sim.allSucceeded(sim.callAll(CniVerb::kDel, all, 4)));
   EXPECT_TRUE(sim.storesEmpty());
+}
+
+// The index of etcd's leader among `etcd`'s members (maintenance status through the JSON
+// gateway), or -1.
+int etcdLeader(const EtcdCluster& etcd) {
+  for (int i = 0; i < etcd.size(); ++i) {
+    if (!etcd.running(i)) {
+      continue;
+    }
+    auto body = httpCall("POST", etcd.endpoint(i) + "/v3/maintenance/status", "{}");
+    if (!body) {
+      continue;
+    }
+    const auto j = nlohmann::json::parse(*body, nullptr, false);
+    if (j.is_object() && j.contains("header") && j["header"].value("member_id", "") == j.value("leader", "?")) {
+      return i;
+    }
+  }
+  return -1;
+}
+
+std::size_t ownedCount(const ClusterSim& sim, int node) {
+  auto b = sim.nodeBlocks(node);
+  return b ? static_cast<std::size_t>(
+                 std::count_if(b->begin(), b->end(), [](const NodeBlock& x) { return x.state == "owned"; }))
+           : 0;
+}
+
+// The addresses `node`'s live pods hold.
+std::set<std::string> heldBy(const std::map<PodRef, CniCall>& live, int node) {
+  std::set<std::string> held;
+  for (const auto& [pod, add] : live) {
+    if (pod.node == node) {
+      held.insert(add.addresses.begin(), add.addresses.end());
+    }
+  }
+  return held;
+}
+
+// The control plane (a 3-member etcd) losing members while nodes ADD.
+//  (a) the leader stopped in the middle of a storm of ADDs across 10 nodes, many of which claim
+//      blocks (blockSize 4), and more claims while it is down: every ADD succeeds;
+//  (b) a second member stopped (no quorum): an ADD that fits in an owned block succeeds, a DEL
+//      succeeds, an ADD that needs a block fails within cluster.timeoutMs (+ slack) with CNI
+//      error 11 naming an endpoint and the pool, and leaves no attachment record;
+//  (c) the members back: the ADDs that failed succeed, and then every node's ledger matches
+//      etcd exactly (no intent left, no block lost), no address twice, the DELs free everything.
+TEST(ClusterSimFaults, EtcdMembersStoppedDuringAStorm) {
+  EtcdCluster etcd;
+  ASSERT_TRUE(etcd.start(3));
+  TempRoot root;
+  ASSERT_FALSE(root.path().empty());
+  ClusterSimOptions o;
+  o.plugin = IBCNI_IPAM_BINARY;
+  o.root = root.path();
+  o.nodes = 10;
+  o.blockSize = 4;
+  o.timeoutMs = 3000;
+  o.etcdEndpoints = etcd.endpoints();
+  ClusterSim sim(o);
+  std::map<PodRef, CniCall> live;
+  std::vector<int> nextPod(o.nodes, 0);
+  auto keep = [&](const std::vector<CniCall>& calls) {
+    for (const auto& c : calls) {
+      if (c.ok()) {
+        live[c.pod] = c;
+      }
+    }
+  };
+  auto batch = [&](int perNode) {
+    std::vector<PodRef> pods;
+    for (int p = 0; p < perNode; ++p) {
+      for (int n = 0; n < o.nodes; ++n) {
+        pods.push_back({n, nextPod[n]++});
+      }
+    }
+    return pods;
+  };
+
+  // (a) 10 nodes x 8 pods (each node claims 3 blocks of 4), 4 at a time; the leader stopped
+  // 150 ms in; then 10 x 4 more ADDs (more claims) with the leader still down.
+  const int leader = etcdLeader(etcd);
+  ASSERT_GE(leader, 0) << "no etcd member says it leads";
+  std::vector<CniCall> storm;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::thread stormThread([&] { storm = sim.callAll(CniVerb::kAdd, batch(8), 4); });
+  std::this_thread::sleep_for(150ms);
+  const bool stopped = etcd.stopMember(leader);
+  stormThread.join();
+  ASSERT_TRUE(stopped) << "stopping member " << leader;
+  std::vector<std::size_t> blocksBefore(o.nodes);
+  for (int n = 0; n < o.nodes; ++n) {
+    blocksBefore[n] = ownedCount(sim, n);
+  }
+  const auto during = sim.callAll(CniVerb::kAdd, batch(4), 4);
+  std::size_t claimsWhileDown = 0;
+  for (int n = 0; n < o.nodes; ++n) {
+    claimsWhileDown += ownedCount(sim, n) - blocksBefore[n];
+  }
+  std::cout << "(a) leader (member " << leader << ") stopped 150 ms into 80 ADDs, then 40 ADDs claiming "
+            << claimsWhileDown << " blocks without it: " << secondsSince(t0) << " s\n";
+  EXPECT_TRUE(sim.allSucceeded(storm));
+  EXPECT_TRUE(sim.allSucceeded(during));
+  EXPECT_GE(claimsWhileDown, 5u) << "the ADDs with one member down must include claims";
+  keep(storm);
+  keep(during);
+  EXPECT_TRUE(sim.blocksConsistent());
+
+  // (b) Nodes 0-4 get room in their owned blocks (an ADD that claims a block of 4 leaves 3 free);
+  // nodes 5-9 are filled to the brim. Then a second member stops: no quorum.
+  for (int n = 0; n < o.nodes; ++n) {
+    for (int guard = 0;; ++guard) {
+      ASSERT_LT(guard, 8);
+      const bool full = ownedBlocksFull(sim, n, heldBy(live, n));
+      if (n < 5 ? !full : full) {
+        break;
+      }
+      const CniCall c = sim.call(CniVerb::kAdd, {n, nextPod[n]++});
+      ASSERT_TRUE(c.ok()) << c.describe(sim.nodeName(n));
+      live[c.pod] = c;
+    }
+  }
+  const int second = (leader + 1) % 3;
+  ASSERT_TRUE(etcd.stopMember(second));
+  std::vector<std::size_t> records(o.nodes);
+  for (int n = 0; n < o.nodes; ++n) {
+    records[n] = sim.storedEntries(n, "attachments");
+  }
+  const auto t1 = std::chrono::steady_clock::now();
+  std::vector<PodRef> failing;
+  std::vector<PodRef> fitting;
+  for (int n = 0; n < o.nodes; ++n) {
+    (n < 5 ? fitting : failing).push_back({n, nextPod[n]++});
+  }
+  const auto fit = sim.callAll(CniVerb::kAdd, fitting, 5);
+  const auto fail = sim.callAll(CniVerb::kAdd, failing, 5);
+  // DEL never needs the control plane.
+  const PodRef gone = live.begin()->first;
+  const CniCall del = sim.call(CniVerb::kDel, gone);
+  std::cout << "(b) 2 of 3 members stopped: 5 ADDs in owned blocks, 5 ADDs needing a block, 1 DEL: "
+            << secondsSince(t1) << " s\n";
+  EXPECT_TRUE(sim.allSucceeded(fit)) << "ADDs that fit in owned blocks need no control plane";
+  keep(fit);
+  EXPECT_TRUE(del.ok()) << del.describe(sim.nodeName(gone.node));
+  if (del.ok()) {
+    live.erase(gone);
+  }
+  double slowest = 0;
+  for (const auto& c : fail) {
+    const std::string what = c.describe(sim.nodeName(c.pod.node));
+    slowest = std::max(slowest, c.ms);
+    EXPECT_NE(c.status, 0) << what;
+    EXPECT_LE(c.ms, o.timeoutMs + 1500.0) << what;
+    const auto j = nlohmann::json::parse(c.out, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << what;
+    EXPECT_EQ(j.value("code", 0), 11) << what;
+    const std::string msg = j.value("msg", "") + " " + j.value("details", "");
+    EXPECT_THAT(msg, ::testing::HasSubstr("\"" + sim.pool() + "\"")) << what;
+    EXPECT_THAT(msg, ::testing::ContainsRegex("http://127\\.0\\.0\\.1:[0-9]+")) << what << ": no endpoint named";
+    EXPECT_EQ(sim.storedEntries(c.pod.node, "attachments"), records[c.pod.node]) << what << " left a record";
+  }
+  std::cout << "    the ADDs needing a block failed after at most " << slowest << " ms (timeoutMs " << o.timeoutMs
+            << ")\n";
+
+  // (c) Both members back: the failed ADDs (as the runtime retries them) succeed, each claiming.
+  ASSERT_TRUE(etcd.startMember(leader));
+  ASSERT_TRUE(etcd.startMember(second));
+  ASSERT_TRUE(etcd.waitHealthy());
+  const auto t2 = std::chrono::steady_clock::now();
+  const auto retried = sim.callAll(CniVerb::kAdd, failing, 5);
+  std::cout << "(c) members back: 5 ADDs retried: " << secondsSince(t2) << " s\n";
+  EXPECT_TRUE(sim.allSucceeded(retried));
+  keep(retried);
+  for (int n = 0; n < o.nodes; ++n) {
+    EXPECT_TRUE(sim.nodeBlocksMatchBackend(n)) << "no intent unresolved, no block lost";
+  }
+  std::vector<CniCall> adds;
+  std::vector<PodRef> all;
+  for (const auto& [pod, add] : live) {
+    adds.push_back(add);
+    all.push_back(pod);
+  }
+  EXPECT_TRUE(sim.noAddressTwice(adds));
+  EXPECT_TRUE(sim.addressesInOwnBlocks(adds));
+  EXPECT_TRUE(sim.blocksConsistent());
+  EXPECT_TRUE(sim.allSucceeded(sim.callAll(CniVerb::kDel, all, 4)));
+  EXPECT_TRUE(sim.storesEmpty());
+}
+
+// The Kubernetes API failing while a node needs a block, one fault of the emulator per node
+// (tests/support/k8s-emulator/README.md): 500s, answers slower than cluster.timeoutMs, garbage
+// JSON, dropped connections, each on every request or on the claim (POST) alone, and a claim
+// whose write is done but whose answer is lost ("after": true) or comes after the plugin gave up
+// (POST delayed). Each time: the ADD fails with CNI error 11 naming the endpoint, the pool and what
+// the backend said, within timeoutMs (+ slack); it leaves no attachment record nor address in
+// the node's store; once the API is well, the runtime's retry of that ADD succeeds having claimed
+// exactly one block (a lost answer's Lease adopted, not leaked), and the node's ledger equals its
+// Leases. At the end no address twice, every body valid, the DELs free everything.
+TEST(ClusterSimFaults, KubernetesApiFaultsDuringABlockClaim) {
+  EtcdCluster etcd;
+  ASSERT_TRUE(etcd.start(1));
+  TempRoot root;
+  ASSERT_FALSE(root.path().empty());
+  ClusterSimOptions o;
+  o.plugin = IBCNI_IPAM_BINARY;
+  o.root = root.path();
+  o.blockSize = 4;
+  o.timeoutMs = 1500;
+  K8sEmulator k8s;
+  ASSERT_TRUE(startEmulator(etcd, k8s, root.path(), o));
+  const std::string endpoint = k8s.url();
+  const int slow = o.timeoutMs + 700;
+  struct Case {
+    nlohmann::json fault;
+    std::vector<std::string> said;  // what the backend said, as the message must carry it
+  };
+  const std::vector<Case> cases = {
+      {{{"status", 500}}, {"500", "injected fault"}},
+      {{{"status", 500}, {"methods", {"POST"}}}, {"500", "injected fault"}},
+      {{{"status", 503}, {"message", "etcd unavailable"}}, {"503", "etcd unavailable"}},
+      {{{"delayMs", slow}}, {"timeout"}},
+      {{{"garbage", true}}, {"JSON"}},
+      {{{"garbage", true}, {"methods", {"POST"}}}, {"JSON"}},
+      {{{"drop", true}}, {}},
+      {{{"status", 500}, {"after", true}, {"methods", {"POST"}}}, {"500"}},
+      {{{"garbage", true}, {"after", true}, {"methods", {"POST"}}}, {"JSON"}},
+      {{{"drop", true}, {"after", true}, {"methods", {"POST"}}}, {}},
+      {{{"delayMs", slow}, {"methods", {"POST"}}}, {"timeout"}},
+  };
+  o.nodes = static_cast<int>(cases.size());
+  ClusterSim sim(o);
+  std::map<PodRef, CniCall> live;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int n = 0; n < o.nodes; ++n) {
+    const Case& c = cases[static_cast<std::size_t>(n)];
+    SCOPED_TRACE("fault " + c.fault.dump() + " on " + sim.nodeName(n));
+    // Fill the node's blocks while the API is well (the first ADD defines the pool and claims
+    // one): its next ADD must claim a block and nothing else.
+    int pod = 0;
+    for (int guard = 0; ownedCount(sim, n) == 0 || !ownedBlocksFull(sim, n, heldBy(live, n)); ++guard) {
+      ASSERT_LT(guard, 8);
+      const CniCall add = sim.call(CniVerb::kAdd, {n, pod++});
+      ASSERT_TRUE(add.ok()) << add.describe(sim.nodeName(n));
+      live[add.pod] = add;
+    }
+    const std::size_t owned = ownedCount(sim, n);
+    const std::size_t records = sim.storedEntries(n, "attachments");
+    const std::size_t addresses = sim.storedEntries(n, "ips");
+
+    ASSERT_TRUE(httpCall("POST", endpoint + "/_emulator/faults", c.fault.dump()));
+    const PodRef victim{n, pod++};
+    const CniCall failed = sim.call(CniVerb::kAdd, victim);
+    ASSERT_TRUE(httpCall("DELETE", endpoint + "/_emulator/faults"));
+    const std::string what = failed.describe(sim.nodeName(n));
+    std::cout << "  " << c.fault.dump() << ": failed after " << failed.ms << " ms: " << failed.out.substr(0, 300)
+              << "\n";
+    EXPECT_NE(failed.status, 0) << what;
+    EXPECT_LE(failed.ms, o.timeoutMs + 1000.0) << what;
+    const auto j = nlohmann::json::parse(failed.out, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << what;
+    EXPECT_EQ(j.value("code", 0), 11) << what;
+    const std::string msg = j.value("msg", "") + " " + j.value("details", "");
+    EXPECT_THAT(msg, ::testing::HasSubstr(endpoint)) << "the endpoint is named";
+    EXPECT_THAT(msg, ::testing::HasSubstr("\"" + sim.pool() + "\"")) << "the pool is named";
+    for (const auto& said : c.said) {
+      EXPECT_THAT(msg, ::testing::HasSubstr(said)) << "what the backend said";
+    }
+    EXPECT_EQ(sim.storedEntries(n, "attachments"), records) << "the failed ADD left an attachment record";
+    EXPECT_EQ(sim.storedEntries(n, "ips"), addresses) << "the failed ADD left an address in the node's store";
+    if (c.fault.contains("delayMs")) {
+      // The delayed request is still served after the plugin gave up (a late write): let it land.
+      std::this_thread::sleep_until(std::chrono::steady_clock::now() + std::chrono::milliseconds(slow) -
+                                    std::chrono::milliseconds(static_cast<long>(failed.ms)) + 300ms);
+    }
+
+    // The runtime retries: the ADD succeeds, with one block more than before (a Lease whose
+    // answer was lost is adopted, not leaked beside a second claim); the ledger equals the Leases.
+    const CniCall again = sim.call(CniVerb::kAdd, victim);
+    ASSERT_TRUE(again.ok()) << again.describe(sim.nodeName(n));
+    live[victim] = again;
+    EXPECT_EQ(ownedCount(sim, n), owned + 1) << "blocks owned after the retry";
+    EXPECT_TRUE(sim.nodeBlocksMatchBackend(n)) << "a Lease held by the node that its ledger does not know";
+  }
+  std::cout << cases.size() << " faults: " << secondsSince(t0) << " s\n";
+  std::vector<CniCall> adds;
+  std::vector<PodRef> all;
+  for (const auto& [pod, add] : live) {
+    adds.push_back(add);
+    all.push_back(pod);
+  }
+  EXPECT_TRUE(sim.noAddressTwice(adds));
+  EXPECT_TRUE(sim.addressesInOwnBlocks(adds));
+  EXPECT_TRUE(sim.blocksConsistent());
+  EXPECT_TRUE(sim.allSucceeded(sim.callAll(CniVerb::kDel, all, 4)));
+  EXPECT_TRUE(sim.storesEmpty());
+  const auto v = emulatorValidation(endpoint);
+  ASSERT_TRUE(v.is_object());
+  EXPECT_EQ(v.value("invalid", -1), 0) << invalidEntries(v);
 }
 
 // --- The checks on hand-made state ---

@@ -312,18 +312,26 @@ std::string ClusterSim::config(int node) const {
                {"ranges", json::array({json::array({json{{"subnet", o_.subnet}}})})},
                {"dataDir", dataDir(node)}};
   if (o_.clusterMode) {
-    json cluster = {{"backend", "etcd"},
+    json cluster = {{"backend", o_.backend},
                     {"nodeName", nodeName(node)},
                     {"blockSize", o_.blockSize},
-                    {"timeoutMs", o_.timeoutMs},
-                    {"etcd", {{"endpoints", o_.etcdEndpoints}, {"prefix", o_.etcdPrefix}}}};
+                    {"timeoutMs", o_.timeoutMs}};
+    if (o_.backend == "kubernetes") {
+      cluster["kubernetes"] = {{"kubeconfig", o_.kubeconfig}, {"namespace", o_.k8sNamespace}};
+    } else {
+      cluster["etcd"] = {{"endpoints", o_.etcdEndpoints}, {"prefix", o_.etcdPrefix}};
+    }
     if (!o_.pool.empty()) {
       cluster["pool"] = o_.pool;
     }
     ipam["cluster"] = cluster;
   }
   // As bench/ipam_bench.cpp: the IPAM plugin of some main plugin (the type is not read by it).
-  return json{{"cniVersion", "1.0.0"}, {"name", o_.network}, {"type", "macvlan"}, {"ipam", ipam}}.dump();
+  json conf{{"cniVersion", "1.0.0"}, {"name", o_.network}, {"type", "macvlan"}, {"ipam", ipam}};
+  if (!o_.logLevel.empty()) {
+    conf["logLevel"] = o_.logLevel;
+  }
+  return conf.dump();
 }
 
 std::vector<std::string> ClusterSim::env(CniVerb verb, PodRef pod) const {
@@ -557,12 +565,45 @@ std::expected<std::vector<BackendEntry>, std::string> ClusterSim::backendRange(c
   return out;
 }
 
+std::expected<std::vector<BackendEntry>, std::string> ClusterSim::backendLeases(const std::string& kind) const {
+  // labelSelector=ibcni.io/pool=<pool>,ibcni.io/kind=<kind>, '=' and ',' percent-encoded.
+  const std::string path = "/apis/coordination.k8s.io/v1/namespaces/" + o_.k8sNamespace +
+                           "/leases?labelSelector=ibcni.io/pool%3D" + pool() + "%2Cibcni.io/kind%3D" + kind;
+  auto answer = httpCall("GET", o_.k8sUrl + path, {}, {"Authorization: Bearer " + o_.k8sToken});
+  if (!answer) {
+    return std::unexpected("listing the Leases of pool " + pool() + ": " + answer.error());
+  }
+  const json j = json::parse(*answer, nullptr, false);
+  if (!j.is_object() || !j.contains("items")) {
+    return std::unexpected("listing the Leases of pool " + pool() + ": not a LeaseList: " + oneLine(*answer));
+  }
+  std::vector<BackendEntry> out;
+  if (!j["items"].is_array()) {
+    return out;
+  }
+  for (const auto& item : j["items"]) {
+    const json md = item.value("metadata", json::object());
+    const json an = md.value("annotations", json::object());
+    const json spec = item.value("spec", json::object());
+    BackendEntry e;
+    e.name = an.value("ibcni.io/key", "");
+    if (e.name.empty()) {
+      return std::unexpected("Lease " + md.value("name", "?") + " of pool " + pool() +
+                             " has no ibcni.io/key annotation: " + oneLine(item.dump()));
+    }
+    e.node = spec.value("holderIdentity", "");
+    e.owner = an.value("ibcni.io/owner", "");
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
 std::expected<std::vector<BackendEntry>, std::string> ClusterSim::backendBlocks() const {
-  return backendRange("blocks");
+  return o_.backend == "kubernetes" ? backendLeases("block") : backendRange("blocks");
 }
 
 std::expected<std::vector<BackendEntry>, std::string> ClusterSim::backendAddresses() const {
-  return backendRange("addresses");
+  return o_.backend == "kubernetes" ? backendLeases("address") : backendRange("addresses");
 }
 
 ::testing::AssertionResult ClusterSim::nodeBlocksMatchBackend(int node, bool allowIntent) const {
@@ -756,6 +797,74 @@ std::expected<std::map<std::string, std::uint64_t>, std::string> etcdRequestCoun
       counts[method] += value;
       counts["total"] += value;
     }
+  }
+  return counts;
+}
+
+::testing::AssertionResult writeKubeconfig(const std::string& path, const std::string& server,
+                                           const std::string& token) {
+  {
+    std::ofstream out(path, std::ios::trunc);
+    out << "apiVersion: v1\nkind: Config\nclusters:\n- name: sim\n  cluster:\n    server: " << server
+        << "\nusers:\n- name: ibcni\n  user:\n    token: " << token
+        << "\ncontexts:\n- name: sim\n  context:\n    cluster: sim\n    user: ibcni\n    namespace: kube-system\n"
+           "current-context: sim\n";
+    if (!out) {
+      return ::testing::AssertionFailure() << "cannot write " << path;
+    }
+  }
+  std::error_code ec;
+  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace, ec);
+  if (ec) {
+    return ::testing::AssertionFailure() << "chmod 0600 " << path << ": " << ec.message();
+  }
+  return ::testing::AssertionSuccess();
+}
+
+std::expected<std::string, std::string> httpCall(const std::string& method, const std::string& url,
+                                                 const std::string& body, const std::vector<std::string>& headers,
+                                                 bool anyStatus) {
+  static http::CurlHttpClient client;
+  http::Request r;
+  r.method = method == "POST"     ? http::Method::kPost
+             : method == "PUT"    ? http::Method::kPut
+             : method == "DELETE" ? http::Method::kDelete
+                                  : http::Method::kGet;
+  r.url = url;
+  r.body = body;
+  r.timeout = std::chrono::milliseconds(5000);
+  if (!body.empty()) {
+    r.headers.push_back({"Content-Type", "application/json"});
+  }
+  for (const auto& h : headers) {
+    const auto colon = h.find(':');
+    r.headers.push_back({h.substr(0, colon), colon == std::string::npos ? "" : h.substr(h.find_first_not_of(' ', colon + 1))});
+  }
+  const auto answer = client.send(r);
+  if (!answer) {
+    return std::unexpected(method + " " + url + ": " + answer.error().describe());
+  }
+  if (!anyStatus && (answer->status < 200 || answer->status > 299)) {
+    return std::unexpected(method + " " + url + ": HTTP " + std::to_string(answer->status) + " " +
+                           oneLine(answer->body));
+  }
+  return answer->body;
+}
+
+std::expected<std::map<std::string, std::uint64_t>, std::string> emulatorRequestCounts(const std::string& url) {
+  auto body = httpCall("GET", url + "/_emulator/stats");
+  if (!body) {
+    return std::unexpected(body.error());
+  }
+  const json j = json::parse(*body, nullptr, false);
+  if (!j.is_object()) {
+    return std::unexpected("/_emulator/stats is not a JSON object: " + oneLine(*body));
+  }
+  std::map<std::string, std::uint64_t> counts{{"total", 0}};
+  for (const auto& [k, v] : j.items()) {
+    const auto n = v.is_object() ? v.value("total", std::uint64_t{0}) : std::uint64_t{0};
+    counts[k] += n;
+    counts["total"] += n;
   }
   return counts;
 }

@@ -45,8 +45,17 @@ struct ClusterSimOptions {
   std::string subnet = "10.56.0.0/16";
   int blockSize = 32;
   int timeoutMs = 5000;
+  /// ipam.cluster.backend: "etcd" (etcdEndpoints, etcdPrefix) or "kubernetes" (kubeconfig,
+  /// k8sNamespace; the checks read the Leases at k8sUrl with k8sToken).
+  std::string backend = "etcd";
   std::vector<std::string> etcdEndpoints;
   std::string etcdPrefix = "/ibcni/";
+  std::string kubeconfig;            ///< a file (writeKubeconfig)
+  std::string k8sNamespace = "kube-system";
+  std::string k8sUrl;                ///< the API server (emulator) the checks read
+  std::string k8sToken;              ///< their bearer token
+  /// "logLevel" of the network configuration ("debug" for timestamps); empty: not set.
+  std::string logLevel;
   /// false: no "cluster" key at all, the node-local ibcni-ipam (a baseline for the bench).
   bool clusterMode = true;
   std::string netns = "/proc/self/ns/net";
@@ -113,7 +122,8 @@ struct NodeBlock {
   std::string state;  ///< "owned" | "intent"
 };
 
-/// A key under <prefix>pools/<pool>/blocks/ or .../addresses/ in etcd.
+/// A key under <prefix>pools/<pool>/blocks/ or .../addresses/ in etcd, or a Lease of the pool
+/// (kubernetes backend: name = annotation ibcni.io/key, node = spec.holderIdentity).
 struct BackendEntry {
   std::string name;  ///< block key or address
   std::string node;
@@ -169,13 +179,15 @@ class ClusterSim {
   [[nodiscard]] std::expected<std::vector<NodeBlock>, std::string> nodeBlocks(int node) const;
   /// Files in every attachments/ (or ips/) directory under `node`'s data dir.
   [[nodiscard]] std::size_t storedEntries(int node, const std::string& dirName) const;
-  /// The backend's block keys of the pool (JSON gateway range over <prefix>pools/<pool>/blocks/).
+  /// The backend's block keys of the pool (etcd: JSON gateway range over <prefix>pools/<pool>/blocks/;
+  /// kubernetes: the Leases labelled ibcni.io/pool=<pool>,ibcni.io/kind=block).
   [[nodiscard]] std::expected<std::vector<BackendEntry>, std::string> backendBlocks() const;
   /// The backend's address claims of the pool.
   [[nodiscard]] std::expected<std::vector<BackendEntry>, std::string> backendAddresses() const;
 
  private:
   [[nodiscard]] std::expected<std::vector<BackendEntry>, std::string> backendRange(const std::string& what) const;
+  [[nodiscard]] std::expected<std::vector<BackendEntry>, std::string> backendLeases(const std::string& kind) const;
   ClusterSimOptions o_;
 };
 
@@ -185,6 +197,22 @@ class ClusterSim {
 /// Streams (LeaseKeepAlive) count once, when they end.
 [[nodiscard]] std::expected<std::map<std::string, std::uint64_t>, std::string> etcdRequestCounts(
     const std::vector<std::string>& endpoints);
+
+/// A kubeconfig at `path` (0600) for `server` with bearer token `token` (one cluster, user, context).
+[[nodiscard]] ::testing::AssertionResult writeKubeconfig(const std::string& path, const std::string& server,
+                                                         const std::string& token);
+
+/// One HTTP request (no proxy, 5 s timeout) with `headers` ("Name: value"): the body of any
+/// status when `anyStatus`, else of a 2xx only.
+[[nodiscard]] std::expected<std::string, std::string> httpCall(const std::string& method, const std::string& url,
+                                                               const std::string& body = {},
+                                                               const std::vector<std::string>& headers = {},
+                                                               bool anyStatus = false);
+
+/// The emulator's request count (GET <url>/_emulator/stats): "<verb> <resource>" -> total, and
+/// "total" the sum over the API's verbs (the admin path is not counted by the emulator).
+[[nodiscard]] std::expected<std::map<std::string, std::uint64_t>, std::string> emulatorRequestCounts(
+    const std::string& url);
 
 /// `after` - `before` per method (methods absent from `before` count from 0).
 [[nodiscard]] std::map<std::string, std::uint64_t> countDiff(const std::map<std::string, std::uint64_t>& before,
