@@ -93,42 +93,50 @@ std::vector<Block> BlockGrid::candidates(std::size_t set, const std::set<std::st
   if (total == 0 || max == 0) {
     return out;
   }
-  auto nth = [&](U128 n) {
+  auto startOf = [&](U128 n) {
     for (const auto& iv : idx) {
       const U128 size = iv.hi - iv.lo + 1;
       if (n < size) {
-        return blockAt(set, (iv.lo + n) * blockSize_);
+        return (iv.lo + n) * blockSize_;
       }
       n -= size;
     }
-    return blockAt(set, idx.back().hi * blockSize_);
+    return idx.back().hi * blockSize_;
   };
-  constexpr U128 kEnumerate = 65536;
-  if (total <= kEnumerate) {
-    // Every free block, then a random few: a nearly full pool still finds its last free block.
-    std::vector<Block> free;
-    for (U128 n = 0; n < total; ++n) {
-      Block b = nth(n);
-      if (!taken.contains(b.key) && allocatable(set, b.span)) {
-        free.push_back(std::move(b));
-      }
+  // The taken blocks by their first address: no key is formatted for a block not picked.
+  std::set<U128> takenStarts;
+  for (const auto& key : taken) {
+    if (auto b = byKey(key); b && b->set == set) {
+      takenStarts.insert(b->span.lo);
     }
-    std::shuffle(free.begin(), free.end(), rng);
-    if (free.size() > max) {
-      free.resize(max);
-    }
-    return free;
   }
-  // Too many to list (IPv6): sample. With fewer blocks claimed than a small fraction of the
-  // total, a few draws find free ones.
-  std::set<std::string> picked;
+  const auto usable = [&](U128 start) {
+    return !takenStarts.contains(start) && allocatable(set, Interval{start, start + blockSize_ - 1});
+  };
+  // Random draws first: in a pool with room, a few find free blocks at once.
   for (std::size_t tries = 0; tries < max * 16 && out.size() < max; ++tries) {
-    Block b = nth(randomBelow(total, rng));
-    if (taken.contains(b.key) || picked.contains(b.key) || !allocatable(set, b.span)) {
+    const U128 start = startOf(randomBelow(total, rng));
+    if (!usable(start)) {
       continue;
     }
-    picked.insert(b.key);
-    out.push_back(std::move(b));
+    takenStarts.insert(start);  // not twice
+    out.push_back(blockAt(set, start));
+  }
+  constexpr U128 kEnumerate = 1U << 20;
+  if (out.size() >= max || total > kEnumerate) {
+    return out;
+  }
+  // A nearly full pool: every free block, in random order, so that the last ones are found too.
+  std::vector<U128> free;
+  for (U128 n = 0; n < total; ++n) {
+    const U128 start = startOf(n);
+    if (usable(start)) {
+      free.push_back(start);
+    }
+  }
+  std::shuffle(free.begin(), free.end(), rng);
+  for (std::size_t i = 0; i < free.size() && out.size() < max; ++i) {
+    out.push_back(blockAt(set, free[i]));
   }
   return out;
 }

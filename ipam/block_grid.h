@@ -44,7 +44,8 @@ class BlockGrid {
   /// How many blocks range set `set` has (saturating).
   [[nodiscard]] U128 count(std::size_t set) const;
   /// Up to `max` blocks of range set `set`, in random order, that are not in `taken` (keys) and
-  /// hold an allocatable address. Small sets are enumerated; large ones (IPv6) sampled.
+  /// hold an allocatable address: random draws first (no key formatted for blocks not picked); when
+  /// they find too few (a nearly full pool), every free block of a set of up to 2^20 blocks.
   [[nodiscard]] std::vector<Block> candidates(std::size_t set, const std::set<std::string>& taken, std::size_t max,
                                               std::mt19937_64& rng) const;
   /// The pool's shape: every range (subnet, start, end) of every range set, and the block size.

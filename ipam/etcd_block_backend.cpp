@@ -239,8 +239,12 @@ struct EtcdBlockBackend::Call {
       if (resp.status == 401 || resp.status == 403 || code == 16 || code == 7) {
         return std::unexpected(BackendError{BackendErrc::kAuth, where, what, static_cast<int>(code)});
       }
-      if (resp.status == 503 || resp.status == 504 || code == 14 || code == 4) {
-        failures.push_back(where + ": " + what);  // no leader, no quorum: another member may do
+      // No leader, no quorum, or a member shutting down ("the client connection is closing": 408,
+      // gRPC Canceled): another member may do. A retried write is safe: a claim that was applied
+      // comes back adopted, a conditional delete gone or changed.
+      if (resp.status == 408 || resp.status == 502 || resp.status == 503 || resp.status == 504 || code == 14 ||
+          code == 4 || code == 1) {
+        failures.push_back(where + ": " + what);
         continue;
       }
       return std::unexpected(BackendError{BackendErrc::kBadAnswer, where, what, static_cast<int>(code)});

@@ -337,6 +337,31 @@ TEST(EtcdBlockBackendFake, UnreachableEndpointsAreTriedInTurnAndAllNamed) {
   EXPECT_NE(e.msg.find("http://e2:2379"), std::string::npos) << e.msg;
 }
 
+TEST(EtcdBlockBackendFake, AMemberShuttingDownIsLeftForTheNext) {
+  ScriptedClient http;
+  auto o = opts({"http://e1:2379", "http://e2:2379"});
+  o.leaseId = 5;
+  EtcdBlockBackend b(http, o);
+  // What a stopping member's gateway answers (seen during a storm with the leader stopped).
+  http.pushJson({{"error", "grpc: the client connection is closing"},
+                 {"message", "grpc: the client connection is closing"},
+                 {"code", 1}},
+                408);
+  http.pushJson(claimedAnswer(3));
+  auto c = b.claim("p0", "b1", "node-a");
+  ASSERT_TRUE(c) << c.error().describe();
+  EXPECT_EQ(c->state, ClaimState::kClaimed);
+  EXPECT_EQ(http.requests[1].url, "http://e2:2379/v3/kv/txn");
+  // Both members going away: unreachable (error 11), naming each with what it said.
+  http.pushJson({{"error", "grpc: the client connection is closing"}, {"code", 1}}, 408);
+  http.pushJson({{"error", "etcdserver: request timed out"}, {"code", 14}}, 503);
+  c = b.claim("p0", "b2", "node-a");
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().kind, BackendErrc::kUnreachable);
+  EXPECT_NE(c.error().message.find("the client connection is closing"), std::string::npos) << c.error().describe();
+  EXPECT_NE(c.error().message.find("request timed out"), std::string::npos) << c.error().describe();
+}
+
 TEST(EtcdBlockBackendFake, TheWholeCallIsBoundedByTheTimeout) {
   ScriptedClient http;
   auto o = opts({"http://e1:2379", "http://e2:2379", "http://e3:2379"});
