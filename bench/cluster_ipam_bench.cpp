@@ -30,6 +30,7 @@
 #include "http/curl_http_client.h"
 #include "support/cluster_sim.h"
 #include "support/etcd_cluster.h"
+#include "support/k8s_emulator.h"
 
 namespace {
 
@@ -190,6 +191,45 @@ int main(int argc, char** argv) {
   const auto cs = ibcni::bench::stats(latencies(clusterAdds));
   const auto ls = ibcni::bench::stats(latencies(localAdds));
 
+  // 1b. The same storm through the kubernetes backend: Leases through the API emulator over the
+  //     same etcd (not a kube-apiserver: its figures show the calls, not the API server's speed).
+  ibcni::testing::K8sEmulator k8s;
+  const std::string token = "bench-token";
+  const std::string user = "system:serviceaccount:kube-system:ibcni";
+  double k8sWall = 0;
+  ibcni::bench::Stats ks{};
+  double k8sRequests = -1;
+  if (auto started = k8s.start(etcd.endpointList(), {{token, user}},
+                               R"({"rules": [{"user": ")" + user + R"(", "namespace": "kube-system",
+                                   "resource": "leases", "verbs": ["get", "list", "create", "update", "delete"]},
+                                  {"user": ")" + user + R"(", "resource": "nodes", "verbs": ["get"]}]})");
+      !started) {
+    std::printf("FAIL kubernetes: the API emulator did not start: %s\n", started.message());
+    ok = false;
+  } else {
+    ClusterSimOptions ko = options("k8s", true, "bench");
+    ko.backend = "kubernetes";
+    ko.kubeconfig = root + "/k8s.kubeconfig";
+    ko.k8sUrl = k8s.url();
+    ko.k8sToken = token;
+    ko.k8sNamespace = "kube-system";
+    check(ibcni::testing::writeKubeconfig(ko.kubeconfig, ko.k8sUrl, token), "kubernetes: kubeconfig");
+    ClusterSim viaK8s(ko);
+    const auto before = ibcni::testing::emulatorRequestCounts(k8s.url());
+    t0 = std::chrono::steady_clock::now();
+    const auto k8sAdds = viaK8s.callAll(CniVerb::kAdd, pods, args.workers);
+    k8sWall = ibcni::bench::ms(std::chrono::steady_clock::now() - t0);
+    const auto after = ibcni::testing::emulatorRequestCounts(k8s.url());
+    if (before && after && after->contains("total")) {
+      k8sRequests = static_cast<double>(after->at("total") - (before->contains("total") ? before->at("total") : 0)) /
+                    static_cast<double>(total);
+    }
+    check(viaK8s.allSucceeded(k8sAdds), "kubernetes: every ADD") &&
+        check(viaK8s.noAddressTwice(k8sAdds), "kubernetes: no address twice") &&
+        check(viaK8s.blocksConsistent(), "kubernetes: blocks");
+    ks = ibcni::bench::stats(latencies(k8sAdds));
+  }
+
   // 2. Steady state: one node each, its blocks owned with room left (a block of 32, one pod in
   //    it); ADD then DEL of another pod, the two modes interleaved sample by sample.
   ClusterSim steadyC(options("steady-cluster", true, "steady"));
@@ -285,6 +325,10 @@ int main(int argc, char** argv) {
   std::printf("| same: per-ADD p50 / p99 | %.2f / %.2f ms | %.2f / %.2f ms | %.2f |\n", cs.median, cs.p99, ls.median,
               ls.p99, cs.median / ls.median);
   std::printf("| same: etcd requests per ADD | %s | 0 | |\n", perOp(manyCalls, total).c_str());
+  std::printf("| same storm, kubernetes backend (API emulator over the same etcd): wall, p50 / p99 | %.0f ms, %.2f / "
+              "%.2f ms | | |\n",
+              k8sWall, ks.median, ks.p99);
+  std::printf("| same: API requests per ADD | %.2f | | |\n", k8sRequests);
   std::printf("| steady-state ADD (blocks owned), p50 / p99 of %d | %.2f / %.2f ms | %.2f / %.2f ms | %.2f |\n",
               args.samples, sc.median, sc.p99, sl.median, sl.p99, sc.median / sl.median);
   std::printf("| steady state: etcd requests per ADD+DEL | %s | 0 | |\n", perOp(steadyCalls, args.samples).c_str());
