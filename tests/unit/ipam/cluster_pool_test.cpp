@@ -443,6 +443,27 @@ TEST_F(ClusterPoolTest, ConcurrentNodesNeverHoldOneBlockOrOneAddressTwice) {
   EXPECT_EQ(etcdBlocks(), holder);
 }
 
+TEST_F(ClusterPoolTest, WithoutLibcurlClusterModeIsError4NamingItAndNodeLocalStillWorks) {
+  http::CurlHttpClient missing("libcurl-not-installed.so.4");
+  EmbeddedIpamOptions o;
+  o.defaultDataDir = tmp_.path() + "/bare";
+  o.netnsChecker = checker_;
+  o.nodeNameFile = "";
+  o.backends = [&](const config::ClusterConf& c,
+                   const BackendContext& ctx) -> cni::Result<std::unique_ptr<BlockBackend>> {
+    return std::make_unique<EtcdBlockBackend>(missing, EtcdBlockBackend::optionsFor(c, ctx.etcdLease, ctx.onLeaseGranted));
+  };
+  EmbeddedIpam bare(o);
+  checker_->state["/run/netns/x"] = os::NetnsLiveness::kAlive;
+  auto r = bare.add(makeRequest(conf("bare"), "c1", "/run/netns/x"));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, cni::Errc::kInvalidEnvironment) << r.error().msg;
+  EXPECT_THAT(r.error().msg + r.error().details, HasSubstr("libcurl"));
+  auto local = bare.add(makeRequest(netConfig(tmp_.path() + "/bare", R"("ranges": [[{"subnet": "10.9.0.0/24"}]])"),
+                                    "c1", "/run/netns/x"));
+  EXPECT_TRUE(local) << "a node-local network never loads libcurl: " << local.error().msg;
+}
+
 TEST_F(ClusterPoolTest, AnUnusableKubeconfigIsError7NamingTheFileAndNothingIsHeld) {
   const std::string missing = tmp_.path() + "/no-such.kubeconfig";
   const std::string bad = tmp_.path() + "/bad.kubeconfig";
