@@ -8,6 +8,7 @@
 #include <limits>
 #include <set>
 
+#include "ibcni/os/time_text.h"
 #include "log/log.h"
 
 namespace ibcni::ipam {
@@ -112,14 +113,7 @@ std::vector<RangeSetSpans> Allocator::spansOf(const IpamConfig& config) {
   return out;
 }
 
-std::string Allocator::now() const {
-  std::time_t t = std::chrono::system_clock::to_time_t(clock_());
-  std::tm tm{};
-  ::gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
+std::string Allocator::now() const { return os::rfc3339(clock_()); }
 
 cni::Result<StoreLock> Allocator::lockStore() {
   auto lock = StoreLock::acquire(store_);

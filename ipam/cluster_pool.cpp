@@ -8,11 +8,15 @@
 #include <thread>
 
 #include "ibcni/os/random.h"
+#include "ibcni/os/time_text.h"
 #include "log/log.h"
 
 namespace ibcni::ipam {
 
 namespace {
+
+using os::parseRfc3339;
+using os::rfc3339;
 
 constexpr std::size_t kClaimAttempts = 8;  // blocks tried per grow() before giving up on the free ones
 constexpr std::size_t kTakeoverHolders = 4;
@@ -20,23 +24,7 @@ constexpr std::chrono::seconds kPendingRetry{30};
 
 using State = LedgerEntry::State;
 
-std::string rfc3339(std::chrono::system_clock::time_point t) {
-  std::time_t tt = std::chrono::system_clock::to_time_t(t);
-  std::tm tm{};
-  ::gmtime_r(&tt, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
-std::optional<std::chrono::system_clock::time_point> parseRfc3339(const std::string& s) {
-  std::tm tm{};
-  const char* end = ::strptime(s.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  if (end == nullptr || *end != '\0') {
-    return std::nullopt;
-  }
-  return std::chrono::system_clock::from_time_t(::timegm(&tm));
-}
 
 std::string ownerOf(const AttachmentKey& key) { return key.containerId + ":" + key.ifName; }
 

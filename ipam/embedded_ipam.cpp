@@ -18,6 +18,7 @@
 #include "kubeconfig.h"
 #include "ibcni/os/file_io.h"
 #include "ibcni/os/safe_path.h"
+#include "ibcni/os/time_text.h"
 #include "ibcni/os/unique_fd.h"
 #include "log/log.h"
 
@@ -137,15 +138,6 @@ cni::Result<std::unique_ptr<Session>> openSession(const Request& request, const 
   return s;
 }
 
-// An RFC 3339 UTC time as the ledger writes it.
-std::optional<std::chrono::system_clock::time_point> parseTime(const std::string& text) {
-  std::tm tm{};
-  const char* end = ::strptime(text.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  if (end == nullptr || *end != '\0') {
-    return std::nullopt;
-  }
-  return std::chrono::system_clock::from_time_t(::timegm(&tm));
-}
 
 // The first line of `path`, without surrounding blanks; empty when it cannot be read.
 std::string firstLine(const std::string& path) {
@@ -558,7 +550,7 @@ cni::Result<PoolReport> EmbeddedIpam::pools(const Request& request) {
     }
     PoolBlockRow row = rowOf(e.name);
     row.inUse = inUse[e.name];
-    if (auto t = parseTime(e.claimedAt); t) {
+    if (auto t = os::parseRfc3339(e.claimedAt); t) {
       row.claimedAt = *t;
     }
     r.disagreements.push_back({e.name, row.ledgerState, "absent"});

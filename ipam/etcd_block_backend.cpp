@@ -2,6 +2,7 @@
 #include "etcd_block_backend.h"
 
 #include "ibcni/os/text.h"
+#include "ibcni/os/time_text.h"
 
 #include <time.h>
 
@@ -47,23 +48,7 @@ std::optional<std::int64_t> int64Field(const json& obj, const char* name) {
   return std::nullopt;
 }
 
-std::string rfc3339(SysClock::time_point t) {
-  const std::time_t secs = SysClock::to_time_t(t);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[32];
-  const auto n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return std::string(buf, n);
-}
 
-std::optional<SysClock::time_point> parseRfc3339(const std::string& s) {
-  std::tm tm{};
-  const char* end = strptime(s.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
-  if (end == nullptr) {
-    return std::nullopt;
-  }
-  return SysClock::from_time_t(timegm(&tm));
-}
 
 bool validName(std::string_view s) {
   return !s.empty() && s.size() <= 253 && std::all_of(s.begin(), s.end(), [](char c) {
@@ -131,7 +116,7 @@ BackendResult<Kv> parseKv(const json& kv, std::string_view prefix, const std::st
     out.holder.owner = doc["owner"].get<std::string>();
   }
   if (doc.contains("claimedAt") && doc["claimedAt"].is_string()) {
-    out.holder.claimedAt = parseRfc3339(doc["claimedAt"].get<std::string>());
+    out.holder.claimedAt = os::parseRfc3339(doc["claimedAt"].get<std::string>());
   }
   out.holder.version = std::to_string(out.modRevision);
   return out;
@@ -353,7 +338,7 @@ BackendResult<std::int64_t> EtcdBlockBackend::ensureLease(Call& call) {
 BackendResult<ClaimOutcome> EtcdBlockBackend::claimKey(Call& call, const std::string& key, std::string_view node,
                                                        std::string_view owner, bool address) {
   const auto now = SysClock::now();
-  json value{{"node", node}, {"claimedAt", rfc3339(now)}};
+  json value{{"node", node}, {"claimedAt", os::rfc3339(now)}};
   if (address) {
     value["owner"] = owner;
   }

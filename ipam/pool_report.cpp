@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "ibcni/os/time_text.h"
 #include "pool_report.h"
 
 #include <algorithm>
@@ -20,7 +21,7 @@ json count(const std::string& decimal) {
 }
 
 json timeOrNull(const std::optional<std::chrono::system_clock::time_point>& t) {
-  return t ? json(poolTime(*t)) : json(nullptr);
+  return t ? json(os::rfc3339(*t)) : json(nullptr);
 }
 
 json textOrNull(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
@@ -67,14 +68,6 @@ std::string table(const std::vector<std::vector<std::string>>& rows) {
 
 }  // namespace
 
-std::string poolTime(std::chrono::system_clock::time_point t) {
-  std::time_t tt = std::chrono::system_clock::to_time_t(t);
-  std::tm tm{};
-  ::gmtime_r(&tt, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 std::string printPoolReport(const PoolReport& r) {
   json blocks = json::array();
@@ -148,7 +141,7 @@ std::string renderPoolReport(const PoolReport& r, std::chrono::system_clock::tim
     rows.push_back({b.cidr.empty() ? b.key + " (not in these ranges)" : b.cidr, b.set ? std::to_string(*b.set) : "-",
                     b.holder.empty() ? "(none)" : b.holder + (b.mine ? " *" : ""),
                     (b.inUse ? std::to_string(*b.inUse) : std::string("?")) + "/" + std::to_string(b.size),
-                    b.claimedAt ? poolTime(*b.claimedAt) : "-", b.claimedAt ? age(*b.claimedAt, now) : "-",
+                    b.claimedAt ? os::rfc3339(*b.claimedAt) : "-", b.claimedAt ? age(*b.claimedAt, now) : "-",
                     b.renewedAt ? age(*b.renewedAt, now) + " ago" : "-", b.ledgerState.empty() ? "-" : b.ledgerState,
                     b.emptySince.empty() ? "-" : b.emptySince});
   }
@@ -162,7 +155,7 @@ std::string renderPoolReport(const PoolReport& r, std::chrono::system_clock::tim
     out += "\nnamed addresses (claimed one by one):\n";
     std::vector<std::vector<std::string>> arows{{"ADDRESS", "HOLDER", "OWNER", "CLAIMED"}};
     for (const auto& a : r.addresses) {
-      arows.push_back({a.address, a.holder, a.owner, a.claimedAt ? poolTime(*a.claimedAt) : "-"});
+      arows.push_back({a.address, a.holder, a.owner, a.claimedAt ? os::rfc3339(*a.claimedAt) : "-"});
     }
     out += table(arows);
   }

@@ -74,7 +74,5 @@ struct PoolReport {
 /// ages are counted to `now`.
 [[nodiscard]] std::string renderPoolReport(const PoolReport& report, std::chrono::system_clock::time_point now);
 
-/// "2024-05-01T10:00:00Z"
-[[nodiscard]] std::string poolTime(std::chrono::system_clock::time_point t);
 
 }  // namespace ibcni::ipam

@@ -7,6 +7,7 @@
 #include "cluster_backends.h"
 #include "embedded_ipam.h"
 #include "ibcni/os/file_io.h"
+#include "ibcni/os/time_text.h"
 #include "delegate/delegate_ipam.h"
 #include "delegate/ipam_router.h"
 #include "netlink/libnl_netlink.h"
@@ -30,14 +31,7 @@ std::vector<std::string> processEnvironment() {
   return env;
 }
 
-std::string nowRfc3339() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
+std::string nowRfc3339() { return os::rfc3339(std::chrono::system_clock::now()); }
 
 // The kernel's random identity of this boot.
 std::string bootId() {
