@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "etcd_block_backend.h"
 
+#include "backend_support.h"
+
 #include "ibcni/os/text.h"
 #include "ibcni/os/time_text.h"
 
@@ -18,6 +20,12 @@
 namespace ibcni::ipam {
 
 namespace {
+
+using backend::badAnswer;
+using backend::excerpt;
+using backend::invalid;
+using backend::printable;
+using backend::validName;
 
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
@@ -50,30 +58,14 @@ std::optional<std::int64_t> int64Field(const json& obj, const char* name) {
 
 
 
-bool validName(std::string_view s) {
-  return !s.empty() && s.size() <= 253 && std::all_of(s.begin(), s.end(), [](char c) {
-           return c > 0x20 && c < 0x7f && c != '/';
-         });
-}
 
-bool printable(std::string_view s) {
-  return std::all_of(s.begin(), s.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
-}
 
-BackendError invalid(std::string message) {
-  return BackendError{BackendErrc::kInvalidArgument, {}, std::move(message), 0};
-}
 
-BackendError badAnswer(std::string endpoint, std::string message) {
-  return BackendError{BackendErrc::kBadAnswer, std::move(endpoint), std::move(message), 0};
-}
 
 bool leaseNotFound(const BackendError& e) {
   return e.backendCode == 5 && e.message.find("lease not found") != std::string::npos;
 }
 
-/// The first 120 bytes of a body, quoted, for messages.
-std::string excerpt(std::string_view body) { return cni::quoted(body, 120); }
 
 /// One key-value of a range answer, decoded.
 struct Kv {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "k8s_block_backend.h"
 
+#include "backend_support.h"
+
 #include <time.h>
 
 #include <algorithm>
@@ -22,6 +24,12 @@
 namespace ibcni::ipam {
 
 namespace {
+
+using backend::badAnswer;
+using backend::excerpt;
+using backend::invalid;
+using backend::printable;
+using backend::validName;
 
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
@@ -66,15 +74,7 @@ std::string encodeName(std::string_view s) {
   return out;
 }
 
-bool validName(std::string_view s) {
-  return !s.empty() && s.size() <= 253 && std::all_of(s.begin(), s.end(), [](char c) {
-           return c > 0x20 && c < 0x7f && c != '/';
-         });
-}
 
-bool printable(std::string_view s) {
-  return std::all_of(s.begin(), s.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
-}
 
 bool validLabelValue(std::string_view v) {
   if (v.empty()) {
@@ -90,11 +90,7 @@ bool dnsLabel(std::string_view v) {
          std::all_of(v.begin(), v.end(), [](char c) { return alnum(c) || c == '-'; });
 }
 
-BackendError invalid(std::string message) {
-  return BackendError{BackendErrc::kInvalidArgument, {}, std::move(message), 0};
-}
 
-std::string excerpt(std::string_view body) { return cni::quoted(body, 120); }
 
 /// A MicroTime: RFC 3339 UTC with exactly six fractional digits.
 std::string microTime(SysClock::time_point t) {
