@@ -443,6 +443,55 @@ TEST_F(ClusterPoolTest, ConcurrentNodesNeverHoldOneBlockOrOneAddressTwice) {
   EXPECT_EQ(etcdBlocks(), holder);
 }
 
+TEST_F(ClusterPoolTest, DualStackHasBlocksPerRangeSet) {
+  const std::string c = conf("node-a", "", R"([[{"subnet": "10.56.0.0/24"}], [{"subnet": "fd00:56::/120"}]])");
+  for (int i = 0; i < 20; ++i) {
+    auto r = add("node-a", "c" + std::to_string(i), c);
+    ASSERT_TRUE(r) << r.error().msg;
+    ASSERT_EQ(r->ips.size(), 2U);
+    EXPECT_TRUE(r->ips[0].address.address.isV4());
+    EXPECT_FALSE(r->ips[1].address.address.isV4());
+  }
+  std::map<std::size_t, int> perSet;
+  for (const auto& e : ledger("node-a").blocks) {
+    ++perSet[e.set];
+    EXPECT_EQ(e.name.find(':') != std::string::npos, e.set == 1) << e.name;
+  }
+  EXPECT_EQ(perSet[0], 2) << "20 IPv4 addresses: two blocks of 16";
+  EXPECT_EQ(perSet[1], 2) << "20 IPv6 addresses: two blocks of 16";
+}
+
+TEST(ClusterNodeName, ConfigThenTheInstallersFileThenTheHostName) {
+  TempDir tmp;
+  config::ClusterConf c;
+  const std::string file = tmp.path() + "/node-name";
+  c.nodeName = "from-config";
+  std::ofstream(file) << "  gpu-node-7.dc1 \n";
+  auto a = clusterNodeIdentity(c, file);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->name, "from-config");
+  c.nodeName.clear();
+  auto b = clusterNodeIdentity(c, file);
+  ASSERT_TRUE(b) << b.error().msg;
+  EXPECT_EQ(b->name, "gpu-node-7.dc1");
+  std::ofstream(file) << "Not_A_Node\n";
+  auto bad = clusterNodeIdentity(c, file);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code, cni::Errc::kInvalidConfig);
+  EXPECT_THAT(bad.error().msg, HasSubstr("Not_A_Node"));
+  EXPECT_THAT(bad.error().msg, HasSubstr("ipam.cluster.nodeName"));
+  char host[256] = {};
+  ASSERT_EQ(::gethostname(host, sizeof host - 1), 0);
+  std::string lower = host;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  auto h = clusterNodeIdentity(c, tmp.path() + "/absent");
+  if (h) {
+    EXPECT_EQ(h->name, lower);
+  } else {
+    EXPECT_THAT(h.error().msg, HasSubstr("host name")) << "a host name that is no node name is refused, naming it";
+  }
+}
+
 TEST_F(ClusterPoolTest, WithoutLibcurlClusterModeIsError4NamingItAndNodeLocalStillWorks) {
   http::CurlHttpClient missing("libcurl-not-installed.so.4");
   EmbeddedIpamOptions o;
