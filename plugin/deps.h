@@ -11,6 +11,7 @@
 #include "ibcni/os/netns.h"
 #include "ibcni/rdma/rdma_netlink.h"
 #include "ibcni/state/attachment_store.h"
+#include "ibcni/state/device_info_file.h"
 #include "ibcni/sysfs/devices.h"
 #include "ibcni/verbs/verbs_probe.h"
 
@@ -37,6 +38,9 @@ struct Deps {
   std::chrono::milliseconds settleTimeout = std::chrono::seconds(10);
   /// Runs the verbs check's probe; null: no verbs check (verbsCheck is ignored).
   verbs::VerbsProbe* verbs = nullptr;
+  /// Reads and writes the device-info files of runtimeConfig.CNIDeviceInfoFile; null: ibcni writes
+  /// none (the device plugin's copy is still read by config/).
+  state::DeviceInfoFiles* deviceInfo = nullptr;
 };
 
 }  // namespace ibcni::plugin

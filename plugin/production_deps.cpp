@@ -15,6 +15,7 @@
 #include "rdma/mnl_rdma_netlink.h"
 #include "verbs/dlopen_verbs_probe.h"
 #include "state/file_attachment_store.h"
+#include "state/file_device_info.h"
 #include "sysfs/sysfs_devices.h"
 
 extern char** environ;
@@ -53,6 +54,7 @@ struct ProductionDeps::Impl {
   sysfs::SysfsDevices devices{"/sys"};
   rdma::MnlRdmaNetlink rdma;
   verbs::DlopenVerbsProbe verbs;
+  state::FileDeviceInfoFiles deviceInfo;
   delegate::DelegateIpam delegated{processEnvironment()};
   ipam::EmbeddedIpam embedded{clusterCapable()};
   delegate::IpamRouter ipam{embedded, delegated};
@@ -73,6 +75,7 @@ ProductionDeps::ProductionDeps() : impl_(std::make_unique<Impl>()) {
       bootId,
   });
   deps_->verbs = &impl_->verbs;
+  deps_->deviceInfo = &impl_->deviceInfo;
 }
 
 ProductionDeps::~ProductionDeps() = default;

@@ -6,6 +6,7 @@
 
 #include "commands/commands.h"
 #include "commands/common.h"
+#include "commands/device_info.h"
 #include "ibcni/os/netns_checker.h"
 #include "modes/verbs_check.h"
 #include "log/log.h"
@@ -129,6 +130,11 @@ cni::Result<cni::AddResult> cmdAdd(const Invocation& inv, Deps& deps) {
   log::timing::lap("netns");
   ModeContext ctx{inv, deps, host};
   auto& mode = modeFor(conf.mode);
+  // The device-info path is judged before anything changes (error 7 for a hostile one).
+  auto writeInfo = deviceInfoToWrite(inv, deps);
+  if (!writeInfo) {
+    return std::unexpected(writeInfo.error());
+  }
   if (auto r = prepareStateDir(conf); !r) {
     return std::unexpected(r.error());
   }
@@ -215,6 +221,13 @@ cni::Result<cni::AddResult> cmdAdd(const Invocation& inv, Deps& deps) {
     }
     want.qpProbe = conf.verbsCheck.qpProbe;
     if (auto r = runVerbsCheck(inv, deps, inv.args.netns, want); !r) {
+      return std::unexpected(r.error());
+    }
+  }
+
+  // The device-info file for Multus' network-status, when the runtime asked and no file is there.
+  if (*writeInfo) {
+    if (auto r = writeDeviceInfo(inv, deps, record, rollback); !r) {
       return std::unexpected(r.error());
     }
   }

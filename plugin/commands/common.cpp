@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "commands/common.h"
+#include "commands/device_info.h"
 
 #include <cerrno>
 
@@ -171,6 +172,9 @@ cni::Result<void> releaseAttachment(const Invocation& inv, Deps& deps, const os:
                                       "\", which this ibcni does not know: DEL it with the ibcni that made it",
                                   {}});
     }
+  }
+  if (record) {
+    removeDeviceInfo(deps, *record);
   }
   // The IPAM release runs even when the device could not be put back: the address must not leak.
   if (releaseIpam && !inv.conf.ipamType.empty()) {

@@ -69,6 +69,9 @@ std::string FileAttachmentStore::encode(const AttachmentRecord& r) {
   if (r.netnsInode != 0) {
     j["netnsInode"] = r.netnsInode;
   }
+  if (!r.deviceInfoFile.empty()) {
+    j["deviceInfoFile"] = r.deviceInfoFile;
+  }
   if (!r.config.empty()) {
     j["invocation"] = {{"config", r.config}, {"cniArgs", r.cniArgs}, {"cniPath", r.cniPath}};
   }
@@ -177,6 +180,7 @@ os::SysResult<AttachmentRecord> FileAttachmentStore::decode(const std::string& t
       r.tempName = ib->value("tempName", "");
     }
     r.ipamType = j.value("ipamType", "");
+    r.deviceInfoFile = j.value("deviceInfoFile", "");
     r.createdAt = j.value("createdAt", "");
     if (auto res = j.find("result"); res != j.end()) {
       auto parsed = result::resultFromJson(*res, cni::Errc::kStateFailure, "record.result");

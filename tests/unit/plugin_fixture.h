@@ -21,6 +21,7 @@
 #include "fakes/fake_sysfs_tree.h"
 #include "ibcni/os/file_lock.h"
 #include "state/file_attachment_store.h"
+#include "state/file_device_info.h"
 #include "sysfs/sysfs_devices.h"
 
 namespace ibcni::testing {
@@ -35,6 +36,10 @@ class PluginTest : public ::testing::Test {
     char tmpl[] = "/tmp/ibcni-plugin-XXXXXX";
     ASSERT_NE(::mkdtemp(tmpl), nullptr);
     stateDir_ = tmpl;
+    // Device-info files are written only under <stateDir>/devinfo/ here (the node's
+    // /var/run/k8s.cni.cncf.io/devinfo/ in production).
+    deviceInfo_ = std::make_unique<state::FileDeviceInfoFiles>(std::vector<std::string>{devinfoRoot()});
+    deps_.deviceInfo = deviceInfo_.get();
     pod_ = netns_.addNetns(kPodPath);
     nl::Link vf;
     vf.name = "vf0";
@@ -130,6 +135,9 @@ class PluginTest : public ::testing::Test {
     return made;
   }
 
+  /// The device-info tree of this test (Multus' /var/run/k8s.cni.cncf.io/devinfo/).
+  std::string devinfoRoot() const { return stateDir_ + "/devinfo/"; }
+
   std::vector<state::AttachmentRecord> records() {
     state::FileAttachmentStore store(stateDir_);
     return store.list("").value_or(std::vector<state::AttachmentRecord>{});
@@ -143,6 +151,7 @@ class PluginTest : public ::testing::Test {
   FakeRdmaNetlink rdma_;
   std::string bootId_ = "boot-1";
   std::string stateDir_;
+  std::unique_ptr<state::FileDeviceInfoFiles> deviceInfo_;
   os::Netns host_ = netns_.host();
   os::Netns pod_;
   int vfIndex_ = 0;

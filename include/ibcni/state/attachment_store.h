@@ -61,6 +61,10 @@ struct AttachmentRecord {
   std::optional<std::uint32_t> podMtu;  ///< set when ADD changed the MTU
   std::string podMac;                   ///< set when ADD changed the MAC
   std::string ipamType;                 ///< empty: no IPAM
+  /// The device-info file ADD wrote (runtimeConfig.CNIDeviceInfoFile), which DEL removes; empty
+  /// when ADD wrote none (none asked for, or the device plugin's copy was there). Absent in records
+  /// of older ibcni.
+  std::string deviceInfoFile;
 
   // What the runtime gave ADD, so that `ibcni reconcile` can do what the DEL that never came would
   // have done (the IPAM release above all) without the runtime. Empty in records of older ibcni.

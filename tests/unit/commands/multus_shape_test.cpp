@@ -146,6 +146,7 @@ class MultusShapeTest : public PluginTest {
     multusDeps_ =
         std::make_unique<plugin::Deps>(plugin::Deps{nl_, netns_, *mlx5_, rdma_, capIpam_, deps_.makeStore,
                                                     deps_.lockTimeout, deps_.now, deps_.bootId, deps_.settleTimeout});
+    multusDeps_->deviceInfo = deps_.deviceInfo;
     nl_.clearCalls();
   }
 

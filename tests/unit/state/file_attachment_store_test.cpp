@@ -155,6 +155,17 @@ TEST_F(StoreTest, ReadsTheVersion1FormatAsWritten) {
   EXPECT_EQ(r->hostMtu, 1500u);
   EXPECT_FALSE(r->podMtu);
   EXPECT_EQ(r->result.interfaces[0].sandbox, "/ns");
+  EXPECT_EQ(r->deviceInfoFile, "") << "a record of an older ibcni: ADD wrote no device-info file";
+}
+
+// The device-info file ADD wrote is kept (DEL removes only that one), and left out when none.
+TEST_F(StoreTest, DeviceInfoFileRoundTrips) {
+  auto rec = record("c1", "net1");
+  EXPECT_EQ(FileAttachmentStore::encode(rec).find("deviceInfoFile"), std::string::npos);
+  rec.deviceInfoFile = "/var/run/k8s.cni.cncf.io/devinfo/cni/default-ib-c1_net1";
+  auto back = FileAttachmentStore::decode(FileAttachmentStore::encode(rec), "x");
+  ASSERT_TRUE(back) << back.error().describe();
+  EXPECT_EQ(back->deviceInfoFile, rec.deviceInfoFile);
 }
 
 // An ipoib record keeps its pkey as the number of the key (no membership bit), as the first

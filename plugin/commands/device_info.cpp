@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "commands/device_info.h"
+
+#include "ibcni/os/safe_path.h"
+#include "log/log.h"
+
+namespace ibcni::plugin {
+
+namespace {
+
+const char* const kField = "runtimeConfig.CNIDeviceInfoFile";
+
+cni::Error pathError(const std::string& path, const os::SysError& err, const std::string& doing) {
+  if (os::isRefusal(err)) {
+    return cni::Error{cni::Errc::kInvalidConfig,
+                      std::string("invalid ") + kField + " = " + cni::quoted(path, 256) + ": " + err.op +
+                          " (README \"Security model\"; Multus names /var/run/k8s.cni.cncf.io/devinfo/cni/<file>)",
+                      {}};
+  }
+  return cni::sysError(cni::Errc::kStateFailure, "cannot " + doing + " the device-info file " + cni::quoted(path, 256) +
+                                                     " (" + kField + ")",
+                       err);
+}
+
+}  // namespace
+
+cni::Result<bool> deviceInfoToWrite(const Invocation& inv, Deps& deps) {
+  const std::string& path = inv.conf.runtime.deviceInfoFile;
+  if (path.empty() || deps.deviceInfo == nullptr) {
+    return false;
+  }
+  auto presence = deps.deviceInfo->check(path);
+  if (!presence) {
+    return std::unexpected(pathError(path, presence.error(), "look at"));
+  }
+  return *presence == state::DeviceInfoFiles::Presence::kAbsent;
+}
+
+cni::Result<void> writeDeviceInfo(const Invocation& inv, Deps& deps, state::AttachmentRecord& record,
+                                  os::Rollback& rollback) {
+  const std::string& path = inv.conf.runtime.deviceInfoFile;
+  state::DeviceInfo info;
+  info.pciAddress = record.pciAddress;
+  if (info.pciAddress.empty() && inv.conf.mode == config::Mode::kIpoib) {
+    // The child's traffic goes through its parent's function (and its RDMA device).
+    if (auto pci = deps.devices.pciOfNetdev(record.hostName, record.hostIndex); pci && *pci) {
+      info.pciAddress = (*pci)->text;
+    }
+  }
+  if (info.pciAddress.empty()) {
+    log::warn("{} has no PCI function: no device-info file written at {} (the spec requires pci-address)",
+              record.hostName, path);
+    return {};
+  }
+  info.pfPciAddress = record.pfPci;
+  if (info.pfPciAddress.empty()) {
+    if (auto fn = deps.devices.pciFunction(*net::PciAddress::parse(info.pciAddress)); fn && fn->physfn) {
+      info.pfPciAddress = fn->physfn->text;
+    }
+  }
+  info.rdmaDevice = record.rdmaDevice;
+  auto written = deps.deviceInfo->create(path, info);
+  if (!written) {
+    return std::unexpected(pathError(path, written.error(), "write"));
+  }
+  if (!*written) {
+    log::info("a device-info file appeared at {} meanwhile: it is kept as it is", path);
+    return {};
+  }
+  record.deviceInfoFile = path;
+  rollback.add("remove the device-info file " + path, [&deps, path] { return deps.deviceInfo->remove(path); });
+  log::info("wrote the device-info file {} ({}{})", path, info.pciAddress,
+            info.rdmaDevice.empty() ? std::string() : ", RDMA device " + info.rdmaDevice);
+  return {};
+}
+
+void removeDeviceInfo(Deps& deps, const state::AttachmentRecord& record) {
+  if (record.deviceInfoFile.empty() || deps.deviceInfo == nullptr) {
+    return;
+  }
+  if (auto r = deps.deviceInfo->remove(record.deviceInfoFile); !r) {
+    log::warn("cannot remove the device-info file {}: {}", record.deviceInfoFile, r.error().describe());
+  }
+}
+
+}  // namespace ibcni::plugin

@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: Apache-2.0
+// The device-info file ADD writes for the pod (device-info spec v1.1.0, section 5.1.2) when the
+// runtime names one in runtimeConfig.CNIDeviceInfoFile and no file is there yet; DEL removes only
+// a file ADD wrote (the record's deviceInfoFile).
+#pragma once
+
+#include "deps.h"
+#include "ibcni/cni/error.h"
+#include "ibcni/os/rollback.h"
+#include "ibcni/state/attachment_store.h"
+#include "invocation.h"
+
+namespace ibcni::plugin {
+
+/// Before any change: whether this ADD is to write the device-info file (a path is given, ibcni
+/// can write one, and nothing is there). Looks only.
+/// @return error 7 naming runtimeConfig.CNIDeviceInfoFile when the path breaks README "Security
+///         model" (outside the device-info tree, a symbolic link, a FIFO, an untrusted directory);
+///         106 when it cannot be looked at.
+[[nodiscard]] cni::Result<bool> deviceInfoToWrite(const Invocation& inv, Deps& deps);
+
+/// Writes the device-info file for the attachment `record` describes (the PCI function in the
+/// pod, or the IPoIB parent's; its PF; the RDMA device as the pod sees it), records its path in
+/// `record` and registers its removal on `rollback`. A file that appeared meanwhile is left alone.
+/// @return error 7 as deviceInfoToWrite; 106 when it cannot be written.
+[[nodiscard]] cni::Result<void> writeDeviceInfo(const Invocation& inv, Deps& deps, state::AttachmentRecord& record,
+                                                os::Rollback& rollback);
+
+/// Removes the device-info file ADD wrote for `record`, if any. A file already gone is success;
+/// a failure is logged only (Multus removes the file on DEL too: spec section 4.2.1).
+void removeDeviceInfo(Deps& deps, const state::AttachmentRecord& record);
+
+}  // namespace ibcni::plugin

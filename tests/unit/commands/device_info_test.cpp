@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: Apache-2.0
+// The device-info file ADD writes for Multus (device-info spec v1.1.0, section 5.1.2) over the
+// plugin fixture and a fake InfiniBand VF: written when runtimeConfig.CNIDeviceInfoFile names a
+// file that is not there, never when the device plugin's copy is; removed by DEL only when ADD wrote
+// it; a hostile path is error 7 before any change; a failed ADD leaves no file.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sstream>
+
+#include "unit/plugin_fixture.h"
+
+namespace ibcni::testing {
+namespace {
+
+constexpr const char* kPf = "0000:3b:00.0";
+constexpr const char* kVf = "0000:3b:00.3";
+constexpr std::uint32_t kVfNumber = 2;
+constexpr const char* kGuid = "02:00:00:00:00:00:aa:01";
+constexpr const char* kDpCopy = R"({"type":"pci","version":"1.1.0","pci":{"pci-address":"0000:3b:00.3"}})";
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/// The attachment store, except that the final (durable) save fails: the last step of ADD.
+class FailingSaveStore final : public state::AttachmentStore {
+ public:
+  explicit FailingSaveStore(const std::string& dir) : inner_(dir) {}
+  os::SysResult<void> save(const state::AttachmentRecord&) override { return os::sysFail(ENOSPC, "write record"); }
+  os::SysResult<void> saveVolatile(const state::AttachmentRecord& r) override { return inner_.saveVolatile(r); }
+  os::SysResult<std::optional<state::AttachmentRecord>> load(const std::string& n, const std::string& c,
+                                                             const std::string& i) override {
+    return inner_.load(n, c, i);
+  }
+  os::SysResult<void> remove(const std::string& n, const std::string& c, const std::string& i) override {
+    return inner_.remove(n, c, i);
+  }
+  os::SysResult<std::vector<state::AttachmentRecord>> list(const std::string& n) override { return inner_.list(n); }
+
+ private:
+  state::FileAttachmentStore inner_;
+};
+
+class DeviceInfoTest : public PluginTest {
+ protected:
+  void SetUp() override {
+    PluginTest::SetUp();
+    addIbPfWithVf(kPf, kVfNumber, kVf, kGuid);
+    sysfs_.setPkeys("mlx5_3", 1, {"0xffff"});
+    ASSERT_TRUE(sysfs_.ok()) << sysfs_.error();
+    nl_.clearCalls();
+  }
+
+  /// Multus' name for the file: devinfo/cni/<namespace>-<network>-<containerID>_<ifname>.
+  std::string infoPath() const { return devinfoRoot() + "cni/default-ibnet-c1_net1"; }
+
+  json vfConfig(const std::string& infoFile) const {
+    json c = config();
+    c.erase("device");
+    c.erase("mtu");
+    c["deviceID"] = kVf;
+    c["capabilities"] = {{"deviceID", true}, {"CNIDeviceInfoFile", true}};
+    c["runtimeConfig"] = {{"deviceID", kVf}, {"CNIDeviceInfoFile", infoFile}};
+    return c;
+  }
+
+  std::string nodeState() {
+    return snapshot(host_) + snapshot(pod_) + "mlx5_3 in " + std::to_string(rdma_.nsOf("mlx5_3")) +
+           " records " + std::to_string(records().size()) + " allocations " + std::to_string(ipam_.allocations.size());
+  }
+  /// Every entry under the test's directory but the lock files.
+  std::string tree() const {
+    std::string s;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(stateDir_)) {
+      if (e.path().string().find("/locks") == std::string::npos) {
+        s += e.path().string() + "\n";
+      }
+    }
+    return s;
+  }
+};
+
+TEST_F(DeviceInfoTest, AddWritesTheVfDeviceInfoAndDelRemovesIt) {
+  const json c = vfConfig(infoPath());
+  add(c);
+  ASSERT_TRUE(std::filesystem::is_regular_file(infoPath()));
+  const json doc = json::parse(slurp(infoPath()), nullptr, false);
+  ASSERT_TRUE(doc.is_object()) << slurp(infoPath());
+  EXPECT_EQ(doc["type"], "pci");
+  EXPECT_EQ(doc["version"], "1.1.0");
+  EXPECT_EQ(doc["pci"]["pci-address"], kVf);
+  EXPECT_EQ(doc["pci"]["pf-pci-address"], kPf);
+  EXPECT_EQ(doc["pci"]["rdma-device"], "mlx5_3");
+  ASSERT_EQ(records().size(), 1u);
+  EXPECT_EQ(records()[0].deviceInfoFile, infoPath());
+
+  ASSERT_EQ(run("DEL", c).exitCode, 0);
+  EXPECT_FALSE(std::filesystem::exists(infoPath()));
+  EXPECT_TRUE(records().empty());
+  EXPECT_EQ(run("DEL", c).exitCode, 0) << "DEL again, the file gone";
+}
+
+// rdmaIsolation (the node in exclusive mode): the RDMA device is in the pod, under the name the
+// file gives.
+TEST_F(DeviceInfoTest, RdmaDeviceIsTheOneThePodSees) {
+  rdma_.setMode(rdma::NetnsMode::kExclusive);
+  const auto hostNs = rdma_.nsOf("mlx5_3");
+  add(vfConfig(infoPath()));
+  EXPECT_NE(rdma_.nsOf("mlx5_3"), hostNs) << "moved into the pod";
+  const json doc = json::parse(slurp(infoPath()), nullptr, false);
+  EXPECT_EQ(doc["pci"]["rdma-device"], "mlx5_3");
+  ASSERT_EQ(records().size(), 1u);
+  EXPECT_TRUE(records()[0].rdmaMoved);
+  EXPECT_EQ(records()[0].rdmaDevice, "mlx5_3");
+}
+
+// The device plugin's copy (written there by Multus before ADD) is read, never overwritten, and
+// left for Multus to remove: DEL does not touch it.
+TEST_F(DeviceInfoTest, TheDevicePluginsFileIsNeverOverwrittenNorRemoved) {
+  std::filesystem::create_directories(devinfoRoot() + "cni");
+  std::ofstream(infoPath()) << kDpCopy;
+  json c = vfConfig(infoPath());
+  c.erase("deviceID");
+  c["runtimeConfig"].erase("deviceID");  // the file alone names the device
+  add(c);
+  EXPECT_TRUE(nl_.findLink(pod_, "net1"));
+  EXPECT_EQ(slurp(infoPath()), kDpCopy);
+  ASSERT_EQ(records().size(), 1u);
+  EXPECT_EQ(records()[0].deviceInfoFile, "");
+  ASSERT_EQ(run("DEL", c).exitCode, 0);
+  EXPECT_EQ(slurp(infoPath()), kDpCopy);
+}
+
+// Without the capability (no runtimeConfig.CNIDeviceInfoFile), nothing is written.
+TEST_F(DeviceInfoTest, NoPathNoFile) {
+  json c = vfConfig(infoPath());
+  c["runtimeConfig"].erase("CNIDeviceInfoFile");
+  add(c);
+  EXPECT_FALSE(std::filesystem::exists(devinfoRoot()));
+  EXPECT_EQ(records()[0].deviceInfoFile, "");
+}
+
+// Hostile paths: error 7 naming the field, and nothing changed (links, RDMA device, records,
+// IPAM, files).
+TEST_F(DeviceInfoTest, HostilePathsAreErrorSevenBeforeAnyChange) {
+  std::filesystem::create_directories(devinfoRoot() + "cni");
+  std::filesystem::create_directories(stateDir_ + "/elsewhere");
+  const std::string victim = stateDir_ + "/elsewhere/victim";
+  std::ofstream(victim) << "precious";
+  const std::string link = devinfoRoot() + "cni/link";
+  ASSERT_EQ(::symlink((stateDir_ + "/elsewhere/new").c_str(), link.c_str()), 0);  // dangling: ADD would create it
+  const std::string fifo = devinfoRoot() + "cni/fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string before = nodeState();
+  const std::string files = tree();
+  for (const std::string& path : {link, fifo, std::string("devinfo/cni/relative"),
+                                  stateDir_ + "/elsewhere/outside", devinfoRoot() + "cni/../../elsewhere/x"}) {
+    auto out = run("ADD", vfConfig(path));
+    EXPECT_EQ(out.exitCode, 1) << path;
+    const json err = errorOf(out);
+    EXPECT_EQ(err["code"], 7) << path << ": " << out.stdoutText;
+    EXPECT_NE(err.value("msg", "").find("CNIDeviceInfoFile"), std::string::npos) << out.stdoutText;
+    EXPECT_EQ(nodeState(), before) << path;
+    EXPECT_EQ(tree(), files) << path;
+    EXPECT_EQ(sysfs_.driverWrites("mlx5_core", "bind"), "") << path;
+  }
+  EXPECT_EQ(slurp(victim), "precious");
+  EXPECT_FALSE(std::filesystem::exists(stateDir_ + "/elsewhere/new"));
+}
+
+// ADD fails after the file was written (its final record cannot be saved): the rollback removes
+// the file with everything else.
+TEST_F(DeviceInfoTest, AddFailingAfterTheFileWasWrittenLeavesNoFile) {
+  deps_.makeStore = [](const std::string& dir) -> std::unique_ptr<state::AttachmentStore> {
+    return std::make_unique<FailingSaveStore>(dir);
+  };
+  const std::string before = nodeState();
+  auto out = run("ADD", vfConfig(infoPath()));
+  EXPECT_EQ(errorOf(out)["code"], 106) << out.stdoutText;
+  EXPECT_TRUE(std::filesystem::is_directory(devinfoRoot() + "cni")) << "the file was written: its directory is there";
+  EXPECT_FALSE(std::filesystem::exists(infoPath()));
+  EXPECT_TRUE(std::filesystem::is_empty(devinfoRoot() + "cni")) << "no temporary file either";
+  EXPECT_EQ(nodeState(), before);
+}
+
+}  // namespace
+}  // namespace ibcni::testing
