@@ -136,6 +136,32 @@ TEST_F(DeviceInfoTest, TheDevicePluginsFileIsNeverOverwrittenNorRemoved) {
   EXPECT_EQ(slurp(infoPath()), kDpCopy);
 }
 
+// ipoib mode: the child's traffic goes through its parent, whose PCI function and RDMA device the
+// file names (rdmaDevice/port, or sysfs when the parent is named by `master`).
+TEST_F(DeviceInfoTest, IpoibNamesTheParentsFunctionAndRdmaDevice) {
+  nl::Link ib = fakeIbLink("ibp94s0", "02:00:00:00:00:00:bb:01", "ipoib");
+  ib.mtu = 2044;
+  ib.ipoib = nl::IpoibInfo{net::Pkey::fromWire(0xffff), nl::IpoibMode::kDatagram, false};
+  const int index = nl_.addLink(host_, ib);
+  ASSERT_TRUE(nl_.setLinkUp(host_, index, true));
+  sysfs_.addPf("0000:5e:00.0", "ibp94s0", "mlx5_1", 0, index);
+  ASSERT_TRUE(sysfs_.ok()) << sysfs_.error();
+  json c = config();
+  c.erase("device");
+  c.erase("mtu");
+  c["mode"] = "ipoib";
+  c["master"] = "ibp94s0";
+  c["runtimeConfig"] = {{"CNIDeviceInfoFile", infoPath()}};
+  add(c);
+  const json doc = json::parse(slurp(infoPath()), nullptr, false);
+  ASSERT_TRUE(doc.is_object()) << slurp(infoPath());
+  EXPECT_EQ(doc["type"], "pci");
+  EXPECT_EQ(doc["version"], "1.1.0");
+  EXPECT_EQ(doc["pci"], json({{"pci-address", "0000:5e:00.0"}, {"rdma-device", "mlx5_1"}})) << doc.dump();
+  ASSERT_EQ(run("DEL", c).exitCode, 0);
+  EXPECT_FALSE(std::filesystem::exists(infoPath()));
+}
+
 // Without the capability (no runtimeConfig.CNIDeviceInfoFile), nothing is written.
 TEST_F(DeviceInfoTest, NoPathNoFile) {
   json c = vfConfig(infoPath());
