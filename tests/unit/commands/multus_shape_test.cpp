@@ -166,11 +166,15 @@ class MultusShapeTest : public PluginTest {
   /// The CNIDeviceInfoFile Multus names (B1 line 143: devinfo/cni/<ns>-<nad>-<containerID>_<ifname>,
   /// here below the test's directory instead of /var/run/k8s.cni.cncf.io) after copying the device
   /// plugin's file into it (B4 line 196: type and pci-address only).
+  /// Without `dpPublishes_` the device plugin published no file for the device, so Multus' copy
+  /// (best effort, B1 line 143) made none and the path names nothing.
   std::string deviceInfoFile(const std::string& pci) {
-    const std::string dir = stateDir_ + "/devinfo/cni";
-    std::filesystem::create_directories(dir);
+    const std::string dir = devinfoRoot() + "cni";
     const std::string file = dir + "/default-ib-sriov-" + kSandbox + "_net1";
-    std::ofstream(file) << R"({"type":"pci","version":"1.1.0","pci":{"pci-address":")" << pci << R"("}})";
+    if (dpPublishes_) {
+      std::filesystem::create_directories(dir);
+      std::ofstream(file) << R"({"type":"pci","version":"1.1.0","pci":{"pci-address":")" << pci << R"("}})";
+    }
     return file;
   }
 
@@ -260,6 +264,7 @@ class MultusShapeTest : public PluginTest {
   std::unique_ptr<Mlx5Devices> mlx5_;
   std::unique_ptr<plugin::Deps> multusDeps_;
   std::string lastStdin_;
+  bool dpPublishes_ = true;
   int pfIndex_ = 0;
   int vfLinkIndex_ = 0;
   int ethIndex_ = 0;
@@ -322,6 +327,46 @@ TEST_F(MultusShapeTest, IbVfFromResourceNameGetsTheGuidAndTheIpsAndIsRestored) {
   EXPECT_TRUE(records().empty());
   // A repeated DEL without prevResult, as after a lost cache (B1 line 147), succeeds too.
   EXPECT_EQ(multus("DEL", conf, cniArgs(pod, false)).exitCode, 0);
+}
+
+// The device-info file (device-info spec 1.1.0, section 5.1.2): the NAD declares CNIDeviceInfoFile,
+// the device plugin published nothing, so Multus' path names no file and ibcni writes it for the
+// network-status annotation: the VF, its PF and its RDMA device. DEL removes it. When the device
+// plugin's copy is there, it is read and left exactly as it is.
+TEST_F(MultusShapeTest, DeviceInfoFileIsWrittenForNetworkStatusWhenTheDevicePluginGaveNone) {
+  const json caps = {{"deviceID", true}, {"CNIDeviceInfoFile", true}, {"ips", true}};
+  const json pod = {{"name", "ib-sriov"}, {"interface", "net1"}, {"ips", {kPodIp}}};
+  dpPublishes_ = false;
+  const json conf = delegateStdin(caps, kVf, pod);
+  const std::string file = conf["runtimeConfig"]["CNIDeviceInfoFile"];
+  ASSERT_FALSE(std::filesystem::exists(file));
+  auto out = multus("ADD", conf, cniArgs(pod, true));
+  ASSERT_EQ(out.exitCode, 0) << out.stdoutText;
+  std::ifstream in(file);
+  const json info = json::parse(in, nullptr, false);
+  ASSERT_TRUE(info.is_object()) << file;
+  EXPECT_EQ(info, json::parse(R"({"type": "pci", "version": "1.1.0",
+      "pci": {"pci-address": "0000:3b:00.3", "pf-pci-address": "0000:3b:00.0", "rdma-device": "mlx5_3"}})"));
+  json withPrev = conf;
+  withPrev["prevResult"] = json::parse(out.stdoutText);
+  EXPECT_EQ(multus("CHECK", withPrev, cniArgs(pod, false)).exitCode, 0);
+  ASSERT_EQ(multus("DEL", withPrev, cniArgs(pod, false)).exitCode, 0);
+  EXPECT_FALSE(std::filesystem::exists(file));
+  EXPECT_TRUE(records().empty());
+
+  // The device plugin's copy: read, not overwritten, not removed by DEL.
+  dpPublishes_ = true;
+  const json withDp = delegateStdin(caps, kVf, pod);
+  const std::string dpText = R"({"type":"pci","version":"1.1.0","pci":{"pci-address":"0000:3b:00.3"}})";
+  out = multus("ADD", withDp, cniArgs(pod, true));
+  ASSERT_EQ(out.exitCode, 0) << out.stdoutText;
+  auto slurp = [&] {
+    std::ifstream f(file);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  EXPECT_EQ(slurp(), dpText);
+  ASSERT_EQ(multus("DEL", withDp, cniArgs(pod, false)).exitCode, 0);
+  EXPECT_EQ(slurp(), dpText);
 }
 
 // The NAD of README's example (capabilities deviceID, infinibandGUID, ips; no CNIDeviceInfoFile):
