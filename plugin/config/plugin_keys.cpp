@@ -307,8 +307,12 @@ cni::Result<void> parseDeviceSelection(const json& j, NetConf& c, cni::Command c
   // capability is the most specific.
   c.deviceId = c.runtime.deviceId ? c.runtime.deviceId : (deviceId ? deviceId : pciBusId);
   if (!c.runtime.deviceInfoFile.empty() && (command == cni::Command::kAdd || command == cni::Command::kCheck)) {
+    // The file must name the device only when nothing else does: ipoib mode creates its device,
+    // and `device` names a netdev. Otherwise a missing file is one ADD may write.
+    const auto device = j.find("device");
+    const bool named = c.deviceId.has_value() || c.mode == Mode::kIpoib || (device != j.end() && !device->is_null());
     std::optional<net::PciAddress> fromFile;
-    IBCNI_TRY_ASSIGN(fromFile, readDeviceInfoFile(c.runtime.deviceInfoFile, !c.deviceId.has_value()));
+    IBCNI_TRY_ASSIGN(fromFile, readDeviceInfoFile(c.runtime.deviceInfoFile, !named));
     if (fromFile && c.deviceId && *fromFile != *c.deviceId) {
       return cni::fail(kBad, "deviceID = \"" + c.deviceId->text + "\" but the device-info file " +
                                  cni::quoted(c.runtime.deviceInfoFile, 256) +

@@ -106,6 +106,12 @@ std::string FileDeviceInfoFiles::placeProblem(const std::string& path) const {
 
 os::SysResult<DeviceInfoFiles::Presence> FileDeviceInfoFiles::check(const std::string& path) {
   if (auto p = placeProblem(path); !p.empty()) {
+    // A file that is there is read wherever it is (config/ already read it, following links, a
+    // regular file only); only a place where ibcni would write must be in the tree.
+    struct stat st {};
+    if (os::pathSpellingProblem(path).empty() && ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      return Presence::kPresent;
+    }
     return refused(p);
   }
   const Place at = split(path);

@@ -240,6 +240,29 @@ TEST(HostilePaths, LogLinesCannotBeForged) {
   EXPECT_EQ(st.st_mode & 07777, 0640U);
 }
 
+// A device-info file ibcni would write (nothing there yet) must be in the device-info tree
+// (/var/run/k8s.cni.cncf.io/devinfo/), and the name must not be a symbolic link: error 7 before
+// any change, and nothing is created where the path (or the link) points.
+TEST(HostilePaths, DeviceInfoFileIsWrittenOnlyInTheDeviceInfoTree) {
+  HOSTILE_SCENE(s);
+  const fs::path target = s.w.tmp() / "created-through-the-link";
+  const fs::path link = s.w.tmp() / "devinfo-link";
+  ASSERT_EQ(::symlink(target.c_str(), link.c_str()), 0);
+  const NodeState before = capture(s.w, {s.pod});
+  for (const std::string& path : {(s.w.tmp() / "devinfo.json").string(), link.string(),
+                                  std::string("/etc/k8s-devinfo.json")}) {
+    SCOPED_TRACE(path);
+    json conf = s.w.conf("1.1.0", s.vf, s.w.ipam());
+    conf["runtimeConfig"] = {{"CNIDeviceInfoFile", path}};
+    expectRefused(s.w.ibcni(World::env("ADD", "c1", *s.pod), conf), 7,
+                  {"runtimeConfig.CNIDeviceInfoFile", "outside the device-info tree", "/var/run/k8s.cni.cncf.io/devinfo/"});
+    EXPECT_FALSE(fs::exists(path)) << "nothing written";
+  }
+  EXPECT_FALSE(fs::exists(target));
+  EXPECT_EQ(capture(s.w, {s.pod}), before);
+  EXPECT_TRUE(s.w.noAllocations());
+}
+
 // Files ibcni only reads must be regular files: a FIFO would block every verb, a device node may
 // act on open.
 TEST(HostilePaths, FilesReadFromTheConfigMustBeRegular) {

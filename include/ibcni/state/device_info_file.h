@@ -45,7 +45,8 @@ class DeviceInfoFiles {
     kPresent,  ///< a regular file (the device plugin's copy): read it, never overwrite it
   };
 
-  /// Looks at `path` without changing anything.
+  /// Looks at `path` without changing anything. A regular file outside the tree (reached through
+  /// links) is kPresent: ibcni reads it and never writes there.
   /// @return os::kPathRefused naming the rule broken (outside the tree, symbolic link, FIFO, an
   ///         untrusted directory, ...); otherwise the errno of a failed call.
   [[nodiscard]] virtual os::SysResult<Presence> check(const std::string& path) = 0;

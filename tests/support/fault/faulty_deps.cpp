@@ -195,6 +195,7 @@ FaultyDeps::FaultyDeps(plugin::Deps& real, FaultPlan& plan)
             real.now,
             real.bootId,
             real.settleTimeout,
-            real.verbs} {}
+            real.verbs,
+            real.deviceInfo} {}
 
 }  // namespace ibcni::fault

@@ -105,6 +105,20 @@ TEST_F(FileDeviceInfoTest, AnExistingFileIsNeverOverwritten) {
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(root_ + "cni"), std::filesystem::directory_iterator{}), 1);
 }
 
+// A file outside the tree is the runtime's to read (as before ibcni wrote any): present, and
+// create() still never writes there.
+TEST_F(FileDeviceInfoTest, AFileOutsideTheTreeIsPresentButNeverWritten) {
+  const std::string path = base_ + "/dp-copy.json";
+  std::ofstream(path) << "{}";
+  auto presence = files_->check(path);
+  ASSERT_TRUE(presence) << presence.error().describe();
+  EXPECT_EQ(*presence, DeviceInfoFiles::Presence::kPresent);
+  auto w = files_->create(path, kVfInfo);
+  ASSERT_FALSE(w);
+  EXPECT_TRUE(os::isRefusal(w.error()));
+  EXPECT_EQ(slurp(path), "{}");
+}
+
 TEST_F(FileDeviceInfoTest, MissingDirectoriesAreAbsentThenCreated) {
   const std::string path = cniFile();
   auto presence = files_->check(path);
