@@ -54,8 +54,10 @@ cni::Result<void> writeDeviceInfo(const Invocation& inv, Deps& deps, state::Atta
   }
   info.pfPciAddress = record.pfPci;
   if (info.pfPciAddress.empty()) {
-    if (auto fn = deps.devices.pciFunction(*net::PciAddress::parse(info.pciAddress)); fn && fn->physfn) {
-      info.pfPciAddress = fn->physfn->text;
+    if (auto pci = net::PciAddress::parse(info.pciAddress)) {
+      if (auto fn = deps.devices.pciFunction(*pci); fn && fn->physfn) {
+        info.pfPciAddress = fn->physfn->text;
+      }
     }
   }
   info.rdmaDevice = record.rdmaDevice;
