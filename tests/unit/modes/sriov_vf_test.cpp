@@ -891,6 +891,7 @@ TEST_F(SriovVfTest, VerbsCheckRequireOnAVfWithoutRdmaDeviceIs109NamingTheDriverA
   EXPECT_TRUE(verbs.requests.empty()) << "no RDMA device: nothing to probe";
 
   // warn: ADD succeeds; CHECK with require fails with the same cause.
+  c = vfConfig();
   c["verbsCheck"] = {{"mode", "warn"}};
   auto result = add(c);
   c["prevResult"] = result;
