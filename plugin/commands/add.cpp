@@ -210,8 +210,11 @@ cni::Result<cni::AddResult> cmdAdd(const Invocation& inv, Deps& deps) {
     log::timing::lap("addr");
   }
 
-  // The verbs check, from inside the pod's netns, once the interface is complete.
-  if (!record.rdmaDevice.empty()) {
+  // The verbs check, from inside the pod's netns, once the interface is complete. An interface
+  // without an RDMA device is judged too: require means RDMA.
+  if (conf.verbsCheck.mode != config::VerbsCheck::Mode::kOff) {
+    const RdmaFacts facts =
+        rdmaFacts(deps, host, inv, device->pciAddress, device->link, record.rdmaDevice, record.rdmaMoved);
     VerbsExpectations want;
     want.device = record.rdmaDevice;
     want.port = record.rdmaPort;
@@ -220,7 +223,7 @@ cni::Result<cni::AddResult> cmdAdd(const Invocation& inv, Deps& deps) {
       want.ips.push_back(ip.address.address);
     }
     want.qpProbe = conf.verbsCheck.qpProbe;
-    if (auto r = runVerbsCheck(inv, deps, inv.args.netns, want); !r) {
+    if (auto r = runVerbsCheck(inv, deps, inv.args.netns, facts, want); !r) {
       return std::unexpected(r.error());
     }
   }

@@ -111,7 +111,19 @@ cni::Result<void> cmdCheck(const Invocation& inv, Deps& deps) {
     }
   }
 
-  if (!(*record)->rdmaDevice.empty()) {
+  // The verbs check; an interface without an RDMA device is judged too: require means RDMA.
+  if (conf.verbsCheck.mode != config::VerbsCheck::Mode::kOff) {
+    const state::AttachmentRecord& rec = **record;
+    // The device as the host knows it: its name there and its link type (ipoib: the parent).
+    nl::Link hostSide = *link;
+    hostSide.name = rec.hostName;
+    hostSide.index = 0;
+    if (conf.mode == config::Mode::kIpoib) {
+      if (auto parent = deps.netlink.linkByName(host, rec.hostName); parent) {
+        hostSide = *parent;
+      }
+    }
+    const RdmaFacts facts = rdmaFacts(deps, host, inv, rec.pciAddress, hostSide, rec.rdmaDevice, rec.rdmaMoved);
     VerbsExpectations want;
     want.device = (*record)->rdmaDevice;
     want.port = (*record)->rdmaPort;
@@ -122,7 +134,7 @@ cni::Result<void> cmdCheck(const Invocation& inv, Deps& deps) {
       }
     }
     want.qpProbe = conf.verbsCheck.qpProbe;
-    return runVerbsCheck(inv, deps, inv.args.netns, want);
+    return runVerbsCheck(inv, deps, inv.args.netns, facts, want);
   }
   return {};
 }

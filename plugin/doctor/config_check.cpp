@@ -122,7 +122,17 @@ std::vector<std::string> verbsFindings(const ConfigCheckInputs& in, const plugin
                                        const plugin::HostDevice& dev) {
   std::vector<std::string> out;
   const auto& vc = inv.conf.verbsCheck;
-  if (vc.mode == config::VerbsCheck::Mode::kOff || !dev.rdma || in.deps.verbs == nullptr) {
+  if (vc.mode == config::VerbsCheck::Mode::kOff || in.deps.verbs == nullptr) {
+    return out;
+  }
+  // ADD's rule for a device without an RDMA device (or one the pod could not see), as ADD judges it.
+  const auto facts = plugin::rdmaFacts(in.deps, in.host, inv, dev.pciAddress, dev.link,
+                                       dev.rdma ? dev.rdma->name : std::string(), dev.rdma && dev.rdma->isolate);
+  if (auto absent = plugin::judgeRdmaPresence(facts)) {
+    out.push_back(absent->problem + " (fix: " + absent->fix + ")");
+    return out;
+  }
+  if (!dev.rdma) {
     return out;
   }
   plugin::VerbsExpectations want;

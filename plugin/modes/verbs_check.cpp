@@ -71,7 +71,135 @@ std::array<std::uint8_t, 16> gidOf(const net::IpAddress& ip) {
   return g;
 }
 
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) {
+    s += (s.empty() ? "" : ", ") + x;
+  }
+  return s;
+}
+
+constexpr const char* kSharedModeHowTo =
+    "put the node in shared RDMA netns mode (`rdma system set netns shared` while no other network namespace "
+    "exists, or \"options ib_core netns_mode=1\" in /etc/modprobe.d/ib_core.conf and a reboot)";
+
+// "deviceID = \"0000:3b:00.3\" (netdev ibp59s0v2, driver mlx5_core)"
+std::string described(const RdmaFacts& f) {
+  std::string what;
+  if (!f.netdev.empty()) {
+    what += "netdev " + f.netdev;
+  }
+  if (!f.pciAddress.empty()) {
+    what += (what.empty() ? "" : ", ") + std::string("PCI ") + f.pciAddress + ", driver " +
+            (f.driver.empty() ? std::string("none") : f.driver);
+  } else {
+    what += (what.empty() ? "" : ", ") + std::string("no PCI function");
+  }
+  return f.subject + " (" + what + ")";
+}
+
 }  // namespace
+
+RdmaFacts rdmaFacts(Deps& deps, const os::Netns& host, const Invocation& inv, const std::string& pciAddress,
+                    const nl::Link& netdev, const std::string& rdmaDevice, bool rdmaMoved) {
+  const auto& conf = inv.conf;
+  RdmaFacts f;
+  f.mode = conf.mode;
+  f.netdev = netdev.name;
+  f.infiniband = netdev.arpType == nl::kArphrdInfiniband;
+  f.pciAddress = pciAddress;
+  f.rdmaDevice = rdmaDevice;
+  f.rdmaMoved = rdmaMoved;
+  if (conf.mode == config::Mode::kIpoib) {
+    f.subject = conf.master.empty() ? "the IPoIB parent of rdmaDevice = \"" + conf.rdmaDevice + "\", port = " +
+                                          std::to_string(conf.port)
+                                    : "the IPoIB parent master = \"" + conf.master + "\"";
+    if (f.pciAddress.empty() && !netdev.name.empty()) {
+      if (auto pci = deps.devices.pciOfNetdev(netdev.name, netdev.index); pci && *pci) {
+        f.pciAddress = (*pci)->text;
+      }
+    }
+  } else {
+    f.subject = conf.deviceId ? "deviceID = \"" + conf.deviceId->text + "\""
+                : !conf.device.empty() ? "device = \"" + conf.device + "\""
+                                       : "the pod's device";
+  }
+  if (auto pci = net::PciAddress::parse(f.pciAddress); pci) {
+    if (auto fn = deps.devices.pciFunction(*pci); fn) {
+      f.driver = fn->driver;
+      if (fn->physfn) {
+        f.pfPci = fn->physfn->text;
+        if (auto pf = deps.devices.pciFunction(*fn->physfn); pf) {
+          f.pfRdmaDevices = pf->rdmaDevices;
+          for (const auto& n : pf->netdevs) {
+            if (auto l = deps.netlink.linkByName(host, n); l && l->arpType == nl::kArphrdInfiniband) {
+              f.pfInfiniband = true;
+            }
+          }
+        }
+      }
+    }
+  }
+  if (auto m = deps.rdma.netnsMode(host); m) {
+    f.netnsMode = *m;
+  }
+  return f;
+}
+
+std::optional<VerbsFinding> judgeRdmaPresence(const RdmaFacts& f) {
+  const bool ipoib = f.mode == config::Mode::kIpoib;
+  if (!f.rdmaDevice.empty()) {
+    if (f.netnsMode != rdma::NetnsMode::kExclusive || f.rdmaMoved) {
+      return std::nullopt;
+    }
+    if (ipoib) {
+      return VerbsFinding{"netns", "RDMA device " + f.rdmaDevice + " of " + described(f) +
+                                       " stays in the host's network namespace, and the node's RDMA subsystem is in "
+                                       "exclusive netns mode, where a pod sees no RDMA device of the host (an IPoIB "
+                                       "child cannot take its HCA's device along: every child shares it)",
+                          std::string(kSharedModeHowTo) + "; or give RDMA pods a VF (sriov mode, rdmaIsolation)"};
+    }
+    return VerbsFinding{"netns", "RDMA device " + f.rdmaDevice + " of " + described(f) +
+                                     " stays in the host's network namespace: the node's RDMA subsystem is in "
+                                     "exclusive netns mode, where a pod sees only the RDMA devices moved into its "
+                                     "namespace, and rdmaIsolation is false",
+                        "set rdmaIsolation to \"auto\" (the default) or true, so that ADD moves " + f.rdmaDevice +
+                            " into the pod with the interface; or " + kSharedModeHowTo};
+  }
+  if (ipoib) {
+    return VerbsFinding{"no RDMA device",
+                        described(f) + " has no RDMA device ibcni can find: the config sets no rdmaDevice and the "
+                                       "parent's PCI function lists none",
+                        "set rdmaDevice and port to the HCA port behind the parent (`rdma link` shows each port's "
+                        "netdev), and check that the HCA's RDMA driver (mlx5_ib) is loaded"};
+  }
+  const bool pfRdma = !f.pfPci.empty() && (f.pfInfiniband || !f.pfRdmaDevices.empty());
+  if (f.infiniband || pfRdma) {
+    std::string why;
+    if (!f.pfPci.empty()) {
+      why = "it is a VF of PF " + f.pfPci + ", which is " +
+            (f.pfInfiniband ? std::string("InfiniBand") : std::string("RDMA-capable")) +
+            (f.pfRdmaDevices.empty() ? std::string() : " (RDMA device " + joined(f.pfRdmaDevices) + ")") +
+            ", so the VF should have an RDMA device of its own";
+    } else {
+      why = "its netdev is IPoIB, which an HCA's RDMA device always backs";
+    }
+    return VerbsFinding{
+        "no RDMA device",
+        described(f) + " has no RDMA device: " + why,
+        "load the VF's RDMA driver (`modprobe mlx5_ib`; for other HCAs their *_ib driver) and bind the VF to its "
+        "vendor driver (mlx5 VFs: mlx5_core" +
+            (f.driver.empty() || f.driver == "mlx5_core" ? std::string() : "; it is bound to " + f.driver) +
+            "); `rdma dev` must then list a device for " + (f.pciAddress.empty() ? f.netdev : f.pciAddress)};
+  }
+  return VerbsFinding{
+      "no RDMA device",
+      described(f) + " is not an RDMA-capable device: it has no RDMA device" +
+          (f.pfPci.empty() ? std::string() : ", and neither has its PF " + f.pfPci),
+      "the pod was given the wrong device: point the network's resourceName at the device plugin's RDMA resource, "
+      "and set \"isRdma\": true in that resource's selectors (SR-IOV network device plugin) so that it hands out "
+      "RDMA functions and mounts their /dev/infiniband devices into the pod"};
+}
 
 std::vector<VerbsFinding> evaluateVerbs(const verbs::ProbeResult& result, const VerbsExpectations& want) {
   std::vector<VerbsFinding> out;
@@ -167,12 +295,11 @@ std::vector<VerbsFinding> evaluateVerbs(const verbs::ProbeResult& result, const 
   return out;
 }
 
-cni::Result<void> runVerbsCheck(const Invocation& inv, Deps& deps, const std::string& netnsPath,
-                                const VerbsExpectations& want) {
-  const auto& vc = inv.conf.verbsCheck;
-  if (vc.mode == config::VerbsCheck::Mode::kOff || want.device.empty() || deps.verbs == nullptr) {
-    return {};
-  }
+namespace {
+
+// The probe of `want` from inside `netnsPath`, judged.
+std::vector<VerbsFinding> probeFindings(Deps& deps, const std::string& netnsPath, const config::VerbsCheck& vc,
+                                        const VerbsExpectations& want) {
   verbs::ProbeRequest req;
   req.netnsPath = netnsPath;
   req.device = want.device;
@@ -187,9 +314,30 @@ cni::Result<void> runVerbsCheck(const Invocation& inv, Deps& deps, const std::st
   } else {
     findings = evaluateVerbs(*r, want);
   }
-  if (findings.empty()) {
-    log::info("verbs check: {} port {} is usable from {}", want.device, want.port, netnsPath);
+  return findings;
+}
+
+}  // namespace
+
+cni::Result<void> runVerbsCheck(const Invocation& inv, Deps& deps, const std::string& netnsPath,
+                                const RdmaFacts& facts, const VerbsExpectations& want) {
+  const auto& vc = inv.conf.verbsCheck;
+  if (vc.mode == config::VerbsCheck::Mode::kOff || deps.verbs == nullptr) {
     return {};
+  }
+  std::vector<VerbsFinding> findings;
+  if (auto absent = judgeRdmaPresence(facts)) {
+    findings.push_back(std::move(*absent));
+  } else if (want.device.empty()) {
+    return {};
+  }
+  if (findings.empty()) {
+    if (auto r = probeFindings(deps, netnsPath, vc, want); !r.empty()) {
+      findings = std::move(r);
+    } else {
+      log::info("verbs check: {} port {} is usable from {}", want.device, want.port, netnsPath);
+      return {};
+    }
   }
   std::string msg;
   for (const auto& f : findings) {

@@ -13,10 +13,19 @@
 #      ACTIVE"; vcpeer0 up again: CHECK passes.
 #   4. rxe0 deleted: CHECK fails with 109 "not visible".
 #   5. DEL exits 0 and leaves nothing; DEL again exits 0.
+#   6. A virtio-net PCI NIC (eth1, named by deviceID: the stand-in for a VF a device plugin hands
+#      out), require: with no verbs device on it, ADD fails with 109 "not an RDMA-capable device"
+#      (the fix names isRdma) and eth1 is back in the host as found (name, MTU, MAC, state). With
+#      rxe0 on eth1, require: the move unregisters rxe0 (a kernel fact of rxe, see
+#      ../shared/kernel-lab/README.md), so ADD fails with 109 naming rxe0 as not visible, eth1 back
+#      as found; an ADD that succeeds under require needs an RDMA device that survives the move,
+#      which a soft device does not. warn: ADD succeeds, rxe0 made from the pod on net1 makes CHECK
+#      (require) pass; rxe0 deleted (rdma link delete): CHECK 109 naming rxe0; DEL: eth1 as found.
 # ctest's kernel_lab (label kernel-lab) runs it after doctor_vm_check.sh in its one boot
 # (kernel_lab.sh, see README.md); by hand, from the repository root:
 #   ../shared/kernel-lab/run.sh --nics 4 -- bash tests/kernel-lab/verbs_check_vm.sh build/ibcni
-# Inside the VM only (KERNEL_LAB=1); it uses no NIC (the VM's ethN are not touched). Prints one
+# Inside the VM only (KERNEL_LAB=1); parts 1-5 use no NIC, part 6 uses eth1 (--nics 2 or more;
+# other NICs are not touched) and leaves it as found (lab_nics.sh), also on failure. Prints one
 # PASS/FAIL line per check, ends with "N passed, M failed", exits non-zero on any failure, and
 # removes what it made even then.
 set -u
@@ -27,6 +36,8 @@ if [[ ${KERNEL_LAB:-} != 1 ]]; then
 fi
 
 source "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../support/check.sh"
+source "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/lab_nics.sh"
+nics_snapshot
 finish() {
   echo "verbs_check_vm.sh ran for $SECONDS s"
   finish_checks
@@ -49,6 +60,7 @@ cleanup() {
   ip link del "$HOSTEND" 2>/dev/null
   ip link del "$PEER" 2>/dev/null
   ((made_rxe)) && rdma link delete "$RXE" 2>/dev/null
+  nics_restore
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -250,5 +262,69 @@ check "[$tag] no attachment record is left" no_record
 cni DEL vc-cid "$(with_prev "$conf" "$result")"
 check "[$tag] DEL again exits 0 with empty stdout" test "$RC" -eq 0 -a -z "$OUT"
 check "[$tag] ... and $HOSTEND is still as it was" test "$(linkinfo "$HOSTEND")" = "$before"
+
+# ---- 6. a virtio-net PCI NIC by deviceID: no verbs device, then rxe0 on it ------------------------
+NIC=eth1
+NIC_PCI=${NICS_PCI[$NIC]:-}
+# config_pci MODE: sriov mode on $NIC's PCI function, verbsCheck.mode MODE.
+config_pci() { jq -c --arg pci "$NIC_PCI" 'del(.device) + {deviceID: $pci}' <<<"$(config "$1")"; }
+nic_as_found() {
+  local cur
+  cur=$(netdev_of_pci "$NIC_PCI")
+  hostinfo "${cur:-$NIC}" || { echo "  $NIC (PCI $NIC_PCI) is not in the host"; return 1; }
+  [[ $HOSTINFO == "${NICS_FOUND[$NIC]}" ]] || { echo "  now '$HOSTINFO', was '${NICS_FOUND[$NIC]}'"; return 1; }
+}
+tag="6 nic"
+if [[ -z $NIC_PCI ]]; then
+  check "[$tag] $NIC is a virtio-net PCI NIC (boot the VM with --nics 2 or more)" false
+  finish
+fi
+rdma link delete "$RXE" 2>/dev/null  # part 4 deleted it; this only makes sure
+echo "$NIC ($NIC_PCI) as found: ${NICS_FOUND[$NIC]}"
+
+tag="6a require, no verbs device"
+check "[$tag] $NIC has no RDMA device" bash -c "! rdma -j link show 2>/dev/null | jq -e 'any(.[]; .netdev == \"$NIC\")' >/dev/null"
+cni ADD vc-nic-1 "$(config_pci require)" "IP=$POD_IP"
+check "[$tag] ADD exits 1" test "$RC" -eq 1
+check "[$tag] ... with code 109" jqtest '.code == 109'
+check "[$tag] ... saying deviceID $NIC_PCI is not an RDMA-capable device" \
+  out_says "deviceID = \"$NIC_PCI\" (netdev $NIC, PCI $NIC_PCI, driver virtio-pci) is not an RDMA-capable device"
+check "[$tag] ... and the fix names isRdma" out_says '"isRdma": true'
+check "[$tag] $NIC is back in the host as found (name, MTU, MAC, state)" nic_as_found
+check "[$tag] the pod holds only lo" test "$(pod_links)" = lo
+check "[$tag] the IPAM store holds no allocation" ipam_empty
+check "[$tag] no attachment record is left" no_record
+
+tag="6b require, rxe0 on the NIC"
+check "[$tag] $RXE made on $NIC" rdma link add "$RXE" type rxe netdev "$NIC" && made_rxe=1
+cni ADD vc-nic-2 "$(config_pci require)" "IP=$POD_IP"
+check "[$tag] ADD exits 1 with code 109 (moving $NIC unregisters $RXE: a kernel fact of rxe)" jqtest '.code == 109'
+check "[$tag] ... naming $RXE as not visible in the pod" \
+  out_says "RDMA device $RXE is not visible in the pod's network namespace"
+check "[$tag] $NIC is back in the host as found" nic_as_found
+check "[$tag] the pod holds only lo" test "$(pod_links)" = lo
+check "[$tag] no attachment record is left" no_record
+
+tag="6c warn, then CHECK"
+rdma dev show "$RXE" >/dev/null 2>&1 || check "[$tag] $RXE made on $NIC again" rdma link add "$RXE" type rxe netdev "$NIC"
+nconf=$(config_pci warn)
+cni ADD vc-nic "$nconf" "IP=$POD_IP"
+check "[$tag] ADD (warn) exits 0" test "$RC" -eq 0
+nresult=$OUT
+check "[$tag] ... and the record names $RXE" bash -c "grep -rq '\"rdmaDevice\": *\"$RXE\"' '$STATE'"
+check "[$tag] $RXE made from the pod on net1" ip netns exec "$POD" rdma link add "$RXE" type rxe netdev net1
+check "[$tag] $RXE/1 is ACTIVE" port_state_is ACTIVE
+nrequire=$(with_prev "$(config_pci require)" "$nresult")
+cni CHECK vc-nic "$nrequire"
+check "[$tag] CHECK (require) exits 0" test "$RC" -eq 0 -a -z "$OUT"
+check "[$tag] $RXE deleted (rdma link delete)" ip netns exec "$POD" rdma link delete "$RXE"
+cni CHECK vc-nic "$nrequire"
+check "[$tag] CHECK (require) exits 1 with code 109" jqtest '.code == 109'
+check "[$tag] ... naming $RXE" out_says "RDMA device $RXE is not visible in the pod's network namespace"
+cni DEL vc-nic "$(with_prev "$nconf" "$nresult")"
+check "[$tag] DEL exits 0" test "$RC" -eq 0 -a -z "$OUT"
+check "[$tag] $NIC is back in the host as found" nic_as_found
+check "[$tag] no attachment record is left" no_record
+check "[$tag] the IPAM store holds no allocation" ipam_empty
 
 finish

@@ -261,6 +261,54 @@ TEST_F(ConfigCheckTest, VerbsCheckRequireRefusesAPortWithoutSubnetManagerAndWarn
   EXPECT_TRUE(c.candidates[0].warnings.empty());
 }
 
+// The rule ADD applies to a device without an RDMA device (or one the pod cannot see), in doctor.
+TEST_F(ConfigCheckTest, VerbsCheckRequireRefusesADeviceWithoutRdmaDeviceAsAddDoes) {
+  installIpamPlugin("fake");
+  const int v3 = addVfLink("ibp59s0v3", "02:00:00:00:00:00:aa:03");
+  sysfs_.addVf(kPf, 3, "0000:3b:00.4", "ibp59s0v3", "", v3);
+  ASSERT_TRUE(sysfs_.ok()) << sysfs_.error();
+  json conf = sriovConfig();
+  conf["deviceID"] = "0000:3b:00.4";
+  conf["verbsCheck"] = {{"mode", "require"}};
+  auto c = check(nad(conf));
+  ASSERT_EQ(c.candidates.size(), 1u) << all(c);
+  EXPECT_FALSE(c.works) << all(c);
+  const std::string& p = c.candidates[0].problem;
+  EXPECT_NE(p.find("verbs check (verbsCheck.mode require) fails: deviceID = \"0000:3b:00.4\" (netdev ibp59s0v3, "
+                   "PCI 0000:3b:00.4, driver mlx5_core) has no RDMA device: it is a VF of PF 0000:3b:00.0"),
+            std::string::npos)
+      << all(c);
+  EXPECT_NE(p.find("modprobe mlx5_ib"), std::string::npos) << p;
+  EXPECT_NE(p.find("[CNI error 109]"), std::string::npos) << p;
+
+  conf["verbsCheck"] = {{"mode", "warn"}};
+  c = check(nad(conf));
+  EXPECT_TRUE(c.works) << all(c);
+  ASSERT_EQ(c.candidates.size(), 1u);
+  ASSERT_FALSE(c.candidates[0].warnings.empty());
+  EXPECT_NE(c.candidates[0].warnings.back().find("has no RDMA device"), std::string::npos);
+
+  conf["verbsCheck"] = {{"mode", "off"}};
+  c = check(nad(conf));
+  EXPECT_TRUE(c.works) << all(c);
+  for (const auto& w : c.candidates[0].warnings) {
+    EXPECT_EQ(w.find("RDMA device"), std::string::npos) << w;
+  }
+
+  // Exclusive mode (the fixture's) with rdmaIsolation false: mlx5_1 would stay in the host.
+  conf["deviceID"] = kVf0;
+  conf["rdmaIsolation"] = false;
+  conf["verbsCheck"] = {{"mode", "require"}};
+  c = check(nad(conf));
+  EXPECT_FALSE(c.works) << all(c);
+  EXPECT_NE(c.candidates[0].problem.find("RDMA device mlx5_1 of deviceID = \"0000:3b:00.1\""), std::string::npos)
+      << all(c);
+  EXPECT_NE(c.candidates[0].problem.find("rdmaIsolation is false"), std::string::npos) << all(c);
+  conf.erase("rdmaIsolation");
+  c = check(nad(conf));
+  EXPECT_TRUE(c.works) << all(c);
+}
+
 TEST_F(ConfigCheckTest, IpoibParentIsResolvedLikeAdd) {
   installIpamPlugin("fake");
   json conf = sriovConfig();

@@ -867,6 +867,70 @@ TEST_F(SriovVfTest, VerbsCheckInCheckReportsAPortThatWentDown) {
   EXPECT_NE(errorOf(out)["msg"].get<std::string>().find("DOWN"), std::string::npos) << out.stdoutText;
 }
 
+// The VF's RDMA device is gone (mlx5_ib not loaded): the PF is InfiniBand, so the fix is the driver.
+TEST_F(SriovVfTest, VerbsCheckRequireOnAVfWithoutRdmaDeviceIs109NamingTheDriverAndRollsBack) {
+  FakeVerbsProbe verbs;
+  deps_.verbs = &verbs;
+  sysfs_.removePath(sysfs_.pciDirOrEmpty(kVf) + "/infiniband");
+  ASSERT_TRUE(rdma_.removeDevice("mlx5_3"));
+  json c = withGuid(vfConfig());
+  c["verbsCheck"] = {{"mode", "require"}};
+  const std::string before = nodeState();
+  auto out = run("ADD", c);
+  EXPECT_EQ(errorOf(out)["code"], 109) << out.stdoutText;
+  const std::string msg = errorOf(out)["msg"];
+  EXPECT_NE(msg.find("deviceID = \"0000:3b:00.3\" (netdev ibp59s0v2, PCI 0000:3b:00.3, driver mlx5_core) has no "
+                     "RDMA device: it is a VF of PF 0000:3b:00.0, which is InfiniBand (RDMA device mlx5_0)"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("modprobe mlx5_ib"), std::string::npos) << msg;
+  EXPECT_EQ(nodeState(), before) << "GUID, links and IPAM are all back";
+  EXPECT_EQ(vfState().portGuid, guid(kOldGuid));
+  EXPECT_TRUE(ipam_.allocations.empty());
+  EXPECT_TRUE(records().empty());
+  EXPECT_TRUE(verbs.requests.empty()) << "no RDMA device: nothing to probe";
+
+  // warn: ADD succeeds; CHECK with require fails with the same cause.
+  c = vfConfig();
+  c["verbsCheck"] = {{"mode", "warn"}};
+  auto result = add(c);
+  c["prevResult"] = result;
+  c["verbsCheck"] = {{"mode", "require"}};
+  out = run("CHECK", c);
+  EXPECT_EQ(errorOf(out)["code"], 109) << out.stdoutText;
+  EXPECT_NE(errorOf(out)["msg"].get<std::string>().find("has no RDMA device: it is a VF of PF 0000:3b:00.0"),
+            std::string::npos)
+      << out.stdoutText;
+  c["verbsCheck"] = {{"mode", "off"}};
+  EXPECT_EQ(run("CHECK", c).exitCode, 0);
+}
+
+// Exclusive RDMA netns mode with rdmaIsolation false: mlx5_3 exists but stays in the host, where
+// the pod cannot see it.
+TEST_F(SriovVfTest, VerbsCheckRequireInExclusiveModeWithoutIsolationIs109) {
+  FakeVerbsProbe verbs;
+  verbs.result = FakeVerbsProbe::healthyIb("mlx5_3");
+  deps_.verbs = &verbs;
+  rdma_.setMode(rdma::NetnsMode::kExclusive);
+  json c = vfConfig();
+  c["rdmaIsolation"] = false;
+  c["verbsCheck"] = {{"mode", "require"}};
+  const std::string before = nodeState();
+  auto out = run("ADD", c);
+  EXPECT_EQ(errorOf(out)["code"], 109) << out.stdoutText;
+  const std::string msg = errorOf(out)["msg"];
+  EXPECT_NE(msg.find("RDMA device mlx5_3 of deviceID = \"0000:3b:00.3\""), std::string::npos) << msg;
+  EXPECT_NE(msg.find("exclusive netns mode"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("set rdmaIsolation to \"auto\" (the default) or true"), std::string::npos) << msg;
+  EXPECT_EQ(nodeState(), before);
+  EXPECT_EQ(rdma_.nsOf("mlx5_3"), host_.inode());
+  EXPECT_TRUE(records().empty());
+  // The default (auto) moves it: the same ADD passes.
+  c.erase("rdmaIsolation");
+  add(c);
+  EXPECT_EQ(rdma_.nsOf("mlx5_3"), pod_.inode());
+}
+
 TEST_F(SriovVfTest, VerbsCheckConfigIsValidated) {
   for (auto bad : {json{{"mode", "strict"}}, json{{"timeoutMs", 0}}, json{{"probe", "rc"}}, json("require")}) {
     json c = vfConfig();

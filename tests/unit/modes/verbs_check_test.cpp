@@ -6,6 +6,7 @@
 #include "modes/verbs_check.h"
 #include "fakes/fake_verbs_probe.h"
 #include "fakes/ibv_devinfo_text.h"
+#include "unit/plugin_fixture.h"
 
 namespace ibcni::testing {
 namespace {
@@ -210,6 +211,213 @@ TEST_F(RealMlx5Port, TheDeviceOfAnotherPodIsNotVisible) {
   ASSERT_EQ(f.size(), 1u) << all(f);
   EXPECT_NE(f[0].problem.find("RDMA device mlx5_1 is not visible in the pod's network namespace (it sees mlx5_0)"),
             std::string::npos);
+}
+
+// ---- no RDMA device behind the interface: the rule (judgeRdmaPresence) ----
+
+using plugin::judgeRdmaPresence;
+using plugin::RdmaFacts;
+
+RdmaFacts vfFacts() {
+  RdmaFacts f;
+  f.subject = "deviceID = \"0000:3b:00.3\"";
+  f.netdev = "ibp59s0v2";
+  f.infiniband = true;
+  f.pciAddress = "0000:3b:00.3";
+  f.driver = "mlx5_core";
+  f.pfPci = "0000:3b:00.0";
+  f.pfInfiniband = true;
+  f.pfRdmaDevices = {"mlx5_0"};
+  f.rdmaDevice = "mlx5_3";
+  f.netnsMode = rdma::NetnsMode::kShared;
+  return f;
+}
+
+TEST(JudgeRdmaPresence, AnRdmaDeviceThePodSeesIsLeftToTheProbe) {
+  auto f = vfFacts();
+  EXPECT_FALSE(judgeRdmaPresence(f)) << "shared mode: every pod sees it";
+  f.netnsMode = rdma::NetnsMode::kExclusive;
+  f.rdmaMoved = true;
+  EXPECT_FALSE(judgeRdmaPresence(f)) << "exclusive mode, moved with the interface";
+  f.netnsMode.reset();
+  f.rdmaMoved = false;
+  EXPECT_FALSE(judgeRdmaPresence(f)) << "mode unknown: the probe tells";
+}
+
+TEST(JudgeRdmaPresence, AVfOfAnInfinibandPfWithoutRdmaDeviceNeedsItsDriver) {
+  auto f = vfFacts();
+  f.rdmaDevice.clear();
+  f.driver = "vfio-pci";
+  auto v = judgeRdmaPresence(f);
+  ASSERT_TRUE(v);
+  EXPECT_NE(v->problem.find("deviceID = \"0000:3b:00.3\" (netdev ibp59s0v2, PCI 0000:3b:00.3, driver vfio-pci) has "
+                            "no RDMA device: it is a VF of PF 0000:3b:00.0, which is InfiniBand (RDMA device mlx5_0)"),
+            std::string::npos)
+      << v->problem;
+  EXPECT_NE(v->fix.find("modprobe mlx5_ib"), std::string::npos) << v->fix;
+  EXPECT_NE(v->fix.find("it is bound to vfio-pci"), std::string::npos) << v->fix;
+  // An Ethernet netdev whose PF only has an RDMA device (RoCE PF) is the same cause.
+  f.infiniband = false;
+  f.pfInfiniband = false;
+  v = judgeRdmaPresence(f);
+  ASSERT_TRUE(v);
+  EXPECT_NE(v->problem.find("which is RDMA-capable (RDMA device mlx5_0)"), std::string::npos) << v->problem;
+  EXPECT_NE(v->fix.find("mlx5_ib"), std::string::npos);
+}
+
+TEST(JudgeRdmaPresence, AFunctionWithNothingRdmaIsTheWrongResource) {
+  RdmaFacts f;
+  f.subject = "deviceID = \"0000:00:04.0\"";
+  f.netdev = "eth1";
+  f.pciAddress = "0000:00:04.0";
+  f.driver = "virtio-pci";
+  f.netnsMode = rdma::NetnsMode::kShared;
+  auto v = judgeRdmaPresence(f);
+  ASSERT_TRUE(v);
+  EXPECT_NE(v->problem.find("(netdev eth1, PCI 0000:00:04.0, driver virtio-pci) is not an RDMA-capable device: it "
+                            "has no RDMA device"),
+            std::string::npos)
+      << v->problem;
+  EXPECT_NE(v->fix.find("resourceName"), std::string::npos) << v->fix;
+  EXPECT_NE(v->fix.find("\"isRdma\": true"), std::string::npos) << v->fix;
+  // A VF whose PF has nothing RDMA either (an Ethernet NIC's VF).
+  f.pfPci = "0000:00:03.0";
+  v = judgeRdmaPresence(f);
+  ASSERT_TRUE(v);
+  EXPECT_NE(v->problem.find("and neither has its PF 0000:00:03.0"), std::string::npos) << v->problem;
+  // No PCI function at all (a veth, named by device).
+  RdmaFacts veth;
+  veth.subject = "device = \"vf0\"";
+  veth.netdev = "vf0";
+  v = judgeRdmaPresence(veth);
+  ASSERT_TRUE(v);
+  EXPECT_NE(v->problem.find("device = \"vf0\" (netdev vf0, no PCI function) is not an RDMA-capable device"),
+            std::string::npos)
+      << v->problem;
+}
+
+TEST(JudgeRdmaPresence, ExclusiveModeWithoutIsolationHidesTheDevice) {
+  auto f = vfFacts();
+  f.netnsMode = rdma::NetnsMode::kExclusive;
+  auto v = judgeRdmaPresence(f);
+  ASSERT_TRUE(v);
+  EXPECT_NE(v->problem.find("RDMA device mlx5_3 of deviceID"), std::string::npos) << v->problem;
+  EXPECT_NE(v->problem.find("exclusive netns mode"), std::string::npos) << v->problem;
+  EXPECT_NE(v->problem.find("rdmaIsolation is false"), std::string::npos) << v->problem;
+  EXPECT_NE(v->fix.find("set rdmaIsolation to \"auto\" (the default) or true"), std::string::npos) << v->fix;
+  EXPECT_NE(v->fix.find("rdma system set netns shared"), std::string::npos) << v->fix;
+}
+
+TEST(JudgeRdmaPresence, Ipoib) {
+  RdmaFacts f;
+  f.mode = config::Mode::kIpoib;
+  f.subject = "the IPoIB parent master = \"ibp59s0\"";
+  f.netdev = "ibp59s0";
+  f.infiniband = true;
+  f.pciAddress = "0000:3b:00.0";
+  f.driver = "mlx5_core";
+  f.rdmaDevice = "mlx5_0";
+  f.netnsMode = rdma::NetnsMode::kShared;
+  EXPECT_FALSE(judgeRdmaPresence(f)) << "the parent's HCA, seen from every pod";
+  f.netnsMode = rdma::NetnsMode::kExclusive;
+  auto v = judgeRdmaPresence(f);
+  ASSERT_TRUE(v);
+  EXPECT_NE(v->problem.find("an IPoIB child cannot take its HCA's device along"), std::string::npos) << v->problem;
+  EXPECT_NE(v->fix.find("rdma system set netns shared"), std::string::npos) << v->fix;
+  f.rdmaDevice.clear();
+  v = judgeRdmaPresence(f);
+  ASSERT_TRUE(v);
+  EXPECT_NE(v->problem.find("has no RDMA device ibcni can find"), std::string::npos) << v->problem;
+  EXPECT_NE(v->fix.find("set rdmaDevice and port"), std::string::npos) << v->fix;
+}
+
+// ---- ... and in ADD/CHECK, over the fakes: a netdev with no RDMA device at all ----
+
+class NoRdmaDeviceTest : public PluginTest {
+ protected:
+  void SetUp() override {
+    PluginTest::SetUp();
+    deps_.verbs = &verbs_;
+    logFile_ = stateDir_ + "-ibcni.log";
+  }
+  void TearDown() override {
+    std::filesystem::remove(logFile_);
+    PluginTest::TearDown();
+  }
+  json conf(const std::string& mode) const {
+    json c = config();
+    c["verbsCheck"] = {{"mode", mode}};
+    c["logFile"] = logFile_;
+    c["logLevel"] = "info";
+    return c;
+  }
+  std::string log() const {
+    std::ifstream in(logFile_);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  }
+  FakeVerbsProbe verbs_;
+  std::string logFile_;
+};
+
+TEST_F(NoRdmaDeviceTest, RequireFailsAddWith109AndRollsBack) {
+  const std::string before = snapshot(host_) + snapshot(pod_);
+  auto out = run("ADD", conf("require"));
+  EXPECT_EQ(out.exitCode, 1);
+  EXPECT_EQ(errorOf(out)["code"], 109) << out.stdoutText;
+  const std::string msg = errorOf(out)["msg"];
+  EXPECT_NE(msg.find("device = \"vf0\" (netdev vf0, no PCI function) is not an RDMA-capable device"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("isRdma"), std::string::npos) << msg;
+  EXPECT_EQ(snapshot(host_) + snapshot(pod_), before) << "vf0 is back in the host as it was";
+  EXPECT_TRUE(nl_.findLink(host_, "vf0").has_value());
+  EXPECT_TRUE(ipam_.allocations.empty());
+  EXPECT_TRUE(records().empty());
+  EXPECT_TRUE(verbs_.requests.empty()) << "nothing to probe";
+}
+
+TEST_F(NoRdmaDeviceTest, WarnLogsTheSameTextAndCheckRequireIs109) {
+  json c = conf("warn");
+  auto result = add(c);
+  ASSERT_EQ(records().size(), 1u);
+  EXPECT_NE(log().find("[warning]"), std::string::npos) << log();
+  EXPECT_NE(log().find("verbs check: device = \"vf0\" (netdev vf0, no PCI function) is not an RDMA-capable "
+                       "device"),
+            std::string::npos)
+      << log();
+  c["prevResult"] = result;
+  EXPECT_EQ(run("CHECK", c).exitCode, 0) << "warn: CHECK passes";
+  c["verbsCheck"]["mode"] = "require";
+  auto out = run("CHECK", c);
+  EXPECT_EQ(errorOf(out)["code"], 109) << out.stdoutText;
+  EXPECT_NE(errorOf(out)["msg"].get<std::string>().find("is not an RDMA-capable device"), std::string::npos)
+      << out.stdoutText;
+  EXPECT_TRUE(nl_.findLink(pod_, "net1").has_value()) << "CHECK changes nothing";
+}
+
+TEST_F(NoRdmaDeviceTest, OffIsSilent) {
+  add(conf("off"));
+  EXPECT_EQ(log().find("verbs check"), std::string::npos) << log();
+  EXPECT_TRUE(verbs_.requests.empty());
+}
+
+TEST_F(NoRdmaDeviceTest, AVirtioPciNicIsNotRdmaCapable) {
+  const int idx = nl_.findLink(host_, "vf0")->index;
+  sysfs_.addVirtioNetdev("0000:00:04.0", 1, "vf0", idx);
+  ASSERT_TRUE(sysfs_.ok()) << sysfs_.error();
+  json c = conf("require");
+  c.erase("device");
+  c["deviceID"] = "0000:00:04.0";
+  const std::string before = snapshot(host_) + snapshot(pod_);
+  auto out = run("ADD", c);
+  EXPECT_EQ(errorOf(out)["code"], 109) << out.stdoutText;
+  const std::string msg = errorOf(out)["msg"];
+  EXPECT_NE(msg.find("deviceID = \"0000:00:04.0\" (netdev vf0, PCI 0000:00:04.0, driver virtio-pci) is not an "
+                     "RDMA-capable device"),
+            std::string::npos)
+      << msg;
+  EXPECT_EQ(snapshot(host_) + snapshot(pod_), before);
+  EXPECT_TRUE(records().empty());
 }
 
 }  // namespace
