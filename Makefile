@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 CTEST = ctest --output-on-failure -j $(JOBS) --timeout 900
 
-.PHONY: all build build-sanitize deps deps-build demo test test-release test-unit test-netns test-sanitize e2e bench clean
+.PHONY: all build build-sanitize deps deps-build demo demo-build test test-release test-unit test-netns test-sanitize e2e bench clean
 
 all: build
 
@@ -21,8 +21,12 @@ $(BUILD)/CMakeCache.txt:
 build: deps-build $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
-# ADD, CHECK and DEL in a throwaway namespace with a veth standing in for a VF.
-demo: deps build
+# ADD, CHECK and DEL in a throwaway namespace with a veth standing in for a VF. Builds only what
+# the demo runs (the two plugins), not the test suite: `make test` builds everything.
+demo-build: deps-build $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS) --target ibcni ibcni-ipam
+
+demo: deps demo-build
 	scripts/demo.sh $(BUILD)
 
 # Every test tier of the release build (unit, netns, binary, conformance, hostile, faults, e2e,
