@@ -354,14 +354,23 @@ refused "$tag rdmaIsolation=true" "$(jq -c '. + {rdmaIsolation: true}' <<<"$base
 refused "$tag pkey not in rxe1's table" "$(jq -c '. + {pkey: "0x1234"}' <<<"$base")" 7 "0xffff"
 pod=pod-$RANDOM
 ip netns add "$pod" && NETNSES+=("$pod")
-conf=$(jq -c '. + {pkey: "0x7fff"}' <<<"$base")
+# Multus' device-info path with no file there (no device plugin wrote one): ADD writes it for the pod.
+F=/var/run/k8s.cni.cncf.io/devinfo/cni/default-klab-cid-pkey_net1
+rm -f "$F"
+conf=$(jq -c --arg f "$F" '. + {pkey: "0x7fff", runtimeConfig: {CNIDeviceInfoFile: $f}}' <<<"$base")
 before=$(linkinfo eth1)
 cni ADD cid-pkey "/run/netns/$pod" net1 "$conf"
 check "[$tag] pkey 0x7fff (rxe1 holds 0xffff) is accepted: ADD exits 0" test "$RC" -eq 0
 result=$OUT
 check "[$tag] ... and rdmaIsolation auto left rxe's (shared) device alone" bash -c "! grep -q 'moving RDMA device' '$WORK/stderr'"
+check "[$tag] ... the device-info file (spec 1.1.0) names eth1's PCI address and rxe1" \
+  jq -e --arg pci "$PCI" '.type == "pci" and .version == "1.1.0" and .pci["pci-address"] == $pci and
+                          .pci["rdma-device"] == "rxe1" and (.pci | has("pf-pci-address") | not)' "$F"
+check "[$tag] ... read-only (0444) and remembered in the record" \
+  bash -c "test \"\$(stat -c %a '$F')\" = 444 && grep -rq '\"deviceInfoFile\": *\"$F\"' '$STATE'"
 cni DEL cid-pkey "/run/netns/$pod" net1 "$(with_prev "$conf" "$result")"
 check "[$tag] DEL exits 0 and eth1 is back as it was" test "$RC" -eq 0 -a "$(linkinfo eth1)" = "$before"
+check "[$tag] ... and the device-info file ibcni wrote is gone" test ! -e "$F"
 # Moving rxe's netdev out of the initial namespace unregisters rxe (a kernel fact): make it again.
 drop_netnses
 add_rxe
