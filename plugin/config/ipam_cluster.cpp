@@ -13,6 +13,18 @@ std::string_view clusterBackendName(ClusterBackend backend) {
   return backend == ClusterBackend::kEtcd ? "etcd" : "kubernetes";
 }
 
+bool isNodeName(std::string_view s) {
+  if (s.empty() || s.size() > 253) {
+    return false;
+  }
+  for (char c : s) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.')) {
+      return false;
+    }
+  }
+  return s.front() != '-' && s.front() != '.' && s.back() != '-' && s.back() != '.';
+}
+
 bool validPoolName(std::string_view s) {
   if (s.empty() || s.size() > 63) {
     return false;
@@ -31,18 +43,6 @@ bool validPoolName(std::string_view s) {
 
 namespace {
 
-// A Kubernetes object name (DNS-1123 subdomain): what a node name is.
-bool validNodeName(std::string_view s) {
-  if (s.empty() || s.size() > 253) {
-    return false;
-  }
-  for (char c : s) {
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.')) {
-      return false;
-    }
-  }
-  return s.front() != '-' && s.front() != '.' && s.back() != '-' && s.back() != '.';
-}
 
 // A bounded integer member: nullopt when absent.
 cni::Result<std::optional<std::int64_t>> boundedField(const json& obj, const char* key, const std::string& path,
@@ -229,7 +229,7 @@ cni::Result<ClusterConf> clusterObject(const json& j, const IpamConfig& ipam) {
   }
   IBCNI_TRY_ASSIGN(s, stringField(j, "nodeName", path + ".nodeName"));
   if (s) {
-    if (!validNodeName(*s)) {
+    if (!isNodeName(*s)) {
       return invalid(path + ".nodeName", *s,
                      "must be a Kubernetes node name (lowercase letters, digits, '-' and '.', at most 253), or be "
                      "left out to use " + std::string(kNodeNameFile) + " or the host name");

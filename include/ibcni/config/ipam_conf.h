@@ -105,6 +105,10 @@ struct ClusterConf {
 /// "kubernetes" / "etcd"
 [[nodiscard]] std::string_view clusterBackendName(ClusterBackend backend);
 
+/// A Kubernetes node name (a DNS-1123 subdomain: 1-253 of a-z 0-9 '-' '.', starting and ending
+/// with a letter or digit): ipam.cluster.nodeName, the node-name file, the host name.
+[[nodiscard]] bool isNodeName(std::string_view s);
+
 /// The canonical `ipam` object.
 struct IpamConfig {
   std::string type;                 ///< "ibcni-ipam"
