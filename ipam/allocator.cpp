@@ -49,9 +49,8 @@ cni::Error storeError(const os::SysError& err, const std::string& action) {
   return cni::Error{cni::Errc::kIoFailure, action + ": ipam store failure: " + err.op, err.describe()};
 }
 
-Allocator::Allocator(const IpamConfig& config, Store& store, os::NetnsChecker& netns, Clock clock,
-                     BlockSource* blocks)
-    : config_(config), store_(store), netns_(netns), clock_(std::move(clock)), blocks_(blocks) {
+Allocator::Allocator(const IpamConfig& config, Store& store, os::NetnsChecker& netns, Clock clock)
+    : config_(config), store_(store), netns_(netns), clock_(std::move(clock)) {
   if (!clock_) {
     clock_ = [] { return std::chrono::system_clock::now(); };
   }

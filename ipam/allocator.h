@@ -91,8 +91,11 @@ class Allocator {
   using Clock = std::function<std::chrono::system_clock::time_point()>;
 
   /// `config`, `store` and `netns` must outlive the allocator.
-  Allocator(const IpamConfig& config, Store& store, os::NetnsChecker& netns, Clock clock = {},
-            BlockSource* blocks = nullptr);
+  Allocator(const IpamConfig& config, Store& store, os::NetnsChecker& netns, Clock clock = {});
+
+  /// Cluster mode: hand out only what `blocks` gives (it must outlive the allocator). For a source
+  /// built from this allocator's allowed(); called before any other call.
+  void useBlocks(BlockSource& blocks) { blocks_ = &blocks; }
 
   /// The ranges of each range set of `config`, in order: what a Store is built with.
   [[nodiscard]] static std::vector<RangeSetSpans> spansOf(const IpamConfig& config);
@@ -139,7 +142,7 @@ class Allocator {
   Store& store_;
   os::NetnsChecker& netns_;
   Clock clock_;
-  BlockSource* blocks_;
+  BlockSource* blocks_ = nullptr;
   /// allowed_[set][range]: the addresses round-robin may hand out, as sorted intervals.
   std::vector<std::vector<std::vector<Interval>>> allowed_;
   /// Per family (AF_INET, AF_INET6): never handed out, with the reason.

@@ -124,16 +124,13 @@ cni::Result<std::unique_ptr<Session>> openSession(const Request& request, const 
     return std::unexpected(r.error());
   }
   s->store = std::make_unique<FileStore>(FileStore::Options{s->dir, Allocator::spansOf(s->config), options.lockTimeout});
+  s->allocator = std::make_unique<Allocator>(s->config, *s->store, *options.netnsChecker, options.clock);
   if (s->config.cluster) {
-    // The pool needs the allocator's view of what can be handed out, the allocator the pool: the
-    // allocator is built first without it, then again with it.
-    Allocator plain(s->config, *s->store, *options.netnsChecker, options.clock);
-    s->pool = std::make_unique<ClusterPool>(s->config, request.conf.name, node, s->dir, plain, options.backends,
-                                            options.clock);
-    s->allocator =
-        std::make_unique<Allocator>(s->config, *s->store, *options.netnsChecker, options.clock, s->pool.get());
-  } else {
-    s->allocator = std::make_unique<Allocator>(s->config, *s->store, *options.netnsChecker, options.clock);
+    // The pool is cut from the allocator's view of what can be handed out; then the allocator
+    // hands out only inside the pool's blocks.
+    s->pool = std::make_unique<ClusterPool>(s->config, request.conf.name, node, s->dir, *s->allocator,
+                                            options.backends, options.clock);
+    s->allocator->useBlocks(*s->pool);
   }
   return s;
 }
@@ -151,13 +148,6 @@ std::string firstLine(const std::string& path) {
   return b == std::string::npos ? std::string() : line.substr(b, e - b + 1);
 }
 
-bool validNodeName(const std::string& s) {
-  if (s.empty() || s.size() > 253 || s.front() == '-' || s.front() == '.' || s.back() == '-' || s.back() == '.') {
-    return false;
-  }
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.'; });
-}
 
 // The addresses an attachment asks for: one source, the most specific one (runtimeConfig > args >
 // CNI_ARGS), each without its prefix length (the range an address falls in decides it).
@@ -584,7 +574,7 @@ cni::Result<NodeIdentity> clusterNodeIdentity(const config::ClusterConf& cluster
     from = "the host name";
     source = "hostname";
   }
-  if (!validNodeName(name)) {
+  if (!config::isNodeName(name)) {
     return cni::fail(cni::Errc::kInvalidConfig,
                      "ipam.cluster.nodeName is not set and " + from + " gives " + cni::quoted(name) +
                          ", which is not a Kubernetes node name; set ipam.cluster.nodeName (the installer writes " +
