@@ -38,6 +38,8 @@ bool isValidIdentifier(std::string_view s) {
 
 namespace {
 
+// cni::quoted is called qualified here: for a std::string argument, argument-dependent lookup
+// would otherwise prefer std::quoted wherever <iomanip> is in the unit.
 std::unexpected<Error> argsError(const std::string& what) {
   return fail(Errc::kInvalidEnvironment, "invalid CNI_ARGS: " + what);
 }
@@ -56,12 +58,12 @@ Result<CniArgs> parseCniArgs(std::string_view text) {
     if (!item.empty()) {
       auto eq = item.find('=');
       if (eq == std::string_view::npos || eq == 0) {
-        return argsError(quoted(item) + " is not a KEY=VALUE pair; the format is K1=V1;K2=V2");
+        return argsError(cni::quoted(item) + " is not a KEY=VALUE pair; the format is K1=V1;K2=V2");
       }
       // Values end up in records, logs and messages (pod name and namespace, GUID, IPs): printable
       // UTF-8 only, as everything a runtime puts there is.
       if (!isPrintableText(item)) {
-        return argsError(quoted(item, 128) +
+        return argsError(cni::quoted(item, 128) +
                          " holds a control character or bytes that are not UTF-8; give printable KEY=VALUE pairs");
       }
       pairs.emplace_back(std::string(item.substr(0, eq)), std::string(item.substr(eq + 1)));
@@ -88,7 +90,7 @@ Result<CniArgs> parseCniArgs(std::string_view text) {
         auto one = rest.substr(0, comma);
         auto ip = net::IpPrefix::parse(one, /*allowBare=*/true);
         if (!ip) {
-          return argsError("IP=" + quoted(v) + ": " + quoted(one) +
+          return argsError("IP=" + cni::quoted(v) + ": " + cni::quoted(one) +
                            " is not an IP address (give IP=10.1.2.3 or IP=10.1.2.3/24, comma-separated)");
         }
         out.ips.push_back(*ip);
@@ -97,7 +99,7 @@ Result<CniArgs> parseCniArgs(std::string_view text) {
     } else if (k == "MAC") {
       auto mac = net::HwAddress::parse(v);
       if (!mac) {
-        return argsError("MAC=" + quoted(v) + " is not a hardware address (give colon-separated hex octets)");
+        return argsError("MAC=" + cni::quoted(v) + " is not a hardware address (give colon-separated hex octets)");
       }
       out.mac = mac->text;
     } else if (k == "GUID") {
@@ -113,7 +115,7 @@ Result<CniArgs> parseCniArgs(std::string_view text) {
     } else if (out.ignoreUnknown) {
       out.unknown[k] = v;
     } else {
-      return argsError("unknown key " + quoted(k + "=" + v, 128) +
+      return argsError("unknown key " + cni::quoted(k + "=" + v, 128) +
                        "; add IgnoreUnknown=1 to CNI_ARGS to have unknown keys ignored");
     }
   }

@@ -16,10 +16,6 @@ namespace ibcni::plugin {
 
 namespace {
 
-void logFailedUndo(const std::string& what, const os::SysError& err) {
-  log::warn("undo failed: {}: {}", what, err.describe());
-}
-
 // What the records say of a device missing from the host (`notFound`, error 100). A record whose
 // pod netns is gone is stale, its pod having died without a DEL: it is never the holder. 101 names
 // a live holder, else one whose netns cannot be checked from here (which may be alive); with
@@ -178,7 +174,7 @@ cni::Result<cni::AddResult> cmdAdd(const Invocation& inv, Deps& deps) {
   }
   log::timing::lap("resolve");
 
-  os::Rollback rollback(logFailedUndo);
+  os::Rollback rollback(log::failedUndo);
   state::AttachmentRecord record = recordFor(inv);
   record.netnsInode = static_cast<std::uint64_t>(pod.inode());
   record.ipamType = conf.ipamType;

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "ibcni/log/level.h"
+#include "ibcni/os/sys_error.h"
 
 namespace ibcni::log {
 
@@ -45,6 +46,10 @@ inline constexpr std::size_t kMaxLineBytes = 16384;
 
 /// Writes everything buffered (the file sink is flushed per line anyway).
 void flush();
+
+/// The plugin's os::Rollback failure sink: an undo step that failed is logged at warn level
+/// ("undo failed: WHAT: ERROR"), never swallowed.
+void failedUndo(const std::string& what, const os::SysError& err);
 
 template <class... A>
 void debug(fmt::format_string<A...> f, A&&... a) {

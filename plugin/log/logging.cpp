@@ -141,4 +141,8 @@ void flush() {
   }
 }
 
+void failedUndo(const std::string& what, const os::SysError& err) {
+  warn("undo failed: {}: {}", what, err.describe());
+}
+
 }  // namespace ibcni::log

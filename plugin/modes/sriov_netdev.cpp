@@ -19,11 +19,6 @@ std::string markFor(const std::string& hostName) {
   return std::string(SriovNetdevMode::kAliasPrefix) + hostName;
 }
 
-void logFailedUndo(const std::string& what, const os::SysError& err) {
-  log::warn("undo failed: {}: {}", what, err.describe());
-}
-
-
 // Moves link `index` (named `name`) from `from` to `to`, named `newName` there. The link travels
 // under a temporary name, so it never carries a name that could collide with an interface of
 // either namespace (and the pod name never appears in the host). One namespace move, the costly
@@ -398,7 +393,7 @@ cni::Result<void> SriovNetdevMode::tearDown(const ModeContext& ctx, const state:
       }
       // If the way back fails half-way, put the device back in the pod as it was, so that a retried
       // DEL finds it where it expects it.
-      os::Rollback rollback(logFailedUndo);
+      os::Rollback rollback(log::failedUndo);
       auto r = relocate(ctx.deps, *pod, l->index, record.ifName, host, record.hostName, rollback,
                         cni::Errc::kNetlinkFailure);
       if (!r) {

@@ -22,7 +22,7 @@ namespace ibcni::state {
 
 namespace {
 
-using json = nlohmann::ordered_json;
+using nlohmann::ordered_json;
 
 std::unexpected<os::SysError> refused(const std::string& why) { return os::sysFail(os::kPathRefused, why); }
 
@@ -73,7 +73,7 @@ os::SysResult<DeviceInfoFiles::Presence> presenceAt(int dirFd, const std::string
 }  // namespace
 
 std::string FileDeviceInfoFiles::encode(const DeviceInfo& info) {
-  json pci = json::object();
+  ordered_json pci = ordered_json::object();
   pci["pci-address"] = info.pciAddress;
   if (!info.pfPciAddress.empty()) {
     pci["pf-pci-address"] = info.pfPciAddress;
@@ -81,7 +81,7 @@ std::string FileDeviceInfoFiles::encode(const DeviceInfo& info) {
   if (!info.rdmaDevice.empty()) {
     pci["rdma-device"] = info.rdmaDevice;
   }
-  json doc = json::object();
+  ordered_json doc = ordered_json::object();
   doc["type"] = "pci";
   doc["version"] = kDeviceInfoVersion;
   doc["pci"] = pci;
