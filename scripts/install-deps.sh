@@ -7,7 +7,7 @@
 #   scripts/install-deps.sh --build    only what building the plugin needs
 set -euo pipefail
 
-build_pkgs=(cmake g++ make pkg-config
+build_pkgs=(cmake ninja-build g++ make pkg-config
             libnl-3-dev libnl-route-3-dev libmnl-dev libibverbs-dev libcurl4-openssl-dev nlohmann-json3-dev libspdlog-dev
             libyaml-dev
             libfmt-dev libgtest-dev libgmock-dev googletest)
