@@ -323,6 +323,7 @@ if [ -n "$master" ] && [ -e "$n" ]; then
   dp=$(cat "$n/dev_port" 2>/dev/null); [ -n "$dp" ] || dp=0
   p=$((dp + 1))
   echo "parent_ibdev=$ib"
+  [ -e "$n/device" ] && echo "parent_pci=$(basename "$(readlink -f "$n/device")")"
   echo "parent_port=$p"
   pd=/sys/class/infiniband/$ib/ports/$p
   if [ -n "$ib" ] && [ -d "$pd" ]; then
@@ -564,6 +565,23 @@ for p in "$POD_A" "$POD_B"; do
     fail "network_status_$p" "got ${IPADDR[$p]}, requested ${WANT_IP[$p]} (the NAD's IPAM range must contain --ip-a/--ip-b)"
   else
     pass "network_status_$p" "$ifname ${IPADDR[$p]} mac $(jq -r '.mac // "-"' <<<"$entry")"
+  fi
+  # The HCA behind net1 (device-info that ibcni writes when Multus passes runtimeConfig.CNIDeviceInfoFile,
+  # capabilities.CNIDeviceInfoFile in the NAD): the parent's RDMA device and PCI function on the pod's
+  # node, what a pod reads to set NCCL_IB_HCA.
+  node=${NODE[$p]:-}
+  want_dev=$( [[ -n $node ]] && hfact "${HINFO[$node]:-}" parent_ibdev)
+  want_pci=$( [[ -n $node ]] && hfact "${HINFO[$node]:-}" parent_pci)
+  got_dev=$(jq -r '.["device-info"].pci["rdma-device"] // ""' <<<"$entry")
+  got_pci=$(jq -r '.["device-info"].pci["pci-address"] // ""' <<<"$entry")
+  if [[ -z $(jq -r '.["device-info"] // empty' <<<"$entry") ]]; then
+    skip "device_info_$p" "no device-info in network-status: Multus passed no runtimeConfig.CNIDeviceInfoFile (it derives that path from a device plugin's deviceID: only a NAD with a resourceName gets one)"
+  elif [[ -z $want_dev ]]; then
+    skip "device_info_$p" "device-info says ${got_dev:-?} ${got_pci:-?}; the parent's RDMA device on ${node:-?} is unknown"
+  elif [[ $got_dev != "$want_dev" || ( -n $want_pci && $got_pci != "$want_pci" ) ]]; then
+    fail "device_info_$p" "device-info says rdma-device ${got_dev:-<none>}, pci-address ${got_pci:-<none>}; the parent ${PARENT[$node]:-?} on $node is $want_dev at ${want_pci:-?}"
+  else
+    pass "device_info_$p" "rdma-device $got_dev, pci-address $got_pci: ${PARENT[$node]}'s HCA on $node"
   fi
 done
 if [[ -n ${IPADDR[$POD_A]:-} && ${IPADDR[$POD_A]} == "${IPADDR[$POD_B]:-}" ]]; then

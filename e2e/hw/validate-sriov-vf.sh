@@ -395,7 +395,7 @@ done
 
 # --- Multus network-status ------------------------------------------------------------------------
 
-declare -A IPADDR PCI
+declare -A IPADDR PCI DI_RDMA
 for p in "$POD_A" "$POD_B"; do
   ann=$(kc -n "$NS" get pod "$p" -o json | jq -r '.metadata.annotations["k8s.v1.cni.cncf.io/network-status"]
           // .metadata.annotations["k8s.v1.cni.cncf.io/networks-status"] // ""')
@@ -408,6 +408,7 @@ for p in "$POD_A" "$POD_B"; do
   ifname=$(jq -r '.interface // ""' <<<"$entry")
   IPADDR[$p]=$(jq -r '[.ips[]? | select(test("^[0-9.]+$"))][0] // ""' <<<"$entry")
   PCI[$p]=$(jq -r '.["device-info"].pci["pci-address"] // ""' <<<"$entry")
+  DI_RDMA[$p]=$(jq -r '.["device-info"].pci["rdma-device"] // ""' <<<"$entry")
   if [[ $ifname != "$IFN" || -z ${IPADDR[$p]} ]]; then
     fail "network_status_$p" "expected interface $IFN with an IPv4 address: $entry"
   elif [[ $IPS_CAP == true && ${IPADDR[$p]} != "${WANT_IP[$p]%/*}" ]]; then
@@ -511,6 +512,19 @@ for p in "$POD_A" "$POD_B"; do
     continue
   fi
   d=${DEV[$p]}
+
+  # network-status names the RDMA device behind net1 (device-info: the device plugin's file, or the
+  # one ibcni writes when there is none, capabilities.CNIDeviceInfoFile): what a pod reads to set
+  # NCCL_IB_HCA. The NAD's verbsCheck "require" made the pod's ADD prove that device usable.
+  if [[ -z ${DI_RDMA[$p]:-} ]]; then
+    fail "device_info_$p" "network-status has no device-info.pci.rdma-device for $IFN (the NAD must declare capabilities.CNIDeviceInfoFile; Multus 4+ passes runtimeConfig.CNIDeviceInfoFile)"
+  elif [[ ${DI_RDMA[$p]} != "$d" ]]; then
+    fail "device_info_$p" "network-status says rdma-device ${DI_RDMA[$p]}, the pod sees $d"
+  elif [[ -n $(fact "$p" if_pci) && ${PCI[$p]} != "$(fact "$p" if_pci)" ]]; then
+    fail "device_info_$p" "network-status says pci-address ${PCI[$p]}, $IFN's PCI function is $(fact "$p" if_pci)"
+  else
+    pass "device_info_$p" "rdma-device $d, pci-address ${PCI[$p]}"
+  fi
 
   # The RDMA device's node GUID and GID[0] (port GUID) are the requested GUID.
   ng=$(guid_hex "$(fact "$p" node_guid)") gid0=$(fact "$p" port_gid0)
