@@ -575,7 +575,7 @@ for p in "$POD_A" "$POD_B"; do
   got_dev=$(jq -r '.["device-info"].pci["rdma-device"] // ""' <<<"$entry")
   got_pci=$(jq -r '.["device-info"].pci["pci-address"] // ""' <<<"$entry")
   if [[ -z $(jq -r '.["device-info"] // empty' <<<"$entry") ]]; then
-    skip "device_info_$p" "no device-info in network-status: Multus passed no runtimeConfig.CNIDeviceInfoFile (it derives that path from a device plugin's deviceID: only a NAD with a resourceName gets one)"
+    skip "device_info_$p" "no device-info in network-status: Multus passed no runtimeConfig.CNIDeviceInfoFile (it derives that path from a device plugin's deviceID: only a NAD with a resourceName, e.g. the RDMA shared device plugin's rdma/rdma_shared_device_a, gets one)"
   elif [[ -z $want_dev ]]; then
     skip "device_info_$p" "device-info says ${got_dev:-?} ${got_pci:-?}; the parent's RDMA device on ${node:-?} is unknown"
   elif [[ $got_dev != "$want_dev" || ( -n $want_pci && $got_pci != "$want_pci" ) ]]; then

@@ -41,7 +41,21 @@ std::optional<std::unexpected<cni::Error>> badPath(const std::string& field, con
   return invalid(field, value, problem + " (e.g. " + example + "; README \"Security model\")", 256);
 }
 
-cni::Result<RuntimeConfig> parseRuntimeConfig(const json& j) {
+// A device plugin's device ID as Multus passes it (deviceID, pciBusID, runtimeConfig.deviceID). In
+// sriov mode it selects the VF, so it must be a PCI address. ipoib mode creates its device and selects
+// nothing by it: an ipoib NAD may name another plugin's resource (the RDMA shared device plugin's, so
+// that pods get /dev/infiniband, whose IDs are "0", "1", ...), so there it only has to be a string.
+cni::Result<std::optional<net::PciAddress>> deviceIdField(const json& obj, const char* key, const std::string& path,
+                                                          Mode mode) {
+  if (mode == Mode::kIpoib) {
+    std::optional<std::string> ignored;
+    IBCNI_TRY_ASSIGN(ignored, stringField(obj, key, path));
+    return std::optional<net::PciAddress>();
+  }
+  return pciField(obj, key, path);
+}
+
+cni::Result<RuntimeConfig> parseRuntimeConfig(const json& j, Mode mode) {
   RuntimeConfig rc;
   if (!j.is_object()) {
     return invalid("runtimeConfig", j, "must be an object");
@@ -56,7 +70,7 @@ cni::Result<RuntimeConfig> parseRuntimeConfig(const json& j) {
     }
     rc.mac = *hw;
   }
-  IBCNI_TRY_ASSIGN(rc.deviceId, pciField(j, "deviceID", "runtimeConfig.deviceID"));
+  IBCNI_TRY_ASSIGN(rc.deviceId, deviceIdField(j, "deviceID", "runtimeConfig.deviceID", mode));
   std::optional<std::string> guid;
   IBCNI_TRY_ASSIGN(guid, stringField(j, "infinibandGUID", "runtimeConfig.infinibandGUID"));
   if (guid) {
@@ -173,7 +187,7 @@ cni::Result<void> parseSriovKeys(const json& j, NetConf& c) {
 }
 
 // ipoib mode's keys: the parent (master, or rdmaDevice + port), ipoibMode, umcast. deviceID and
-// pciBusID (which Multus injects when the network names a resource) are not used.
+// pciBusID (which Multus injects when the network names a resource) are not used (deviceIdField).
 cni::Result<void> parseIpoibKeys(const json& j, NetConf& c, cni::Command command) {
   auto master = stringField(j, "master", "master");
   if (!master) {
@@ -297,12 +311,12 @@ const std::set<std::string>& knownKeys() {
 // or a host netdev by name.
 cni::Result<void> parseDeviceSelection(const json& j, NetConf& c, cni::Command command) {
   if (auto it = j.find("runtimeConfig"); it != j.end() && !it->is_null()) {
-    IBCNI_TRY_ASSIGN(c.runtime, parseRuntimeConfig(*it));
+    IBCNI_TRY_ASSIGN(c.runtime, parseRuntimeConfig(*it, c.mode));
   }
   std::optional<net::PciAddress> deviceId;
-  IBCNI_TRY_ASSIGN(deviceId, pciField(j, "deviceID", "deviceID"));
+  IBCNI_TRY_ASSIGN(deviceId, deviceIdField(j, "deviceID", "deviceID", c.mode));
   std::optional<net::PciAddress> pciBusId;
-  IBCNI_TRY_ASSIGN(pciBusId, pciField(j, "pciBusID", "pciBusID"));
+  IBCNI_TRY_ASSIGN(pciBusId, deviceIdField(j, "pciBusID", "pciBusID", c.mode));
   // Multus injects deviceID (and pciBusID) at the top level; a runtimeConfig deviceID from the
   // capability is the most specific.
   c.deviceId = c.runtime.deviceId ? c.runtime.deviceId : (deviceId ? deviceId : pciBusId);
@@ -319,7 +333,7 @@ cni::Result<void> parseDeviceSelection(const json& j, NetConf& c, cni::Command c
                                  " (runtimeConfig.CNIDeviceInfoFile) names " + fromFile->text +
                                  ": the device plugin and the configuration disagree");
     }
-    if (fromFile && !c.deviceId) {
+    if (fromFile && !c.deviceId && c.mode != Mode::kIpoib) {
       c.deviceId = fromFile;
     }
   }

@@ -369,6 +369,51 @@ TEST_F(MultusShapeTest, DeviceInfoFileIsWrittenForNetworkStatusWhenTheDevicePlug
   EXPECT_EQ(slurp(), dpText);
 }
 
+// An ipoib NAD that names the RDMA shared device plugin's resource (so that every pod on it gets
+// /dev/infiniband through the network resources injector): Multus injects that plugin's device ID, "0",
+// which is no PCI address, and with the capability a device-info path (it derives the path from the
+// device ID). ipoib mode selects nothing by the ID; ADD writes the parent's HCA into the file. Before,
+// ADD failed with 7 ("deviceID must be a PCI address"). sriov mode still requires a PCI address.
+TEST_F(MultusShapeTest, IpoibOnASharedRdmaResourceIgnoresItsDeviceIdAndWritesTheParentsDeviceInfo) {
+  nl::Link ib = fakeIbLink("ibp94s1", "02:00:00:00:00:00:bb:01", "ipoib");
+  ib.mtu = 2044;
+  ib.ipoib = nl::IpoibInfo{net::Pkey::fromWire(0xffff), nl::IpoibMode::kDatagram, false};
+  const int parent = nl_.addLink(host_, ib);
+  ASSERT_TRUE(nl_.setLinkUp(host_, parent, true));
+  sysfs_.addPf("0000:5e:00.0", "ibp94s1", "mlx5_1", 0, parent);
+  ASSERT_TRUE(sysfs_.ok()) << sysfs_.error();
+  const std::string host = snapshot(host_);
+  dpPublishes_ = false;  // the shared device plugin publishes no device-info
+  const json caps = {{"deviceID", true}, {"CNIDeviceInfoFile", true}, {"ips", true}};
+  const json pod = {{"name", "ib-ipoib"}, {"ips", {kPodIp}}};
+  json conf = delegateStdin(caps, "0", pod);
+  conf["mode"] = "ipoib";
+  conf["master"] = "ibp94s1";
+  ASSERT_EQ(conf["deviceID"], "0");
+  ASSERT_EQ(conf["runtimeConfig"]["deviceID"], "0");
+  const std::string file = conf["runtimeConfig"]["CNIDeviceInfoFile"];
+  auto out = multus("ADD", conf, cniArgs(pod, true));
+  ASSERT_EQ(out.exitCode, 0) << out.stdoutText;
+  std::ifstream in(file);
+  const json info = json::parse(in, nullptr, false);
+  ASSERT_TRUE(info.is_object()) << file;
+  EXPECT_EQ(info, json::parse(R"({"type": "pci", "version": "1.1.0",
+      "pci": {"pci-address": "0000:5e:00.0", "rdma-device": "mlx5_1"}})"));
+  EXPECT_TRUE(nl_.findLink(pod_, "net1").has_value());
+  json withPrev = conf;
+  withPrev["prevResult"] = json::parse(out.stdoutText);
+  EXPECT_EQ(multus("CHECK", withPrev, cniArgs(pod, false)).exitCode, 0);
+  ASSERT_EQ(multus("DEL", withPrev, cniArgs(pod, false)).exitCode, 0);
+  EXPECT_FALSE(std::filesystem::exists(file));
+  EXPECT_EQ(snapshot(host_), host);
+
+  // The same IDs in sriov mode select the VF: "0" is refused there, naming the field.
+  json sriov = delegateStdin(caps, "0", pod);
+  out = multus("ADD", sriov, cniArgs(pod, true));
+  EXPECT_EQ(errorOf(out)["code"], 7) << out.stdoutText;
+  EXPECT_NE(errorOf(out)["msg"].get<std::string>().find("deviceID = \"0\""), std::string::npos) << out.stdoutText;
+}
+
 // The NAD of README's example (capabilities deviceID, infinibandGUID, ips; no CNIDeviceInfoFile):
 // the same pod works, the GUID coming only from runtimeConfig.
 TEST_F(MultusShapeTest, ReadmeNadCapabilitiesWork) {
