@@ -135,6 +135,19 @@ class PluginTest : public ::testing::Test {
     return made;
   }
 
+  /// An IPoIB parent `name` in the host, up (MTU 2044, pkey 0xffff, datagram), the netdev of the
+  /// PCI function `pci` whose RDMA device is `rdmaDevice` (no VFs). @return its link index.
+  int addIpoibParent(const std::string& name, const std::string& pci, const std::string& rdmaDevice) {
+    nl::Link ib = fakeIbLink(name, "02:00:00:00:00:00:bb:01", "ipoib");
+    ib.mtu = 2044;
+    ib.ipoib = nl::IpoibInfo{net::Pkey::fromWire(0xffff), nl::IpoibMode::kDatagram, false};
+    const int index = nl_.addLink(host_, ib);
+    EXPECT_TRUE(nl_.setLinkUp(host_, index, true));
+    sysfs_.addPf(pci, name, rdmaDevice, 0, index);
+    EXPECT_TRUE(sysfs_.ok()) << sysfs_.error();
+    return index;
+  }
+
   /// The device-info tree of this test (Multus' /var/run/k8s.cni.cncf.io/devinfo/).
   std::string devinfoRoot() const { return stateDir_ + "/devinfo/"; }
 

@@ -139,13 +139,7 @@ TEST_F(DeviceInfoTest, TheDevicePluginsFileIsNeverOverwrittenNorRemoved) {
 // ipoib mode: the child's traffic goes through its parent, whose PCI function and RDMA device the
 // file names (rdmaDevice/port, or sysfs when the parent is named by `master`).
 TEST_F(DeviceInfoTest, IpoibNamesTheParentsFunctionAndRdmaDevice) {
-  nl::Link ib = fakeIbLink("ibp94s0", "02:00:00:00:00:00:bb:01", "ipoib");
-  ib.mtu = 2044;
-  ib.ipoib = nl::IpoibInfo{net::Pkey::fromWire(0xffff), nl::IpoibMode::kDatagram, false};
-  const int index = nl_.addLink(host_, ib);
-  ASSERT_TRUE(nl_.setLinkUp(host_, index, true));
-  sysfs_.addPf("0000:5e:00.0", "ibp94s0", "mlx5_1", 0, index);
-  ASSERT_TRUE(sysfs_.ok()) << sysfs_.error();
+  addIpoibParent("ibp94s0", "0000:5e:00.0", "mlx5_1");
   json c = config();
   c.erase("device");
   c.erase("mtu");

@@ -242,6 +242,12 @@ class MultusShapeTest : public PluginTest {
     return plugin::dispatch(getenv, lastStdin_, true, *multusDeps_);
   }
 
+  /// The file at `path` as JSON (a discarded value when it is missing or not JSON).
+  static json readJson(const std::string& path) {
+    std::ifstream in(path);
+    return json::parse(in, nullptr, false);
+  }
+
   nl::VfInfo vfState() { return nl_.vf(host_, pfIndex_, kVfNumber).value_or(nl::VfInfo{}); }
   std::vector<std::string> podAddrs() {
     std::vector<std::string> out;
@@ -342,10 +348,7 @@ TEST_F(MultusShapeTest, DeviceInfoFileIsWrittenForNetworkStatusWhenTheDevicePlug
   ASSERT_FALSE(std::filesystem::exists(file));
   auto out = multus("ADD", conf, cniArgs(pod, true));
   ASSERT_EQ(out.exitCode, 0) << out.stdoutText;
-  std::ifstream in(file);
-  const json info = json::parse(in, nullptr, false);
-  ASSERT_TRUE(info.is_object()) << file;
-  EXPECT_EQ(info, json::parse(R"({"type": "pci", "version": "1.1.0",
+  EXPECT_EQ(readJson(file), json::parse(R"({"type": "pci", "version": "1.1.0",
       "pci": {"pci-address": "0000:3b:00.3", "pf-pci-address": "0000:3b:00.0", "rdma-device": "mlx5_3"}})"));
   json withPrev = conf;
   withPrev["prevResult"] = json::parse(out.stdoutText);
@@ -375,13 +378,7 @@ TEST_F(MultusShapeTest, DeviceInfoFileIsWrittenForNetworkStatusWhenTheDevicePlug
 // device ID). ipoib mode selects nothing by the ID; ADD writes the parent's HCA into the file. Before,
 // ADD failed with 7 ("deviceID must be a PCI address"). sriov mode still requires a PCI address.
 TEST_F(MultusShapeTest, IpoibOnASharedRdmaResourceIgnoresItsDeviceIdAndWritesTheParentsDeviceInfo) {
-  nl::Link ib = fakeIbLink("ibp94s1", "02:00:00:00:00:00:bb:01", "ipoib");
-  ib.mtu = 2044;
-  ib.ipoib = nl::IpoibInfo{net::Pkey::fromWire(0xffff), nl::IpoibMode::kDatagram, false};
-  const int parent = nl_.addLink(host_, ib);
-  ASSERT_TRUE(nl_.setLinkUp(host_, parent, true));
-  sysfs_.addPf("0000:5e:00.0", "ibp94s1", "mlx5_1", 0, parent);
-  ASSERT_TRUE(sysfs_.ok()) << sysfs_.error();
+  addIpoibParent("ibp94s1", "0000:5e:00.0", "mlx5_1");
   const std::string host = snapshot(host_);
   dpPublishes_ = false;  // the shared device plugin publishes no device-info
   const json caps = {{"deviceID", true}, {"CNIDeviceInfoFile", true}, {"ips", true}};
@@ -394,10 +391,7 @@ TEST_F(MultusShapeTest, IpoibOnASharedRdmaResourceIgnoresItsDeviceIdAndWritesThe
   const std::string file = conf["runtimeConfig"]["CNIDeviceInfoFile"];
   auto out = multus("ADD", conf, cniArgs(pod, true));
   ASSERT_EQ(out.exitCode, 0) << out.stdoutText;
-  std::ifstream in(file);
-  const json info = json::parse(in, nullptr, false);
-  ASSERT_TRUE(info.is_object()) << file;
-  EXPECT_EQ(info, json::parse(R"({"type": "pci", "version": "1.1.0",
+  EXPECT_EQ(readJson(file), json::parse(R"({"type": "pci", "version": "1.1.0",
       "pci": {"pci-address": "0000:5e:00.0", "rdma-device": "mlx5_1"}})"));
   EXPECT_TRUE(nl_.findLink(pod_, "net1").has_value());
   json withPrev = conf;
