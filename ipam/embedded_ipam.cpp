@@ -135,7 +135,6 @@ cni::Result<std::unique_ptr<Session>> openSession(const Request& request, const 
   return s;
 }
 
-
 // The first line of `path`, without surrounding blanks; empty when it cannot be read.
 std::string firstLine(const std::string& path) {
   auto text = os::readFile(path, 4096);
@@ -147,7 +146,6 @@ std::string firstLine(const std::string& path) {
   const auto e = line.find_last_not_of(" \t\r");
   return b == std::string::npos ? std::string() : line.substr(b, e - b + 1);
 }
-
 
 // The addresses an attachment asks for: one source, the most specific one (runtimeConfig > args >
 // CNI_ARGS), each without its prefix length (the range an address falls in decides it).

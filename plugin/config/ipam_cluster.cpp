@@ -43,7 +43,6 @@ bool validPoolName(std::string_view s) {
 
 namespace {
 
-
 // A bounded integer member: nullopt when absent.
 cni::Result<std::optional<std::int64_t>> boundedField(const json& obj, const char* key, const std::string& path,
                                                       std::int64_t lo, std::int64_t hi, const std::string& unit) {

@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ibcni/os/text.h"
+
 namespace ibcni::doctor {
 
 std::string renderReconcileText(const plugin::ReconcileReport& report, const std::string& stamp) {
@@ -28,13 +30,7 @@ std::string renderReconcileText(const plugin::ReconcileReport& report, const std
     out += fmt::format("{} ibcni reconcile: {} {} of network={} containerID={} ifname={}: netns {} is gone\n", stamp,
                        a.action, addresses, a.network, a.containerId, a.ifName, a.netns);
   }
-  auto joined = [](const std::vector<std::string>& v) {
-    std::string s;
-    for (const auto& x : v) {
-      s += (s.empty() ? "" : ",") + x;
-    }
-    return s.empty() ? std::string("none") : s;
-  };
+  auto joined = [](const std::vector<std::string>& v) { return v.empty() ? std::string("none") : os::joinText(v, ","); };
   for (const auto& p : report.pools) {
     const bool dry = p.action != "maintained";
     out += fmt::format("{} ibcni reconcile: {} cluster pool={} node={}: {}; blocks {}: {}{}{}{}\n", stamp, p.action,

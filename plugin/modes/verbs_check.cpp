@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "ibcni/os/text.h"
 #include "log/log.h"
 
 namespace ibcni::plugin {
@@ -69,14 +70,6 @@ std::array<std::uint8_t, 16> gidOf(const net::IpAddress& ip) {
     }
   }
   return g;
-}
-
-std::string joined(const std::vector<std::string>& v) {
-  std::string s;
-  for (const auto& x : v) {
-    s += (s.empty() ? "" : ", ") + x;
-  }
-  return s;
 }
 
 constexpr const char* kSharedModeHowTo =
@@ -179,7 +172,7 @@ std::optional<VerbsFinding> judgeRdmaPresence(const RdmaFacts& f) {
     if (!f.pfPci.empty()) {
       why = "it is a VF of PF " + f.pfPci + ", which is " +
             (f.pfInfiniband ? std::string("InfiniBand") : std::string("RDMA-capable")) +
-            (f.pfRdmaDevices.empty() ? std::string() : " (RDMA device " + joined(f.pfRdmaDevices) + ")") +
+            (f.pfRdmaDevices.empty() ? std::string() : " (RDMA device " + os::joinText(f.pfRdmaDevices, ", ") + ")") +
             ", so the VF should have an RDMA device of its own";
     } else {
       why = "its netdev is IPoIB, which an HCA's RDMA device always backs";

@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <gtest/gtest.h>
+
+#include "ibcni/os/text.h"
+
+namespace ibcni::os {
+namespace {
+
+TEST(JoinText, SeparatorOnlyBetweenParts) {
+  EXPECT_EQ(joinText({}, ", "), "");
+  EXPECT_EQ(joinText({"mlx5_0"}, ", "), "mlx5_0");
+  EXPECT_EQ(joinText({"mlx5_0", "mlx5_1", "mlx5_2"}, ", "), "mlx5_0, mlx5_1, mlx5_2");
+  EXPECT_EQ(joinText({"a", "b"}, ","), "a,b");
+  EXPECT_EQ(joinText({"a", "b"}, ""), "ab");
+  EXPECT_EQ(joinText({"", "b", ""}, ","), ",b,");
+}
+
+}  // namespace
+}  // namespace ibcni::os
