@@ -107,15 +107,29 @@ RdmaFacts rdmaFacts(Deps& deps, const os::Netns& host, const Invocation& inv, co
     f.subject = conf.master.empty() ? "the IPoIB parent of rdmaDevice = \"" + conf.rdmaDevice + "\", port = " +
                                           std::to_string(conf.port)
                                     : "the IPoIB parent master = \"" + conf.master + "\"";
-    if (f.pciAddress.empty() && !netdev.name.empty()) {
-      if (auto pci = deps.devices.pciOfNetdev(netdev.name, netdev.index); pci && *pci) {
-        f.pciAddress = (*pci)->text;
-      }
-    }
   } else {
     f.subject = conf.deviceId ? "deviceID = \"" + conf.deviceId->text + "\""
                 : !conf.device.empty() ? "device = \"" + conf.device + "\""
                                        : "the pod's device";
+  }
+  // Only what judgeRdmaPresence reads is looked up: an ADD whose RDMA device the pod sees pays
+  // nothing more, one whose device stays in the host only the netns mode query.
+  if (!rdmaDevice.empty()) {
+    if (rdmaMoved) {
+      return f;
+    }
+    if (auto m = deps.rdma.netnsMode(host); m) {
+      f.netnsMode = *m;
+    }
+    if (f.netnsMode != rdma::NetnsMode::kExclusive) {
+      return f;
+    }
+  }
+  // A finding follows: what it names (the function, its driver, its PF).
+  if (conf.mode == config::Mode::kIpoib && f.pciAddress.empty() && !netdev.name.empty()) {
+    if (auto pci = deps.devices.pciOfNetdev(netdev.name, netdev.index); pci && *pci) {
+      f.pciAddress = (*pci)->text;
+    }
   }
   if (auto pci = net::PciAddress::parse(f.pciAddress); pci) {
     if (auto fn = deps.devices.pciFunction(*pci); fn) {
@@ -132,9 +146,6 @@ RdmaFacts rdmaFacts(Deps& deps, const os::Netns& host, const Invocation& inv, co
         }
       }
     }
-  }
-  if (auto m = deps.rdma.netnsMode(host); m) {
-    f.netnsMode = *m;
   }
   return f;
 }
@@ -321,13 +332,12 @@ cni::Result<void> runVerbsCheck(const Invocation& inv, Deps& deps, const std::st
   std::vector<VerbsFinding> findings;
   if (auto absent = judgeRdmaPresence(facts)) {
     findings.push_back(std::move(*absent));
-  } else if (want.device.empty()) {
-    return {};
-  }
-  if (findings.empty()) {
-    if (auto r = probeFindings(deps, netnsPath, vc, want); !r.empty()) {
-      findings = std::move(r);
-    } else {
+  } else {
+    if (want.device.empty()) {
+      return {};
+    }
+    findings = probeFindings(deps, netnsPath, vc, want);
+    if (findings.empty()) {
       log::info("verbs check: {} port {} is usable from {}", want.device, want.port, netnsPath);
       return {};
     }

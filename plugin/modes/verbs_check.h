@@ -50,12 +50,14 @@ struct RdmaFacts {
   std::vector<std::string> pfRdmaDevices;
   std::string rdmaDevice;     ///< the interface's RDMA device; empty: none was found
   bool rdmaMoved = false;     ///< ADD moves (moved) it into the pod's netns (rdmaIsolation)
-  std::optional<rdma::NetnsMode> netnsMode;  ///< nullopt: RDMA netlink cannot tell
+  std::optional<rdma::NetnsMode> netnsMode;  ///< nullopt: RDMA netlink cannot tell, or not looked up
 };
 
 /// Gathers RdmaFacts from sysfs and RDMA netlink in `host`. `pciAddress` and `netdev` are the
 /// device's as resolve() found them (ipoib: the parent, whose PCI function is looked up when
-/// `pciAddress` is empty); `rdmaDevice`/`rdmaMoved` what the mode found and did.
+/// `pciAddress` is empty); `rdmaDevice`/`rdmaMoved` what the mode found and did. Looks up only what
+/// judgeRdmaPresence reads for that case (ADD's hot path): nothing when the RDMA device moved with
+/// the interface, the netns mode when it stays in the host, the function and its PF for a finding.
 [[nodiscard]] RdmaFacts rdmaFacts(Deps& deps, const os::Netns& host, const Invocation& inv,
                                   const std::string& pciAddress, const nl::Link& netdev,
                                   const std::string& rdmaDevice, bool rdmaMoved);
