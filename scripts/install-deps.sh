@@ -24,7 +24,13 @@ test_pkgs=(iproute2 jq util-linux coreutils findutils strace
            clang-16 libclang-rt-16-dev
            # cluster-wide IPAM tests: a real etcd 3.4 cluster on loopback (tests/support/etcd), and
            # curl to talk to its JSON gateway
-           etcd-server etcd-client curl)
+           etcd-server etcd-client curl
+           # the Kubernetes API emulator's fidelity test drives it with real API clients (Debian's
+           # kubectl, from kubernetes-client, is fetched by tests/support/k8s-emulator itself: some
+           # machines carry another package's /usr/bin/kubectl, which the package would clash with)
+           python3-kubernetes
+           # tests/chaos: a simulated clock for the ibcni-ipam processes (libfaketime)
+           faketime)
 # What ../shared/kernel-lab/run.sh boots: Debian's kernel in QEMU, with rdma-core inside.
 lab_pkgs=(qemu-system-x86 linux-image-amd64 busybox-static kmod cpio
           rdma-core ibverbs-providers ibverbs-utils perftest iputils-ping)

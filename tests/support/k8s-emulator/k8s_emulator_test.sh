@@ -43,13 +43,19 @@ sa=system:serviceaccount:kube-system:ibcni
 cat >"$work/tokens" <<EOF
 good-token,$sa,uid-1
 reader-token,reader,uid-2
+admin-token,admin,uid-3
+updater-token,updater,uid-4
 EOF
 cat >"$work/rbac" <<EOF
 {"rules": [
   {"user": "$sa", "namespace": "kube-system", "resource": "leases", "verbs": ["get", "list", "create", "update", "delete"]},
   {"user": "$sa", "resource": "nodes", "verbs": ["get"]},
   {"user": "reader", "namespace": "kube-system", "resource": "leases", "verbs": ["get", "list"]},
-  {"user": "client-cert-user", "namespace": "kube-system", "resource": "leases", "verbs": ["get", "create"]}
+  {"user": "client-cert-user", "namespace": "kube-system", "resource": "leases", "verbs": ["get", "create"]},
+  {"user": "admin", "namespace": "*", "resource": "leases", "verbs": ["*"]},
+  {"user": "admin", "resource": "namespaces", "verbs": ["get", "list"]},
+  {"user": "admin", "resource": "nodes", "verbs": ["get", "list"]},
+  {"user": "updater", "namespace": "kube-system", "resource": "leases", "verbs": ["get", "update"]}
 ]}
 EOF
 check "the emulator starts (etcd endpoints: a dead one first, then the real member)" \
@@ -81,7 +87,7 @@ expect() {
     '.kind == "Status" and .apiVersion == "v1" and .status == "Failure" and .reason == $r and .code == $c and (.message | length > 0)' \
     "$work/out" >/dev/null || { echo "    not a Status $reason: $(head -c 400 "$work/out")" >&2; return 1; }
 }
-out_has() { jq -e "$1" "$work/out" >/dev/null || { echo "    $1 is false for $(head -c 400 "$work/out")" >&2; return 1; }; }
+out_has() { jq -e "$@" "$work/out" >/dev/null || { echo "    ${*: -1} is false for $(head -c 400 "$work/out")" >&2; return 1; }; }
 lease() { # NAME [LABELS_JSON [RESOURCE_VERSION [HOLDER]]]
   jq -cn --arg n "$1" --argjson l "${2:-{\}}" --arg rv "${3:-}" --arg h "${4:-node-a}" \
     '{apiVersion: "coordination.k8s.io/v1", kind: "Lease",
@@ -107,7 +113,12 @@ check "it is stored in etcd under /registry/leases/kube-system/b1, resourceVersi
   test "$(etcd_mod_revision /registry/leases/kube-system/b1)" = "$rv1"
 check "POST the same name again: 409 AlreadyExists" expect 409 AlreadyExists POST "$leases" "$(lease b1)"
 check "the AlreadyExists Status names the Lease" out_has '.details.name == "b1" and .details.kind == "leases" and .details.group == "coordination.k8s.io"'
-check "a resourceVersion on create: 400 BadRequest" expect 400 BadRequest POST "$leases" "$(lease b9 '{}' 5)"
+# The etcd3 store refuses it (storage.ErrResourceVersionSetOnCreate), a plain error: 500 without a reason.
+check "a resourceVersion on create: 500, \"resourceVersion should not be set on objects to be created\"" \
+  expect 500 - POST "$leases" "$(lease b9 '{}' 5)"
+check "  ... a Status without a reason, as kube-apiserver answers it" \
+  out_has '.kind == "Status" and .code == 500 and (has("reason") | not) and .message == "resourceVersion should not be set on objects to be created"'
+check "  ... nothing stored" test -z "$(etcd_mod_revision /registry/leases/kube-system/b9)"
 
 race_create() {
   local i pids=()
@@ -146,7 +157,40 @@ check "list by label ibcni.io/pool=p0" list_is 'ibcni.io%2Fpool%3Dp0' "b1 l1 l2"
 check "list by two labels, comma-joined (pool=p0,node=n1)" list_is 'ibcni.io%2Fpool%3Dp0%2Cibcni.io%2Fnode%3Dn1' "l1"
 check "list by label inequality (pool!=p0, with the label)" list_is 'ibcni.io%2Fpool%21%3Dp0%2Cibcni.io%2Fpool' "l3"
 check "list without a selector: every Lease of the namespace" list_is '' "b1 l1 l2 l3 race"
-check "a set-based selector is refused (not emulated): 400" expect 400 BadRequest GET "$leases?labelSelector=a+in+(b)"
+check "set-based: pool in (p1,p9)" list_is 'ibcni.io%2Fpool+in+(p1%2Cp9)' "l3"
+check "set-based: node notin (n1) (also those without the label)" list_is 'ibcni.io%2Fnode+notin+(n1)' "b1 l2 race"
+check "set-based: exists and !exists (node, !node)" list_is 'ibcni.io%2Fnode%2C%21ibcni.io%2Fpool' ""
+check "set-based: !node" list_is '%21ibcni.io%2Fnode' "b1 race"
+selector_error() { # SELECTOR(urlencoded) MESSAGE: 400 BadRequest with exactly that message
+  expect 400 BadRequest GET "$leases?labelSelector=$1" || return 1
+  out_has --arg m "$2" '.message == $m and (has("details") | not)'
+}
+check "selector a==b=c: 400 \"found '=', expected: ',' or 'end of string'\"" \
+  selector_error 'a%3D%3Db%3Dc' "found '=', expected: ',' or 'end of string'"
+check "selector 'a in (b': 400 \"unable to parse requirement: found '', expected: ',' or ')'\"" \
+  selector_error 'a+in+(b' "unable to parse requirement: found '', expected: ',' or ')'"
+check "selector with a bad value (a=b\$): the label value's message, at values[0][a]" \
+  selector_error 'a%3Db%24' "unable to parse requirement: values[0][a]: Invalid value: \"b\$\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+check "selector with a bad key (app:x): <nil>: Invalid value" \
+  selector_error 'app%3Ax' "unable to parse requirement: <nil>: Invalid value: \"app:x\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+check "field selector metadata.name=l2" bash -c '
+  [[ $(curl -sS -H "Authorization: Bearer good-token" "$1?fieldSelector=metadata.name%3Dl2" | jq -r "[.items[].metadata.name] | join(\" \")") == l2 ]]' _ "$url$leases"
+check "field selector on an unsupported field: 400" expect 400 BadRequest GET "$leases?fieldSelector=spec.holderIdentity%3Dx"
+check "  ... naming the fields Leases support" out_has '.message == "\"spec.holderIdentity\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""'
+paged() { # limit 2: two pages and a last one, continue tokens, remainingItemCount
+  local cont="" names="" page
+  for page in 1 2 3; do
+    expect 200 - GET "$leases?limit=2${cont:+&continue=$cont}" || return 1
+    names+=" $(names)"
+    cont=$(jq -r '.metadata.continue // empty' "$work/out")
+    if ((page < 3)); then
+      [[ -n $cont ]] && out_has ".metadata.remainingItemCount == $((5 - 2 * page))" || return 1
+    fi
+  done
+  [[ -z $cont && $(tr ' ' '\n' <<<"$names" | sed '/^$/d' | sort | tr '\n' ' ') == "b1 l1 l2 l3 race " ]] ||
+    { echo "    pages gave '$names', continue '$cont'" >&2; return 1; }
+}
+check "list with limit=2 pages with continue tokens (5 Leases: 2, 2, 1)" paged
 
 # --- update -------------------------------------------------------------------------------------
 check "PUT with the current resourceVersion: 200" expect 200 - PUT "$leases/b1" "$(lease b1 '{"ibcni.io/pool":"p0"}' "$rv1" node-b)"
@@ -156,7 +200,24 @@ check "  ... a new resourceVersion ($rv1 -> $rv2), same uid, new holder" \
 check "  ... and etcd's mod_revision is it" test "$(etcd_mod_revision /registry/leases/kube-system/b1)" = "$rv2"
 check "PUT with the stale resourceVersion: 409 Conflict" expect 409 Conflict PUT "$leases/b1" "$(lease b1 '{}' "$rv1" node-c)"
 check "  ... nothing changed" bash -c '[[ $(curl -sS -H "Authorization: Bearer good-token" "$1" | jq -r .spec.holderIdentity) == node-b ]]' _ "$url$leases/b1"
-check "PUT of a missing Lease: 404 NotFound" expect 404 NotFound PUT "$leases/nope" "$(lease nope '{}' "$rv1")"
+# Leases allow create-on-update (lease.Strategy.AllowCreateOnUpdate) but not an unconditional
+# update (AllowUnconditionalUpdate false); the body's uid is a storage precondition.
+check "PUT without resourceVersion: 422 Invalid" expect 422 Invalid PUT "$leases/b1" "$(lease b1 '{}' '' node-x)"
+check "  ... as genericregistry.Store writes it (resource as kind, 0x0, one cause)" out_has '
+  .message == "leases.coordination.k8s.io \"b1\" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update"
+  and .details == {name: "b1", group: "coordination.k8s.io", kind: "leases",
+    causes: [{reason: "FieldValueInvalid", message: "Invalid value: 0x0: must be specified for an update", field: "metadata.resourceVersion"}]}'
+check "PUT of a missing Lease with a uid: 409 Conflict (the uid precondition)" \
+  expect 409 Conflict PUT "$leases/nope" "$(lease nope '{}' "$rv1" | jq -c '.metadata.uid = "0b5c0a5e-0000-4000-8000-000000000001"')"
+check "  ... the storage layer's precondition message" out_has '.message == "Operation cannot be fulfilled on leases.coordination.k8s.io \"nope\": StorageError: invalid object, Code: 4, Key: /registry/leases/kube-system/nope, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: 0b5c0a5e-0000-4000-8000-000000000001, UID in object meta: "'
+check "  ... nothing created" expect 404 NotFound GET "$leases/nope"
+check "PUT of a missing Lease with a resourceVersion, no uid: 201 (created; the version is not checked)" \
+  expect 201 - PUT "$leases/nope" "$(lease nope '{}' "$rv1")"
+check "  ... a new object: a uid, a resourceVersion of its own" out_has ".metadata.resourceVersion != \"$rv1\" and (.metadata.uid | length == 36)"
+check "PUT of a missing Lease without either: 201" expect 201 - PUT "$leases/nope2" "$(lease nope2)"
+check "PUT with a non-numeric resourceVersion: 422" expect 422 Invalid PUT "$leases/b1" "$(lease b1 '{}' abc)"
+check "PUT whose namespace differs from the URL's: 400" expect 400 BadRequest PUT "$leases/b1" "$(lease b1 '{}' "$rv2" | jq -c '.metadata.namespace = "default"')"
+check "  ... handlers.checkName's message" out_has '.message == "the namespace of the object (default) does not match the namespace on the URL (kube-system)"' 
 check "PUT whose name differs from the URL's: 400" expect 400 BadRequest PUT "$leases/b1" "$(lease other '{}' "$rv2")"
 race_update() {
   local i pids=()
@@ -182,13 +243,131 @@ uidl1=$(jq -r .metadata.uid "$work/out")
 delopts() { jq -cn --arg u "$1" --arg r "$2" '{kind: "DeleteOptions", apiVersion: "v1", preconditions: ({} + (if $u == "" then {} else {uid: $u} end) + (if $r == "" then {} else {resourceVersion: $r} end))}'; }
 check "DELETE with a wrong uid precondition: 409 Conflict" expect 409 Conflict DELETE "$leases/l1" "$(delopts 00000000-0000-0000-0000-000000000000 "")"
 check "DELETE with a stale resourceVersion precondition: 409 Conflict" expect 409 Conflict DELETE "$leases/l1" "$(delopts "$uidl1" "$rv1")"
+check "  ... rest.BeforeDelete's message (the kind as resource)" out_has '.message | startswith("Operation cannot be fulfilled on Lease.coordination.k8s.io \"l1\": the ResourceVersion in the precondition")'
 check "  ... the Lease is still there" expect 200 - GET "$leases/l1"
-check "DELETE with matching uid and resourceVersion: 200 with the object" expect 200 - DELETE "$leases/l1" "$(delopts "$uidl1" "$rvl1")"
-check "  ... the answer is the deleted Lease" out_has ".kind == \"Lease\" and .metadata.uid == \"$uidl1\""
+check "DELETE with matching uid and resourceVersion: 200" expect 200 - DELETE "$leases/l1" "$(delopts "$uidl1" "$rvl1")"
+check "  ... a Status Success naming the Lease (the Store returns no object)" \
+  out_has ". == {kind: \"Status\", apiVersion: \"v1\", metadata: {}, status: \"Success\", details: {name: \"l1\", group: \"coordination.k8s.io\", kind: \"leases\", uid: \"$uidl1\"}}"
 check "  ... gone from the API" expect 404 NotFound GET "$leases/l1"
 check "  ... and from etcd" test -z "$(etcd_mod_revision /registry/leases/kube-system/l1)"
 check "DELETE of a missing Lease: 404 NotFound" expect 404 NotFound DELETE "$leases/l1"
 check "DELETE without options: 200" expect 200 - DELETE "$leases/l2"
+
+# --- namespaces (NamespaceLifecycle) --------------------------------------------------------------
+ns_leases() { echo "/apis/coordination.k8s.io/v1/namespaces/$1/leases"; }
+check "the default namespaces exist: default, kube-node-lease, kube-public, kube-system" bash -c '
+  [[ $(curl -sS -H "Authorization: Bearer admin-token" "$1/api/v1/namespaces" | jq -r "[.items[].metadata.name] | join(\" \")") == "default kube-node-lease kube-public kube-system" ]]' _ "$url"
+check "GET a namespace: a v1 Namespace, phase Active" expect 200 - GET /api/v1/namespaces/kube-system "" admin-token
+check "  ... with the kubernetes.io/metadata.name label and the kubernetes finalizer" out_has '
+  .kind == "Namespace" and .apiVersion == "v1" and .metadata.labels["kubernetes.io/metadata.name"] == "kube-system"
+  and .spec.finalizers == ["kubernetes"] and .status.phase == "Active"'
+check "namespaces need their own RBAC rule: 403 without" expect 403 Forbidden GET /api/v1/namespaces/default
+check "POST in a namespace that does not exist: 404" expect 404 NotFound POST "$(ns_leases ghost)" "$(lease g1)" admin-token
+check "  ... namespaces \"ghost\" not found, details kind namespaces" \
+  out_has '.message == "namespaces \"ghost\" not found" and .details == {name: "ghost", kind: "namespaces"}'
+check "  ... even for an invalid body (admission runs before validation)" \
+  expect 404 NotFound POST "$(ns_leases ghost)" "$(lease g1 | jq -c '.spec.leaseDurationSeconds = 0')" admin-token
+check "PUT (create-on-update) in a namespace that does not exist: 404 namespaces" expect 404 NotFound PUT "$(ns_leases ghost)/g1" "$(lease g1)" admin-token
+check "  ... the namespace's NotFound" out_has '.details.kind == "namespaces"'
+check "GET in a namespace that does not exist: 404 for the Lease" expect 404 NotFound GET "$(ns_leases ghost)/g1" "" admin-token
+check "  ... (reads are not admitted)" out_has '.details.kind == "leases"'
+check "the admin path creates a namespace: 201" expect 201 - POST /_emulator/namespaces '{"name":"ghost"}' ""
+check "  ... twice: 409" expect 409 AlreadyExists POST /_emulator/namespaces '{"name":"ghost"}' ""
+check "POST in it now: 201" expect 201 - POST "$(ns_leases ghost)" "$(lease g1)" admin-token
+check "  ... stored under /registry/leases/ghost/g1" test -n "$(etcd_mod_revision /registry/leases/ghost/g1)"
+check "list across namespaces (a rule for namespace *)" bash -c '
+  curl -sS -H "Authorization: Bearer admin-token" "$1/apis/coordination.k8s.io/v1/leases" |
+    jq -e "[.items[] | .metadata.namespace + \"/\" + .metadata.name] | index(\"ghost/g1\") != null and index(\"kube-system/b1\") != null" >/dev/null' _ "$url"
+check "  ... not for a rule of one namespace: 403" expect 403 Forbidden GET /apis/coordination.k8s.io/v1/leases
+check "a namespace being terminated (admin path, terminating=true)" expect 200 - DELETE "/_emulator/namespaces/ghost?terminating=true" "" ""
+check "  ... POST in it: 403 Forbidden, cause NamespaceTerminating" expect 403 Forbidden POST "$(ns_leases ghost)" "$(lease g2)" admin-token
+check "  ... the lifecycle plugin's message" out_has '.message == "leases.coordination.k8s.io \"g2\" is forbidden: unable to create new content in namespace ghost because it is being terminated"
+  and .details.causes == [{reason: "NamespaceTerminating", message: "namespace ghost is being terminated", field: "metadata.namespace"}]'
+check "  ... what is in it can still be read" expect 200 - GET "$(ns_leases ghost)/g1" "" admin-token
+check "deleting it (admin path) deletes its Leases" expect 200 - DELETE /_emulator/namespaces/ghost "" ""
+check "  ... gone from etcd" test -z "$(etcd_mod_revision /registry/leases/ghost/g1)$(etcd_mod_revision /registry/namespaces/ghost)"
+check "default, kube-system and kube-public may not be deleted: 403" expect 403 Forbidden DELETE /_emulator/namespaces/kube-system "" ""
+
+# --- create-on-update needs the create verb -------------------------------------------------------
+check "PUT creating a Lease by a user with update but not create: 403" expect 403 Forbidden PUT "$leases/upd1" "$(lease upd1)" updater-token
+check "  ... the create-on-update authorization's message" out_has '.message == "leases.coordination.k8s.io \"upd1\" is forbidden: "'
+
+# --- finalizers ---------------------------------------------------------------------------------
+fin_lease() { lease "$1" | jq -c --argjson f "$2" '.metadata.finalizers = $f'; }
+check "a finalizer that is not a qualified name: 422" expect 422 Invalid POST "$leases" "$(fin_lease f0 '["bad name"]')"
+check "  ... at metadata.finalizers" out_has '.details.causes[0].field == "metadata.finalizers"'
+check "a Lease with a finalizer: 201" expect 201 - POST "$leases" "$(fin_lease f1 '["example.com/keep"]')"
+uidf1=$(jq -r .metadata.uid "$work/out")
+check "DELETE it: 200 with the object, not a Status (deletion pending)" expect 200 - DELETE "$leases/f1"
+check "  ... deletionTimestamp set, deletionGracePeriodSeconds 0, the finalizer kept" out_has --arg uid "$uidf1" '
+  .kind == "Lease" and .metadata.uid == $uid and (.metadata.deletionTimestamp | test("Z$")) and .metadata.deletionGracePeriodSeconds == 0
+  and .metadata.finalizers == ["example.com/keep"]'
+rvf1=$(jq -r .metadata.resourceVersion "$work/out")
+check "  ... it stays: GET 200" expect 200 - GET "$leases/f1"
+check "DELETE again with orphanDependents=false: 202 Accepted" \
+  expect 202 - DELETE "$leases/f1" '{"kind":"DeleteOptions","apiVersion":"v1","orphanDependents":false}'
+check "a create of its name meanwhile: 409, \"object is being deleted: ...\"" expect 409 AlreadyExists POST "$leases" "$(lease f1)"
+check "  ... the message" out_has '.message == "object is being deleted: leases.coordination.k8s.io \"f1\" already exists"'
+check "an update adding a finalizer while it is deleted: 422 Forbidden" \
+  expect 422 Invalid PUT "$leases/f1" "$(fin_lease f1 '["example.com/keep","example.com/more"]' | jq -c --arg rv "$rvf1" '.metadata.resourceVersion = $rv')"
+check "  ... the message" out_has '.details.causes[0] == {reason: "FieldValueForbidden", field: "metadata.finalizers",
+  message: "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{\"example.com/more\"}"}'
+check "an update removing the last finalizer: 200 ..." \
+  expect 200 - PUT "$leases/f1" "$(lease f1 | jq -c --arg rv "$rvf1" '.metadata.resourceVersion = $rv')"
+check "  ... and the Lease is gone" expect 404 NotFound GET "$leases/f1"
+expect 201 - POST "$leases" "$(lease orph1)"
+check "DELETE with propagationPolicy Orphan: the orphan finalizer (the GC then drops it and the Lease goes)" \
+  expect 200 - DELETE "$leases/orph1" '{"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Orphan"}'
+check "  ... the answer has it" out_has '.kind == "Lease" and .metadata.finalizers == ["orphan"]'
+gone_soon() { local i; for ((i = 0; i < 50; i++)); do [[ $(req GET "$1") == 404 ]] && return 0; sleep 0.1; done; return 1; }
+check "  ... gone within 5 s" gone_soon "$leases/orph1"
+check "propagationPolicy and orphanDependents together: 422 DeleteOptions" \
+  expect 422 Invalid DELETE "$leases/b1" '{"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Orphan","orphanDependents":true}'
+check "  ... ValidateDeleteOptions' message" out_has '.message == "DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Invalid value: \"Orphan\": orphanDependents and deletionPropagation cannot be both set"'
+
+# --- patch, dry run, media types ------------------------------------------------------------------
+patch() { # TYPE PATH BODY: PATCH with that Content-Type
+  curl -sS -g --max-time 20 -o "$work/out" -w '%{http_code}' -X PATCH -H "Authorization: Bearer admin-token" \
+    -H "Content-Type: $1" --data-binary "$3" "$url$2"
+}
+check "merge patch of a label: 200" test "$(patch application/merge-patch+json "$leases/l3" '{"metadata":{"labels":{"extra":"yes"}}}')" = 200
+check "  ... merged" out_has '.metadata.labels.extra == "yes" and .metadata.labels["ibcni.io/pool"] == "p1"'
+check "strategic merge patch: finalizers merged as a set" \
+  test "$(patch application/strategic-merge-patch+json "$leases/l3" '{"metadata":{"finalizers":["a.io/x"]}}')" = 200
+check "json patch removing them: 200" test "$(patch application/json-patch+json "$leases/l3" '[{"op":"remove","path":"/metadata/finalizers"}]')" = 200
+check "  ... none left" out_has '.metadata | has("finalizers") | not'
+check "a patch with a stale resourceVersion: 409" \
+  test "$(patch application/merge-patch+json "$leases/l3" "{\"metadata\":{\"resourceVersion\":\"$rv1\"}}")" = 409
+check "a patch of a missing Lease: 404 (a patch never creates)" test "$(patch application/merge-patch+json "$leases/nope9" '{}')" = 404
+check "an apply patch is not emulated: 415" test "$(patch application/apply-patch+yaml "$leases/l3" '{}')" = 415
+check "dryRun=All: 201 ..." expect 201 - POST "$leases?dryRun=All" "$(lease dry1)"
+check "  ... nothing stored" test -z "$(etcd_mod_revision /registry/leases/kube-system/dry1)"
+check "dryRun=Maybe: 422 CreateOptions" expect 422 Invalid POST "$leases?dryRun=Maybe" "$(lease dry1)"
+check "a body in another media type: 415" bash -c '
+  [[ $(curl -sS -o /dev/null -w "%{http_code}" -H "Authorization: Bearer good-token" -H "Content-Type: application/vnd.kubernetes.protobuf" --data-binary x "$1") == 415 ]]' _ "$url$leases"
+check "Accept: protobuf only: 406" bash -c '
+  [[ $(curl -sS -o /dev/null -w "%{http_code}" -H "Authorization: Bearer good-token" -H "Accept: application/vnd.kubernetes.protobuf" "$1") == 406 ]]' _ "$url$leases"
+check "watch is not emulated: 405" expect 405 MethodNotAllowed GET "$leases?watch=true" "" admin-token
+
+# --- discovery, tables --------------------------------------------------------------------------------
+check "/version: a version.Info" bash -c 'curl -sS "$1/version" | jq -e ".major == \"1\" and (.gitVersion | startswith(\"v1.\"))" >/dev/null' _ "$url"
+check "/apis lists coordination.k8s.io" bash -c '
+  curl -sS -H "Authorization: Bearer good-token" "$1/apis" | jq -e ".kind == \"APIGroupList\" and .groups[0].name == \"coordination.k8s.io\"" >/dev/null' _ "$url"
+check "/apis/coordination.k8s.io/v1: leases, namespaced" bash -c '
+  curl -sS -H "Authorization: Bearer good-token" "$1/apis/coordination.k8s.io/v1" | jq -e ".resources[0].name == \"leases\" and .resources[0].namespaced and .resources[0].kind == \"Lease\"" >/dev/null' _ "$url"
+check "/api/v1: namespaces and nodes" bash -c '
+  curl -sS -H "Authorization: Bearer good-token" "$1/api/v1" | jq -e "[.resources[].name] == [\"namespaces\", \"nodes\"]" >/dev/null' _ "$url"
+check "discovery needs credentials: 401" expect 401 Unauthorized GET /api "" ""
+check "/openapi/v2 is not served: 404" expect 404 NotFound GET /openapi/v2
+table() {
+  curl -sS -o "$work/out" -H "Authorization: Bearer good-token" \
+    -H "Accept: application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json" "$url$1"
+}
+check "kubectl's Accept: a meta.k8s.io/v1 Table of Leases" table "$leases?labelSelector=ibcni.io%2Fpool%3Dp1"
+check "  ... columns Name, Holder, Age; one row per Lease with its PartialObjectMetadata" out_has '
+  .kind == "Table" and .apiVersion == "meta.k8s.io/v1" and ([.columnDefinitions[].name] == ["Name", "Holder", "Age"])
+  and (.rows | length == 1) and .rows[0].cells[0] == "l3" and .rows[0].cells[1] == "node-a"
+  and .rows[0].object.kind == "PartialObjectMetadata" and .rows[0].object.metadata.name == "l3"'
 
 # --- nodes --------------------------------------------------------------------------------------
 check "GET a missing Node: 404 NotFound" expect 404 NotFound GET /api/v1/nodes/node-a
@@ -216,13 +395,17 @@ rm -f "$work/emu/validation.jsonl"
 bad_duration=$(lease v1 | jq -c '.spec.leaseDurationSeconds = "600"')
 bad_time=$(lease v2 | jq -c '.spec.renewTime = "2026-11-24T18:00:00Z"')
 bad_label=$(lease v3 '{"ibcni.io/pool":"not a value!"}')
-check "leaseDurationSeconds a string: 422 Invalid" expect 422 Invalid POST "$leases" "$bad_duration"
-check "  ... naming the field" out_has '.details.causes[0].field == "spec.leaseDurationSeconds" and (.message | test("leaseDurationSeconds"))'
-check "renewTime without microseconds (not a MicroTime): 422 Invalid" expect 422 Invalid POST "$leases" "$bad_time"
+check "leaseDurationSeconds a string: 400, the decoder's error" expect 400 BadRequest POST "$leases" "$bad_duration"
+check "  ... naming the Go field" out_has '.message == "Lease in version \"v1\" cannot be handled as a Lease: json: cannot unmarshal string into Go struct field LeaseSpec.spec.leaseDurationSeconds of type int32"'
+check "renewTime without microseconds (not a MicroTime): 400" expect 400 BadRequest POST "$leases" "$bad_time"
+check "  ... Go's time.Parse message" out_has '.message == "Lease in version \"v1\" cannot be handled as a Lease: parsing time \"2026-11-24T18:00:00Z\" as \"2006-01-02T15:04:05.000000Z07:00\": cannot parse \"Z\" as \".000000\""'
 check "a label value with spaces: 422 Invalid" expect 422 Invalid POST "$leases" "$bad_label"
+check "  ... field metadata.labels, ValidateLabels' message" out_has '.message | startswith("Lease.coordination.k8s.io \"v3\" is invalid: metadata.labels: Invalid value: \"not a value!\": a valid label must be")'
+check "  ... the cause" out_has '.details.kind == "Lease" and .details.causes[0].field == "metadata.labels" and .details.causes[0].reason == "FieldValueInvalid"' 
 check "leaseDurationSeconds 0: 422 Invalid" expect 422 Invalid POST "$leases" "$(lease v4 | jq -c '.spec.leaseDurationSeconds = 0')"
 check "  ... none of them was stored" test -z "$(etcd_mod_revision /registry/leases/kube-system/v1)$(etcd_mod_revision /registry/leases/kube-system/v2)"
 check "an unknown field with fieldValidation=Strict: 400" expect 400 BadRequest POST "$leases?fieldValidation=Strict" "$(lease v5 | jq -c '.spec.holder = "x"')"
+check "  ... a strict decoding error" out_has '.message == "Lease in version \"v1\" cannot be handled as a Lease: strict decoding error: unknown field \"spec.holder\""' 
 check "an unknown field otherwise: 201, a Warning header, the field dropped" bash -c '
   h=$(curl -sS -D - -o "$3/out" -H "Authorization: Bearer good-token" -H "Content-Type: application/json" --data-binary "$2" "$1") &&
   grep -qi "^warning: 299 - \"unknown field .spec.holder.\"" <<<"$h" && jq -e ".spec | has(\"holder\") | not" "$3/out" >/dev/null' \
