@@ -168,6 +168,9 @@ int main(int argc, char** argv) {
     o.network = network;
     o.clusterMode = cluster;
     o.etcdEndpoints = endpoints;
+    // Each scenario a key space of its own: pools over the same ranges in one key space are
+    // refused as overlapping (ipam/README.md "Cluster safety", I5).
+    o.etcdPrefix = "/bench-" + sub + "/";
     return o;
   };
   const int total = args.nodes * args.pods;
@@ -299,11 +302,12 @@ int main(int argc, char** argv) {
     ibcni::ipam::EtcdBlockBackend::Options bo;
     bo.endpoints = endpoints;
     ibcni::ipam::EtcdBlockBackend backend(http, bo);
-    (void)backend.claim("direct", "warm-4", "bench-node");  // the lease
+    (void)backend.claim(ibcni::ipam::ClaimKind::kBlock, "direct", "warm-4", "bench-node", {});  // a warm connection
     for (int i = 0; i < args.samples; ++i) {
       const auto t = std::chrono::steady_clock::now();
-      const auto r = backend.claim("direct", "10.77." + std::to_string(i / 64) + "." + std::to_string(i % 64 * 4) + "-30",
-                                   "bench-node");
+      const auto r = backend.claim(ibcni::ipam::ClaimKind::kBlock, "direct",
+                                   "10.77." + std::to_string(i / 64) + "." + std::to_string(i % 64 * 4) + "-30",
+                                   "bench-node", {});
       backendClaim.push_back(ibcni::bench::ms(std::chrono::steady_clock::now() - t));
       if (!r || r->state != ibcni::ipam::ClaimState::kClaimed) {
         std::printf("FAIL backend claim %d: %s\n", i, r ? "not claimed" : r.error().describe().c_str());

@@ -53,6 +53,12 @@ struct Allocation {
   std::uint64_t netnsInode = 0;  ///< inode of that namespace at ADD; 0 when unknown
   std::string createdAt;         ///< RFC 3339 UTC time of the ADD
   std::vector<net::IpAddress> addresses;
+  /// The network whose ADD made it (a cluster pool's store is shared by the networks of the pool:
+  /// GC of one network never touches another's). Empty in records written before it was kept.
+  std::string network;
+  /// Cluster mode: not an attachment but addresses of this node's block lent to node `loanTo`
+  /// (held here so that this node never hands them out; released when the borrower gives them back).
+  std::string loanTo;
   bool operator==(const Allocation&) const = default;
 };
 

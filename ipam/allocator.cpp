@@ -3,6 +3,7 @@
 
 #include <sys/socket.h>
 #include <algorithm>
+#include <cstdio>
 #include <cerrno>
 #include <ctime>
 #include <limits>
@@ -292,8 +293,8 @@ cni::Result<std::vector<Allocation>> Allocator::releaseDead(const AttachmentKey*
   }
   std::vector<Allocation> released;
   for (const auto& a : *all) {
-    if (except != nullptr && a.key == *except) {
-      continue;
+    if ((except != nullptr && a.key == *except) || !a.loanTo.empty()) {
+      continue;  // a loan has no network namespace: its borrower gives it back
     }
     // Only a namespace positively known to be gone frees the address: kUnknown keeps it, so a
     // live pod is never robbed because its namespace could not be checked.
@@ -323,9 +324,6 @@ cni::Result<std::vector<Lease>> Allocator::allocate(const AddRequest& req) {
   if (!lock) {
     return std::unexpected(lock.error());
   }
-  if (blocks_ != nullptr) {
-    blocks_->resolvePending();
-  }
   std::size_t nsets = config_.rangeSets.size();
   std::vector<std::optional<net::IpAddress>> chosen(nsets);
 
@@ -335,6 +333,13 @@ cni::Result<std::vector<Lease>> Allocator::allocate(const AddRequest& req) {
     return std::unexpected(storeError(existing.error(), "cannot read the allocation of " + req.key.toString()));
   }
   std::vector<net::IpAddress> earlier;  // listed by the record but not held (a process died mid-ADD)
+  if (*existing && !(*existing)->network.empty() && !req.network.empty() && (*existing)->network != req.network) {
+    // A cluster pool's store is shared by its networks: one interface, one network.
+    return cni::fail(cni::Errc::kIfNameExists,
+                     req.key.toString() + " already holds " + joinAddresses((*existing)->addresses) + " of network " +
+                         cni::quoted((*existing)->network) + " in this pool; one interface name, one network: use "
+                         "another CNI_IFNAME, or DEL that attachment first");
+  }
   if (*existing) {
     for (const auto& a : (*existing)->addresses) {
       auto owner = store_.ownerOf(a);
@@ -361,6 +366,12 @@ cni::Result<std::vector<Lease>> Allocator::allocate(const AddRequest& req) {
       }
       log::debug("{} already holds {}", req.key.toString(), joinAddresses((*existing)->addresses));
       return out;
+    }
+  }
+  if (blocks_ != nullptr) {
+    // Cluster mode: only from holds the node can vouch for, under the pool's definition.
+    if (auto p = blocks_->prepare(); !p) {
+      return std::unexpected(p.error());
     }
   }
 
@@ -414,7 +425,7 @@ cni::Result<std::vector<Lease>> Allocator::allocate(const AddRequest& req) {
         return std::unexpected(t.error());
       }
       if (blocks_ != nullptr) {
-        if (auto c = blocks_->claimNamed(*target, req.key, what); !c) {
+        if (auto c = blocks_->claimNamed(*target, req.key, req.pod, what); !c) {
           return std::unexpected(c.error());
         }
       }
@@ -465,8 +476,9 @@ cni::Result<std::vector<Lease>> Allocator::allocate(const AddRequest& req) {
       }
     }
     if (!*found && blocks_ != nullptr) {
-      return cni::fail(kIpamExhausted, blocks_->describeFull(s),
-                       "allocations whose network namespace is gone were released first");
+      auto e = blocks_->exhausted(s);
+      e.details = "allocations whose network namespace is gone were released first";
+      return std::unexpected(std::move(e));
     }
     if (!*found) {
       auto use = usageLocked();
@@ -482,7 +494,7 @@ cni::Result<std::vector<Lease>> Allocator::allocate(const AddRequest& req) {
     chosen[s] = *found;
   }
 
-  Allocation alloc{req.key, req.pod, req.netns, req.netnsInode, now(), {}};
+  Allocation alloc{req.key, req.pod, req.netns, req.netnsInode, now(), {}, req.network, {}};
   for (const auto& c : chosen) {
     alloc.addresses.push_back(*c);
   }
@@ -503,10 +515,22 @@ cni::Result<std::vector<Lease>> Allocator::allocate(const AddRequest& req) {
   return out;
 }
 
-cni::Result<bool> Allocator::release(const AttachmentKey& key) {
+cni::Result<bool> Allocator::release(const AttachmentKey& key, const std::string& network, bool exact) {
   auto lock = lockStore();
   if (!lock) {
     return std::unexpected(lock.error());
+  }
+  if (!network.empty()) {
+    auto rec = store_.find(key);
+    if (!rec) {
+      return std::unexpected(storeError(rec.error(), "cannot read the allocation of " + key.toString()));
+    }
+    const bool other = *rec && ((*rec)->network.empty() ? exact : (*rec)->network != network);
+    if (other) {
+      log::info("{} holds addresses of network {} here, not of {}: left alone", key.toString(),
+                (*rec)->network.empty() ? "(not recorded)" : (*rec)->network, network);
+      return false;
+    }
   }
   auto r = store_.release(key);
   if (!r) {
@@ -544,7 +568,8 @@ cni::Result<std::vector<Lease>> Allocator::held(const AttachmentKey& key) {
   return out;
 }
 
-cni::Result<std::vector<Allocation>> Allocator::gc(const std::vector<AttachmentKey>& valid) {
+cni::Result<std::vector<Allocation>> Allocator::gc(const std::vector<AttachmentKey>& valid,
+                                                   const std::string& network) {
   auto lock = lockStore();
   if (!lock) {
     return std::unexpected(lock.error());
@@ -556,7 +581,11 @@ cni::Result<std::vector<Allocation>> Allocator::gc(const std::vector<AttachmentK
   }
   std::vector<Allocation> released;
   for (const auto& a : *all) {
-    if (keep.contains(a.key)) {
+    // A cluster pool's store is shared by the networks of the pool: a network's GC judges only its
+    // own allocations (an allocation recorded before networks were kept is left to DEL and to
+    // reclaiming). Loans are the pool's, not any network's.
+    const bool others = blocks_ != nullptr && a.network != network;
+    if (keep.contains(a.key) || others || !a.loanTo.empty()) {
       continue;
     }
     log::info("gc: releasing {} of {}: not in the valid attachments", joinAddresses(a.addresses),
@@ -588,6 +617,63 @@ cni::Result<std::vector<Allocation>> Allocator::reclaim(bool dryRun) {
     return std::unexpected(storeError(c.error(), "cannot save the ipam index"));
   }
   return released;
+}
+
+AttachmentKey Allocator::loanKey(const net::IpAddress& ip) {
+  // "ibcni-loan" and 14 hex digits of a hash of the address: a valid container ID and interface
+  // name (lend() checks that the key is not taken by another address).
+  std::uint64_t h = 14695981039346656037ULL;  // FNV-1a
+  for (const char c : ip.toString()) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ULL;
+  }
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "l%014llx", static_cast<unsigned long long>(h >> 8U));
+  return AttachmentKey{"ibcni-loan", buf};
+}
+
+cni::Result<std::optional<net::IpAddress>> Allocator::lend(std::size_t set, const std::string& borrower) {
+  auto found = roundRobin(set);
+  if (!found || !*found) {
+    return found;
+  }
+  const AttachmentKey key = loanKey(**found);
+  auto existing = store_.find(key);
+  if (!existing) {
+    return std::unexpected(storeError(existing.error(), "cannot read the loan record " + key.toString()));
+  }
+  if (*existing) {
+    return std::optional<net::IpAddress>();  // a hash collision with another loan: lend another time
+  }
+  Allocation loan{key, {}, {}, 0, now(), {**found}, {}, borrower};
+  if (auto r = store_.reserve(loan); !r) {
+    return std::unexpected(storeError(r.error(), "cannot record the loan of " + (*found)->toString()));
+  }
+  if (auto c = store_.commit(); !c) {
+    return std::unexpected(storeError(c.error(), "cannot save the ipam index"));
+  }
+  return found;
+}
+
+cni::Result<void> Allocator::recordLent(const net::IpAddress& ip, const std::string& borrower) {
+  Allocation loan{loanKey(ip), {}, {}, 0, now(), {ip}, {}, borrower};
+  if (auto r = store_.reserve(loan); !r) {
+    return std::unexpected(storeError(r.error(), "cannot record the loan of " + ip.toString()));
+  }
+  if (auto c = store_.commit(); !c) {
+    return std::unexpected(storeError(c.error(), "cannot save the ipam index"));
+  }
+  return {};
+}
+
+cni::Result<void> Allocator::returned(const net::IpAddress& ip) {
+  if (auto r = store_.release(loanKey(ip)); !r) {
+    return std::unexpected(storeError(r.error(), "cannot forget the loan of " + ip.toString()));
+  }
+  if (auto c = store_.commit(); !c) {
+    return std::unexpected(storeError(c.error(), "cannot save the ipam index"));
+  }
+  return {};
 }
 
 cni::Result<std::vector<SetUsage>> Allocator::usageLocked() {

@@ -32,6 +32,7 @@ struct AddRequest {
   std::uint64_t netnsInode = 0;           ///< its inode, 0 when unknown
   std::vector<net::IpAddress> requested;  ///< wanted addresses, at most one per range set
   std::string requestedFrom;              ///< where they came from, for messages ("runtimeConfig.ips")
+  std::string network;                    ///< the network's name, recorded with the allocation
 };
 
 /// One address handed out, with the range it belongs to (which gives prefix length and gateway).
@@ -50,29 +51,50 @@ struct SetUsage {
 };
 
 /// Where the addresses a node may hand out come from in cluster mode (ipam.cluster): the blocks of
-/// the shared pool this node holds (cluster_pool.h). Without one, a node hands out its whole ranges.
-/// Each call is made inside the allocator's critical section (the store's lock is held).
+/// the shared pool this node holds, and single addresses other nodes lent it (cluster_pool.h).
+/// Without one, a node hands out its whole ranges. Each call is made inside the allocator's
+/// critical section (the store's lock is held).
 class BlockSource {
  public:
   virtual ~BlockSource() = default;
-  /// Called first in every critical section: reread what the node holds (no backend call).
+  /// Called first in every critical section: reread what the node holds (no backend call). Never
+  /// fails because of the configuration: DEL and GC go on whatever it says.
   [[nodiscard]] virtual cni::Result<void> begin() = 0;
-  /// Called by ADD: a claim whose answer was lost (a timeout, a killed process) is looked up in
-  /// the backend and adopted or forgotten. Only then is the backend called; when it cannot
-  /// answer, ADD goes on with the blocks the node knows.
-  virtual void resolvePending() = 0;
-  /// The addresses of range set `set` inside blocks this node holds, as sorted intervals.
+  /// Called by ADD before it hands out an address: the configuration must agree with the pool's
+  /// definition (else 7), a claim whose answer was lost is looked up, and the node's holds must be
+  /// confirmed within the lease (else one backend call; 11 when the backend cannot confirm them).
+  [[nodiscard]] virtual cni::Result<void> prepare() = 0;
+  /// The addresses of range set `set` this node may hand out (its blocks and the addresses lent to
+  /// it), as sorted intervals.
   [[nodiscard]] virtual const std::vector<Interval>& owned(std::size_t set) = 0;
-  /// Claims one more block of range set `set` for this node. @return false when no block is free.
+  /// Gets room for one more address in range set `set` (a free block claimed, a gone node's block
+  /// taken over, or an address lent). @return false when there is none now.
   [[nodiscard]] virtual cni::Result<bool> grow(std::size_t set) = 0;
-  /// Makes `ip`, named by the attachment `owner` (a request or a reservation), this node's across
-  /// the cluster: nothing to do inside a block this node holds, else a claim of the address itself.
-  /// The caller made sure no other attachment of this node holds it. Claims whose attachment let
-  /// the address go are given back by the periodic pass, never on DEL's path.
+  /// Makes `ip`, named by the attachment `owner` of pod `pod` (a request or a reservation), this
+  /// node's across the cluster: nothing to do inside a block this node holds, else a claim of its
+  /// block (requested) or of the address itself (reserved). The caller made sure no other
+  /// attachment of this node holds it. Claims whose attachment let the address go are given back
+  /// by the periodic pass, never on DEL's path.
   [[nodiscard]] virtual cni::Result<void> claimNamed(const net::IpAddress& ip, const AttachmentKey& owner,
-                                                     const std::string& what) = 0;
-  /// Why range set `set` has no free address, for error 108: the pool, the blocks this node holds.
-  [[nodiscard]] virtual std::string describeFull(std::size_t set) = 0;
+                                                     const PodRef& pod, const std::string& what) = 0;
+  /// The error for range set `set` having no free address: the pool, the blocks this node holds,
+  /// and what was done about it (108; 11 when the pool's holders were asked for room).
+  [[nodiscard]] virtual cni::Error exhausted(std::size_t set) = 0;
+};
+
+/// Addresses of this node's blocks lent to other nodes (cluster mode's borrowing), kept in the
+/// node-local store so that this node never hands them out. Called with the store's lock held.
+class LoanBook {
+ public:
+  virtual ~LoanBook() = default;
+  /// A free address of range set `set` inside this node's blocks, recorded as lent to `borrower`;
+  /// nullopt when none is free.
+  [[nodiscard]] virtual cni::Result<std::optional<net::IpAddress>> lend(std::size_t set,
+                                                                        const std::string& borrower) = 0;
+  /// Records `ip` as lent to `borrower` (a loan found in a block taken over from a gone node).
+  [[nodiscard]] virtual cni::Result<void> recordLent(const net::IpAddress& ip, const std::string& borrower) = 0;
+  /// Forgets the loan of `ip` (its borrower gave it back): it may be handed out again.
+  [[nodiscard]] virtual cni::Result<void> returned(const net::IpAddress& ip) = 0;
 };
 
 /// Allocation per range set over a Store:
@@ -86,7 +108,7 @@ class BlockSource {
 /// * on exhaustion, allocations whose network namespace is gone are released first, then
 ///   error 108 names the range set, its size and how many addresses are in use.
 /// Each public call is one critical section under the store's lock.
-class Allocator {
+class Allocator final : public LoanBook {
  public:
   using Clock = std::function<std::chrono::system_clock::time_point()>;
 
@@ -103,11 +125,19 @@ class Allocator {
   /// ADD: one lease per range set, in range-set order.
   [[nodiscard]] cni::Result<std::vector<Lease>> allocate(const AddRequest& request);
   /// DEL. @return false when the attachment held nothing.
-  [[nodiscard]] cni::Result<bool> release(const AttachmentKey& key);
+  [[nodiscard]] cni::Result<bool> release(const AttachmentKey& key) { return release(key, {}, false); }
+  /// DEL of `key` in network `network` (empty: any): a record of another network with the same key
+  /// (an interface name that clashed with another network's attachment) is left alone; a record
+  /// that names no network (written before networks were kept) is released unless `exact`.
+  /// @return false when nothing was released.
+  [[nodiscard]] cni::Result<bool> release(const AttachmentKey& key, const std::string& network, bool exact);
   /// CHECK: the leases `key` holds in the configured range sets (possibly fewer than the sets).
   [[nodiscard]] cni::Result<std::vector<Lease>> held(const AttachmentKey& key);
-  /// GC: releases every allocation not in `valid`, and claims no record accounts for.
-  [[nodiscard]] cni::Result<std::vector<Allocation>> gc(const std::vector<AttachmentKey>& valid);
+  /// GC of network `network`: releases every allocation of that network not in `valid`, and claims
+  /// no record accounts for. With a BlockSource (a cluster pool's store, shared by the pool's
+  /// networks) only allocations recorded for `network` are considered; loans never are.
+  [[nodiscard]] cni::Result<std::vector<Allocation>> gc(const std::vector<AttachmentKey>& valid,
+                                                        const std::string& network);
   /// Releases every allocation whose network namespace is gone (os::NetnsLiveness::kGone), and
   /// claims no record accounts for. With `dryRun`, only reports them.
   [[nodiscard]] cni::Result<std::vector<Allocation>> reclaim(bool dryRun = false);
@@ -120,6 +150,14 @@ class Allocator {
   [[nodiscard]] std::vector<Interval> allowed(std::size_t set) const;
   /// Every allocation, under the lock (for the cluster pool's pass: which blocks are empty).
   [[nodiscard]] cni::Result<std::vector<Allocation>> list();
+
+  // LoanBook: the caller holds the store's lock (the cluster pool's periodic pass).
+  [[nodiscard]] cni::Result<std::optional<net::IpAddress>> lend(std::size_t set, const std::string& borrower) override;
+  [[nodiscard]] cni::Result<void> recordLent(const net::IpAddress& ip, const std::string& borrower) override;
+  [[nodiscard]] cni::Result<void> returned(const net::IpAddress& ip) override;
+
+  /// The store key under which a loan of `ip` is kept.
+  [[nodiscard]] static AttachmentKey loanKey(const net::IpAddress& ip);
 
  private:
   struct Forbidden {

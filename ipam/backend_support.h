@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
@@ -31,6 +32,32 @@ namespace ibcni::ipam::backend {
 /// An answer the backend's API does not promise.
 [[nodiscard]] inline BackendError badAnswer(std::string endpoint, std::string message) {
   return BackendError{BackendErrc::kBadAnswer, std::move(endpoint), std::move(message), 0};
+}
+
+/// Whether `h` is `node`'s claim as the caller means it (BlockBackend::claim): a block held by
+/// `node`; an address held by `node` for the same attachment and lender, or for the same pod
+/// (whose new attachment then adopts it).
+[[nodiscard]] inline bool ours(ClaimKind kind, const Holder& h, std::string_view node, const ClaimAttrs& attrs) {
+  if (h.node != node) {
+    return false;
+  }
+  if (kind == ClaimKind::kBlock) {
+    return true;
+  }
+  const bool same = h.attrs.owner == attrs.owner && h.attrs.lender == attrs.lender;
+  const bool samePod = !attrs.pod.empty() && h.attrs.pod == attrs.pod;
+  return same || samePod;
+}
+
+/// Refuses (kInvalidArgument) the first of `names` that is not validName().
+[[nodiscard]] inline BackendResult<void> checkNames(std::initializer_list<std::string_view> names) {
+  for (auto n : names) {
+    if (!validName(n)) {
+      return std::unexpected(invalid(cni::quoted(n) + " is not a valid pool, claim or node name (1-253 printable "
+                                                      "bytes, no blanks or '/')"));
+    }
+  }
+  return {};
 }
 
 /// The first 120 bytes of a body, quoted, for messages.

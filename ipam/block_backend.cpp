@@ -56,18 +56,6 @@ cni::Error toCniError(const BackendError& error, std::string_view action) {
   return cni::Error{code, std::string(action) + ": " + error.describe(), {}};
 }
 
-BackendResult<std::vector<Claim>> BlockBackend::listNode(std::string_view pool, std::string_view node) {
-  auto all = list(pool);
-  if (!all) {
-    return std::unexpected(std::move(all.error()));
-  }
-  std::vector<Claim> mine;
-  for (auto& c : *all) {
-    if (c.holder.node == node) {
-      mine.push_back(std::move(c));
-    }
-  }
-  return mine;
-}
+std::string_view claimKindName(ClaimKind kind) { return kind == ClaimKind::kBlock ? "block" : "address"; }
 
 }  // namespace ibcni::ipam

@@ -23,6 +23,27 @@ std::string blockKeyOf(const net::IpPrefix& cidr) {
   return cidr.network().address.toString() + "-" + std::to_string(cidr.prefixLen);
 }
 
+std::optional<KeySpan> spanOfKey(std::string_view key) {
+  const auto dash = key.rfind('-');
+  if (dash == std::string_view::npos) {
+    return std::nullopt;
+  }
+  auto ip = net::IpAddress::parse(key.substr(0, dash));
+  int len = -1;
+  const auto lenText = key.substr(dash + 1);
+  if (!ip || lenText.empty() || lenText.size() > 3 ||
+      !std::all_of(lenText.begin(), lenText.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return std::nullopt;
+  }
+  len = std::stoi(std::string(lenText));
+  const int bits = ip->family == AF_INET ? 32 : 128;
+  if (len > bits) {
+    return std::nullopt;
+  }
+  const net::IpPrefix cidr{*ip, len};
+  return KeySpan{ip->family, {firstOf(cidr), lastOf(cidr)}};
+}
+
 BlockGrid::BlockGrid(const config::IpamConfig& config, std::uint32_t blockSize,
                      std::vector<std::vector<Interval>> allowed)
     : blockSize_(blockSize), allowed_(std::move(allowed)) {

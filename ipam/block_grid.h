@@ -29,6 +29,17 @@ struct Block {
 /// "<network address>-<prefix length>" of `cidr`.
 [[nodiscard]] std::string blockKeyOf(const net::IpPrefix& cidr);
 
+/// The addresses a block key names, whatever the configuration: its family and span.
+struct KeySpan {
+  int family = 0;
+  Interval span;
+  [[nodiscard]] bool contains(const net::IpAddress& ip) const {
+    return ip.family == family && toInt(ip) >= span.lo && toInt(ip) <= span.hi;
+  }
+};
+/// The span of block key `key` ("10.56.0.32-27"); nullopt when it is not one.
+[[nodiscard]] std::optional<KeySpan> spanOfKey(std::string_view key);
+
 /// The blocks of a pool's range sets. A block belongs to a range set when it overlaps one of its
 /// ranges; it is a candidate for claiming only when it holds an address the allocator may hand out
 /// (not all gateway, excluded or reserved).

@@ -10,11 +10,13 @@
 #include <memory>
 #include <set>
 #include <ctime>
+#include <optional>
 
 #include "embedded_ipam.h"
 
 #include "allocator.h"
 #include "file_store.h"
+#include "record_codec.h"
 #include "kubeconfig.h"
 #include "ibcni/os/file_io.h"
 #include "ibcni/os/safe_path.h"
@@ -129,7 +131,7 @@ cni::Result<std::unique_ptr<Session>> openSession(const Request& request, const 
     // The pool is cut from the allocator's view of what can be handed out; then the allocator
     // hands out only inside the pool's blocks.
     s->pool = std::make_unique<ClusterPool>(s->config, request.conf.name, node, s->dir, *s->allocator,
-                                            options.backends, options.clock);
+                                            options.backends, options.bootClock, options.clock);
     s->allocator->useBlocks(*s->pool);
   }
   return s;
@@ -202,6 +204,7 @@ cni::Result<cni::AddResult> EmbeddedIpam::add(const Request& request) {
   req.pod = {request.cniArgs.podNamespace, request.cniArgs.podName, request.cniArgs.podUid};
   req.netns = request.args.netns;
   req.netnsInode = options_.netnsChecker->identify(request.args.netns);
+  req.network = request.conf.name;
   requestedAddresses(request, req);
   auto leases = (*s)->allocator->allocate(req);
   if (!leases) {
@@ -227,14 +230,66 @@ cni::Result<void> EmbeddedIpam::del(const Request& request) {
   if (!s) {
     return std::unexpected(s.error());
   }
-  auto released = (*s)->allocator->release({request.args.containerId, request.args.ifName});
+  const AttachmentKey key{request.args.containerId, request.args.ifName};
+  auto released = (*s)->allocator->release(key, request.conf.name, false);
   if (!released) {
     return std::unexpected(released.error());
   }
-  if (!*released) {
-    log::debug("nothing held by {}/{}: nothing to release", request.args.containerId, request.args.ifName);
+  if (*released) {
+    return {};
   }
+  // I6: DEL releases what was recorded whatever the configuration says now: an attachment made
+  // under another pool name (or before the network joined a cluster pool) is found where it is.
+  const std::string dataDir = (*s)->config.dataDir.empty() ? options_.defaultDataDir : (*s)->config.dataDir;
+  if (auto other = releaseElsewhere(request, dataDir, key, (*s)->dir); !other || *other) {
+    return other ? cni::Result<void>() : std::unexpected(other.error());
+  }
+  log::debug("nothing held by {}/{}: nothing to release", request.args.containerId, request.args.ifName);
   return {};
+}
+
+cni::Result<bool> EmbeddedIpam::releaseElsewhere(const Request& request, const std::string& dataDir,
+                                                  const AttachmentKey& key, const std::string& skip) {
+  std::vector<std::string> dirs;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(clusterPoolDir(dataDir, ""), ec)) {
+    dirs.push_back(entry.path().string());
+  }
+  for (const auto& entry : std::filesystem::directory_iterator(dataDir, ec)) {
+    if (entry.path().filename().string().front() != '.') {
+      dirs.push_back(entry.path().string());
+    }
+  }
+  for (const auto& dir : dirs) {
+    if (dir == skip || !std::filesystem::exists(dir + "/attachments/" + codec::recordName(key), ec)) {
+      continue;
+    }
+    auto text = os::readFile(dir + "/" + kNetworkFileName, std::size_t{1} << 20);
+    auto conf = text ? config::parseIpamNetworkFile(*text) : cni::Result<config::NetConf>(std::unexpected(
+                                                                 cni::Error{cni::Errc::kIoFailure, "unreadable", {}}));
+    if (!conf || !conf->embeddedIpam || !*conf->embeddedIpam) {
+      log::warn("{} holds a record of {} but no readable {}: left to `ibcni-ipam gc`", dir, key.toString(),
+                kNetworkFileName);
+      continue;
+    }
+    (**conf->embeddedIpam).dataDir = dataDir;
+    const cni::CmdArgs args;
+    const cni::CniArgs cniArgs;
+    auto s = openSession(Request{*conf, args, cniArgs, {}}, options_);
+    if (!s || (*s)->dir != dir) {
+      continue;
+    }
+    auto released = (*s)->allocator->release(key, request.conf.name, true);
+    if (!released) {
+      return std::unexpected(released.error());
+    }
+    if (*released) {
+      log::info("released {} from {}, where it was recorded (the configuration now names another pool)",
+                key.toString(), dir);
+      return true;
+    }
+  }
+  return false;
 }
 
 cni::Result<void> EmbeddedIpam::check(const Request& request) {
@@ -286,7 +341,7 @@ cni::Result<void> EmbeddedIpam::gc(const Request& request) {
   if (!valid) {
     log::warn("gc: no cni.dev/valid-attachments in the configuration: every allocation of the network is stale");
   }
-  auto released = (*s)->allocator->gc(valid ? *valid : none);
+  auto released = (*s)->allocator->gc(valid ? *valid : none, request.conf.name);
   if (!released) {
     return std::unexpected(released.error());
   }
@@ -374,19 +429,18 @@ cni::Result<ReclaimOutcome> EmbeddedIpam::reclaimPool(const Request& request, bo
     if (auto b = (*s)->pool->begin(); !b) {
       return std::unexpected(b.error());
     }
-    auto kept = (*s)->pool->maintain(*held, dryRun);
+    auto kept = (*s)->pool->maintain(*held, *(*s)->allocator, dryRun);
     if (!kept) {
       return std::unexpected(kept.error());
     }
-    out.upkeep = PoolUpkeep{(*s)->config.cluster->pool, (*s)->pool->node(), kept->renewed, kept->released,
-                            kept->lost, kept->adopted, kept->addressesReleased};
+    out.upkeep = PoolUpkeep{(*s)->config.cluster->pool, (*s)->pool->node(), kept->renewed, kept->livenessRenewed,
+                            kept->released, kept->lost, kept->adopted, kept->addressesReleased, kept->reclaimed,
+                            kept->takenOver, kept->lent, kept->loansReturned};
   }
   return out;
 }
 
 namespace {
-
-std::string ledgerStateName(LedgerEntry::State st) { return st == LedgerEntry::State::kOwned ? "owned" : "intent"; }
 
 // Where the backend is reached, for messages: the etcd endpoints, or the kubeconfig's server.
 std::string endpointOf(const config::ClusterConf& c) {
@@ -399,6 +453,25 @@ std::string endpointOf(const config::ClusterConf& c) {
   }
   auto kc = loadKubeconfig(c.kubernetes.kubeconfig, c.kubernetes.context);
   return kc ? kc->server : "kubeconfig " + c.kubernetes.kubeconfig;
+}
+
+}  // namespace
+
+namespace {
+
+// Where this node's ledger (`ledgerState`, "" when absent) and the backend (`holder`, "" when
+// absent) disagree about one claim. A claim this node is giving back, or knows it lost, agrees.
+std::optional<PoolDisagreement> disagreement(const std::string& name, const std::string& ledgerState,
+                                             const std::string& holder, const std::string& node) {
+  const bool mineThere = holder == node;
+  const bool holdsHere = ledgerState == "owned" || ledgerState == "releasing";
+  const bool agree = mineThere ? holdsHere : (ledgerState.empty() || ledgerState == "lost" ||
+                                              (holder.empty() && ledgerState == "releasing"));
+  if (agree) {
+    return std::nullopt;
+  }
+  return PoolDisagreement{name, ledgerState.empty() ? "absent" : ledgerState,
+                          holder.empty() ? "absent" : (mineThere ? "this node" : "node " + holder)};
 }
 
 }  // namespace
@@ -481,12 +554,12 @@ cni::Result<PoolReport> EmbeddedIpam::pools(const Request& request) {
   }
   const std::string what = " of pool " + cni::quoted(cluster.pool) + " (ipam.cluster.backend " + r.backend + ")";
   const auto t0 = std::chrono::steady_clock::now();
-  auto claims = (*be)->list(cluster.pool);
+  auto claims = (*be)->list(ClaimKind::kBlock, cluster.pool, std::nullopt);
   r.listTime = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
   if (!claims) {
     return std::unexpected(toCniError(claims.error(), "listing the blocks" + what));
   }
-  auto named = (*be)->listAddresses(cluster.pool);
+  auto named = (*be)->list(ClaimKind::kAddress, cluster.pool, std::nullopt);
   if (!named) {
     return std::unexpected(toCniError(named.error(), "listing the named addresses" + what));
   }
@@ -505,7 +578,9 @@ cni::Result<PoolReport> EmbeddedIpam::pools(const Request& request) {
     }
     if (auto it = inLedger.find(key); it != inLedger.end()) {
       row.ledgerState = ledgerStateName(it->second->state);
-      row.emptySince = it->second->emptySince;
+      if (auto empty = os::elapsed(it->second->emptySince, os::bootNow()); empty) {
+        row.emptyForSeconds = std::chrono::duration_cast<std::chrono::seconds>(*empty).count();
+      }
     }
     return row;
   };
@@ -524,11 +599,8 @@ cni::Result<PoolReport> EmbeddedIpam::pools(const Request& request) {
       ++r.claimedBlocks;
     }
     ++r.perNode[c.holder.node];
-    const std::string backendSays = row.mine ? "this node" : "node " + c.holder.node;
-    if (row.mine && row.ledgerState != "owned") {
-      r.disagreements.push_back({c.name, row.ledgerState.empty() ? "absent" : row.ledgerState, backendSays});
-    } else if (!row.mine && !row.ledgerState.empty()) {
-      r.disagreements.push_back({c.name, row.ledgerState, backendSays});
+    if (auto d = disagreement(c.name, row.ledgerState, c.holder.node, r.node)) {
+      r.disagreements.push_back(*d);
     }
     r.blocks.push_back(std::move(row));
   }
@@ -541,15 +613,84 @@ cni::Result<PoolReport> EmbeddedIpam::pools(const Request& request) {
     if (auto t = os::parseRfc3339(e.claimedAt); t) {
       row.claimedAt = *t;
     }
-    r.disagreements.push_back({e.name, row.ledgerState, "absent"});
+    if (auto d = disagreement(e.name, row.ledgerState, "", r.node)) {
+      r.disagreements.push_back(*d);
+    }
     r.blocks.push_back(std::move(row));
   }
+  std::set<std::string> namedListed;
+  for (const auto& c : *named) {
+    namedListed.insert(c.name);
+    const auto e = std::find_if(ledger.addresses.begin(), ledger.addresses.end(),
+                                [&](const auto& x) { return x.name == c.name; });
+    const std::string state = e == ledger.addresses.end() ? "" : ledgerStateName(e->state);
+    if (auto d = disagreement(c.name, state, c.holder.node, r.node)) {
+      r.disagreements.push_back(*d);
+    }
+  }
+  for (const auto& e : ledger.addresses) {
+    if (auto d = namedListed.contains(e.name) ? std::nullopt : disagreement(e.name, ledgerStateName(e.state), "", r.node)) {
+      r.disagreements.push_back(*d);
+    }
+  }
+  r.confirmedAgoSeconds = [&]() -> std::optional<std::int64_t> {
+    auto ago = os::elapsed(ledger.confirmed, os::bootNow());
+    if (!ago) {
+      return std::nullopt;
+    }
+    return std::chrono::duration_cast<std::chrono::seconds>(*ago).count();
+  }();
   const U128 claimed = r.claimedBlocks;
   r.freeBlocks = toDecimal(total > claimed ? total - claimed : 0);
   for (const auto& c : *named) {
-    r.addresses.push_back(PoolAddressRow{c.name, c.holder.node, c.holder.owner, c.holder.claimedAt});
+    r.addresses.push_back(PoolAddressRow{c.name, c.holder.node, c.holder.attrs.owner, c.holder.attrs.pod,
+                                         c.holder.attrs.lender, c.holder.claimedAt});
   }
   return r;
+}
+
+cni::Result<PoolDefinition> EmbeddedIpam::redefinePool(const Request& request) {
+  const auto& parsed = request.conf.embeddedIpam;
+  if (parsed && *parsed && !(**parsed).cluster) {
+    return cni::fail(cni::Errc::kInvalidConfig,
+                     "network " + cni::quoted(request.conf.name) + " has no ipam.cluster: there is no pool to redefine");
+  }
+  auto s = openSession(request, options_);
+  if (!s) {
+    return std::unexpected(s.error());
+  }
+  auto lock = StoreLock::acquire(*(*s)->store);
+  if (!lock) {
+    return std::unexpected(storeError(lock.error(), "cannot lock the ipam store"));
+  }
+  if (auto b = (*s)->pool->begin(); !b) {
+    return std::unexpected(b.error());
+  }
+  return (*s)->pool->redefine();
+}
+
+cni::Result<void> EmbeddedIpam::forgetNode(const Request& request, const std::string& node) {
+  const auto& parsed = request.conf.embeddedIpam;
+  if (!parsed || !*parsed || !(**parsed).cluster) {
+    return cni::fail(cni::Errc::kInvalidConfig,
+                     "network " + cni::quoted(request.conf.name) + " has no ipam.cluster: no node holds anything of it");
+  }
+  if (!options_.backends) {
+    return cni::fail(cni::Errc::kInvalidEnvironment, "ipam.cluster is not supported by this program");
+  }
+  const config::ClusterConf& cluster = *(**parsed).cluster;
+  if (!config::isNodeName(node)) {
+    return cni::fail(cni::Errc::kInvalidConfig, "node " + cni::quoted(node) + " is not a Kubernetes node name");
+  }
+  auto be = options_.backends(cluster, BackendContext{node, 0, {}});
+  if (!be) {
+    return std::unexpected(be.error());
+  }
+  if (auto f = (*be)->forgetNode(node); !f) {
+    return std::unexpected(toCniError(f.error(), "forgetting node " + node));
+  }
+  log::info("node {} is forgotten: the other nodes' agents take over its claims", node);
+  return {};
 }
 
 std::string clusterPoolDir(const std::string& dataDir, const std::string& pool) {

@@ -28,6 +28,8 @@ struct EmbeddedIpamOptions {
   std::chrono::milliseconds lockTimeout = std::chrono::seconds(30);  ///< wait for the network's lock
   std::shared_ptr<os::NetnsChecker> netnsChecker;                        ///< null: os::systemNetnsChecker()
   std::function<std::chrono::system_clock::time_point()> clock;      ///< null: system_clock::now
+  /// Cluster mode's boot clock (how long ago the node's holds were confirmed). Null: os::bootNow.
+  std::function<os::BootStamp()> bootClock;
   /// Cluster mode (ipam.cluster): builds the backend. Null: a configuration with ipam.cluster is
   /// refused (error 4). The programs pass the production one (HTTP(S) through libcurl).
   BackendFactory backends;
@@ -105,7 +107,22 @@ class EmbeddedIpam final : public Ipam {
   /// error as toCniError() words it (11 unreachable/timeout, naming the endpoint).
   [[nodiscard]] cni::Result<PoolReport> pools(const Request& request);
 
+  /// Cluster mode: replaces the pool's definition with this configuration's once the pool is
+  /// drained (`ibcni-ipam pools CONFIG --redefine`; ClusterPool::redefine). Error 7 naming the
+  /// claims left.
+  [[nodiscard]] cni::Result<PoolDefinition> redefinePool(const Request& request);
+
+  /// Cluster mode, etcd backend: declares node `node` gone for good (`ibcni-ipam forget-node`), so
+  /// that the other nodes' agents take over its claims. Refused (7) while its liveness lasts, and
+  /// with the kubernetes backend (delete the Node object instead).
+  [[nodiscard]] cni::Result<void> forgetNode(const Request& request, const std::string& node);
+
  private:
+  /// The record of `key` made by this request's network in another store of `dataDir` than `skip`
+  /// (a pool the configuration no longer names), released there. @return whether one was.
+  [[nodiscard]] cni::Result<bool> releaseElsewhere(const Request& request, const std::string& dataDir,
+                                                   const AttachmentKey& key, const std::string& skip);
+
   EmbeddedIpamOptions options_;
 };
 

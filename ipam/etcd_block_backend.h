@@ -10,35 +10,35 @@
 #include <string_view>
 #include <vector>
 
+#include "etcd_gateway.h"
 #include "ibcni/config/ipam_conf.h"
 #include "ibcni/http/http_client.h"
 #include "ibcni/ipam/block_backend.h"
 
 namespace ibcni::ipam {
 
-/// BlockBackend on etcd 3.4's JSON gateway (POST /v3/kv/txn, /v3/kv/range, /v3/lease/grant,
-/// /v3/lease/keepalive), over an injected http::HttpClient. Key layout: block_backend.h.
+/// BlockBackend on etcd 3.4's JSON gateway, over an injected http::HttpClient. Keys (`prefix`
+/// from the configuration, "/ibcni/" by default):
 ///
-///  * claim: one txn, compare create_revision == 0, success put (with the node's lease), failure
-///    range of the key. A key already held by this node is adopted; if it hangs on another lease
-///    of ours (an older one), it is moved to the current lease with a txn on its mod_revision.
-///  * definePool: one txn, compare create_revision == 0, success put (no lease), failure range.
-///  * takeOver: a plain claim (a gone node's keys went with its lease).
-///  * release: a range of the key (the holder is in the value, which a compare cannot read): not
-///    this node's → kNotOurs, another mod_revision → kChanged; then one txn, compare mod_revision
-///    == version, success delete, failure range (the key changed in between).
-///  * list: one range over the pool's prefix (range_end: the prefix with its last byte + 1).
-///  * The node's lease is granted on the first claim (TTL: Options::leaseTtl) unless
-///    Options::leaseId names one; onLeaseGranted is called with every new ID, so that the caller
-///    keeps it (e.g. in a small file of the pool's store). A put refused with "lease not found"
-///    (the lease expired) gets a new lease and is retried once.
-///  * Endpoints are tried in order from the last one that answered; the next is tried when one
-///    cannot be reached (connect, DNS, broken transfer, its own timeout) or answers that it has no
-///    leader or quorum (HTTP 503, gRPC codes 14 Unavailable and 4 DeadlineExceeded). Each
-///    endpoint gets an equal share of the time left, so the whole call, every round trip
-///    included, ends within Options::timeout.
-///  * The gateway's JSON: int64 values as strings, keys and values base64, false and zero fields
-///    omitted (a failed txn has no "succeeded").
+///   <prefix>pools/<pool>/blocks/<block-key>     {"node","claimedAt"}                           no lease
+///   <prefix>pools/<pool>/addresses/<address>    {"node","owner","pod","lender","claimedAt"}   no lease
+///   <prefix>pools/<pool>/demand/<node>          {"node","wanted","requestedAt"}                the node's lease
+///   <prefix>definitions/<pool>                  {"fields","origin"}                            no lease
+///   <prefix>nodes/<node>/registered             {"node","registeredAt"}                        no lease
+///   <prefix>nodes/<node>/alive                  {"node","renewedAt"}                           the node's lease
+///
+/// A claim is the key's existence: nothing expires it. Identity = create_revision, version =
+/// mod_revision.
+///  * claim: one txn, compare create_revision == 0, success put + the node's registration, failure
+///    range (held: by this node → adopted; an address for the same pod → its owner rewritten).
+///  * list: one txn reading the claims and the nodes' liveness keys (Holder::lapsed).
+///  * release: range, then delete compared on the mod_revision read (retried when it changed).
+///  * renew: keepalive of the node's lease (granted anew when it expired, reported), then one txn
+///    that puts the liveness and registration keys and reads every held claim.
+///  * takeOver / removeGone: one txn comparing the claim's mod_revision with the one seen and the
+///    holder's liveness and registration keys absent.
+///  * forgetNode: one txn deleting the registration, compared on the liveness key being absent.
+///  * Endpoints are tried in turn (etcd_gateway.h); the whole call ends within Options::timeout.
 class EtcdBlockBackend final : public BlockBackend {
  public:
   struct Options {
@@ -46,7 +46,7 @@ class EtcdBlockBackend final : public BlockBackend {
     std::string prefix = "/ibcni/";
     std::chrono::milliseconds timeout{5000};  ///< per public call
     http::TlsOptions tls;                     ///< caFile, certFile, keyFile (https endpoints)
-    std::chrono::seconds leaseTtl{90};        ///< e.g. 3 x the renewal period
+    std::chrono::seconds leaseTtl{300};       ///< the liveness lease's TTL (leaseDurationSeconds)
     std::int64_t leaseId = 0;                 ///< a lease granted earlier (0: grant on first need)
     std::function<void(std::int64_t)> onLeaseGranted;  ///< called (under a lock) with each new lease ID
   };
@@ -63,48 +63,56 @@ class EtcdBlockBackend final : public BlockBackend {
   /// timeout and leaseTtl positive.
   [[nodiscard]] static BackendResult<void> validate(const Options& options);
 
-  [[nodiscard]] BackendResult<ClaimOutcome> claim(std::string_view pool, std::string_view block,
-                                                  std::string_view node) override;
-  [[nodiscard]] BackendResult<std::vector<Claim>> list(std::string_view pool) override;
-  [[nodiscard]] BackendResult<ReleaseOutcome> release(std::string_view pool, std::string_view block,
-                                                      std::string_view node, std::string_view version) override;
-  [[nodiscard]] BackendResult<ClaimOutcome> claimAddress(std::string_view pool, std::string_view address,
-                                                         std::string_view node, std::string_view owner) override;
-  [[nodiscard]] BackendResult<std::vector<Claim>> listAddresses(std::string_view pool) override;
-  [[nodiscard]] BackendResult<ReleaseOutcome> releaseAddress(std::string_view pool, std::string_view address,
-                                                             std::string_view node, std::string_view version) override;
-  [[nodiscard]] BackendResult<RenewOutcome> renew(std::string_view node, const std::vector<ClaimRef>& held) override;
-  [[nodiscard]] BackendResult<PoolDefinition> definePool(std::string_view pool, const PoolDefinition& def) override;
-  [[nodiscard]] BackendResult<ClaimOutcome> takeOver(std::string_view pool, std::string_view block,
-                                                     std::string_view node, const Holder& seen) override;
+  [[nodiscard]] BackendResult<ClaimOutcome> claim(ClaimKind kind, std::string_view pool, std::string_view name,
+                                                  std::string_view node, const ClaimAttrs& attrs) override;
+  [[nodiscard]] BackendResult<std::vector<Claim>> list(ClaimKind kind, std::string_view pool,
+                                                       std::optional<std::string_view> node) override;
+  [[nodiscard]] BackendResult<ReleaseOutcome> release(ClaimKind kind, std::string_view pool, std::string_view name,
+                                                      std::string_view node, std::string_view owner) override;
+  [[nodiscard]] BackendResult<RenewOutcome> renew(std::string_view node, std::string_view pool,
+                                                  const std::vector<HeldClaim>& held) override;
+  [[nodiscard]] BackendResult<ClaimOutcome> takeOver(ClaimKind kind, std::string_view pool, std::string_view name,
+                                                     std::string_view node, const Holder& seen,
+                                                     const ClaimAttrs& attrs) override;
+  [[nodiscard]] BackendResult<ReleaseOutcome> removeGone(ClaimKind kind, std::string_view pool, std::string_view name,
+                                                         const Holder& seen) override;
+  [[nodiscard]] BackendResult<PoolDefinition> definePool(const PoolDefinition& def) override;
+  [[nodiscard]] BackendResult<std::optional<PoolDefinition>> definition(std::string_view pool) override;
+  [[nodiscard]] BackendResult<std::vector<PoolDefinition>> definitions() override;
+  [[nodiscard]] BackendResult<std::optional<PoolDefinition>> replaceDefinition(const PoolDefinition& def,
+                                                                              std::string_view seen) override;
+  [[nodiscard]] BackendResult<void> demand(std::string_view pool, std::string_view node, int wanted) override;
+  [[nodiscard]] BackendResult<std::vector<Demand>> demands(std::string_view pool) override;
+  [[nodiscard]] BackendResult<void> withdraw(std::string_view pool, std::string_view node) override;
+  [[nodiscard]] BackendResult<void> forgetNode(std::string_view node) override;
 
   /// The node's current lease (0: none granted yet).
   [[nodiscard]] std::int64_t leaseId() const;
-  /// Replaces the lease used for new claims (e.g. read back from the caller's file).
-  void setLeaseId(std::int64_t id);
 
-  /// The etcd key of a block / an address (for tests and `pools` listings).
-  [[nodiscard]] std::string blockKey(std::string_view pool, std::string_view block) const;
-  [[nodiscard]] std::string addressKey(std::string_view pool, std::string_view address) const;
-
-  struct Call;  // one public call: its deadline and the errors met (etcd_block_backend.cpp)
+  /// The etcd keys (for tests and listings).
+  [[nodiscard]] std::string claimKey(ClaimKind kind, std::string_view pool, std::string_view name) const;
+  [[nodiscard]] std::string aliveKey(std::string_view node) const;
+  [[nodiscard]] std::string registeredKey(std::string_view node) const;
 
  private:
-  [[nodiscard]] BackendResult<ClaimOutcome> claimKey(Call& call, const std::string& key, std::string_view node,
-                                                     std::string_view owner, bool address);
-  [[nodiscard]] BackendResult<ReleaseOutcome> releaseKey(Call& call, const std::string& key, std::string_view node,
-                                                         std::string_view version);
-  [[nodiscard]] BackendResult<std::vector<Claim>> listPrefix(Call& call, const std::string& prefix);
-  [[nodiscard]] BackendResult<std::int64_t> ensureLease(Call& call);
-  [[nodiscard]] BackendResult<std::int64_t> grantLease(Call& call, std::int64_t replacing);
+  [[nodiscard]] etcd::Call call();
+  [[nodiscard]] BackendResult<std::int64_t> keepAlive(etcd::Call& call, bool& regranted);
+  [[nodiscard]] BackendResult<std::int64_t> grantLease(etcd::Call& call, std::int64_t replacing);
+  [[nodiscard]] BackendResult<ClaimOutcome> claimWith(etcd::Call& call, ClaimKind kind, std::string_view pool,
+                                                      std::string_view name, std::string_view node,
+                                                      const ClaimAttrs& attrs);
+  [[nodiscard]] BackendResult<ClaimOutcome> adoptHeld(etcd::Call& call, ClaimKind kind, const etcd::Kv& kv,
+                                                      Holder held, std::string_view node, const ClaimAttrs& attrs);
+  [[nodiscard]] BackendResult<etcd::TxnAnswer> goneTxn(etcd::Call& call, const std::string& key, const Holder& seen,
+                                                       nlohmann::json success);
+  [[nodiscard]] std::string poolPrefix(std::string_view pool) const;
 
   http::HttpClient& client_;
   Options options_;
+  etcd::Endpoints endpoints_;
   mutable std::mutex leaseMutex_;
   std::int64_t leaseId_ = 0;
   std::atomic<std::size_t> preferred_{0};
-
-  friend struct Call;
 };
 
 }  // namespace ibcni::ipam

@@ -15,42 +15,36 @@ namespace ibcni::ipam {
 
 struct Kubeconfig;
 
-/// BlockBackend on the Kubernetes API: one coordination.k8s.io/v1 Lease per claimed block and per
-/// claimed single address, in Options::namespace_, over an injected http::HttpClient.
+/// BlockBackend on the Kubernetes API: one coordination.k8s.io/v1 Lease per claim (block or
+/// address), per pool definition and per node's demand, in Options::namespace_, over an injected
+/// http::HttpClient.
 ///
-///  * Lease names (leaseName()): "ibcni-" + E(pool) + "--b--" + E(block key) for a block,
-///    "--a--" + E(address) for an address, "ibcni-" + E(pool) + "--pool" for the pool's
-///    definition. E keeps [a-y0-9] and keeps '.' and '-' between two such characters; any other
-///    byte (z, upper case, ':', a '.' or '-' next to another or at an end...) becomes 'z' and two
-///    hex digits. E never yields "--", so the first "--" ends the pool: distinct (pool, kind, key)
-///    give distinct names ("10.1.0.0-27" -> "10.1.0.0-27", "fd00::-120" -> "fd00z3az3a-120").
-///    A name over 253 characters is refused (kInvalidArgument).
-///  * Labels ibcni.io/pool, ibcni.io/kind (block, address, pool), ibcni.io/node (the value itself when
-///    it is a valid label value, else "h" + 16 hex digits of its hash) select lists; annotations
-///    ibcni.io/pool, ibcni.io/key (the block key or the address), ibcni.io/owner (addresses),
-///    ibcni.io/fingerprint and ibcni.io/origin (the definition) are what is read back.
-///  * spec: holderIdentity = the node, leaseDurationSeconds = Options::leaseDuration,
-///    acquireTime and renewTime (MicroTime), leaseTransitions. Holder::version = resourceVersion,
-///    claimedAt = acquireTime, renewedAt = renewTime.
-///  * claim: POST (201: kClaimed); 409 AlreadyExists: GET, this node's (and owner's) -> kAdopted,
-///    another's -> kHeldByOther (deleted in between: POST again).
-///  * release: GET (404: kGone; another holder: kNotOurs; another resourceVersion: kChanged), then
-///    DELETE with preconditions {uid, resourceVersion} (404: kGone; 409: GET again to tell).
-///  * renew: for each held claim, GET then PUT of renewTime conditional on the resourceVersion
-///    read (409: once more); another holder: lost; absent: claimed again (reestablished) or lost.
-///    RenewOutcome::renewed is true when every held claim was renewed in place (none lost or re-created).
-///  * definePool: POST of the definition Lease (never renewed); 409: GET, the stored one.
-///  * takeOver: GET the Lease (absent: a plain claim; another resourceVersion than `seen`'s:
-///    kHeldByOther with the current holder); it must have expired (renewTime, else acquireTime,
-///    + leaseDurationSeconds < now) and GET /api/v1/nodes/<holder> must be 404; then one PUT with
-///    resourceVersion = seen.version: holderIdentity = node, new acquireTime/renewTime,
-///    leaseTransitions + 1 (200: kClaimed; 409: GET again, kHeldByOther).
-///  * Errors: connect/DNS/broken transfer and 5xx and 429 -> kUnreachable; the call's timeout ->
-///    kTimeout; TLS, 401, 403 -> kAuth; an unexpected status or body -> kBadAnswer; every message
-///    carries the Status's message. Every public call, each round trip included, ends within
-///    Options::timeout. Requests are not retried (the caller's next pass is the retry).
-///  * Credentials: the bearer token is Options::token, or the content of Options::tokenFile read
-///    again for every call (a projected ServiceAccount token rotates).
+///  * Lease names (leaseName()): "ibcni-" + E(pool) + "--b--" + E(block key) for a block, "--a--" +
+///    E(address) for an address, "--d--" + E(node) for a demand, "ibcni-" + E(pool) + "--pool" for
+///    the definition. E keeps [a-y0-9] and keeps '.' and '-' between two such characters; any other
+///    byte becomes 'z' and two hex digits. E never yields "--", so the first "--" ends the pool:
+///    distinct (pool, kind, key) give distinct names. A name over 253 characters is refused.
+///  * Labels ibcni.io/pool, ibcni.io/kind (block, address, pool, demand), ibcni.io/node select
+///    lists; annotations ibcni.io/pool, ibcni.io/key, ibcni.io/owner, ibcni.io/pod, ibcni.io/lender
+///    (addresses), ibcni.io/definition and ibcni.io/origin (the definition), ibcni.io/wanted (a
+///    demand) are what is read back.
+///  * spec: holderIdentity = the node, leaseDurationSeconds, acquireTime, renewTime (MicroTime),
+///    leaseTransitions. Holder::identity = uid, version = resourceVersion.
+///  * claim: POST (201); 409: GET, this node's → adopted (an address of the same pod for another
+///    attachment: its owner rewritten by a PUT on the version read).
+///  * release: GET, then DELETE with preconditions {uid, resourceVersion read} (409: again; 202:
+///    kept by finalizers → kPending).
+///  * renew: per held claim, GET then PUT of renewTime on the version read; the renewal is what
+///    fences a taker (whose PUT is conditional on the version it saw).
+///  * takeOver / removeGone: GET; the Lease must be as seen, lapsed (renewTime +
+///    leaseDurationSeconds < now), and its holder's Node absent (404); then one PUT (or DELETE)
+///    conditional on the version seen.
+///  * A create in a namespace that does not exist (404 `namespaces "x" not found`) is
+///    kInvalidArgument naming ipam.cluster.kubernetes.namespace.
+///  * Errors: connect/DNS/broken transfer, 5xx and 429 → kUnreachable; the call's timeout →
+///    kTimeout; TLS, 401, 403 → kAuth; an unexpected status or body → kBadAnswer. Every public call
+///    ends within Options::timeout. Credentials: Options::token, or Options::tokenFile read again
+///    for every call (a projected ServiceAccount token rotates).
 class KubernetesBlockBackend final : public BlockBackend {
  public:
   struct Options {
@@ -78,34 +72,41 @@ class KubernetesBlockBackend final : public BlockBackend {
   /// leaseDuration positive.
   [[nodiscard]] static BackendResult<void> validate(const Options& options);
 
-  [[nodiscard]] BackendResult<ClaimOutcome> claim(std::string_view pool, std::string_view block,
-                                                  std::string_view node) override;
-  [[nodiscard]] BackendResult<std::vector<Claim>> list(std::string_view pool) override;
-  [[nodiscard]] BackendResult<std::vector<Claim>> listNode(std::string_view pool, std::string_view node) override;
-  [[nodiscard]] BackendResult<ReleaseOutcome> release(std::string_view pool, std::string_view block,
-                                                      std::string_view node, std::string_view version) override;
-  [[nodiscard]] BackendResult<ClaimOutcome> claimAddress(std::string_view pool, std::string_view address,
-                                                         std::string_view node, std::string_view owner) override;
-  [[nodiscard]] BackendResult<std::vector<Claim>> listAddresses(std::string_view pool) override;
-  [[nodiscard]] BackendResult<ReleaseOutcome> releaseAddress(std::string_view pool, std::string_view address,
-                                                             std::string_view node, std::string_view version) override;
-  [[nodiscard]] BackendResult<RenewOutcome> renew(std::string_view node, const std::vector<ClaimRef>& held) override;
-  [[nodiscard]] BackendResult<PoolDefinition> definePool(std::string_view pool, const PoolDefinition& def) override;
-  [[nodiscard]] BackendResult<ClaimOutcome> takeOver(std::string_view pool, std::string_view block,
-                                                     std::string_view node, const Holder& seen) override;
+  [[nodiscard]] BackendResult<ClaimOutcome> claim(ClaimKind kind, std::string_view pool, std::string_view name,
+                                                  std::string_view node, const ClaimAttrs& attrs) override;
+  [[nodiscard]] BackendResult<std::vector<Claim>> list(ClaimKind kind, std::string_view pool,
+                                                       std::optional<std::string_view> node) override;
+  [[nodiscard]] BackendResult<ReleaseOutcome> release(ClaimKind kind, std::string_view pool, std::string_view name,
+                                                      std::string_view node, std::string_view owner) override;
+  [[nodiscard]] BackendResult<RenewOutcome> renew(std::string_view node, std::string_view pool,
+                                                  const std::vector<HeldClaim>& held) override;
+  [[nodiscard]] BackendResult<ClaimOutcome> takeOver(ClaimKind kind, std::string_view pool, std::string_view name,
+                                                     std::string_view node, const Holder& seen,
+                                                     const ClaimAttrs& attrs) override;
+  [[nodiscard]] BackendResult<ReleaseOutcome> removeGone(ClaimKind kind, std::string_view pool, std::string_view name,
+                                                         const Holder& seen) override;
+  [[nodiscard]] BackendResult<PoolDefinition> definePool(const PoolDefinition& def) override;
+  [[nodiscard]] BackendResult<std::optional<PoolDefinition>> definition(std::string_view pool) override;
+  [[nodiscard]] BackendResult<std::vector<PoolDefinition>> definitions() override;
+  [[nodiscard]] BackendResult<std::optional<PoolDefinition>> replaceDefinition(const PoolDefinition& def,
+                                                                              std::string_view seen) override;
+  [[nodiscard]] BackendResult<void> demand(std::string_view pool, std::string_view node, int wanted) override;
+  [[nodiscard]] BackendResult<std::vector<Demand>> demands(std::string_view pool) override;
+  [[nodiscard]] BackendResult<void> withdraw(std::string_view pool, std::string_view node) override;
+  [[nodiscard]] BackendResult<void> forgetNode(std::string_view node) override;
 
   /// The Lease name of a claim ("" when it would pass 253 characters), for tests and listings.
   [[nodiscard]] static std::string leaseName(ClaimKind kind, std::string_view pool, std::string_view name);
   /// The Lease name of a pool's definition.
   [[nodiscard]] static std::string poolLeaseName(std::string_view pool);
+  /// The Lease name of a node's demand in a pool.
+  [[nodiscard]] static std::string demandLeaseName(std::string_view pool, std::string_view node);
   /// A label's value for `value` (itself when valid as a label value, else a hash).
   [[nodiscard]] static std::string labelValue(std::string_view value);
 
-  struct Call;  // one public call: its deadline and token (k8s_block_backend.cpp)
-
  private:
-  http::HttpClient& client_;
   Options options_;
+  http::HttpClient& client_;
 };
 
 }  // namespace ibcni::ipam

@@ -82,12 +82,16 @@ std::string printPoolReport(const PoolReport& r) {
                       {"claimedAt", timeOrNull(b.claimedAt)},
                       {"renewedAt", timeOrNull(b.renewedAt)},
                       {"ledger", textOrNull(b.ledgerState)},
-                      {"emptySince", textOrNull(b.emptySince)}});
+                      {"emptyForSeconds", b.emptyForSeconds ? json(*b.emptyForSeconds) : json(nullptr)}});
   }
   json addresses = json::array();
   for (const auto& a : r.addresses) {
-    addresses.push_back(
-        {{"address", a.address}, {"holder", a.holder}, {"owner", a.owner}, {"claimedAt", timeOrNull(a.claimedAt)}});
+    addresses.push_back({{"address", a.address},
+                         {"holder", a.holder},
+                         {"owner", textOrNull(a.owner)},
+                         {"pod", textOrNull(a.pod)},
+                         {"lender", textOrNull(a.lender)},
+                         {"claimedAt", timeOrNull(a.claimedAt)}});
   }
   json disagreements = json::array();
   for (const auto& d : r.disagreements) {
@@ -119,7 +123,10 @@ std::string printPoolReport(const PoolReport& r) {
                 {"perNode", perNode}}},
               {"blocks", blocks},
               {"addresses", addresses},
-              {"ledger", {{"present", r.ledgerPresent}, {"disagreements", disagreements}}},
+              {"ledger",
+               {{"present", r.ledgerPresent},
+                {"confirmedAgoSeconds", r.confirmedAgoSeconds ? json(*r.confirmedAgoSeconds) : json(nullptr)},
+                {"disagreements", disagreements}}},
               {"listMs", r.listTime.count()},
               {"warnings", r.warnings}}
       .dump(2);
@@ -136,14 +143,14 @@ std::string renderPoolReport(const PoolReport& r, std::chrono::system_clock::tim
   }
   out += "\n";
   std::vector<std::vector<std::string>> rows{
-      {"BLOCK", "SET", "HOLDER", "IN USE", "CLAIMED", "AGE", "RENEWED", "LEDGER", "EMPTY SINCE"}};
+      {"BLOCK", "SET", "HOLDER", "IN USE", "CLAIMED", "AGE", "RENEWED", "LEDGER", "EMPTY FOR"}};
   for (const auto& b : r.blocks) {
     rows.push_back({b.cidr.empty() ? b.key + " (not in these ranges)" : b.cidr, b.set ? std::to_string(*b.set) : "-",
                     b.holder.empty() ? "(none)" : b.holder + (b.mine ? " *" : ""),
                     (b.inUse ? std::to_string(*b.inUse) : std::string("?")) + "/" + std::to_string(b.size),
                     b.claimedAt ? os::rfc3339(*b.claimedAt) : "-", b.claimedAt ? age(*b.claimedAt, now) : "-",
                     b.renewedAt ? age(*b.renewedAt, now) + " ago" : "-", b.ledgerState.empty() ? "-" : b.ledgerState,
-                    b.emptySince.empty() ? "-" : b.emptySince});
+                    b.emptyForSeconds ? std::to_string(*b.emptyForSeconds) + "s" : "-"});
   }
   if (r.blocks.empty()) {
     out += "no block of the pool is claimed\n";
@@ -152,10 +159,11 @@ std::string renderPoolReport(const PoolReport& r, std::chrono::system_clock::tim
     out += "(* this node; IN USE is known only for this node's blocks: other nodes keep theirs locally)\n";
   }
   if (!r.addresses.empty()) {
-    out += "\nnamed addresses (claimed one by one):\n";
-    std::vector<std::vector<std::string>> arows{{"ADDRESS", "HOLDER", "OWNER", "CLAIMED"}};
+    out += "\naddresses claimed one by one (named by pods, or lent):\n";
+    std::vector<std::vector<std::string>> arows{{"ADDRESS", "HOLDER", "OWNER", "POD", "LENT BY", "CLAIMED"}};
     for (const auto& a : r.addresses) {
-      arows.push_back({a.address, a.holder, a.owner, a.claimedAt ? os::rfc3339(*a.claimedAt) : "-"});
+      arows.push_back({a.address, a.holder, a.owner.empty() ? "-" : a.owner, a.pod.empty() ? "-" : a.pod,
+                       a.lender.empty() ? "-" : a.lender, a.claimedAt ? os::rfc3339(*a.claimedAt) : "-"});
     }
     out += table(arows);
   }
@@ -166,8 +174,13 @@ std::string renderPoolReport(const PoolReport& r, std::chrono::system_clock::tim
   out += "\nblocks: " + r.totalBlocks + " in the pool, " + std::to_string(r.claimedBlocks) + " claimed, " +
          r.freeBlocks + " free; " + std::to_string(r.perNode.size()) + " node(s) hold blocks" +
          (nodes.empty() ? "" : " (" + nodes + ")") + "\n";
+  if (r.ledgerPresent) {
+    out += "this node's holds were last confirmed by the backend " +
+           (r.confirmedAgoSeconds ? std::to_string(*r.confirmedAgoSeconds) + " s ago" : std::string("never on this boot")) +
+           "\n";
+  }
   for (const auto& d : r.disagreements) {
-    out += "ledger and backend disagree on block " + d.block + ": ledger " + d.ledger + ", backend " + d.backend +
+    out += "ledger and backend disagree on " + d.block + ": ledger " + d.ledger + ", backend " + d.backend +
            " (the next periodic pass or ADD settles it)\n";
   }
   for (const auto& w : r.warnings) {

@@ -25,22 +25,24 @@ struct PoolBlockRow {
   std::optional<std::uint64_t> inUse;
   std::optional<std::chrono::system_clock::time_point> claimedAt;  ///< the backend's
   std::optional<std::chrono::system_clock::time_point> renewedAt;  ///< the backend's (not with etcd)
-  std::string ledgerState;  ///< this node's ledger: "owned", "intent", or "" (not in it)
-  std::string emptySince;   ///< this node's ledger: RFC 3339 when the periodic pass found it empty
+  std::string ledgerState;  ///< this node's ledger: "owned", "intent", "releasing", "lost", or "" (not in it)
+  std::optional<std::int64_t> emptyForSeconds;  ///< this node's ledger: empty for so long (periodic pass)
 };
 
 /// One single address a pod named (runtimeConfig ips, reservations), claimed in the backend.
 struct PoolAddressRow {
   std::string address;
   std::string holder;
-  std::string owner;  ///< "<containerID>:<ifname>"
+  std::string owner;   ///< "<containerID>:<ifname>"; empty for a loan not in use
+  std::string pod;     ///< "namespace/name" of the pod that named it (reservations)
+  std::string lender;  ///< a lent address: the node whose block it lies in
   std::optional<std::chrono::system_clock::time_point> claimedAt;
 };
 
 /// Where this node's ledger and the backend disagree.
 struct PoolDisagreement {
-  std::string block;
-  std::string ledger;   ///< "owned", "intent", "absent"
+  std::string block;    ///< a block key, or an address
+  std::string ledger;   ///< "owned", "intent", "releasing", "lost", "absent"
   std::string backend;  ///< "this node", "node X", "absent"
 };
 
@@ -63,6 +65,8 @@ struct PoolReport {
   std::vector<PoolAddressRow> addresses;
   std::string fingerprint;                      ///< this configuration's ranges and block size
   bool ledgerPresent = false;
+  /// How long ago the backend last confirmed this node's holds (nullopt: never on this boot).
+  std::optional<std::int64_t> confirmedAgoSeconds;
   std::vector<PoolDisagreement> disagreements;
   std::chrono::milliseconds listTime{0};        ///< how long the backend's list call took
   std::vector<std::string> warnings;            ///< what could not be read (the store, the definition)

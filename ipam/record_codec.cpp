@@ -100,6 +100,12 @@ std::string encodeRecord(const Allocation& a) {
       {"createdAt", a.createdAt},
       {"addresses", addrs},
   };
+  if (!a.network.empty()) {
+    j["network"] = a.network;
+  }
+  if (!a.loanTo.empty()) {
+    j["loanTo"] = a.loanTo;
+  }
   return frame(kRecordKind, j.dump() + "\n");
 }
 
@@ -146,6 +152,16 @@ os::SysResult<Allocation> decodeRecord(const std::string& text, const Attachment
   a.netns = *netns;
   a.netnsInode = ino->get<std::uint64_t>();
   a.createdAt = *created;
+  // Optional: records written before they were kept have neither.
+  for (auto [k, field] : {std::pair{"network", &a.network}, std::pair{"loanTo", &a.loanTo}}) {
+    if (j.contains(k)) {
+      auto v = str(j, k);
+      if (!v) {
+        return corruptFile(path, std::string("\"") + k + "\" is not a string", fix);
+      }
+      *field = *v;
+    }
+  }
   for (const auto& e : *addrs) {
     std::optional<net::IpAddress> ip;
     if (e.is_string()) {

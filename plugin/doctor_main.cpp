@@ -31,12 +31,14 @@ namespace ibcni::plugin {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: ibcni doctor [--json] [--config FILE [--cni-path DIR[:DIR...]]]\n"
+    "usage: ibcni doctor [--json] [--config FILE [--cni-path DIR[:DIR...]] [--agent-interval SECONDS]]\n"
     "  --json      print the report as JSON\n"
     "  --config    also say whether that network config (a NetworkAttachmentDefinition as\n"
     "              `kubectl get net-attach-def NAME -o json` prints it, or the config itself)\n"
     "              would work on this node; the exit status is then its verdict\n"
-    "  --cni-path  where delegated IPAM plugins are looked for (default: $CNI_PATH, else /opt/cni/bin)\n";
+    "  --cni-path  where delegated IPAM plugins are looked for (default: $CNI_PATH, else /opt/cni/bin)\n"
+    "  --agent-interval  seconds between the node agent's passes, to judge ipam.cluster's lease\n"
+    "              (default: $IBCNI_RECONCILE_INTERVAL, as the DaemonSet sets it, else the chart's 60)\n";
 
 std::vector<std::string> splitPath(const std::string& s) {
   std::vector<std::string> out;
@@ -56,6 +58,7 @@ int runDoctor(int argc, char** argv) {
   bool json = false;
   std::optional<std::string> configFile;
   std::optional<std::string> cniPath;
+  std::optional<std::string> agentInterval;
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--json" && !json) {
@@ -64,13 +67,28 @@ int runDoctor(int argc, char** argv) {
       configFile = argv[++i];
     } else if (arg == "--cni-path" && !cniPath && i + 1 < argc) {
       cniPath = argv[++i];
+    } else if (arg == "--agent-interval" && !agentInterval && i + 1 < argc) {
+      agentInterval = argv[++i];
     } else {
       std::fputs(kUsage, stderr);
       return 2;
     }
   }
-  if (cniPath && !configFile) {
+  if ((cniPath || agentInterval) && !configFile) {
     std::fputs(kUsage, stderr);
+    return 2;
+  }
+  std::string intervalSource = "--agent-interval";
+  if (!agentInterval) {
+    const char* env = std::getenv("IBCNI_RECONCILE_INTERVAL");
+    agentInterval = env != nullptr && *env != '\0' ? env : "60";
+    intervalSource = env != nullptr && *env != '\0' ? "IBCNI_RECONCILE_INTERVAL" : "the chart's default reconcileInterval";
+  }
+  char* end = nullptr;
+  const long long interval = std::strtoll(agentInterval->c_str(), &end, 10);
+  if (end == agentInterval->c_str() || *end != '\0' || interval < 0) {
+    std::fprintf(stderr, "ibcni doctor: %s %s is not a number of seconds\n", intervalSource.c_str(),
+                 agentInterval->c_str());
     return 2;
   }
   std::string configText;
@@ -105,6 +123,8 @@ int runDoctor(int argc, char** argv) {
         cniPath = env != nullptr && *env != '\0' ? env : "/opt/cni/bin";
       }
       doctor::ConfigCheckInputs cin{deps, *host, report, splitPath(*cniPath), "/proc/self/ns/net"};
+      cin.agentInterval = interval;
+      cin.agentIntervalSource = intervalSource;
       // Cluster mode: the pool's report as `ibcni-ipam pools` makes it, and whether libcurl loads
       // (a request to a closed loopback port: the library is loaded before anything is sent).
       auto clusterIpam = std::make_shared<ipam::EmbeddedIpam>(clusterCapable());

@@ -7,6 +7,9 @@
 //                                 the network (or conflist) in CONFIG_FILE; prints what it freed
 //   ibcni-ipam pools CONFIG_FILE [--json]
 //                                 cluster mode: the pool's blocks, their holders, fill and age
+//   ibcni-ipam forget-node CONFIG_FILE NODE
+//                                 cluster mode, etcd: NODE is gone for good; the other nodes' agents
+//                                 take over its claims
 //   ibcni-ipam version            one line: release and CNI spec versions
 #include <cerrno>
 #include <chrono>
@@ -61,7 +64,7 @@ int reclaimCommand(const std::string& path) {
 }
 
 constexpr const char* kPoolsUsage =
-    "usage: ibcni-ipam pools CONFIG_FILE [--json]\n"
+    "usage: ibcni-ipam pools CONFIG_FILE [--json] [--redefine]\n"
     "  For a network whose ipam has \"cluster\" (ibcni-ipam's cluster mode): the pool's blocks as\n"
     "  the backend lists them (one list call), each with its holder node, how many of its addresses\n"
     "  are in use (known only for this node's blocks; other nodes keep theirs locally), when it was\n"
@@ -70,10 +73,13 @@ constexpr const char* kPoolsUsage =
     "  totals: blocks in the pool, claimed, free, per node. Changes nothing.\n"
     "  CONFIG_FILE: the network config or conflist (as for `ibcni-ipam gc`).\n"
     "  --json  print the report as JSON\n"
+    "  --redefine  replace the pool's definition (ranges, blockSize, reservations, exclude) with\n"
+    "          CONFIG_FILE's, once the pool holds no claim (its pods deleted, its blocks given back);\n"
+    "          refused, naming what is left, otherwise\n"
     "  exit status: 0 listed; 1 the backend or the node-local store could not be read (a CNI error,\n"
     "  naming the endpoint); 2 usage, an unreadable CONFIG_FILE, or a network without ipam.cluster\n";
 
-int poolsCommand(const std::string& path, bool asJson) {
+int poolsCommand(const std::string& path, bool asJson, bool redefine) {
   auto text = ibcni::os::readFile(path, std::size_t{1} << 20);
   auto conf = text ? ibcni::config::parseIpamNetworkFile(*text)
                    : ibcni::cni::Result<ibcni::config::NetConf>(ibcni::cni::fail(
@@ -104,6 +110,14 @@ int poolsCommand(const std::string& path, bool asJson) {
   ibcni::ipam::EmbeddedIpam ipam(ibcni::plugin::clusterCapable());
   const ibcni::cni::CmdArgs args;
   const ibcni::cni::CniArgs cniArgs;
+  if (redefine) {
+    auto d = ipam.redefinePool(ibcni::ipam::Request{*conf, args, cniArgs, {}});
+    if (!d) {
+      return fail(d.error());
+    }
+    std::printf("%s\n", json{{"pool", d->pool}, {"redefined", json::parse(d->fields, nullptr, false)}}.dump().c_str());
+    return 0;
+  }
   auto report = ipam.pools(ibcni::ipam::Request{*conf, args, cniArgs, {}});
   if (!report) {
     return fail(report.error());
@@ -111,6 +125,37 @@ int poolsCommand(const std::string& path, bool asJson) {
   const std::string out = asJson ? ibcni::ipam::printPoolReport(*report) + "\n"
                                  : ibcni::ipam::renderPoolReport(*report, std::chrono::system_clock::now());
   std::fwrite(out.data(), 1, out.size(), stdout);
+  return 0;
+}
+
+constexpr const char* kForgetUsage =
+    "usage: ibcni-ipam forget-node CONFIG_FILE NODE\n"
+    "  Cluster mode with the etcd backend: declares NODE gone for good (drained, its pods gone, its\n"
+    "  agent stopped), so that the other nodes' agents take over its blocks and addresses at their\n"
+    "  next pass. Refused while NODE's liveness lasts (its agent renewed within\n"
+    "  leaseDurationSeconds). With the kubernetes backend, delete the Node object instead.\n"
+    "  exit status: 0 forgotten; 1 refused or the backend could not be reached (a CNI error on\n"
+    "  stdout); 2 usage or an unreadable CONFIG_FILE\n";
+
+int forgetNodeCommand(const std::string& path, const std::string& node) {
+  auto text = ibcni::os::readFile(path, std::size_t{1} << 20);
+  auto conf = text ? ibcni::config::parseIpamNetworkFile(*text)
+                   : ibcni::cni::Result<ibcni::config::NetConf>(ibcni::cni::fail(
+                         ibcni::cni::Errc::kDecodingFailure, "is not a readable JSON network configuration"));
+  if (!conf && conf.error().code == ibcni::cni::Errc::kDecodingFailure) {
+    std::fprintf(stderr, "ibcni-ipam forget-node: %s %s\n", path.c_str(), conf.error().msg.c_str());
+    return 2;
+  }
+  ibcni::ipam::EmbeddedIpam ipam(ibcni::plugin::clusterCapable());
+  const ibcni::cni::CmdArgs args;
+  const ibcni::cni::CniArgs cniArgs;
+  auto done = conf ? ipam.forgetNode(ibcni::ipam::Request{*conf, args, cniArgs, {}}, node)
+                   : ibcni::cni::Result<void>(std::unexpected(conf.error()));
+  if (!done) {
+    std::printf("%s\n", ibcni::result::printError(done.error(), "").c_str());
+    return 1;
+  }
+  std::printf("%s\n", json{{"forgotten", node}}.dump().c_str());
   return 0;
 }
 
@@ -136,11 +181,14 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "pools") {
     std::string file;
     bool asJson = false;
+    bool redefine = false;
     bool ok = true;
     for (int i = 2; i < argc; ++i) {
       const std::string a = argv[i];
       if (a == "--json" && !asJson) {
         asJson = true;
+      } else if (a == "--redefine" && !redefine) {
+        redefine = true;
       } else if (a == "--help" || a == "-h") {
         std::fputs(kPoolsUsage, stdout);
         return 0;
@@ -155,9 +203,21 @@ int main(int argc, char** argv) {
       return 2;
     }
     try {
-      return poolsCommand(file, asJson);
+      return poolsCommand(file, asJson, redefine);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "ibcni-ipam pools: %s\n", e.what());
+      return 1;
+    }
+  }
+  if (argc >= 2 && std::string(argv[1]) == "forget-node") {
+    if (argc != 4) {
+      std::fputs(kForgetUsage, stderr);
+      return 2;
+    }
+    try {
+      return forgetNodeCommand(argv[2], argv[3]);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ibcni-ipam forget-node: %s\n", e.what());
       return 1;
     }
   }

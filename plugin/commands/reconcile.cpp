@@ -221,9 +221,7 @@ void reclaimPool(const std::string& dataDir, const std::filesystem::path& poolDi
   }
   if (outcome->upkeep) {
     const auto& u = *outcome->upkeep;
-    report.pools.push_back(PoolOutcome{options.dryRun ? "would-maintain" : "maintained", dataDir, u.pool, conf->name,
-                                       u.node, u.renewed, u.releasedBlocks, u.lostBlocks, u.adoptedBlocks,
-                                       u.releasedAddresses});
+    report.pools.push_back(PoolOutcome{options.dryRun ? "would-maintain" : "maintained", dataDir, conf->name, u});
   }
 }
 

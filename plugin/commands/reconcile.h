@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "deps.h"
+#include "ibcni/ipam/ipam.h"
 
 namespace ibcni::plugin {
 
@@ -49,19 +50,13 @@ struct AllocationOutcome {
   std::vector<std::string> addresses;
 };
 
-/// What one pass did to the blocks of one cluster pool (ipam.cluster, <dataDir>/.cluster/<pool>):
-/// this node's claims renewed, empty blocks given back, blocks another node took.
+/// What one pass did to the claims of one cluster pool (ipam.cluster, <dataDir>/.cluster/<pool>):
+/// this node's holds renewed and checked, claims given back, lost, adopted, taken over, lent.
 struct PoolOutcome {
   std::string action;  ///< "maintained", "would-maintain" (dry run: nothing renewed or given back)
   std::string dataDir;
-  std::string pool;
   std::string network;  ///< the network whose configuration the pool's directory keeps
-  std::string node;
-  bool renewed = false;
-  std::vector<std::string> releasedBlocks;
-  std::vector<std::string> lostBlocks;
-  std::vector<std::string> adoptedBlocks;
-  std::vector<std::string> releasedAddresses;
+  ipam::PoolUpkeep upkeep;
 };
 
 struct ReconcileReport {

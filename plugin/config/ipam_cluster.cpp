@@ -247,6 +247,10 @@ cni::Result<ClusterConf> clusterObject(const json& j, const IpamConfig& ipam) {
   if (n) {
     c.leaseDuration = std::chrono::seconds(*n);
   }
+  IBCNI_TRY_ASSIGN(n, boundedField(j, "minBlocksPerNode", path + ".minBlocksPerNode", 0, 1024, " (blocks per range set)"));
+  if (n) {
+    c.minBlocksPerNode = static_cast<std::size_t>(*n);
+  }
   const json none;
   auto k8s = kubernetesObject(j.contains("kubernetes") ? j["kubernetes"] : none, path + ".kubernetes");
   if (!k8s) {
@@ -279,7 +283,7 @@ cni::Result<ClusterConf> clusterObject(const json& j, const IpamConfig& ipam) {
   }
   if (auto u = unknownKeys(j, path,
                            {"backend", "pool", "blockSize", "nodeName", "timeoutMs", "releaseAfterSeconds",
-                            "leaseDurationSeconds", "kubernetes", "etcd"});
+                            "leaseDurationSeconds", "minBlocksPerNode", "kubernetes", "etcd"});
       !u) {
     return std::unexpected(u.error());
   }

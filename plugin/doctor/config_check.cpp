@@ -260,8 +260,46 @@ void checkStatus(const ConfigCheckInputs& in, const plugin::Invocation& inv, Con
   }
 }
 
+// A node hands out only from holds confirmed within leaseDurationSeconds (ipam/README.md "Cluster
+// safety", I2): the agent's passes must confirm them well within it, or ADDs pay a backend call.
+void checkLease(const ConfigCheckInputs& in, const config::ClusterConf& c, const ipam::PoolReport& report,
+                const std::string& poolText, ConfigReport& r) {
+  const auto lease = c.leaseDuration.count();
+  if (in.agentInterval && *in.agentInterval == 0) {
+    r.problems.push_back({poolText + ": no node agent runs (" + in.agentIntervalSource +
+                              " is 0): nothing confirms this node's holds between ADDs, and its liveness lapses",
+                          "set reconcileInterval (the chart) or IBCNI_RECONCILE_INTERVAL to a few times less than "
+                          "ipam.cluster.leaseDurationSeconds (" + std::to_string(lease) + " s)",
+                          true});
+  } else if (in.agentInterval && lease < 3 * *in.agentInterval) {
+    r.problems.push_back({poolText + ": ipam.cluster.leaseDurationSeconds " + std::to_string(lease) +
+                              " is less than 3 x the node agent's interval (" + std::to_string(*in.agentInterval) +
+                              " s, " + in.agentIntervalSource + "): one late pass lets the node's liveness lapse, and "
+                              "ADDs must confirm the node's holds with the backend between passes",
+                          "set ipam.cluster.leaseDurationSeconds to at least " + std::to_string(3 * *in.agentInterval) +
+                              ", or run the agent more often",
+                          true});
+  }
+  const bool holds = std::any_of(report.blocks.begin(), report.blocks.end(),
+                                 [](const auto& b) { return b.ledgerState == "owned"; });
+  const auto ago = report.confirmedAgoSeconds;
+  if (holds && (!ago || *ago > lease)) {
+    r.problems.push_back(
+        {poolText + ": this node's holds were last confirmed by the backend " +
+             (ago ? std::to_string(*ago) + " s ago" : std::string("never on this boot")) +
+             ", longer than ipam.cluster.leaseDurationSeconds (" + std::to_string(lease) + " s)",
+         "check that the node agent runs (`ibcni reconcile` every reconcileInterval); until it does, each ADD past "
+         "the lease confirms them first (one backend call) and fails with 11 when the backend cannot",
+         true});
+  } else if (holds) {
+    r.ok.push_back("this node's holds were confirmed by the backend " + std::to_string(*ago) + " s ago (lease " +
+                   std::to_string(lease) + " s)");
+  }
+}
+
 // ipam.cluster: who this node is, whether it can talk to the backend (libcurl, kubeconfig, one
-// timed list call), and which blocks it holds by its ledger and by the backend.
+// timed list call), which blocks it holds by its ledger and by the backend, and whether its holds
+// are kept confirmed within the lease.
 void checkCluster(const ConfigCheckInputs& in, const plugin::Invocation& inv, ConfigReport& r) {
   const auto& parsed = inv.conf.embeddedIpam;
   if (inv.conf.ipamType != config::kEmbeddedIpamType || !parsed || !*parsed || !(**parsed).cluster) {
@@ -353,7 +391,7 @@ void checkCluster(const ConfigCheckInputs& in, const plugin::Invocation& inv, Co
                              " (its ledger and the backend agree)");
   }
   for (const auto& d : report->disagreements) {
-    r.problems.push_back({"block " + d.block + " of " + poolText + ": this node's ledger says " + d.ledger +
+    r.problems.push_back({"claim " + d.block + " of " + poolText + ": this node's ledger says " + d.ledger +
                               ", the backend says " + d.backend,
                           "the next `ibcni reconcile` pass (or ADD) settles it: a block the backend gives another "
                           "node is no longer used here, one it lists as this node's is adopted",
@@ -362,6 +400,7 @@ void checkCluster(const ConfigCheckInputs& in, const plugin::Invocation& inv, Co
   for (const auto& w : report->warnings) {
     r.problems.push_back({poolText + ": " + w, "see the message", true});
   }
+  checkLease(in, c, *report, poolText, r);
   r.cluster = std::move(k);
 }
 

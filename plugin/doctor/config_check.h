@@ -32,6 +32,10 @@ struct ConfigCheckInputs {
   std::function<std::string()> libcurlProblem = nullptr;
   /// Where the node's name is read when ipam.cluster.nodeName is absent (then the host name).
   std::string nodeNameFile = std::string(config::kNodeNameFile);
+  /// Cluster mode: seconds between two passes of the node agent (`ibcni reconcile`; the
+  /// DaemonSet's IBCNI_RECONCILE_INTERVAL, 0: no agent), and where that figure came from.
+  std::optional<std::int64_t> agentInterval = std::nullopt;
+  std::string agentIntervalSource = {};
 };
 
 /// Judges `text`: a NetworkAttachmentDefinition as `kubectl get net-attach-def NAME -o json`

@@ -31,15 +31,21 @@ std::string renderReconcileText(const plugin::ReconcileReport& report, const std
                        a.action, addresses, a.network, a.containerId, a.ifName, a.netns);
   }
   auto joined = [](const std::vector<std::string>& v) { return v.empty() ? std::string("none") : os::joinText(v, ","); };
-  for (const auto& p : report.pools) {
-    const bool dry = p.action != "maintained";
-    out += fmt::format("{} ibcni reconcile: {} cluster pool={} node={}: {}; blocks {}: {}{}{}{}\n", stamp, p.action,
-                       p.pool, p.node,
-                       dry ? "claims not renewed (dry run)" : (p.renewed ? "claims renewed" : "claims NOT renewed"),
-                       dry ? "that would be given back" : "given back", joined(p.releasedBlocks),
-                       p.lostBlocks.empty() ? "" : "; blocks lost to other nodes: " + joined(p.lostBlocks),
-                       p.adoptedBlocks.empty() ? "" : "; blocks adopted: " + joined(p.adoptedBlocks),
-                       p.releasedAddresses.empty() ? "" : "; addresses given back: " + joined(p.releasedAddresses));
+  const auto part = [&joined](const char* what, const std::vector<std::string>& v) {
+    return v.empty() ? std::string() : std::string("; ") + what + ": " + joined(v);
+  };
+  for (const auto& o : report.pools) {
+    const auto& p = o.upkeep;
+    const bool dry = o.action != "maintained";
+    out += fmt::format(
+        "{} ibcni reconcile: {} cluster pool={} node={}: {}{}; blocks {}: {}{}{}{}{}{}{}{}\n", stamp, o.action, p.pool,
+        p.node, dry ? "claims not renewed (dry run)" : (p.renewed ? "claims renewed" : "claims NOT all renewed"),
+        p.livenessRenewed ? " (WARNING: the node's liveness had lapsed: its agent did not run for a lease)" : "",
+        dry ? "that would be given back" : "given back", joined(p.releasedBlocks),
+        part("claims lost to other nodes", p.lostBlocks), part("claims adopted", p.adoptedBlocks),
+        part("addresses given back", p.releasedAddresses), part("claims gone and claimed again", p.reclaimedBlocks),
+        part("claims of gone nodes taken", p.takenOver), part("addresses lent", p.lent),
+        part("loans given back", p.loansReturned));
   }
   for (const auto& e : report.errors) {
     out += fmt::format("{} ibcni reconcile: error: {}\n", stamp, e);
@@ -76,17 +82,23 @@ std::string printReconcileReport(const plugin::ReconcileReport& report) {
                            {"addresses", a.addresses}});
   }
   json pools = json::array();
-  for (const auto& p : report.pools) {
-    pools.push_back({{"action", p.action},
-                     {"dataDir", p.dataDir},
+  for (const auto& o : report.pools) {
+    const auto& p = o.upkeep;
+    pools.push_back({{"action", o.action},
+                     {"dataDir", o.dataDir},
                      {"pool", p.pool},
-                     {"network", p.network},
+                     {"network", o.network},
                      {"node", p.node},
                      {"renewed", p.renewed},
+                     {"livenessRenewed", p.livenessRenewed},
                      {"releasedBlocks", p.releasedBlocks},
                      {"lostBlocks", p.lostBlocks},
                      {"adoptedBlocks", p.adoptedBlocks},
-                     {"releasedAddresses", p.releasedAddresses}});
+                     {"releasedAddresses", p.releasedAddresses},
+                     {"reclaimedBlocks", p.reclaimedBlocks},
+                     {"takenOver", p.takenOver},
+                     {"lent", p.lent},
+                     {"loansReturned", p.loansReturned}});
   }
   return json{{"attachments", attachments},
               {"allocations", allocations},

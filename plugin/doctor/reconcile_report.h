@@ -16,8 +16,8 @@ namespace ibcni::doctor {
 /// `ibcni reconcile --json`: {"attachments": [{action, stateDir, network, containerID, ifname,
 /// netns, device, detail}], "allocations": [{action, dataDir, network, containerID, ifname, netns,
 /// addresses[]}], "pools": [{action ("maintained"|"would-maintain"), dataDir, pool, network, node,
-/// renewed, releasedBlocks[], lostBlocks[], adoptedBlocks[], releasedAddresses[]}] (cluster pools),
-/// "errors": [...]}.
+/// renewed, livenessRenewed, releasedBlocks[], lostBlocks[], adoptedBlocks[], releasedAddresses[],
+/// reclaimedBlocks[], takenOver[], lent[], loansReturned[]}] (cluster pools), "errors": [...]}.
 [[nodiscard]] std::string printReconcileReport(const plugin::ReconcileReport& report);
 
 }  // namespace ibcni::doctor

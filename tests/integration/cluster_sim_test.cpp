@@ -209,10 +209,12 @@ TEST(ClusterSim, HundredNodesTwentyPodsEachThroughTheKubernetesApi) {
   }
   EXPECT_EQ(holders.size(), 100u) << "every node holds Leases of its own";
   EXPECT_LE(blocks->size(), 200u) << "blocks are claimed only when the owned ones are full";
-  // The hot path makes no API call: the requests are a few per claimed block (today 5 for a node's
-  // first: the pool definition's create and get, the block list, the create, the list of named
-  // addresses), none per ADD within an owned block.
-  EXPECT_LE(stats->at("total"), 5 * blocks->size()) << "API requests beyond the block claims";
+  // The hot path makes no API call: the requests are a few per claimed block (today 6 for a node's
+  // first: the pool definition's create and get, the list of every pool's definition (overlaps),
+  // the node's own blocks (a ledger rebuilt), the create, and the definition read after it (a
+  // claim stands only under the definition it was made under); a race lost to another node costs a
+  // list more), none per ADD within an owned block.
+  EXPECT_LE(stats->at("total"), 7 * blocks->size()) << "API requests beyond the block claims";
 
   const auto t1 = std::chrono::steady_clock::now();
   const auto dels = sim.callAll(CniVerb::kDel, pods, 8);

@@ -108,6 +108,22 @@ check "doctor: the node reaches etcd, named node-a from ipam.cluster.nodeName, l
 check "doctor: this node's blocks, ledger and backend agreeing" jq -e --argjson a "${#a_blocks[@]}" '
   .config.cluster | .agree and (.backendBlocks | length) == $a and .backendBlocks == .ledgerBlocks' \
   "$work/doctor.json" >/dev/null
+"$ibcni" doctor --json --config "$work/doctor.conf" --agent-interval 60 >"$work/doctor-60.json"
+check "doctor: a lease shorter than 3 x the agent's interval is a warning naming both" jq -e '
+  .config.problems | any(.what | contains("leaseDurationSeconds 30 is less than 3 x the node agent'"'"'s interval (60 s"))' \
+  "$work/doctor-60.json" >/dev/null
+"$ibcni" doctor --json --config "$work/doctor.conf" --agent-interval 5 >"$work/doctor-5.json"
+check "doctor: with the agent every 5 s, no lease warning; the last confirmation told" jq -e '
+  (.config.problems | any(.what | contains("3 x the node agent")) | not)
+  and (.config.ok | any(contains("holds were confirmed by the backend")))' "$work/doctor-5.json" >/dev/null
+ledger_file="$work/data-node-a/.cluster/obs-pool/blocks.json"
+cp "$ledger_file" "$work/ledger.keep"
+jq '.confirmed.ns = ((.confirmed.ns | tonumber) - 40000000000 | tostring)' "$work/ledger.keep" >"$ledger_file"
+"$ibcni" doctor --json --config "$work/doctor.conf" --agent-interval 5 >"$work/doctor-old.json"
+cp "$work/ledger.keep" "$ledger_file"
+check "doctor: holds last confirmed longer ago than the lease are a warning" jq -e '
+  .config.problems | any(.what | test("last confirmed by the backend [0-9]+ s ago, longer than ipam.cluster.leaseDurationSeconds \\(30 s\\)"))' \
+  "$work/doctor-old.json" >/dev/null
 doctor_conf "$work/down.conf" >"$work/doctor-down.conf"
 "$ibcni" doctor --json --config "$work/doctor-down.conf" >"$work/doctor-down.json"
 check "doctor with the backend down: not reachable, a problem naming the endpoint" jq -e '
@@ -115,8 +131,11 @@ check "doctor with the backend down: not reachable, a problem naming the endpoin
   and (.config.problems | any(.what | contains("cannot list cluster pool")))' "$work/doctor-down.json" >/dev/null
 
 # --- ibcni reconcile: a dry run changes nothing
-lease=$(jq -r .etcdLease "$work/data-node-a/.cluster/obs-pool/blocks.json")
-ttl() { etcdctl_ lease timetolive "$(printf '%x' "$lease")" -w json | jq -r .ttl; }
+check "no liveness for node-a before its agent's first pass (claims alone need none)" \
+  test -z "$(etcdctl_ get /ibcni/nodes/node-a/alive --print-value-only)"
+check "every claim is a key without a lease: nothing expires it" bash -c '
+  etcdctl_() { ETCDCTL_API=3 etcdctl --endpoints "$1" "${@:2}"; }
+  [[ $(etcdctl_ "$1" get --prefix /ibcni/pools/ -w json | jq "[.kvs[] | select(.lease != null and .lease != 0)] | length") == 0 ]]' _ "$ep"
 dry=$("$ibcni" reconcile --dry-run --json --state-dir "$work/state" --ipam-data-dir "$work/data-node-a")
 check "reconcile --dry-run exits 0" test $? -eq 0
 check "reconcile --dry-run: 8 dead allocations would be released, the pool would be kept" jq -e '
@@ -127,14 +146,19 @@ check "reconcile --dry-run: etcd still lists node-a's blocks" test "$(blocks_of 
 check "reconcile --dry-run: the dead allocations are still there" \
   test "$(ls "$work/data-node-a/.cluster/obs-pool/attachments" | wc -l)" -eq 9
 
-# --- the real pass: renews the lease, releases the dead, gives back the empty blocks
-sleep 2
-before=$(ttl)
+# --- the real pass: renews the node's liveness, releases the dead, gives back the empty blocks
 real=$("$ibcni" reconcile --json --state-dir "$work/state" --ipam-data-dir "$work/data-node-a")
 check "reconcile exits 0" test $? -eq 0
 echo "  reconcile printed: $(jq -c .pools <<<"$real")"
+lease=$(jq -r .etcdLease "$work/data-node-a/.cluster/obs-pool/blocks.json")
+ttl() { etcdctl_ lease timetolive "$(printf '%x' "$lease")" -w json | jq -r .ttl; }
+check "reconcile made node-a's liveness key, on its lease (TTL $(ttl) s of 30)" bash -c '
+  [[ $1 -gt 0 && $1 -le 30 ]] && [[ -n $2 ]]' _ "$(ttl)" "$(etcdctl_ get /ibcni/nodes/node-a/alive --print-value-only)"
+sleep 2
+before=$(ttl)
+"$ibcni" reconcile --json --state-dir "$work/state" --ipam-data-dir "$work/data-node-a" >/dev/null
 after=$(ttl)
-check "reconcile renewed node-a's etcd lease (TTL $before s -> $after s of 30)" test "$after" -gt "$before"
+check "the next pass renews it (TTL $before s -> $after s)" test "$after" -gt "$before"
 live_block=$(jq -r --arg ip "${live%/*}" '.blocks[] | select(.mine and .inUse > 0) | .key' "$work/pools.json" |
   while read -r k; do
     base=${k%-*}
@@ -153,13 +177,14 @@ check "a second pass gives back nothing more" jq -e '.pools[0].releasedBlocks ==
 text=$("$ibcni" reconcile --state-dir "$work/state" --ipam-data-dir "$work/data-node-a")
 check "reconcile (text): one line for the cluster pool" grep -q "maintained cluster pool=obs-pool node=node-a: claims renewed" <<<"$text"
 
-# The pod dies too: its address is released, but the node keeps one block.
+# The pod dies too: its address is released, and (minBlocksPerNode 0, releaseAfterSeconds 0) its
+# block goes back: an idle node keeps nothing.
 kill "$sleeper"
 wait "$sleeper" 2>/dev/null
 sleeper=
 last=$("$ibcni" reconcile --json --state-dir "$work/state" --ipam-data-dir "$work/data-node-a")
-check "the last pod's address released; the node keeps its last block" bash -c '
-  jq -e ".allocations | length == 1" <<<"$1" >/dev/null && [[ $2 == "$3" ]]' _ "$last" "$(blocks_of node-a)" "$live_block"
+check "the last pod's address released and its block given back" bash -c '
+  jq -e ".allocations | length == 1" <<<"$1" >/dev/null && [[ -z $2 ]]' _ "$last" "$(blocks_of node-a)"
 
 # The backend down: the pass says which pool could not be kept, exit 1.
 mkdir -p "$work/data-down/.cluster"

@@ -97,7 +97,10 @@ struct ClusterConf {
   std::string nodeName;             ///< empty: kNodeNameFile, else the host name
   std::chrono::milliseconds timeout{5000};
   std::chrono::seconds releaseAfter{600};   ///< an empty block is given back after this
-  std::chrono::seconds leaseDuration{300};  ///< etcd lease TTL / Lease leaseDurationSeconds
+  /// How long a hold is good without the backend confirming it: the node's liveness (etcd lease
+  /// TTL, Lease leaseDurationSeconds); ADD confirms its holds past it (less a margin).
+  std::chrono::seconds leaseDuration{300};
+  std::size_t minBlocksPerNode = 0;         ///< empty blocks a node keeps per range set (warm)
   KubernetesClusterConf kubernetes;
   EtcdClusterConf etcd;
 };

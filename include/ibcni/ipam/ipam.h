@@ -38,11 +38,16 @@ struct ReleasedAllocation {
 struct PoolUpkeep {
   std::string pool;
   std::string node;
-  bool renewed = false;                        ///< this node's claims were renewed (or re-established)
+  bool renewed = false;          ///< every hold of this node was confirmed by the backend
+  bool livenessRenewed = false;  ///< the node's liveness had lapsed (its agent did not run for a lease)
   std::vector<std::string> releasedBlocks;     ///< empty blocks given back (dry run: would be)
-  std::vector<std::string> lostBlocks;         ///< blocks another node holds now: nothing more is handed out from them
-  std::vector<std::string> adoptedBlocks;      ///< blocks the backend lists as this node's that the ledger lacked
+  std::vector<std::string> lostBlocks;         ///< claims another node holds now: nothing more is handed out from them
+  std::vector<std::string> adoptedBlocks;      ///< claims the backend lists as this node's that the ledger lacked
   std::vector<std::string> releasedAddresses;  ///< single-address claims no attachment holds any more
+  std::vector<std::string> reclaimedBlocks;    ///< claims found gone from the backend and claimed again
+  std::vector<std::string> takenOver;          ///< claims of nodes certainly gone, taken over or removed
+  std::vector<std::string> lent;               ///< addresses lent to nodes that asked for room
+  std::vector<std::string> loansReturned;      ///< addresses lent earlier, given back by their borrower
 };
 
 /// What reclaiming a pool did: the allocations released and, for a cluster pool, its upkeep.

@@ -292,7 +292,7 @@ TEST_F(AllocatorTest, GcReleasesEverythingNotValid) {
   for (const char* c : {"a", "b", "c"}) {
     addOne(c);
   }
-  auto released = alloc_->gc({{"b", "net1"}, {"unknown", "net1"}});
+  auto released = alloc_->gc({{"b", "net1"}, {"unknown", "net1"}}, "net");
   ASSERT_TRUE(released) << released.error().msg;
   EXPECT_EQ(released->size(), 2u);
   EXPECT_EQ(store_->records().size(), 1u);

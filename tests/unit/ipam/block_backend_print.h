@@ -15,8 +15,8 @@ inline const char* releaseOutcomeName(ReleaseOutcome o) {
       return "released";
     case ReleaseOutcome::kNotOurs:
       return "not ours";
-    case ReleaseOutcome::kChanged:
-      return "changed";
+    case ReleaseOutcome::kPending:
+      return "pending";
     case ReleaseOutcome::kGone:
       return "gone";
   }
@@ -27,6 +27,18 @@ inline void PrintTo(ReleaseOutcome o, std::ostream* os) { *os << releaseOutcomeN
 
 inline void PrintTo(ClaimState s, std::ostream* os) {
   *os << (s == ClaimState::kClaimed ? "claimed" : s == ClaimState::kAdopted ? "adopted" : "held by other");
+}
+
+inline void PrintTo(ClaimKind k, std::ostream* os) { *os << claimKindName(k); }
+
+inline void PrintTo(BackendErrc k, std::ostream* os) { *os << backendErrcName(k); }
+
+inline void PrintTo(HoldCheck::State s, std::ostream* os) {
+  *os << (s == HoldCheck::State::kKept ? "kept" : s == HoldCheck::State::kLost ? "lost" : "gone");
+}
+
+inline void PrintTo(const ClaimAttrs& a, std::ostream* os) {
+  *os << "{owner \"" << a.owner << "\", pod \"" << a.pod << "\", lender \"" << a.lender << "\"}";
 }
 
 inline void PrintTo(const BackendResult<ReleaseOutcome>& r, std::ostream* os) {

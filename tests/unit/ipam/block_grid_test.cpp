@@ -110,23 +110,54 @@ TEST(BlockLedger, RoundTripsAndACorruptFileIsNamed) {
   auto none = readLedger(dir.path());
   ASSERT_TRUE(none);
   EXPECT_FALSE(*none);
-  Ledger l{"p", "node-a", "fp", "net", "etcd", 42, {}, {}, true, "2026-01-01T00:00:00Z"};
-  l.blocks.push_back({LedgerEntry::State::kOwned, 1, "10.56.0.32-28", "", "7", "2026-01-01T00:00:00Z", ""});
-  l.blocks.push_back({LedgerEntry::State::kIntent, 0, "10.56.0.48-28", "", "", "2026-01-01T00:00:01Z", ""});
-  l.addresses.push_back({LedgerEntry::State::kOwned, 0, "10.56.0.200", "c1:net1", "9", "", ""});
+  Ledger l;
+  l.pool = "p";
+  l.node = "node-a";
+  l.network = "net";
+  l.backend = "etcd";
+  l.etcdLease = 42;
+  l.definition = LedgerDefinition{R"({"blockSize":16})", "17", "network net on node node-a"};
+  l.confirmed = os::BootStamp{"boot-1", 123456789};
+  l.pendingCheckedAt = os::BootStamp{"boot-1", 5};
+  using State = LedgerEntry::State;
+  l.blocks.push_back({State::kOwned, 1, "10.56.0.32-28", {}, "3", "7", "2026-01-01T00:00:00Z", {}, {"boot-1", 9}});
+  l.blocks.push_back({State::kIntent, 0, "10.56.0.48-28", {}, "", "", "2026-01-01T00:00:01Z", {"boot-1", 8}, {}});
+  l.blocks.push_back({State::kReleasing, 0, "10.56.0.64-28", {}, "4", "11", "", {"boot-1", 8}, {}});
+  l.blocks.push_back({State::kLost, 0, "10.56.0.80-28", {}, "5", "12", "", {}, {}});
+  l.addresses.push_back({State::kOwned, 0, "10.56.0.200", {"c1:net1", "ns/sts-0", ""}, "8", "9", "", {}, {}});
+  l.addresses.push_back({State::kOwned, 0, "10.56.0.201", {"", "", "node-b"}, "10", "10", "", {}, {}});
   ASSERT_TRUE(writeLedger(dir.path(), l));
   auto back = readLedger(dir.path());
   ASSERT_TRUE(back && *back);
-  EXPECT_EQ((*back)->blocks, l.blocks);
-  EXPECT_EQ((*back)->addresses, l.addresses);
-  EXPECT_EQ((*back)->etcdLease, 42);
-  EXPECT_TRUE((*back)->defined);
-  EXPECT_EQ((*back)->pendingCheckedAt, l.pendingCheckedAt);
+  EXPECT_EQ(**back, l);
   std::ofstream(dir.path() + "/blocks.json") << R"({"pool": "p", "blocks": "x"})";
   auto bad = readLedger(dir.path());
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().err, EUCLEAN);
   EXPECT_NE(bad.error().op.find("blocks.json"), std::string::npos) << bad.error().op;
+  auto aside = setLedgerAside(dir.path());
+  ASSERT_TRUE(aside) << aside.error().describe();
+  auto after = readLedger(dir.path());
+  ASSERT_TRUE(after);
+  EXPECT_FALSE(*after) << "a ledger set aside is gone from its place";
+}
+
+TEST(BlockLedger, AFormat1LedgerIsReadWithItsEntriesAndNoDefinition) {
+  TempDir dir;
+  std::ofstream(dir.path() + "/blocks.json") << R"({"pool": "p", "node": "n", "fingerprint": "f", "network": "net",
+    "backend": "etcd", "etcdLease": "7", "defined": true,
+    "blocks": [{"state": "owned", "set": 0, "name": "10.56.0.32-28", "version": "5", "emptySince": "2026-01-01T00:00:00Z"}],
+    "addresses": [{"state": "intent", "name": "10.56.0.9", "owner": "c:eth0"}]})";
+  auto l = readLedger(dir.path());
+  ASSERT_TRUE(l && *l) << (l ? "none" : l.error().describe());
+  EXPECT_FALSE((*l)->definition) << "a format-1 ledger's definition is checked again";
+  ASSERT_EQ((*l)->blocks.size(), 1U);
+  EXPECT_EQ((*l)->blocks[0].state, LedgerEntry::State::kOwned);
+  EXPECT_EQ((*l)->blocks[0].version, "5");
+  EXPECT_TRUE((*l)->blocks[0].emptySince.empty()) << "a wall-clock time is not a boot-clock stamp";
+  ASSERT_EQ((*l)->addresses.size(), 1U);
+  EXPECT_EQ((*l)->addresses[0].attrs.owner, "c:eth0");
+  EXPECT_EQ((*l)->etcdLease, 7);
 }
 
 }  // namespace

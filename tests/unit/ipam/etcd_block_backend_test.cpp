@@ -1,23 +1,30 @@
 // SPDX-License-Identifier: Apache-2.0
 // EtcdBlockBackend against a real etcd 3.4 (Debian's etcd-server, started by EtcdCluster on
-// loopback ports of its own; label etcd) through CurlHttpClient: create-if-absent claims, adoption
-// by the same node, 20 concurrent claimers of one block, listing, conditional release, the node's
-// lease (expiry frees the blocks, renewal keeps them, a node notices what it lost), and a 3-member
-// cluster with one and then two members stopped.
+// loopback ports of its own; label etcd) through CurlHttpClient. What etcd holds is read back
+// through the gateway itself: claims and registrations put without a lease, liveness and demands on
+// the node's lease. Create-if-absent claims (20 concurrent claimers of one block, one winner),
+// adoption (an address of the same pod gets its new owner), lists per kind, pool and node with who
+// lapsed, releases judged on the state read now (the regression: a release after a renewal that
+// changed the version), renewals (kept, lost, gone; a revoked lease granted anew; a claim an older
+// ibcni left on a lease moved off it), takeovers only of a holder certainly gone (liveness AND
+// registration absent; forgetNode; the version seen; racing takers), pool definitions, demands,
+// and a 3-member cluster with one and then two members stopped.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
-#include <iostream>
 #include <chrono>
+#include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "block_backend_print.h"
-#include "ibcni/os/text.h"
 #include "etcd_block_backend.h"
 #include "http/curl_http_client.h"
+#include "ibcni/os/text.h"
 #include "support/etcd_cluster.h"
 
 namespace ibcni::ipam {
@@ -26,6 +33,8 @@ namespace {
 using nlohmann::json;
 using testing::EtcdCluster;
 using namespace std::chrono_literals;
+using Strings = std::vector<std::string>;
+using S = HoldCheck::State;
 
 EtcdBlockBackend::Options opts(const EtcdCluster& etcd, std::chrono::seconds ttl = 60s) {
   EtcdBlockBackend::Options o;
@@ -35,129 +44,196 @@ EtcdBlockBackend::Options opts(const EtcdCluster& etcd, std::chrono::seconds ttl
   return o;
 }
 
-// A raw gateway call (for what the backend does not do itself: revoke a lease, read a key's lease).
-json raw(http::HttpClient& client, const std::string& endpoint, const std::string& path, const json& body) {
-  http::Request r;
-  r.method = http::Method::kPost;
-  r.url = endpoint + path;
-  r.body = body.dump();
-  const auto answer = client.send(r);
-  if (!answer) {
-    ADD_FAILURE() << answer.error().describe();
-    return nullptr;
+/// etcd's gateway used directly, for what the backend does not do itself: read a key's lease,
+/// grant and revoke leases, put a key as an older ibcni did.
+class Gateway {
+ public:
+  Gateway(http::HttpClient& client, std::string endpoint) : client_(client), endpoint_(std::move(endpoint)) {}
+
+  json post(const std::string& path, const json& body) const {
+    http::Request r;
+    r.method = http::Method::kPost;
+    r.url = endpoint_ + path;
+    r.body = body.dump();
+    const auto a = client_.send(r);
+    if (!a) {
+      ADD_FAILURE() << path << ": " << a.error().describe();
+      return nullptr;
+    }
+    json doc = json::parse(a->body, nullptr, false);
+    if (a->status != 200 || !doc.is_object() || doc.contains("error")) {
+      ADD_FAILURE() << path << " " << body.dump() << ": HTTP " << a->status << ": " << a->body;
+    }
+    return doc;
   }
-  return json::parse(answer->body, nullptr, false);
+  /// The key's kv as the gateway answers it; null when absent.
+  json kv(const std::string& key) const {
+    const json r = post("/v3/kv/range", {{"key", os::base64Encode(key)}});
+    return r.is_object() && r.contains("kvs") ? r["kvs"][0] : json(nullptr);
+  }
+  [[nodiscard]] bool exists(const std::string& key) const { return !kv(key).is_null(); }
+  /// The key's lease (0 when on none); -1 when the key is absent.
+  [[nodiscard]] std::int64_t leaseOf(const std::string& key) const {
+    const json k = kv(key);
+    return k.is_null() ? -1 : std::stoll(k.value("lease", std::string("0")));
+  }
+  [[nodiscard]] json valueOf(const std::string& key) const {
+    const json k = kv(key);
+    return k.is_null() ? json(nullptr) : json::parse(*os::base64Decode(k["value"].get<std::string>()), nullptr, false);
+  }
+  [[nodiscard]] std::int64_t revision() const {
+    return std::stoll(post("/v3/kv/range", {{"key", os::base64Encode("/")}})["header"]["revision"].get<std::string>());
+  }
+  [[nodiscard]] std::int64_t grant(int ttl) const {
+    return std::stoll(post("/v3/lease/grant", {{"TTL", std::to_string(ttl)}})["ID"].get<std::string>());
+  }
+  void revoke(std::int64_t id) const { (void)post("/v3/lease/revoke", {{"ID", std::to_string(id)}}); }
+  void put(const std::string& key, const json& value, std::int64_t lease) const {
+    (void)post(
+        "/v3/kv/put",
+        {{"key", os::base64Encode(key)}, {"value", os::base64Encode(value.dump())}, {"lease", std::to_string(lease)}});
+  }
+
+ private:
+  http::HttpClient& client_;
+  std::string endpoint_;
+};
+
+/// The value of a call that must succeed (a failure is reported and T{} returned).
+template <class T>
+T must(BackendResult<T> r, const std::string& what) {
+  if (!r) {
+    ADD_FAILURE() << what << ": " << r.error().describe();
+    return T{};
+  }
+  return std::move(*r);
+}
+void must(const BackendResult<void>& r, const std::string& what) {
+  if (!r) {
+    ADD_FAILURE() << what << ": " << r.error().describe();
+  }
+}
+
+Strings namesOf(const std::vector<Claim>& claims) {
+  Strings out;
+  for (const auto& c : claims) {
+    out.push_back(c.name + "@" + c.holder.node + (c.holder.lapsed ? " lapsed" : ""));
+  }
+  return out;
 }
 
 class EtcdBlockBackendTest : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_TRUE(etcd_.start(1)); }
+
+  /// A node's backend (its own lease), kept for the test's length.
+  EtcdBlockBackend& node(std::chrono::seconds ttl = 60s) {
+    nodes_.push_back(std::make_unique<EtcdBlockBackend>(http_, opts(etcd_, ttl)));
+    return *nodes_.back();
+  }
+  [[nodiscard]] Gateway gw() { return Gateway(http_, etcd_.endpoint(0)); }
+
+  ClaimOutcome claim(EtcdBlockBackend& b, ClaimKind kind, const std::string& name, const std::string& node,
+                     const ClaimAttrs& attrs = {}, const std::string& pool = "p0") {
+    return must(b.claim(kind, pool, name, node, attrs), "claim " + name + " for " + node);
+  }
+  std::vector<Claim> list(EtcdBlockBackend& b, ClaimKind kind, std::optional<std::string_view> node = std::nullopt,
+                          const std::string& pool = "p0") {
+    return must(b.list(kind, pool, node), "list " + pool);
+  }
+  /// The holder of the first claim of `kind` in p0, as list() gives it.
+  Holder seenHolder(EtcdBlockBackend& b, ClaimKind kind) {
+    const auto l = list(b, kind);
+    if (l.empty()) {
+      ADD_FAILURE() << "no claim to see";
+      return {};
+    }
+    return l[0].holder;
+  }
+  RenewOutcome renew(EtcdBlockBackend& b, const std::string& node, const std::vector<HeldClaim>& held) {
+    return must(b.renew(node, "p0", held), "renew " + node);
+  }
+
   EtcdCluster etcd_;
   http::CurlHttpClient http_;
+  std::vector<std::unique_ptr<EtcdBlockBackend>> nodes_;
 };
 
-TEST_F(EtcdBlockBackendTest, ASecondNodeSeesTheBlockHeldByTheFirst) {
-  EtcdBlockBackend a(http_, opts(etcd_));
-  EtcdBlockBackend b(http_, opts(etcd_));
-  const auto ca = a.claim("p0", "10.1.0.0-27", "node-a");
-  ASSERT_TRUE(ca) << ca.error().describe();
-  EXPECT_EQ(ca->state, ClaimState::kClaimed);
-  EXPECT_FALSE(ca->holder.version.empty());
-  EXPECT_NE(a.leaseId(), 0);
-
-  const auto cb = b.claim("p0", "10.1.0.0-27", "node-b");
-  ASSERT_TRUE(cb) << cb.error().describe();
-  EXPECT_EQ(cb->state, ClaimState::kHeldByOther);
-  EXPECT_EQ(cb->holder.node, "node-a");
-  EXPECT_EQ(cb->holder.version, ca->holder.version);
-  ASSERT_TRUE(cb->holder.claimedAt);
-  EXPECT_LT(std::chrono::abs(std::chrono::system_clock::now() - *cb->holder.claimedAt), 60s);
-
-  // The same block of another pool is another block.
-  const auto other = b.claim("p1", "10.1.0.0-27", "node-b");
-  ASSERT_TRUE(other) << other.error().describe();
-  EXPECT_EQ(other->state, ClaimState::kClaimed);
+HeldClaim heldOf(ClaimKind kind, const std::string& name, const Holder& h) {
+  return {kind, name, h.identity, h.version};
 }
 
-TEST_F(EtcdBlockBackendTest, TheSameNodeClaimingAgainAdoptsNeverClaimsTwice) {
-  EtcdBlockBackend a(http_, opts(etcd_));
-  const auto first = a.claim("p0", "b1", "node-a");
-  ASSERT_TRUE(first) << first.error().describe();
-  ASSERT_EQ(first->state, ClaimState::kClaimed);
-  const auto again = a.claim("p0", "b1", "node-a");
-  ASSERT_TRUE(again) << again.error().describe();
-  EXPECT_EQ(again->state, ClaimState::kAdopted);
-  EXPECT_EQ(again->holder.version, first->holder.version) << "adoption on the same lease writes nothing";
+// ---- claim ------------------------------------------------------------------------------------
 
-  // The node restarted without its lease ID: a new lease; the block is adopted onto it, so that
-  // revoking the old lease does not take the block away.
-  const std::int64_t oldLease = a.leaseId();
-  EtcdBlockBackend restarted(http_, opts(etcd_));
-  const auto adopted = restarted.claim("p0", "b1", "node-a");
-  ASSERT_TRUE(adopted) << adopted.error().describe();
-  EXPECT_EQ(adopted->state, ClaimState::kAdopted);
-  EXPECT_NE(restarted.leaseId(), oldLease);
-  EXPECT_NE(adopted->holder.version, first->holder.version);
-  const json revoked = raw(http_, etcd_.endpoint(0), "/v3/lease/revoke", {{"ID", std::to_string(oldLease)}});
-  ASSERT_TRUE(revoked.is_object() && !revoked.contains("error")) << revoked.dump();
-  const auto list = restarted.list("p0");
-  ASSERT_TRUE(list) << list.error().describe();
-  ASSERT_EQ(list->size(), 1U);
-  EXPECT_EQ((*list)[0].holder.node, "node-a");
-  const json range = raw(http_, etcd_.endpoint(0), "/v3/kv/range", {{"key", os::base64Encode(restarted.blockKey("p0", "b1"))}});
-  ASSERT_TRUE(range.contains("kvs")) << range.dump();
-  EXPECT_EQ(range["kvs"][0]["lease"], std::to_string(restarted.leaseId()));
+TEST_F(EtcdBlockBackendTest, AClaimIsPutWithoutALeaseAndRegistersItsNode) {
+  auto& a = node();
+  auto& b = node();
+  const auto ca = claim(a, ClaimKind::kBlock, "10.1.0.0-27", "node-a");
+  EXPECT_EQ(ca.state, ClaimState::kClaimed);
+  EXPECT_FALSE(ca.holder.identity.empty());
+  EXPECT_EQ(ca.holder.version, ca.holder.identity);
+  const std::string key = a.claimKey(ClaimKind::kBlock, "p0", "10.1.0.0-27");
+  EXPECT_EQ(gw().leaseOf(key), 0) << "a claim never expires";
+  EXPECT_EQ(std::to_string(std::stoll(gw().kv(key)["create_revision"].get<std::string>())), ca.holder.identity);
+  EXPECT_EQ(gw().leaseOf(a.registeredKey("node-a")), 0) << "registered by its first claim, without a lease";
+  EXPECT_EQ(gw().valueOf(a.registeredKey("node-a"))["node"], "node-a");
+  EXPECT_FALSE(gw().exists(a.aliveKey("node-a"))) << "only renew() makes a node alive";
+  EXPECT_EQ(a.leaseId(), 0);
+
+  const auto cb = claim(b, ClaimKind::kBlock, "10.1.0.0-27", "node-b");
+  EXPECT_EQ(cb.state, ClaimState::kHeldByOther);
+  EXPECT_EQ(cb.holder.node, "node-a");
+  EXPECT_EQ(cb.holder.identity, ca.holder.identity);
+  EXPECT_EQ(cb.holder.version, ca.holder.version);
+  ASSERT_TRUE(cb.holder.claimedAt);
+  EXPECT_LT(std::chrono::abs(std::chrono::system_clock::now() - *cb.holder.claimedAt), 60s);
+
+  const std::int64_t before = gw().revision();
+  const auto again = claim(a, ClaimKind::kBlock, "10.1.0.0-27", "node-a");
+  EXPECT_EQ(again.state, ClaimState::kAdopted);
+  EXPECT_EQ(again.holder.version, ca.holder.version);
+  EXPECT_EQ(gw().revision(), before) << "adopting a block writes nothing";
+
+  // The same block of another pool is another claim.
+  EXPECT_EQ(claim(b, ClaimKind::kBlock, "10.1.0.0-27", "node-b", {}, "p1").state, ClaimState::kClaimed);
 }
 
-TEST_F(EtcdBlockBackendTest, ThePoolDefinitionIsTheFirstOneAndOutlivesEveryLease) {
-  EtcdBlockBackend a(http_, opts(etcd_));
-  EtcdBlockBackend b(http_, opts(etcd_));
-  const auto first = a.definePool("p0", {"v4 10.1.0.0/16 /27", "network ib0 on node a"});
-  ASSERT_TRUE(first) << first.error().describe();
-  EXPECT_EQ(first->fingerprint, "v4 10.1.0.0/16 /27");
-  const auto same = b.definePool("p0", {"v4 10.1.0.0/16 /27", "network ib1 on node b"});
-  ASSERT_TRUE(same) << same.error().describe();
-  EXPECT_EQ(same->origin, "network ib0 on node a") << "the first definition stays";
-  const auto other = b.definePool("p0", {"v4 10.2.0.0/16 /27", "network ib2 on node b"});
-  ASSERT_TRUE(other) << other.error().describe();
-  EXPECT_EQ(other->fingerprint, "v4 10.1.0.0/16 /27");
-  EXPECT_EQ(other->origin, "network ib0 on node a");
-  // Not attached to a lease: a definition is the pool's, not a node's.
-  const json range = raw(http_, etcd_.endpoint(0), "/v3/kv/range", {{"key", os::base64Encode("/ibcni/pools/p0/definition")}});
-  ASSERT_TRUE(range.contains("kvs")) << range.dump();
-  EXPECT_FALSE(range["kvs"][0].contains("lease")) << range.dump();
-  // Another pool has its own.
-  const auto p1 = b.definePool("p1", {"v4 10.2.0.0/16 /27", "network ib2 on node b"});
-  ASSERT_TRUE(p1) << p1.error().describe();
-  EXPECT_EQ(p1->fingerprint, "v4 10.2.0.0/16 /27");
-  // The definition is not a block.
-  const auto blocks = a.list("p0");
-  ASSERT_TRUE(blocks) << blocks.error().describe();
-  EXPECT_TRUE(blocks->empty());
-}
+TEST_F(EtcdBlockBackendTest, AnAddressOfTheSamePodIsAdoptedUnderItsNewOwner) {
+  auto& a = node();
+  auto& b = node();
+  const auto first = claim(a, ClaimKind::kAddress, "10.1.0.5", "node-a", {"c1:ib0", "ns/pod", ""});
+  ASSERT_EQ(first.state, ClaimState::kClaimed);
+  const auto moved = claim(a, ClaimKind::kAddress, "10.1.0.5", "node-a", {"c2:ib0", "ns/pod", ""});
+  EXPECT_EQ(moved.state, ClaimState::kAdopted);
+  EXPECT_EQ(moved.holder.attrs.owner, "c2:ib0");
+  EXPECT_EQ(moved.holder.identity, first.holder.identity);
+  EXPECT_NE(moved.holder.version, first.holder.version);
+  const std::string key = a.claimKey(ClaimKind::kAddress, "p0", "10.1.0.5");
+  EXPECT_EQ(gw().valueOf(key)["owner"], "c2:ib0") << "the owner is rewritten in etcd";
+  EXPECT_EQ(gw().leaseOf(key), 0);
+  const auto listed = list(a, ClaimKind::kAddress);
+  ASSERT_EQ(listed.size(), 1U);
+  EXPECT_EQ(listed[0].holder.attrs, (ClaimAttrs{"c2:ib0", "ns/pod", ""}));
 
-TEST_F(EtcdBlockBackendTest, TakingOverALiveNodesBlockFailsAndAnExpiredOnesSucceeds) {
-  EtcdBlockBackend a(http_, opts(etcd_));
-  EtcdBlockBackend b(http_, opts(etcd_));
-  const auto held = a.claim("p0", "b1", "node-a");
-  ASSERT_TRUE(held && held->state == ClaimState::kClaimed);
-  const auto refused = b.takeOver("p0", "b1", "node-b", held->holder);
-  ASSERT_TRUE(refused) << refused.error().describe();
-  EXPECT_EQ(refused->state, ClaimState::kHeldByOther);
-  EXPECT_EQ(refused->holder.node, "node-a");
-  const json revoked = raw(http_, etcd_.endpoint(0), "/v3/lease/revoke", {{"ID", std::to_string(a.leaseId())}});
-  ASSERT_TRUE(revoked.is_object() && !revoked.contains("error")) << revoked.dump();
-  const auto taken = b.takeOver("p0", "b1", "node-b", held->holder);
-  ASSERT_TRUE(taken) << taken.error().describe();
-  EXPECT_EQ(taken->state, ClaimState::kClaimed);
-  EXPECT_EQ(taken->holder.node, "node-b");
+  // Another pod, or no pod, on the same node: held by the other attachment, untouched.
+  for (const ClaimAttrs& other : {ClaimAttrs{"c3:ib0", "ns/other", ""}, ClaimAttrs{"c3:ib0", "", ""}}) {
+    const auto c = claim(a, ClaimKind::kAddress, "10.1.0.5", "node-a", other);
+    EXPECT_EQ(c.state, ClaimState::kHeldByOther) << other.pod;
+    EXPECT_EQ(c.holder.attrs.owner, "c2:ib0");
+  }
+  // Another node, even for the same pod: held by other.
+  const auto c = claim(b, ClaimKind::kAddress, "10.1.0.5", "node-b", {"c2:ib0", "ns/pod", ""});
+  EXPECT_EQ(c.state, ClaimState::kHeldByOther);
+  EXPECT_EQ(c.holder.node, "node-a");
+  EXPECT_EQ(gw().valueOf(key)["owner"], "c2:ib0");
+  EXPECT_EQ(gw().valueOf(key)["node"], "node-a");
 }
 
 TEST_F(EtcdBlockBackendTest, TwentyConcurrentClaimersOfOneBlockHaveExactlyOneWinner) {
   constexpr int kNodes = 20;
-  std::vector<std::unique_ptr<EtcdBlockBackend>> nodes;
+  std::vector<EtcdBlockBackend*> nodes;
   for (int i = 0; i < kNodes; ++i) {
-    nodes.push_back(std::make_unique<EtcdBlockBackend>(http_, opts(etcd_)));
+    nodes.push_back(&node());
   }
   for (const std::string block : {"b0", "b1", "b2"}) {
     std::vector<BackendResult<ClaimOutcome>> results(kNodes, std::unexpected(BackendError{}));
@@ -168,7 +244,7 @@ TEST_F(EtcdBlockBackendTest, TwentyConcurrentClaimersOfOneBlockHaveExactlyOneWin
         while (!go.load()) {
           std::this_thread::yield();
         }
-        results[i] = nodes[i]->claim("p0", block, "node-" + std::to_string(i));
+        results[i] = nodes[i]->claim(ClaimKind::kBlock, "p0", block, "node-" + std::to_string(i), {});
       });
     }
     go = true;
@@ -186,168 +262,390 @@ TEST_F(EtcdBlockBackendTest, TwentyConcurrentClaimersOfOneBlockHaveExactlyOneWin
     }
     ASSERT_EQ(winners, 1) << block;
     for (int i = 0; i < kNodes; ++i) {
-      if (results[i]->state != ClaimState::kClaimed) {
-        EXPECT_EQ(results[i]->state, ClaimState::kHeldByOther);
-        EXPECT_EQ(results[i]->holder.node, winner);
-      }
+      EXPECT_EQ(results[i]->holder.node, winner) << "node-" << i;
     }
-    const auto held = nodes[0]->list("p0");
-    ASSERT_TRUE(held) << held.error().describe();
-    const auto it = std::find_if(held->begin(), held->end(), [&](const Claim& c) { return c.name == block; });
-    ASSERT_NE(it, held->end());
-    EXPECT_EQ(it->holder.node, winner);
+    EXPECT_EQ(gw().valueOf(nodes[0]->claimKey(ClaimKind::kBlock, "p0", block))["node"], winner);
   }
 }
 
-TEST_F(EtcdBlockBackendTest, ListGivesEveryBlockOfThePoolOnly) {
-  EtcdBlockBackend a(http_, opts(etcd_));
-  EtcdBlockBackend b(http_, opts(etcd_));
-  for (const char* blk : {"10.1.0.0-27", "10.1.0.32-27", "10.1.0.64-27"}) {
-    ASSERT_TRUE(a.claim("p1", blk, "node-a"));
-  }
-  ASSERT_TRUE(b.claim("p1", "10.1.0.96-27", "node-b"));
-  ASSERT_TRUE(b.claim("p10", "10.1.0.0-27", "node-b"));  // a pool whose name extends p1's
-  ASSERT_TRUE(b.claimAddress("p1", "10.1.0.40", "node-b", "c1:ib0"));
+// ---- list -------------------------------------------------------------------------------------
 
-  const auto all = a.list("p1");
-  ASSERT_TRUE(all) << all.error().describe();
-  std::vector<std::string> names;
-  for (const auto& c : *all) {
-    names.push_back(c.name + "@" + c.holder.node);
+TEST_F(EtcdBlockBackendTest, ListGivesOneKindOfOnePoolInNameOrderAndWhoseHoldLapsed) {
+  auto& a = node();
+  auto& b = node();
+  for (const char* blk : {"10.1.0.64-27", "10.1.0.0-27"}) {
+    claim(a, ClaimKind::kBlock, blk, "node-a", {}, "p1");
+  }
+  claim(b, ClaimKind::kBlock, "10.1.0.32-27", "node-b", {}, "p1");
+  claim(b, ClaimKind::kBlock, "10.1.0.96-27", "node-b", {}, "p10");  // a pool whose name extends p1's
+  claim(b, ClaimKind::kAddress, "10.1.0.40", "node-b", {"c1:ib0", "", ""}, "p1");
+
+  // Nobody renewed: every holder's hold is lapsed.
+  EXPECT_EQ(namesOf(list(a, ClaimKind::kBlock, std::nullopt, "p1")),
+            (Strings{"10.1.0.0-27@node-a lapsed", "10.1.0.32-27@node-b lapsed", "10.1.0.64-27@node-a lapsed"}));
+  renew(a, "node-a", {});
+  const auto all = list(a, ClaimKind::kBlock, std::nullopt, "p1");
+  EXPECT_EQ(namesOf(all), (Strings{"10.1.0.0-27@node-a", "10.1.0.32-27@node-b lapsed", "10.1.0.64-27@node-a"}));
+  for (const auto& c : all) {
+    EXPECT_EQ(c.kind, ClaimKind::kBlock);
     EXPECT_FALSE(c.holder.version.empty());
+    EXPECT_FALSE(c.holder.identity.empty());
     EXPECT_TRUE(c.holder.claimedAt);
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"10.1.0.0-27@node-a", "10.1.0.32-27@node-a", "10.1.0.64-27@node-a",
-                                             "10.1.0.96-27@node-b"}));
-  const auto mine = a.listNode("p1", "node-b");
-  ASSERT_TRUE(mine) << mine.error().describe();
-  ASSERT_EQ(mine->size(), 1U);
-  EXPECT_EQ((*mine)[0].name, "10.1.0.96-27");
-  const auto addresses = a.listAddresses("p1");
-  ASSERT_TRUE(addresses) << addresses.error().describe();
-  ASSERT_EQ(addresses->size(), 1U);
-  EXPECT_EQ((*addresses)[0].name, "10.1.0.40");
-  EXPECT_EQ((*addresses)[0].holder.owner, "c1:ib0");
-  const auto none = a.list("p2");
-  ASSERT_TRUE(none) << none.error().describe();
-  EXPECT_TRUE(none->empty());
+  EXPECT_EQ(namesOf(list(a, ClaimKind::kBlock, "node-b", "p1")), Strings{"10.1.0.32-27@node-b lapsed"});
+  EXPECT_EQ(namesOf(list(a, ClaimKind::kBlock, "node-c", "p1")), Strings{});
+  const auto addresses = list(a, ClaimKind::kAddress, std::nullopt, "p1");
+  ASSERT_EQ(addresses.size(), 1U);
+  EXPECT_EQ(addresses[0].kind, ClaimKind::kAddress);
+  EXPECT_EQ(addresses[0].name, "10.1.0.40");
+  EXPECT_EQ(addresses[0].holder.attrs.owner, "c1:ib0");
+  EXPECT_EQ(namesOf(list(a, ClaimKind::kBlock, std::nullopt, "p2")), Strings{});
+
+  // node-a's lease revoked (as if it expired): lapsed again, its claims still there.
+  gw().revoke(a.leaseId());
+  EXPECT_EQ(namesOf(list(b, ClaimKind::kBlock, "node-a", "p1")),
+            (Strings{"10.1.0.0-27@node-a lapsed", "10.1.0.64-27@node-a lapsed"}));
 }
 
-TEST_F(EtcdBlockBackendTest, ReleaseIsConditionalOnHolderAndVersion) {
-  EtcdBlockBackend a(http_, opts(etcd_));
-  EtcdBlockBackend b(http_, opts(etcd_));
-  const auto c = a.claim("p0", "b1", "node-a");
-  ASSERT_TRUE(c) << c.error().describe();
-  const std::string stale = std::to_string(std::stoll(c->holder.version) + 1000);
-  EXPECT_EQ(a.release("p0", "b1", "node-a", stale), ReleaseOutcome::kChanged);
-  EXPECT_EQ(b.release("p0", "b1", "node-b", stale), ReleaseOutcome::kNotOurs);
-  auto held = b.claim("p0", "b1", "node-b");
-  ASSERT_TRUE(held);
-  EXPECT_EQ(held->state, ClaimState::kHeldByOther) << "a refused release leaves the block held";
+// ---- release ----------------------------------------------------------------------------------
 
-  EXPECT_EQ(a.release("p0", "b1", "node-a", c->holder.version), ReleaseOutcome::kReleased);
-  EXPECT_EQ(a.release("p0", "b1", "node-a", c->holder.version), ReleaseOutcome::kGone);
-  held = b.claim("p0", "b1", "node-b");
-  ASSERT_TRUE(held);
-  EXPECT_EQ(held->state, ClaimState::kClaimed);
+TEST_F(EtcdBlockBackendTest, AReleaseAfterARenewalThatChangedTheVersionReleases) {
+  // The regression: a release judged on a version remembered from the claim counted as done while
+  // the claim stayed. Here the renewal moves the claim off the lease an older ibcni left it on,
+  // which changes its version; the release must still delete it.
+  auto& a = node();
+  const auto c = claim(a, ClaimKind::kBlock, "b1", "node-a");
+  const std::string key = a.claimKey(ClaimKind::kBlock, "p0", "b1");
+  const std::int64_t old = gw().grant(600);
+  gw().put(key, gw().valueOf(key), old);
+  const auto r = renew(a, "node-a", {heldOf(ClaimKind::kBlock, "b1", c.holder)});
+  ASSERT_EQ(r.claims.size(), 1U);
+  ASSERT_EQ(r.claims[0].state, S::kKept);
+  ASSERT_NE(r.claims[0].now.version, c.holder.version) << "the renewal changed the version";
+  EXPECT_EQ(a.release(ClaimKind::kBlock, "p0", "b1", "node-a", ""), ReleaseOutcome::kReleased);
+  EXPECT_FALSE(gw().exists(key)) << "released means gone";
 
-  // Addresses: the same, under their own key space; another owner on the same node is not adopted.
-  const auto addr = a.claimAddress("p0", "fd00::5", "node-a", "c1:ib0");
-  ASSERT_TRUE(addr) << addr.error().describe();
-  EXPECT_EQ(addr->state, ClaimState::kClaimed);
-  EXPECT_EQ(a.claimAddress("p0", "fd00::5", "node-a", "c1:ib0")->state, ClaimState::kAdopted);
-  const auto otherOwner = a.claimAddress("p0", "fd00::5", "node-a", "c2:ib0");
-  ASSERT_TRUE(otherOwner);
-  EXPECT_EQ(otherOwner->state, ClaimState::kHeldByOther);
-  EXPECT_EQ(otherOwner->holder.owner, "c1:ib0");
-  EXPECT_EQ(b.releaseAddress("p0", "fd00::5", "node-b", addr->holder.version), ReleaseOutcome::kNotOurs);
-  EXPECT_EQ(a.releaseAddress("p0", "fd00::5", "node-a", addr->holder.version), ReleaseOutcome::kReleased);
-  EXPECT_EQ(b.claimAddress("p0", "fd00::5", "node-b", "c9:ib0")->state, ClaimState::kClaimed);
+  // An address whose owner was rewritten since its claim: released by its new owner.
+  const auto addr = claim(a, ClaimKind::kAddress, "10.1.0.5", "node-a", {"c1:ib0", "ns/p", ""});
+  ASSERT_EQ(claim(a, ClaimKind::kAddress, "10.1.0.5", "node-a", {"c2:ib0", "ns/p", ""}).state, ClaimState::kAdopted);
+  renew(a, "node-a", {heldOf(ClaimKind::kAddress, "10.1.0.5", addr.holder)});
+  EXPECT_EQ(a.release(ClaimKind::kAddress, "p0", "10.1.0.5", "node-a", "c2:ib0"), ReleaseOutcome::kReleased);
+  EXPECT_FALSE(gw().exists(a.claimKey(ClaimKind::kAddress, "p0", "10.1.0.5")));
 }
 
-TEST_F(EtcdBlockBackendTest, AnExpiredLeaseFreesTheBlocksAndTheNodeLearnsWhatItLost) {
-  EtcdBlockBackend a(http_, opts(etcd_, 2s));
-  EtcdBlockBackend b(http_, opts(etcd_));
-  ASSERT_EQ(a.claim("p0", "b1", "node-a")->state, ClaimState::kClaimed);
-  ASSERT_EQ(a.claim("p0", "b2", "node-a")->state, ClaimState::kClaimed);
-  ASSERT_EQ(b.claim("p0", "b1", "node-b")->state, ClaimState::kHeldByOther);
+TEST_F(EtcdBlockBackendTest, AReleaseLeavesWhatIsNotOursAndSaysGoneOnceGone) {
+  auto& a = node();
+  auto& b = node();
+  claim(a, ClaimKind::kBlock, "b1", "node-a");
+  claim(a, ClaimKind::kAddress, "fd00::5", "node-a", {"c1:ib0", "", ""});
+  const std::string blockKey = a.claimKey(ClaimKind::kBlock, "p0", "b1");
+  const std::string addrKey = a.claimKey(ClaimKind::kAddress, "p0", "fd00::5");
+  EXPECT_EQ(b.release(ClaimKind::kBlock, "p0", "b1", "node-b", ""), ReleaseOutcome::kNotOurs);
+  EXPECT_EQ(a.release(ClaimKind::kAddress, "p0", "fd00::5", "node-a", "c2:ib0"), ReleaseOutcome::kNotOurs);
+  EXPECT_EQ(b.release(ClaimKind::kAddress, "p0", "fd00::5", "node-b", "c1:ib0"), ReleaseOutcome::kNotOurs);
+  EXPECT_EQ(a.release(ClaimKind::kAddress, "p0", "b1", "node-a", ""), ReleaseOutcome::kGone) << "kinds apart";
+  EXPECT_TRUE(gw().exists(blockKey));
+  EXPECT_TRUE(gw().exists(addrKey));
 
-  // No renewal: the lease expires (2 s TTL) and node-b can take b1.
-  const auto deadline = std::chrono::steady_clock::now() + 15s;
-  ClaimState state = ClaimState::kHeldByOther;
-  while (state != ClaimState::kClaimed && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(250ms);
-    const auto c = b.claim("p0", "b1", "node-b");
-    ASSERT_TRUE(c) << c.error().describe();
-    state = c->state;
+  EXPECT_EQ(a.release(ClaimKind::kBlock, "p0", "b1", "node-a", ""), ReleaseOutcome::kReleased);
+  EXPECT_EQ(a.release(ClaimKind::kBlock, "p0", "b1", "node-a", ""), ReleaseOutcome::kGone);
+  EXPECT_EQ(a.release(ClaimKind::kAddress, "p0", "fd00::5", "node-a", "c1:ib0"), ReleaseOutcome::kReleased);
+  EXPECT_FALSE(gw().exists(blockKey));
+  EXPECT_FALSE(gw().exists(addrKey));
+  EXPECT_EQ(claim(b, ClaimKind::kBlock, "b1", "node-b").state, ClaimState::kClaimed);
+}
+
+// ---- renew ------------------------------------------------------------------------------------
+
+TEST_F(EtcdBlockBackendTest, RenewKeepsTheNodeAliveAndSaysWhatIsKeptLostOrGone) {
+  auto& a = node(30s);
+  auto& b = node();
+  std::vector<HeldClaim> held;
+  for (const char* blk : {"b1", "b2", "b3", "b4"}) {
+    held.push_back(heldOf(ClaimKind::kBlock, blk, claim(a, ClaimKind::kBlock, blk, "node-a").holder));
   }
-  ASSERT_EQ(state, ClaimState::kClaimed) << "node-a's lease never expired";
+  auto r = renew(a, "node-a", held);
+  EXPECT_FALSE(r.livenessRenewed);
+  ASSERT_EQ(r.claims.size(), 4U);
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(r.claims[i].state, S::kKept) << held[i].name;
+    EXPECT_EQ(r.claims[i].now.version, held[i].version) << "etcd: a renewal leaves the claim as it is";
+  }
+  ASSERT_NE(a.leaseId(), 0);
+  EXPECT_EQ(gw().leaseOf(a.aliveKey("node-a")), a.leaseId()) << "the alive key hangs on the node's lease";
+  const json ttl = gw().post("/v3/lease/timetolive", {{"ID", std::to_string(a.leaseId())}});
+  EXPECT_EQ(ttl["grantedTTL"], "30") << ttl.dump();
+  EXPECT_EQ(gw().leaseOf(a.registeredKey("node-a")), 0);
 
-  // node-a's next renewal finds its lease gone: b2 (free) is claimed again, b1 is reported lost.
-  const std::int64_t oldLease = a.leaseId();
-  const std::vector<ClaimRef> held{{ClaimKind::kBlock, "p0", "b1", ""}, {ClaimKind::kBlock, "p0", "b2", ""}};
-  const auto r = a.renew("node-a", held);
-  ASSERT_TRUE(r) << r.error().describe();
-  EXPECT_FALSE(r->renewed);
-  EXPECT_TRUE(r->reestablished);
-  EXPECT_NE(a.leaseId(), oldLease);
-  EXPECT_EQ(r->kept, std::vector<ClaimRef>{held[1]});
-  ASSERT_EQ(r->lost.size(), 1U);
-  EXPECT_EQ(r->lost[0].ref, held[0]);
-  ASSERT_TRUE(r->lost[0].holder);
-  EXPECT_EQ(r->lost[0].holder->node, "node-b");
-  const auto b2 = b.claim("p0", "b2", "node-b");
-  ASSERT_TRUE(b2);
-  EXPECT_EQ(b2->state, ClaimState::kHeldByOther);
-  EXPECT_EQ(b2->holder.node, "node-a");
+  // b2 released; b3 taken by node-b after its release; b4 released and claimed again by node-a
+  // (another grant: another create_revision).
+  ASSERT_EQ(a.release(ClaimKind::kBlock, "p0", "b2", "node-a", ""), ReleaseOutcome::kReleased);
+  ASSERT_EQ(a.release(ClaimKind::kBlock, "p0", "b3", "node-a", ""), ReleaseOutcome::kReleased);
+  ASSERT_EQ(claim(b, ClaimKind::kBlock, "b3", "node-b").state, ClaimState::kClaimed);
+  ASSERT_EQ(a.release(ClaimKind::kBlock, "p0", "b4", "node-a", ""), ReleaseOutcome::kReleased);
+  ASSERT_EQ(claim(a, ClaimKind::kBlock, "b4", "node-a").state, ClaimState::kClaimed);
+  r = renew(a, "node-a", held);
+  ASSERT_EQ(r.claims.size(), 4U);
+  EXPECT_EQ(r.claims[0].state, S::kKept);
+  EXPECT_EQ(r.claims[1].state, S::kGone);
+  EXPECT_EQ(r.claims[2].state, S::kLost);
+  EXPECT_EQ(r.claims[2].now.node, "node-b");
+  EXPECT_EQ(r.claims[3].state, S::kLost) << "the same node, another grant";
+  EXPECT_NE(r.claims[3].now.identity, held[3].identity);
+  EXPECT_FALSE(gw().exists(a.claimKey(ClaimKind::kBlock, "p0", "b2"))) << "renew never claims anything back";
 }
 
-TEST_F(EtcdBlockBackendTest, ALeaseGoneBeforeAClaimIsGrantedAgainAndReported) {
+TEST_F(EtcdBlockBackendTest, ARevokedLeaseIsGrantedAnewByRenewAndTheClaimsOutliveIt) {
   std::vector<std::int64_t> granted;
   auto o = opts(etcd_);
   o.onLeaseGranted = [&](std::int64_t id) { granted.push_back(id); };
   EtcdBlockBackend a(http_, o);
-  ASSERT_EQ(a.claim("p0", "b1", "node-a")->state, ClaimState::kClaimed);
+  const auto c = claim(a, ClaimKind::kBlock, "b1", "node-a");
+  renew(a, "node-a", {});
   ASSERT_EQ(granted.size(), 1U);
-  EXPECT_EQ(granted[0], a.leaseId());
-  const json revoked = raw(http_, etcd_.endpoint(0), "/v3/lease/revoke", {{"ID", std::to_string(granted[0])}});
-  ASSERT_TRUE(revoked.is_object() && !revoked.contains("error")) << revoked.dump();
+  const std::int64_t first = a.leaseId();
+  EXPECT_EQ(granted[0], first);
 
-  // The put names a lease etcd no longer has: a new one is granted (and handed to the caller)
-  // and the claim goes through on it.
-  const auto c = a.claim("p0", "b2", "node-a");
-  ASSERT_TRUE(c) << c.error().describe();
-  EXPECT_EQ(c->state, ClaimState::kClaimed);
-  ASSERT_EQ(granted.size(), 2U);
-  EXPECT_NE(granted[1], granted[0]);
-  EXPECT_EQ(a.leaseId(), granted[1]);
-  const auto mine = a.listNode("p0", "node-a");
-  ASSERT_TRUE(mine) << mine.error().describe();
-  ASSERT_EQ(mine->size(), 1U) << "b1 went with the revoked lease";
-  EXPECT_EQ((*mine)[0].name, "b2");
+  gw().revoke(first);  // what expiry does
+  EXPECT_FALSE(gw().exists(a.aliveKey("node-a")));
+  EXPECT_TRUE(gw().exists(a.claimKey(ClaimKind::kBlock, "p0", "b1"))) << "claims do not expire";
+  const auto r = renew(a, "node-a", {heldOf(ClaimKind::kBlock, "b1", c.holder)});
+  EXPECT_TRUE(r.livenessRenewed);
+  ASSERT_EQ(r.claims.size(), 1U);
+  EXPECT_EQ(r.claims[0].state, S::kKept);
+  EXPECT_NE(a.leaseId(), first);
+  EXPECT_EQ(granted, (std::vector<std::int64_t>{first, a.leaseId()}));
+  EXPECT_EQ(gw().leaseOf(a.aliveKey("node-a")), a.leaseId()) << "alive again, on the new lease";
+  EXPECT_FALSE(renew(a, "node-a", {}).livenessRenewed) << "once";
 }
 
-TEST_F(EtcdBlockBackendTest, RenewalKeepsTheBlocks) {
-  EtcdBlockBackend a(http_, opts(etcd_, 2s));
-  EtcdBlockBackend b(http_, opts(etcd_));
-  ASSERT_EQ(a.claim("p0", "b1", "node-a")->state, ClaimState::kClaimed);
-  const std::int64_t lease = a.leaseId();
-  const std::vector<ClaimRef> held{{ClaimKind::kBlock, "p0", "b1", ""}};
-  for (int i = 0; i < 12; ++i) {  // 6 s: three TTLs
-    std::this_thread::sleep_for(500ms);
-    const auto r = a.renew("node-a", held);
-    ASSERT_TRUE(r) << r.error().describe();
-    ASSERT_TRUE(r->renewed) << "renewal " << i;
-    EXPECT_EQ(r->kept, held);
+TEST_F(EtcdBlockBackendTest, AClaimAnOlderIbcniLeftOnALeaseIsMovedOffItByRenew) {
+  auto& a = node();
+  const std::string key = a.claimKey(ClaimKind::kBlock, "p0", "b1");
+  const std::int64_t old = gw().grant(600);
+  gw().put(key, {{"node", "node-a"}, {"claimedAt", "2026-11-24T18:00:00Z"}}, old);
+  ASSERT_EQ(gw().leaseOf(key), old);
+  const auto r = renew(a, "node-a", {{ClaimKind::kBlock, "b1", "", ""}});
+  ASSERT_EQ(r.claims.size(), 1U);
+  EXPECT_EQ(r.claims[0].state, S::kKept);
+  EXPECT_EQ(gw().leaseOf(key), 0) << "moved off the lease";
+  EXPECT_EQ(r.claims[0].now.version, gw().kv(key)["mod_revision"].get<std::string>());
+  gw().revoke(old);
+  EXPECT_TRUE(gw().exists(key)) << "the old lease's end no longer takes the claim";
+  EXPECT_EQ(gw().valueOf(key)["claimedAt"], "2026-11-24T18:00:00Z");
+}
+
+// ---- takeOver, removeGone, forgetNode ---------------------------------------------------------
+
+TEST_F(EtcdBlockBackendTest, TakeOverNeedsTheHoldersLivenessAndRegistrationGone) {
+  auto& a = node();
+  auto& b = node();
+  const auto c = claim(a, ClaimKind::kBlock, "b1", "node-a");
+  renew(a, "node-a", {});
+  const Holder seen = seenHolder(b, ClaimKind::kBlock);
+  const std::string key = a.claimKey(ClaimKind::kBlock, "p0", "b1");
+  const auto refusedWhile = [&](const char* why) {
+    const auto t = must(b.takeOver(ClaimKind::kBlock, "p0", "b1", "node-b", seen, {}), why);
+    EXPECT_EQ(t.state, ClaimState::kHeldByOther) << why;
+    EXPECT_EQ(t.holder.node, "node-a") << why;
+    EXPECT_EQ(b.removeGone(ClaimKind::kBlock, "p0", "b1", seen), ReleaseOutcome::kNotOurs) << why;
+    EXPECT_EQ(gw().valueOf(key)["node"], "node-a") << why;
+  };
+  refusedWhile("alive and registered");
+  const auto early = b.forgetNode("node-a");
+  ASSERT_FALSE(early) << "forgotten while alive";
+  EXPECT_EQ(early.error().kind, BackendErrc::kInvalidArgument);
+  EXPECT_NE(early.error().message.find("node-a"), std::string::npos) << early.error().describe();
+  EXPECT_TRUE(gw().exists(a.registeredKey("node-a")));
+
+  gw().revoke(a.leaseId());
+  EXPECT_TRUE(seenHolder(b, ClaimKind::kBlock).lapsed);
+  refusedWhile("lapsed but still registered");
+
+  must(b.forgetNode("node-a"), "forget node-a");
+  EXPECT_FALSE(gw().exists(a.registeredKey("node-a")));
+  const auto t = must(b.takeOver(ClaimKind::kBlock, "p0", "b1", "node-b", seen, {}), "take b1");
+  EXPECT_EQ(t.state, ClaimState::kClaimed);
+  EXPECT_EQ(t.holder.node, "node-b");
+  EXPECT_EQ(gw().valueOf(key)["node"], "node-b");
+  EXPECT_EQ(gw().leaseOf(key), 0);
+  EXPECT_EQ(t.holder.version, gw().kv(key)["mod_revision"].get<std::string>());
+  EXPECT_TRUE(gw().exists(b.registeredKey("node-b"))) << "the taker registers";
+
+  // node-a comes back: its renewal learns the block is lost.
+  const auto r = renew(a, "node-a", {heldOf(ClaimKind::kBlock, "b1", c.holder)});
+  ASSERT_EQ(r.claims.size(), 1U);
+  EXPECT_EQ(r.claims[0].state, S::kLost);
+  EXPECT_EQ(r.claims[0].now.node, "node-b");
+}
+
+TEST_F(EtcdBlockBackendTest, ARenewalRegistersTheNodeAgainAndSoFencesTakers) {
+  auto& a = node();
+  auto& b = node();
+  claim(a, ClaimKind::kBlock, "b1", "node-a");
+  const Holder seen = seenHolder(b, ClaimKind::kBlock);
+  must(b.forgetNode("node-a"), "forget node-a (never alive)");
+  renew(a, "node-a", {});  // back before anyone took over
+  EXPECT_TRUE(gw().exists(a.registeredKey("node-a")));
+  gw().revoke(a.leaseId());
+  const auto t = must(b.takeOver(ClaimKind::kBlock, "p0", "b1", "node-b", seen, {}), "take b1");
+  EXPECT_EQ(t.state, ClaimState::kHeldByOther) << "registered again by its renewal";
+  EXPECT_EQ(t.holder.node, "node-a");
+}
+
+TEST_F(EtcdBlockBackendTest, TakeOverAndRemoveGoneRefuseAClaimChangedSinceSeen) {
+  auto& a = node();
+  auto& b = node();
+  claim(a, ClaimKind::kAddress, "10.1.0.5", "node-a", {"c1:ib0", "ns/p", ""});
+  const Holder stale = seenHolder(b, ClaimKind::kAddress);
+  ASSERT_EQ(claim(a, ClaimKind::kAddress, "10.1.0.5", "node-a", {"c2:ib0", "ns/p", ""}).state, ClaimState::kAdopted);
+  must(b.forgetNode("node-a"), "forget node-a");
+  const ClaimAttrs mine{"c9:ib0", "", ""};
+  const auto t = must(b.takeOver(ClaimKind::kAddress, "p0", "10.1.0.5", "node-b", stale, mine), "take");
+  EXPECT_EQ(t.state, ClaimState::kHeldByOther);
+  EXPECT_EQ(t.holder.attrs.owner, "c2:ib0");
+  EXPECT_EQ(b.removeGone(ClaimKind::kAddress, "p0", "10.1.0.5", stale), ReleaseOutcome::kNotOurs);
+
+  const Holder fresh = seenHolder(b, ClaimKind::kAddress);
+  EXPECT_EQ(b.removeGone(ClaimKind::kAddress, "p0", "10.1.0.5", fresh), ReleaseOutcome::kReleased);
+  EXPECT_FALSE(gw().exists(a.claimKey(ClaimKind::kAddress, "p0", "10.1.0.5")));
+  EXPECT_EQ(b.removeGone(ClaimKind::kAddress, "p0", "10.1.0.5", fresh), ReleaseOutcome::kGone);
+}
+
+TEST_F(EtcdBlockBackendTest, OfRacingTakersExactlyOneWins) {
+  auto& a = node();
+  claim(a, ClaimKind::kBlock, "b1", "gone-node");
+  must(a.forgetNode("gone-node"), "forget gone-node");
+  const Holder seen = seenHolder(a, ClaimKind::kBlock);
+  constexpr int kTakers = 8;
+  std::vector<EtcdBlockBackend*> takers;
+  for (int i = 0; i < kTakers; ++i) {
+    takers.push_back(&node());
   }
-  EXPECT_EQ(a.leaseId(), lease);
-  const auto c = b.claim("p0", "b1", "node-b");
-  ASSERT_TRUE(c);
-  EXPECT_EQ(c->state, ClaimState::kHeldByOther);
-  EXPECT_EQ(c->holder.node, "node-a");
+  std::vector<BackendResult<ClaimOutcome>> results(kTakers, std::unexpected(BackendError{}));
+  std::atomic<bool> go{false};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kTakers; ++i) {
+    threads.emplace_back([&, i] {
+      while (!go.load()) {
+        std::this_thread::yield();
+      }
+      results[i] = takers[i]->takeOver(ClaimKind::kBlock, "p0", "b1", "taker-" + std::to_string(i), seen, {});
+    });
+  }
+  go = true;
+  for (auto& t : threads) {
+    t.join();
+  }
+  int claimed = 0;
+  std::string winner;
+  for (const auto& r : results) {
+    ASSERT_TRUE(r) << r.error().describe();
+    if (r->state == ClaimState::kClaimed) {
+      ++claimed;
+      winner = r->holder.node;
+    }
+  }
+  ASSERT_EQ(claimed, 1);
+  for (const auto& r : results) {
+    EXPECT_EQ(r->holder.node, winner);
+  }
+  EXPECT_EQ(gw().valueOf(a.claimKey(ClaimKind::kBlock, "p0", "b1"))["node"], winner);
 }
 
-TEST(EtcdBlockBackendCluster, ClaimsWithOneMemberDownFailWithinTheTimeoutWithTwoAndWorkAgain) {
+// ---- definitions and demands -------------------------------------------------------------------
+
+TEST_F(EtcdBlockBackendTest, ThePoolDefinitionIsTheFirstOneAndNeverExpires) {
+  auto& a = node();
+  auto& b = node();
+  EXPECT_FALSE(must(a.definition("p0"), "definition p0")) << "none yet";
+  const auto first = must(a.definePool({"p0", "F-10.1", "network ib0 on node a", "", ""}), "define p0");
+  EXPECT_EQ(first.fields, "F-10.1");
+  EXPECT_FALSE(first.identity.empty());
+  const auto second = must(b.definePool({"p0", "F-10.2", "network ib1 on node b", "", ""}), "define p0 again");
+  EXPECT_EQ(second.fields, "F-10.1") << "the first definition stands";
+  EXPECT_EQ(second.origin, "network ib0 on node a");
+  EXPECT_EQ(second.identity, first.identity);
+  EXPECT_EQ(second.order, first.order);
+  const auto read = must(b.definition("p0"), "definition p0");
+  ASSERT_TRUE(read);
+  EXPECT_EQ(read->fields, "F-10.1");
+  EXPECT_EQ(read->identity, first.identity);
+
+  const auto p1 = must(b.definePool({"p1", "F-10.3", "network ib2 on node b", "", ""}), "define p1");
+  EXPECT_LT(first.order, p1.order) << "defined earlier, ordered first";
+  const auto all = must(a.definitions(), "definitions");
+  ASSERT_EQ(all.size(), 2U);
+  EXPECT_EQ(all[0].pool, "p0");
+  EXPECT_EQ(all[1].pool, "p1");
+  EXPECT_EQ(all[1].fields, "F-10.3");
+  EXPECT_EQ(gw().leaseOf("/ibcni/definitions/p0"), 0) << "a definition is the pool's, not a node's";
+  EXPECT_EQ(first.identity, gw().kv("/ibcni/definitions/p0")["mod_revision"].get<std::string>());
+  EXPECT_TRUE(list(a, ClaimKind::kBlock).empty()) << "not a claim";
+}
+
+TEST_F(EtcdBlockBackendTest, ADefinitionIsReplacedOnlyAtTheVersionSeen) {
+  auto& a = node();
+  const auto first = must(a.definePool({"p0", "F1", "network ib0 on node a", "", ""}), "define p0");
+  PoolDefinition next{"p0", "F2", "redefined on node a", "", ""};
+  next.closed = true;
+  const auto replaced = must(a.replaceDefinition(next, first.identity), "replace p0");
+  ASSERT_TRUE(replaced);
+  EXPECT_EQ(replaced->fields, "F2");
+  EXPECT_TRUE(replaced->closed);
+  EXPECT_NE(replaced->identity, first.identity) << "a new version";
+  EXPECT_EQ(replaced->order, first.order) << "the pool keeps its place in the creation order";
+  const auto read = must(a.definition("p0"), "definition p0");
+  ASSERT_TRUE(read);
+  EXPECT_EQ(read->fields, "F2");
+  EXPECT_EQ(read->origin, "redefined on node a");
+  EXPECT_TRUE(read->closed);
+  EXPECT_EQ(read->identity, replaced->identity);
+  EXPECT_EQ(gw().leaseOf("/ibcni/definitions/p0"), 0);
+
+  next.fields = "F3";
+  EXPECT_FALSE(must(a.replaceDefinition(next, first.identity), "replace at a stale version")) << "changed since";
+  EXPECT_EQ(must(a.definition("p0"), "definition p0")->fields, "F2");
+  EXPECT_FALSE(must(a.replaceDefinition({"p9", "F", "o", "", ""}, first.identity), "replace p9")) << "none to replace";
+  EXPECT_FALSE(must(a.definition("p9"), "definition p9")) << "a replacement creates nothing";
+  next.closed = false;
+  const auto reopened = must(a.replaceDefinition(next, replaced->identity), "reopen p0");
+  ASSERT_TRUE(reopened);
+  EXPECT_FALSE(reopened->closed);
+  EXPECT_FALSE(must(a.definition("p0"), "definition p0")->closed);
+}
+
+TEST_F(EtcdBlockBackendTest, ADemandHangsOnItsNodesLeaseUntilWithdrawn) {
+  auto& a = node();
+  auto& b = node();
+  must(a.demand("p0", "node-a", 3), "demand a");
+  must(b.demand("p0", "node-b", 1), "demand b");
+  must(a.demand("p0", "node-a", 5), "demand a again");
+  auto d = must(b.demands("p0"), "demands");
+  ASSERT_EQ(d.size(), 2U);
+  EXPECT_EQ(d[0].node, "node-a");
+  EXPECT_EQ(d[0].wanted, 5);
+  ASSERT_TRUE(d[0].requestedAt);
+  EXPECT_LT(std::chrono::abs(std::chrono::system_clock::now() - *d[0].requestedAt), 60s);
+  EXPECT_FALSE(d[0].lapsed);
+  EXPECT_EQ(d[1].node, "node-b");
+  EXPECT_EQ(d[1].wanted, 1);
+  EXPECT_TRUE(must(b.demands("p1"), "demands p1").empty());
+  ASSERT_NE(a.leaseId(), 0);
+  EXPECT_EQ(gw().leaseOf("/ibcni/pools/p0/demand/node-a"), a.leaseId());
+
+  must(b.withdraw("p0", "node-b"), "withdraw b");
+  must(b.withdraw("p0", "node-b"), "withdraw b again");
+  d = must(b.demands("p0"), "demands");
+  ASSERT_EQ(d.size(), 1U);
+  EXPECT_EQ(d[0].node, "node-a");
+  gw().revoke(a.leaseId());  // node-a's agent stopped: it asks for nothing
+  EXPECT_TRUE(must(b.demands("p0"), "demands").empty());
+}
+
+// ---- a 3-member cluster ----------------------------------------------------------------------
+
+TEST(EtcdBlockBackendCluster, ClaimsWithOneMemberDownWorkWithTwoFailWithinTheTimeoutAndWorkAgain) {
   EtcdCluster etcd;
   ASSERT_TRUE(etcd.start(3));
   http::CurlHttpClient http;
@@ -355,21 +653,21 @@ TEST(EtcdBlockBackendCluster, ClaimsWithOneMemberDownFailWithinTheTimeoutWithTwo
   o.timeout = 2000ms;
   EtcdBlockBackend a(http, o);
   EtcdBlockBackend b(http, o);
-  ASSERT_EQ(a.claim("p0", "b0", "node-a")->state, ClaimState::kClaimed);
+  const auto claimOf = [](EtcdBlockBackend& k, const char* blk, const char* n) {
+    return k.claim(ClaimKind::kBlock, "p0", blk, n, {});
+  };
+  ASSERT_EQ(must(claimOf(a, "b0", "node-a"), "b0").state, ClaimState::kClaimed);
 
   // Member 0 (the first endpoint) stopped: the next endpoints serve.
   ASSERT_TRUE(etcd.stopMember(0));
-  auto c = a.claim("p0", "b1", "node-a");
-  ASSERT_TRUE(c) << c.error().describe();
-  EXPECT_EQ(c->state, ClaimState::kClaimed);
-  c = b.claim("p0", "b1", "node-b");
-  ASSERT_TRUE(c) << c.error().describe();
-  EXPECT_EQ(c->state, ClaimState::kHeldByOther);
+  EXPECT_EQ(must(claimOf(a, "b1", "node-a"), "b1").state, ClaimState::kClaimed);
+  EXPECT_EQ(must(claimOf(b, "b1", "node-b"), "b1 by b").state, ClaimState::kHeldByOther);
+  EXPECT_EQ(must(a.renew("node-a", "p0", {}), "renew").claims.size(), 0U);
 
   // Two of three stopped: no quorum. The claim fails within the timeout, naming the endpoints.
   ASSERT_TRUE(etcd.stopMember(1));
   const auto t0 = std::chrono::steady_clock::now();
-  c = a.claim("p0", "b2", "node-a");
+  auto c = claimOf(a, "b2", "node-a");
   const auto took = std::chrono::steady_clock::now() - t0;
   ASSERT_FALSE(c) << "claimed without quorum";
   EXPECT_TRUE(c.error().kind == BackendErrc::kTimeout || c.error().kind == BackendErrc::kUnreachable)
@@ -378,33 +676,29 @@ TEST(EtcdBlockBackendCluster, ClaimsWithOneMemberDownFailWithinTheTimeoutWithTwo
   const auto err = toCniError(c.error(), "claiming block b2 of pool p0");
   EXPECT_EQ(err.code, cni::Errc::kTryAgainLater);
   EXPECT_NE(err.msg.find(etcd.endpoint(2)), std::string::npos) << err.msg;
-  std::cout << "with two of three members stopped, after " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
-            << " ms: " << err.msg << "\n";
   EXPECT_NE(err.msg.find("claiming block b2 of pool p0"), std::string::npos) << err.msg;
+  std::cout << "with two of three members stopped, after "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms: " << err.msg << "\n";
 
   // Back: claims work again (after the election); the failed claim left nothing half-claimed:
-  // b2 is free or node-a's, never held by anyone else, and node-a's next claim settles it.
+  // b2 is free or node-a's, never anyone else's, and node-a's next claim settles it.
   ASSERT_TRUE(etcd.startMember(0));
   ASSERT_TRUE(etcd.startMember(1));
   ASSERT_TRUE(etcd.waitHealthy());
   BackendResult<ClaimOutcome> again = std::unexpected(BackendError{});
-  const auto deadline = std::chrono::steady_clock::now() + 20s;
-  while (std::chrono::steady_clock::now() < deadline) {
-    again = a.claim("p0", "b2", "node-a");
-    if (again) {
+  for (const auto deadline = std::chrono::steady_clock::now() + 20s; std::chrono::steady_clock::now() < deadline;) {
+    if ((again = claimOf(a, "b2", "node-a"))) {
       break;
     }
     std::this_thread::sleep_for(200ms);
   }
   ASSERT_TRUE(again) << again.error().describe();
   EXPECT_TRUE(again->state == ClaimState::kClaimed || again->state == ClaimState::kAdopted);
-  c = b.claim("p0", "b2", "node-b");
+  c = claimOf(b, "b2", "node-b");
   ASSERT_TRUE(c) << c.error().describe();
   EXPECT_EQ(c->state, ClaimState::kHeldByOther);
   EXPECT_EQ(c->holder.node, "node-a");
-  const auto all = b.list("p0");
-  ASSERT_TRUE(all) << all.error().describe();
-  EXPECT_EQ(all->size(), 3U);
+  EXPECT_EQ(must(b.list(ClaimKind::kBlock, "p0", std::nullopt), "list").size(), 3U);
 }
 
 }  // namespace

@@ -113,7 +113,7 @@ TEST_F(FileStoreTest, TruncatedRecordIsReportedNamingTheFile) {
   auto del = f_->allocator->release({"c1", "net1"});
   ASSERT_FALSE(del);
   EXPECT_THAT(del.error().msg, HasSubstr(record));
-  auto gc = f_->allocator->gc({});
+  auto gc = f_->allocator->gc({}, "net");
   ASSERT_FALSE(gc);
   EXPECT_THAT(gc.error().msg, HasSubstr(record));
   // Nothing was reset: the claim is still there, and another attachment does not get it.
@@ -187,7 +187,7 @@ TEST_F(FileStoreTest, ClaimMissingFromTheBitmapIsSkippedAndRepaired) {
   {
     auto lock = StoreLock::acquire(*f_->store);
     ASSERT_TRUE(lock);
-    Allocation a{{"killed", "net1"}, {}, "", 0, "", {ip("10.1.2.3")}};
+    Allocation a{{"killed", "net1"}, {}, "", 0, "", {ip("10.1.2.3")}, "", ""};
     ASSERT_TRUE(f_->store->reserve(a));
     // No commit(): the bit for .3 is never written.
   }
@@ -216,7 +216,7 @@ TEST_F(FileStoreTest, RecordWrittenButClaimMissingIsFinishedByTheRetriedAdd) {
   {
     auto lock = StoreLock::acquire(*f_->store);
     ASSERT_TRUE(lock);
-    ASSERT_TRUE(f_->store->reserve({{"other", "net1"}, {}, "", 0, "", {ip("10.1.2.2")}}));
+    ASSERT_TRUE(f_->store->reserve({{"other", "net1"}, {}, "", 0, "", {ip("10.1.2.2")}, "", ""}));
     ASSERT_TRUE(f_->store->commit());
   }
   EXPECT_EQ(add("k"), ip("10.1.2.3"));
@@ -263,7 +263,7 @@ TEST_F(FileStoreTest, IndexMarkWithoutClaimIsClearedByGc) {
   fs::remove(dir() + "/ips/10.0.0.4");
   fs::remove(dir() + "/attachments/c:net1");
   EXPECT_THAT(verifyStore(*f_->store), ::testing::ElementsAre(HasSubstr("10.0.0.4 is marked held but has no claim")));
-  auto gc = f_->allocator->gc({{"a", "net1"}, {"b", "net1"}, {"d", "net1"}, {"e", "net1"}});
+  auto gc = f_->allocator->gc({{"a", "net1"}, {"b", "net1"}, {"d", "net1"}, {"e", "net1"}}, "net");
   ASSERT_TRUE(gc) << gc.error().msg;
   EXPECT_TRUE(verifyStore(*f_->store).empty());
   EXPECT_EQ(add("f"), ip("10.0.0.4"));
@@ -354,8 +354,8 @@ TEST_F(FileStoreTest, ReserveRefusesAnAddressHeldByAnotherAttachment) {
   open(R"({"ranges": [[{"subnet": "10.1.2.0/24"}], [{"subnet": "fd00::/64"}]]})");
   auto lock = StoreLock::acquire(*f_->store);
   ASSERT_TRUE(lock);
-  ASSERT_TRUE(f_->store->reserve({{"a", "net1"}, {}, "", 0, "", {ip("10.1.2.5")}}));
-  auto clash = f_->store->reserve({{"b", "net1"}, {}, "", 0, "", {ip("fd00::5"), ip("10.1.2.5")}});
+  ASSERT_TRUE(f_->store->reserve({{"a", "net1"}, {}, "", 0, "", {ip("10.1.2.5")}, "", ""}));
+  auto clash = f_->store->reserve({{"b", "net1"}, {}, "", 0, "", {ip("fd00::5"), ip("10.1.2.5")}, "", ""});
   ASSERT_FALSE(clash);
   EXPECT_EQ(clash.error().err, EEXIST);
   EXPECT_THAT(clash.error().op, HasSubstr("10.1.2.5 is held by a/net1"));
@@ -372,8 +372,8 @@ TEST_F(FileStoreTest, ReserveReplacingARecordReleasesWhatItDrops) {
   {
     auto lock = StoreLock::acquire(*f_->store);
     ASSERT_TRUE(lock);
-    ASSERT_TRUE(f_->store->reserve({{"a", "net1"}, {}, "", 0, "", {ip("10.1.2.5"), ip("10.1.2.6")}}));
-    ASSERT_TRUE(f_->store->reserve({{"a", "net1"}, {}, "", 0, "", {ip("10.1.2.6")}}));
+    ASSERT_TRUE(f_->store->reserve({{"a", "net1"}, {}, "", 0, "", {ip("10.1.2.5"), ip("10.1.2.6")}, "", ""}));
+    ASSERT_TRUE(f_->store->reserve({{"a", "net1"}, {}, "", 0, "", {ip("10.1.2.6")}, "", ""}));
     ASSERT_TRUE(f_->store->commit());
   }
   EXPECT_FALSE(fs::is_symlink(dir() + "/ips/10.1.2.5"));

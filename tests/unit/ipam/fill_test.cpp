@@ -50,7 +50,7 @@ TEST(FillIndependence, MedianAddAt99PercentIsWithin3xOfEmpty) {
     ASSERT_TRUE(lock);
     U128 base = toInt(ip("10.20.0.2"));
     for (std::size_t i = 0; i < fill; ++i) {
-      Allocation a{{"f" + std::to_string(i), "net1"}, {}, "", 0, "", {fromInt(base + offsets[i], AF_INET)}};
+      Allocation a{{"f" + std::to_string(i), "net1"}, {}, "", 0, "", {fromInt(base + offsets[i], AF_INET)}, "", ""};
       auto r = f.store->reserve(a);
       ASSERT_TRUE(r) << r.error().describe();
     }

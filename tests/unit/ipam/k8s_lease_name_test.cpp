@@ -1,14 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
-// KubernetesBlockBackend's Lease names and label values, without a server: valid DNS-1123
+// KubernetesBlockBackend without a server: its Lease names and label values (valid DNS-1123
 // subdomains of at most 253 characters, readable for the usual keys, and never the same name for
-// two distinct (pool, kind, key), IPv6 keys and awkward bytes included.
+// two distinct (pool, kind, key), IPv6 keys and awkward bytes included), its options' checks, and
+// what every call refuses before sending anything (malformed names, a Lease name too long,
+// forgetNode).
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
 #include <random>
 #include <regex>
 #include <string>
+#include <vector>
 
+#include "block_backend_print.h"
 #include "k8s_block_backend.h"
 
 namespace ibcni::ipam {
@@ -24,11 +29,13 @@ TEST(K8sLeaseName, UsualKeysStayReadable) {
   EXPECT_EQ(K::leaseName(ClaimKind::kAddress, "ib-pool", "10.56.0.5"), "ibcni-ib-pool--a--10.56.0.5");
   EXPECT_EQ(K::leaseName(ClaimKind::kBlock, "p", "fd00::-120"), "ibcni-p--b--fd00z3az3a-120");
   EXPECT_EQ(K::poolLeaseName("ib-pool"), "ibcni-ib-pool--pool");
+  EXPECT_EQ(K::demandLeaseName("ib-pool", "node-7"), "ibcni-ib-pool--d--node-7");
 }
 
 TEST(K8sLeaseName, DistinctKeysNeverShareANameAndEveryNameIsValid) {
-  std::vector<std::string> pieces{"a", "z", "-", ".", ":", "A", "0", "--", "-b-", "b", "pool", "fd00::", "10.0.0.0-24",
-                                  "::1", "x.y", "a--b", "z2d", "z3a", "-a", "a-", ".a", "a."};
+  std::vector<std::string> pieces{"a",   "z",   "-",    ".",      ":",           "A",   "0",   "--",
+                                  "-b-", "b",   "pool", "fd00::", "10.0.0.0-24", "::1", "x.y", "a--b",
+                                  "z2d", "z3a", "-a",   "a-",     ".a",          "a."};
   std::mt19937 rng(7);
   std::vector<std::string> names;
   for (int i = 0; i < 3000; ++i) {
@@ -55,6 +62,11 @@ TEST(K8sLeaseName, DistinctKeysNeverShareANameAndEveryNameIsValid) {
     EXPECT_TRUE(std::regex_match(pn, kSubdomain)) << pn;
     const auto [it, fresh] = seen.emplace(pn, "pool:" + pool);
     EXPECT_TRUE(fresh || it->second == "pool:" + pool) << pn << " from both " << it->second << " and pool " << pool;
+    const std::string dn = K::demandLeaseName(pool, key);
+    EXPECT_TRUE(std::regex_match(dn, kSubdomain)) << dn;
+    const std::string dmade = "d:" + pool + "|" + key;
+    const auto [dt, dfresh] = seen.emplace(dn, dmade);
+    EXPECT_TRUE(dfresh || dt->second == dmade) << dn << " from both " << dt->second << " and " << dmade;
   }
 }
 
@@ -65,6 +77,8 @@ TEST(K8sLeaseName, TheLongestIPv6KeyFitsAndTooLongIsEmpty) {
   ASSERT_FALSE(name.empty());
   EXPECT_LE(name.size(), 253U);
   EXPECT_TRUE(K::leaseName(ClaimKind::kBlock, std::string(100, ':'), v6).empty());
+  EXPECT_TRUE(K::poolLeaseName(std::string(90, ':')).empty());
+  EXPECT_TRUE(K::demandLeaseName(std::string(50, ':'), std::string(50, ':')).empty());
 }
 
 TEST(K8sLabelValue, ValidValuesStayOthersAreHashed) {
@@ -88,6 +102,116 @@ TEST(K8sOptions, ValidateRefusesWhatCannotWork) {
   o.server = "https://10.0.0.1:6443";
   o.namespace_ = "Kube_System";
   EXPECT_FALSE(K::validate(o));
+  o.namespace_ = "kube-system";
+  o.timeout = std::chrono::milliseconds(0);
+  EXPECT_FALSE(K::validate(o));
+  o.timeout = std::chrono::milliseconds(1000);
+  o.leaseDuration = std::chrono::seconds(0);
+  const auto v = K::validate(o);
+  ASSERT_FALSE(v);
+  EXPECT_EQ(v.error().kind, BackendErrc::kInvalidArgument);
+}
+
+/// Fails every request, and counts them.
+class NoServer final : public http::HttpClient {
+ public:
+  http::HttpResult<http::Response> send(const http::Request& request) override {
+    ++sent;
+    last = std::string(http::methodName(request.method)) + " " + request.url;
+    return std::unexpected(http::HttpError{http::ErrorKind::kConnect, request.url, "no server here", 7, 111});
+  }
+  int sent = 0;
+  std::string last;  ///< "METHOD URL" of the last request
+};
+
+K::Options anyServer() {
+  K::Options o;
+  o.server = "http://127.0.0.1:1";
+  return o;
+}
+
+/// The kind of a call's error; nullopt when it succeeded.
+template <class T>
+std::optional<BackendErrc> errc(const BackendResult<T>& r) {
+  return r ? std::nullopt : std::optional<BackendErrc>(r.error().kind);
+}
+
+TEST(K8sBackendCalls, MalformedNamesAreRefusedBeforeSendingByEveryCall) {
+  NoServer http;
+  K b(http, anyServer());
+  Holder seen;
+  seen.node = "n";
+  seen.version = "1";
+  for (const std::string& bad :
+       std::vector<std::string>{"", "a/b", "a b", "n\n", std::string(254, 'x'), "caf\xc3\xa9"}) {
+    const std::vector<std::pair<const char*, std::optional<BackendErrc>>> calls{
+        {"claim pool", errc(b.claim(ClaimKind::kBlock, bad, "b", "n", {}))},
+        {"claim name", errc(b.claim(ClaimKind::kAddress, "p", bad, "n", {}))},
+        {"claim node", errc(b.claim(ClaimKind::kBlock, "p", "b", bad, {}))},
+        {"list", errc(b.list(ClaimKind::kBlock, bad, std::nullopt))},
+        {"release", errc(b.release(ClaimKind::kBlock, "p", bad, "n", ""))},
+        {"renew node", errc(b.renew(bad, "p", {}))},
+        {"renew held", errc(b.renew("n", "p", {{ClaimKind::kBlock, bad, "", ""}}))},
+        {"takeOver", errc(b.takeOver(ClaimKind::kBlock, "p", "b", bad, seen, {}))},
+        {"removeGone", errc(b.removeGone(ClaimKind::kBlock, "p", bad, seen))},
+        {"definePool", errc(b.definePool({bad, "F", "o", "", ""}))},
+        {"definition", errc(b.definition(bad))},
+        {"replaceDefinition", errc(b.replaceDefinition({bad, "F", "o", "", ""}, "9"))},
+        {"demand", errc(b.demand("p", bad, 1))},
+        {"demands", errc(b.demands(bad))},
+        {"withdraw", errc(b.withdraw(bad, "n"))},
+    };
+    for (const auto& [what, kind] : calls) {
+      EXPECT_EQ(kind, BackendErrc::kInvalidArgument) << what << " of " << cni::quoted(bad);
+    }
+  }
+  EXPECT_EQ(http.sent, 0) << "the last: " << http.last;
+}
+
+TEST(K8sBackendCalls, AKeyWhoseLeaseNameWouldPass253CharactersIsRefusedBeforeSending) {
+  NoServer http;
+  K b(http, anyServer());
+  const std::string pool(120, ':');  // a valid name, each byte encoded as "z3a"
+  ASSERT_TRUE(K::leaseName(ClaimKind::kBlock, pool, "b1").empty());
+  const auto c = b.claim(ClaimKind::kBlock, pool, "b1", "n", {});
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().kind, BackendErrc::kInvalidArgument);
+  EXPECT_NE(c.error().message.find("253"), std::string::npos) << c.error().describe();
+  EXPECT_EQ(errc(b.renew("n", pool, {{ClaimKind::kBlock, "b1", "", ""}})), BackendErrc::kInvalidArgument);
+  EXPECT_EQ(errc(b.definePool({pool, "F", "o", "", ""})), BackendErrc::kInvalidArgument);
+  EXPECT_EQ(errc(b.demand(pool, "n", 1)), BackendErrc::kInvalidArgument);
+  EXPECT_EQ(b.release(ClaimKind::kBlock, pool, "b1", "n", ""), ReleaseOutcome::kGone) << "never created";
+  EXPECT_EQ(b.removeGone(ClaimKind::kBlock, pool, "b1", {}), ReleaseOutcome::kGone) << "never created";
+  EXPECT_EQ(http.sent, 0);
+  // An empty Lease name would address the collection (a GET lists it, a DELETE is a
+  // deletecollection): each call refuses before sending.
+  EXPECT_EQ(errc(b.definition(pool)), BackendErrc::kInvalidArgument);
+  EXPECT_EQ(http.sent, 0) << "definition sent " << http.last;
+  EXPECT_EQ(errc(b.replaceDefinition({pool, "F", "o", "", ""}, "9")), BackendErrc::kInvalidArgument);
+  EXPECT_EQ(http.sent, 0) << "replaceDefinition sent " << http.last;
+  EXPECT_EQ(errc(b.withdraw(pool, "n")), BackendErrc::kInvalidArgument);
+  EXPECT_EQ(http.sent, 0) << "withdraw sent " << http.last;
+}
+
+TEST(K8sBackendCalls, ForgetNodeIsRefusedNamingKubectlDeleteNode) {
+  NoServer http;
+  K b(http, anyServer());
+  const auto f = b.forgetNode("node-7");
+  ASSERT_FALSE(f);
+  EXPECT_EQ(f.error().kind, BackendErrc::kInvalidArgument);
+  EXPECT_NE(f.error().message.find("kubectl delete node node-7"), std::string::npos) << f.error().describe();
+  EXPECT_EQ(toCniError(f.error(), "forgetting node node-7").code, cni::Errc::kInvalidConfig);
+  EXPECT_EQ(http.sent, 0);
+}
+
+TEST(K8sBackendCalls, NoServerIsUnreachable) {
+  NoServer http;
+  K b(http, anyServer());
+  const auto c = b.claim(ClaimKind::kBlock, "p0", "b1", "n", {});
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().kind, BackendErrc::kUnreachable);
+  EXPECT_NE(c.error().message.find("no server here"), std::string::npos) << c.error().describe();
+  EXPECT_EQ(http.sent, 1);
 }
 
 }  // namespace

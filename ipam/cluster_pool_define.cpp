@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: Apache-2.0
+// ClusterPool: the pool's definition (I5 of ipam/README.md "Cluster safety"): recorded once in the
+// backend, checked against every network's configuration, never overlapping another pool's, and
+// replaced only when the pool is drained (`ibcni-ipam pools --redefine`).
+#include <algorithm>
+
+#include "cluster_definition.h"
+#include "cluster_pool.h"
+#include "log/log.h"
+
+namespace ibcni::ipam {
+
+// I5/I6: the configuration must give the pool's definition; anything else is refused with the
+// field, both networks, and a way that never makes two pools over the same addresses.
+cni::Result<void> ClusterPool::checkDefinition() const {
+  if (!ledger_.definition) {
+    return {};
+  }
+  auto diff = compareDefinitions(fields_, ledger_.definition->fields);
+  if (!diff) {
+    return {};
+  }
+  const std::string field = diff->field == "blockSize" ? "ipam.cluster.blockSize" : "ipam." + diff->field;
+  return cni::fail(cni::Errc::kInvalidConfig,
+                   field + " of network " + cni::quoted(network_) + " is " + diff->mine +
+                       ", but pool " + cni::quoted(cluster_.pool) + " (" + cluster_.poolPath + ") was defined by " +
+                       ledger_.definition->origin + " with " + diff->theirs +
+                       ": every network of a pool gives the same ranges, blockSize, reservations and exclude. Give "
+                       "this network the pool's values, or change the pool as ipam/README.md \"Changing a pool\" "
+                       "says (drain it, then `ibcni-ipam pools CONFIG --redefine`); a new pool name over the same "
+                       "addresses is refused");
+}
+
+cni::Result<void> ClusterPool::define(BlockBackend& be) {
+  if (ledger_.definition) {
+    return {};
+  }
+  PoolDefinition def{cluster_.pool, fields_, "network " + network_ + " on node " + node_, {}, {}};
+  auto stored = be.definePool(def);
+  if (!stored) {
+    return std::unexpected(backendError(stored.error(), "recording the definition"));
+  }
+  if (stored->closed) {
+    return cni::fail(cni::Errc::kTryAgainLater, "pool " + cni::quoted(cluster_.pool) +
+                                                    " is being redefined (`ibcni-ipam pools --redefine`): try again");
+  }
+  ledger_.definition = LedgerDefinition{stored->fields, stored->identity, stored->origin};
+  if (auto c = checkDefinition(); !c) {
+    ledger_.definition.reset();
+    return c;
+  }
+  // I5: no two pools over one address. Of two overlapping pools, the one defined first stands.
+  auto all = be.definitions();
+  if (!all) {
+    ledger_.definition.reset();
+    return std::unexpected(backendError(all.error(), "listing the pools' definitions"));
+  }
+  for (const auto& other : *all) {
+    auto overlap = other.pool == cluster_.pool ? std::nullopt : overlapOf(fields_, other.fields);
+    if (overlap && other.order < stored->order) {
+      ledger_.definition.reset();
+      return cni::fail(cni::Errc::kInvalidConfig,
+                       "pool " + cni::quoted(cluster_.pool) + " (" + cluster_.poolPath + ", network " +
+                           cni::quoted(network_) + ") overlaps pool " + cni::quoted(other.pool) + " (defined by " +
+                           other.origin + "): both could hand out " + *overlap +
+                           "; give this network ipam.cluster.pool " + cni::quoted(other.pool) +
+                           " with that pool's ranges, or ranges no other pool has");
+    }
+  }
+  return save();
+}
+
+cni::Result<void> ClusterPool::refreshDefinition() {
+  auto b = backend();
+  if (!b) {
+    return std::unexpected(b.error());
+  }
+  auto d = (*b)->definition(cluster_.pool);
+  if (!d) {
+    return std::unexpected(backendError(d.error(), "reading the definition"));
+  }
+  if (!*d || (**d).closed || (**d).identity != ledger_.definition->identity) {
+    ledger_.definition = *d && !(**d).closed
+                             ? std::optional(LedgerDefinition{(**d).fields, (**d).identity, (**d).origin})
+                             : std::nullopt;
+    return save();
+  }
+  return {};
+}
+
+// A claim made under the definition this node knows stands only if that definition still stands
+// (a redefinition closes it first, then checks that the pool holds no claim): else it is given
+// back at once, before anything is handed out from it.
+cni::Result<void> ClusterPool::stillDefined(BlockBackend& be, ClaimKind kind, const std::string& name,
+                                            const std::string& owner) {
+  auto d = be.definition(cluster_.pool);
+  if (!d) {
+    return std::unexpected(backendError(d.error(), "reading the definition"));
+  }
+  if (*d && !(**d).closed && ledger_.definition && (**d).identity == ledger_.definition->identity) {
+    return {};
+  }
+  auto r = be.release(kind, cluster_.pool, name, node_, owner);
+  auto& list = kind == ClaimKind::kBlock ? ledger_.blocks : ledger_.addresses;
+  if (r) {
+    std::erase_if(list, [&](const LedgerEntry& e) { return e.name == name; });
+  }
+  ledger_.definition.reset();
+  if (auto s = save(); !s) {
+    return s;
+  }
+  recompute();
+  return cni::fail(cni::Errc::kTryAgainLater, "pool " + cni::quoted(cluster_.pool) +
+                                                  " was redefined while this node claimed " + name + ": try again");
+}
+
+cni::Result<PoolDefinition> ClusterPool::redefine() {
+  auto b = backend();
+  if (!b) {
+    return std::unexpected(b.error());
+  }
+  BlockBackend& be = **b;
+  auto current = be.definition(cluster_.pool);
+  if (!current) {
+    return std::unexpected(backendError(current.error(), "reading the definition"));
+  }
+  PoolDefinition next{cluster_.pool, fields_, "network " + network_ + " on node " + node_ + " (redefined)", {}, {}};
+  if (!*current) {
+    ledger_.definition.reset();
+    if (auto d = define(be); !d) {
+      return std::unexpected(d.error());
+    }
+    return next;
+  }
+  // Closed first: from now on no node claims under it; then the pool must be empty.
+  PoolDefinition closing = **current;
+  closing.closed = true;
+  auto closed = be.replaceDefinition(closing, (**current).identity);
+  if (!closed || !*closed) {
+    return !closed ? std::unexpected(backendError(closed.error(), "closing the definition"))
+                   : cni::fail(cni::Errc::kTryAgainLater, "pool " + cni::quoted(cluster_.pool) +
+                                                              "'s definition changed meanwhile: try again");
+  }
+  const auto reopen = [&](cni::Error why) -> cni::Result<PoolDefinition> {
+    PoolDefinition open = **current;
+    open.closed = false;
+    if (auto r = be.replaceDefinition(open, (**closed).identity); !r || !*r) {
+      log::warn("pool {}: its definition could not be reopened: try --redefine again", cluster_.pool);
+    }
+    return std::unexpected(std::move(why));
+  };
+  std::string left;
+  for (auto kind : {ClaimKind::kBlock, ClaimKind::kAddress}) {
+    auto claims = be.list(kind, cluster_.pool, std::nullopt);
+    if (!claims) {
+      return reopen(backendError(claims.error(), "listing the claims"));
+    }
+    for (const auto& c : *claims) {
+      left += (left.empty() ? "" : ", ") + std::string(claimKindName(kind)) + " " + c.name + " (" + c.holder.node + ")";
+    }
+  }
+  if (!left.empty()) {
+    return reopen(cni::Error{cni::Errc::kInvalidConfig,
+                             "pool " + cni::quoted(cluster_.pool) + " is not drained: " + left +
+                                 "; delete its pods first (idle nodes give their blocks back after "
+                                 "releaseAfterSeconds), then --redefine again",
+                             {}});
+  }
+  auto all = be.definitions();
+  if (!all) {
+    return reopen(backendError(all.error(), "listing the pools' definitions"));
+  }
+  for (const auto& other : *all) {
+    if (other.pool != cluster_.pool) {
+      if (auto overlap = overlapOf(fields_, other.fields)) {
+        return reopen(cni::Error{cni::Errc::kInvalidConfig,
+                                 "the new ranges of pool " + cni::quoted(cluster_.pool) + " overlap pool " +
+                                     cni::quoted(other.pool) + " (" + other.origin + "): both could hand out " + *overlap,
+                                 {}});
+      }
+    }
+  }
+  auto stored = be.replaceDefinition(next, (**closed).identity);
+  if (!stored || !*stored) {
+    return reopen(!stored ? backendError(stored.error(), "writing the new definition")
+                          : cni::Error{cni::Errc::kTryAgainLater, "the definition changed meanwhile: try again", {}});
+  }
+  ledger_.definition = LedgerDefinition{(**stored).fields, (**stored).identity, (**stored).origin};
+  if (auto s = save(); !s) {
+    return std::unexpected(s.error());
+  }
+  log::info("pool {} redefined: {}", cluster_.pool, (**stored).fields);
+  return **stored;
+}
+
+}  // namespace ibcni::ipam
