@@ -4,8 +4,9 @@
 // backend's view of this node synced into the ledger, lost claims reported, what is no longer
 // needed marked and given back (confirmed before it leaves the ledger: I3), claims of nodes
 // certainly gone taken over (I4), loans settled, other nodes' demand for room served (I7).
-// Order: claims of gone nodes are taken before the empty blocks are judged, so that a block taken
-// from a gone node goes back by the same rule as this node's own.
+// Order: claims of gone nodes are taken, and loans given back are settled, before the empty blocks
+// are judged, so that a block taken from a gone node, or one whose last loan just came back, goes
+// back by the same rule as any other.
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -41,6 +42,7 @@ struct ClusterPool::Pass {
   std::vector<Claim> blocks;     ///< every block claim of the pool
   std::vector<Claim> addresses;  ///< every address claim of the pool
   std::vector<Demand> demands;
+  std::set<std::string> returnedLoans;  ///< loans settled by this pass: no longer in use
 
   cni::Result<void> run();
   cni::Result<void> checkDefinition();
@@ -56,7 +58,8 @@ struct ClusterPool::Pass {
   cni::Result<void> lend();
   cni::Result<void> settleDemand();
 
-  [[nodiscard]] std::size_t usedIn(const std::string& key) const;
+  /// Addresses of block `key` in use here (`loansOnly`: lent to other nodes and not given back).
+  [[nodiscard]] std::size_t usedIn(const std::string& key, bool loansOnly = false) const;
   [[nodiscard]] bool othersAsk() const;
   [[nodiscard]] cni::Error error(const BackendError& e, const std::string& action) const {
     return p.backendError(e, action);
@@ -72,7 +75,7 @@ cni::Result<PoolMaintenance> ClusterPool::maintain(const std::vector<Allocation>
     return std::unexpected(b.error());
   }
   PoolMaintenance out;
-  Pass pass{*this, **b, held, loans, out, {}, {}, {}};
+  Pass pass{*this, **b, held, loans, out, {}, {}, {}, {}};
   if (auto r = pass.run(); !r) {
     return std::unexpected(r.error());
   }
@@ -86,12 +89,14 @@ cni::Result<void> ClusterPool::Pass::run() {
     }
   }
   reportLost();
-  if (auto t = takeOverGone(); !t) {
-    return t;
+  for (auto step : {&Pass::takeOverGone, &Pass::settleLoans}) {
+    if (auto r = (this->*step)(); !r) {
+      return r;
+    }
   }
   markUnusedAddresses();
   markEmptyBlocks();
-  for (auto step : {&Pass::giveBack, &Pass::settleLoans, &Pass::lend, &Pass::settleDemand}) {
+  for (auto step : {&Pass::giveBack, &Pass::lend, &Pass::settleDemand}) {
     if (auto r = (this->*step)(); !r) {
       return r;
     }
@@ -160,12 +165,17 @@ cni::Result<void> ClusterPool::Pass::list() {
   return p.syncWith(mine, true, true, &out.adopted);
 }
 
-std::size_t ClusterPool::Pass::usedIn(const std::string& key) const {
+std::size_t ClusterPool::Pass::usedIn(const std::string& key, bool loansOnly) const {
   const auto span = spanOfKey(key);
   std::size_t n = 0;
   for (const auto& a : held) {
-    n += static_cast<std::size_t>(
-        std::count_if(a.addresses.begin(), a.addresses.end(), [&](const auto& ip) { return span && span->contains(ip); }));
+    const bool loan = !a.loanTo.empty();
+    if (loansOnly && !loan) {
+      continue;
+    }
+    n += static_cast<std::size_t>(std::count_if(a.addresses.begin(), a.addresses.end(), [&](const auto& ip) {
+      return span && span->contains(ip) && !(loan && returnedLoans.contains(ip.toString()));
+    }));
   }
   return n;
 }
@@ -233,7 +243,8 @@ bool ClusterPool::Pass::othersAsk() const {
 }
 
 // Empty blocks go back after releaseAfterSeconds, beyond minBlocksPerNode per range set; at once
-// when another node asks for room (I7).
+// when another node asks for room (I7). A block is empty from when no pod of this node uses it;
+// addresses lent out of it keep it until they come back, and do not restart the count.
 void ClusterPool::Pass::markEmptyBlocks() {
   const auto now = p.bootClock_();
   const bool asked = othersAsk();
@@ -245,12 +256,16 @@ void ClusterPool::Pass::markEmptyBlocks() {
     if (e.state != State::kOwned) {
       continue;
     }
-    if (usedIn(e.name) > 0) {
+    const std::size_t lent = usedIn(e.name, true);
+    if (usedIn(e.name) > lent) {
       e.emptySince = {};
       continue;
     }
     if (e.emptySince.empty()) {
       e.emptySince = now;
+    }
+    if (lent > 0) {
+      continue;
     }
     const auto emptyFor = os::elapsed(e.emptySince, now);
     const bool old = emptyFor && *emptyFor >= p.cluster_.releaseAfter;
@@ -403,6 +418,7 @@ cni::Result<void> ClusterPool::Pass::settleLoans() {
       if (auto r = loans.returned(ip); !r) {
         return r;
       }
+      returnedLoans.insert(ip.toString());
       out.loansReturned.push_back(ip.toString());
       log::info("pool {}: address {} lent to node {} was given back", p.cluster_.pool, ip.toString(), a.loanTo);
     }
@@ -502,7 +518,7 @@ cni::Result<PoolMaintenance> ClusterPool::preview(const std::vector<Allocation>&
     cni::Result<void> recordLent(const net::IpAddress&, const std::string&) override { return {}; }
     cni::Result<void> returned(const net::IpAddress&) override { return {}; }
   } none;
-  Pass pass{*this, **b, held, none, out, {}, {}, {}};
+  Pass pass{*this, **b, held, none, out, {}, {}, {}, {}};
   pass.markUnusedAddresses();
   pass.markEmptyBlocks();
   for (const auto& e : ledger_.blocks) {
