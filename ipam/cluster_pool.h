@@ -107,6 +107,7 @@ class ClusterPool final : public BlockSource {
   cni::Result<void> checkDefinition() const;
   cni::Result<void> define(BlockBackend& be);
   cni::Result<void> refreshDefinition();
+  cni::Result<void> registerPool(BlockBackend& be, const std::string& fields);
   cni::Result<void> stillDefined(BlockBackend& be, ClaimKind kind, const std::string& name, const std::string& owner);
   cni::Result<void> resolvePending();
   cni::Result<void> confirm();

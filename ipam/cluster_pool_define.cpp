@@ -49,25 +49,45 @@ cni::Result<void> ClusterPool::define(BlockBackend& be) {
     ledger_.definition.reset();
     return c;
   }
-  // I5: no two pools over one address. Of two overlapping pools, the one defined first stands.
-  auto all = be.definitions();
-  if (!all) {
+  // I5: no two pools over one address: the pool is in the pools' registry, entered after a check
+  // against every other pool there, by compare-and-swap.
+  if (auto r = registerPool(be, stored->fields); !r) {
     ledger_.definition.reset();
-    return std::unexpected(backendError(all.error(), "listing the pools' definitions"));
-  }
-  for (const auto& other : *all) {
-    auto overlap = other.pool == cluster_.pool ? std::nullopt : overlapOf(fields_, other.fields);
-    if (overlap && other.order < stored->order) {
-      ledger_.definition.reset();
-      return cni::fail(cni::Errc::kInvalidConfig,
-                       "pool " + cni::quoted(cluster_.pool) + " (" + cluster_.poolPath + ", network " +
-                           cni::quoted(network_) + ") overlaps pool " + cni::quoted(other.pool) + " (defined by " +
-                           other.origin + "): both could hand out " + *overlap +
-                           "; give this network ipam.cluster.pool " + cni::quoted(other.pool) +
-                           " with that pool's ranges, or ranges no other pool has");
-    }
+    return r;
   }
   return save();
+}
+
+cni::Result<void> ClusterPool::registerPool(BlockBackend& be, const std::string& fields) {
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    auto reg = be.registry();
+    if (!reg) {
+      return std::unexpected(backendError(reg.error(), "reading the pools' registry"));
+    }
+    if (auto mine = reg->pools.find(cluster_.pool); mine != reg->pools.end() && mine->second == fields) {
+      return {};
+    }
+    for (const auto& [other, otherFields] : reg->pools) {
+      auto overlap = other == cluster_.pool ? std::nullopt : overlapOf(fields, otherFields);
+      if (overlap) {
+        return cni::fail(cni::Errc::kInvalidConfig,
+                         "pool " + cni::quoted(cluster_.pool) + " (" + cluster_.poolPath + ", network " +
+                             cni::quoted(network_) + ") overlaps pool " + cni::quoted(other) +
+                             ": both could hand out " + *overlap + "; give this network ipam.cluster.pool " +
+                             cni::quoted(other) + " with that pool's ranges, or ranges no other pool has");
+      }
+    }
+    reg->pools[cluster_.pool] = fields;
+    auto written = be.writeRegistry(*reg);
+    if (!written) {
+      return std::unexpected(backendError(written.error(), "writing the pools' registry"));
+    }
+    if (*written) {
+      return {};
+    }
+  }
+  return cni::fail(cni::Errc::kTryAgainLater, "the pools' registry kept changing while pool " +
+                                                  cni::quoted(cluster_.pool) + " was entered in it: try again");
 }
 
 cni::Result<void> ClusterPool::refreshDefinition() {
@@ -166,22 +186,12 @@ cni::Result<PoolDefinition> ClusterPool::redefine() {
                                  "releaseAfterSeconds), then --redefine again",
                              {}});
   }
-  auto all = be.definitions();
-  if (!all) {
-    return reopen(backendError(all.error(), "listing the pools' definitions"));
-  }
-  for (const auto& other : *all) {
-    if (other.pool != cluster_.pool) {
-      if (auto overlap = overlapOf(fields_, other.fields)) {
-        return reopen(cni::Error{cni::Errc::kInvalidConfig,
-                                 "the new ranges of pool " + cni::quoted(cluster_.pool) + " overlap pool " +
-                                     cni::quoted(other.pool) + " (" + other.origin + "): both could hand out " + *overlap,
-                                 {}});
-      }
-    }
+  if (auto r = registerPool(be, fields_); !r) {
+    return reopen(r.error());
   }
   auto stored = be.replaceDefinition(next, (**closed).identity);
   if (!stored || !*stored) {
+    (void)registerPool(be, (**current).fields);  // the registry names the old ranges again
     return reopen(!stored ? backendError(stored.error(), "writing the new definition")
                           : cni::Error{cni::Errc::kTryAgainLater, "the definition changed meanwhile: try again", {}});
   }

@@ -77,11 +77,6 @@ std::optional<std::int64_t> revisionOf(std::string_view text) {
   return v;
 }
 
-std::string padded(std::int64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%020lld", static_cast<long long>(v));
-  return buf;
-}
 
 BackendResult<PoolDefinition> definitionOf(const Kv& kv, std::string_view pool, const etcd::Call& call) {
   const json doc = json::parse(kv.value, nullptr, false);
@@ -89,11 +84,8 @@ BackendResult<PoolDefinition> definitionOf(const Kv& kv, std::string_view pool, 
     return std::unexpected(call.bad("definition of pool " + cni::quoted(pool) + " is not {\"fields\": ...}: " +
                                     excerpt(kv.value)));
   }
-  return PoolDefinition{std::string(pool),
-                        doc["fields"].get<std::string>(),
-                        doc.value("origin", std::string()),
+  return PoolDefinition{std::string(pool), doc["fields"].get<std::string>(), doc.value("origin", std::string()),
                         std::to_string(kv.modRevision),
-                        padded(kv.createRevision),
                         doc.contains("closed") && doc["closed"].is_boolean() && doc["closed"].get<bool>()};
 }
 
@@ -524,7 +516,6 @@ BackendResult<PoolDefinition> EtcdBlockBackend::definePool(const PoolDefinition&
   if (t->succeeded) {
     PoolDefinition stored = def;
     stored.identity = std::to_string(t->revision);
-    stored.order = padded(t->revision);
     return stored;
   }
   auto kvs = etcd::rangeResult(*t, 0, c);
@@ -560,10 +551,9 @@ BackendResult<std::optional<PoolDefinition>> EtcdBlockBackend::definition(std::s
   return std::optional<PoolDefinition>(std::move(*d));
 }
 
-BackendResult<std::vector<PoolDefinition>> EtcdBlockBackend::definitions() {
+BackendResult<PoolRegistry> EtcdBlockBackend::registry() {
   auto c = call();
-  const std::string prefix = options_.prefix + "definitions/";
-  auto r = c.post("/v3/kv/range", etcd::rangePrefixBody(prefix));
+  auto r = c.post("/v3/kv/range", json{{"key", os::base64Encode(options_.prefix + "registry")}});
   if (!r) {
     return std::unexpected(std::move(r.error()));
   }
@@ -571,15 +561,42 @@ BackendResult<std::vector<PoolDefinition>> EtcdBlockBackend::definitions() {
   if (!kvs) {
     return std::unexpected(std::move(kvs.error()));
   }
-  std::vector<PoolDefinition> out;
-  for (const auto& kv : *kvs) {
-    auto d = definitionOf(kv, kv.key.substr(prefix.size()), c);
-    if (!d) {
-      return std::unexpected(std::move(d.error()));
-    }
-    out.push_back(std::move(*d));
+  PoolRegistry out;
+  if (kvs->empty()) {
+    return out;
   }
+  const json doc = json::parse(kvs->front().value, nullptr, false);
+  if (!doc.is_object() || !doc.contains("pools") || !doc["pools"].is_object()) {
+    return std::unexpected(c.bad("the pools' registry is not {\"pools\": {...}}: " + excerpt(kvs->front().value)));
+  }
+  for (const auto& [pool, fields] : doc["pools"].items()) {
+    if (!fields.is_string()) {
+      return std::unexpected(c.bad("the pools' registry names pool " + cni::quoted(pool) + " without its fields"));
+    }
+    out.pools[pool] = fields.get<std::string>();
+  }
+  out.version = std::to_string(kvs->front().modRevision);
   return out;
+}
+
+BackendResult<bool> EtcdBlockBackend::writeRegistry(const PoolRegistry& registry) {
+  auto c = call();
+  const std::string key = options_.prefix + "registry";
+  json pools = json::object();
+  for (const auto& [pool, fields] : registry.pools) {
+    pools[pool] = fields;
+  }
+  const auto version = registry.version.empty() ? std::optional<std::int64_t>(0) : revisionOf(registry.version);
+  if (!version) {
+    return std::unexpected(invalid("registry version " + cni::quoted(registry.version) + " is not an etcd mod_revision"));
+  }
+  const json compare = *version == 0 ? etcd::compareCreate(key, 0) : etcd::compareMod(key, *version);
+  auto t = etcd::txn(c, json::array({compare}), json::array({etcd::putOp(key, json{{"pools", pools}}.dump())}),
+                     json::array());
+  if (!t) {
+    return std::unexpected(std::move(t.error()));
+  }
+  return t->succeeded;
 }
 
 BackendResult<std::optional<PoolDefinition>> EtcdBlockBackend::replaceDefinition(const PoolDefinition& def,

@@ -23,7 +23,8 @@ namespace ibcni::ipam {
 ///   <prefix>pools/<pool>/blocks/<block-key>     {"node","claimedAt"}                           no lease
 ///   <prefix>pools/<pool>/addresses/<address>    {"node","owner","pod","lender","claimedAt"}   no lease
 ///   <prefix>pools/<pool>/demand/<node>          {"node","wanted","requestedAt"}                the node's lease
-///   <prefix>definitions/<pool>                  {"fields","origin"}                            no lease
+///   <prefix>definitions/<pool>                  {"fields","origin","closed"}                   no lease
+///   <prefix>registry                            {"pools": {pool: fields}}                      no lease
 ///   <prefix>nodes/<node>/registered             {"node","registeredAt"}                        no lease
 ///   <prefix>nodes/<node>/alive                  {"node","renewedAt"}                           the node's lease
 ///
@@ -78,7 +79,8 @@ class EtcdBlockBackend final : public BlockBackend {
                                                          const Holder& seen) override;
   [[nodiscard]] BackendResult<PoolDefinition> definePool(const PoolDefinition& def) override;
   [[nodiscard]] BackendResult<std::optional<PoolDefinition>> definition(std::string_view pool) override;
-  [[nodiscard]] BackendResult<std::vector<PoolDefinition>> definitions() override;
+  [[nodiscard]] BackendResult<PoolRegistry> registry() override;
+  [[nodiscard]] BackendResult<bool> writeRegistry(const PoolRegistry& registry) override;
   [[nodiscard]] BackendResult<std::optional<PoolDefinition>> replaceDefinition(const PoolDefinition& def,
                                                                               std::string_view seen) override;
   [[nodiscard]] BackendResult<void> demand(std::string_view pool, std::string_view node, int wanted) override;

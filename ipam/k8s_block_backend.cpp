@@ -37,6 +37,8 @@ constexpr const char* kAnnDefinition = "ibcni.io/definition";
 constexpr const char* kAnnOrigin = "ibcni.io/origin";
 constexpr const char* kAnnWanted = "ibcni.io/wanted";
 constexpr const char* kAnnClosed = "ibcni.io/closed";
+constexpr const char* kAnnPools = "ibcni.io/pools";
+constexpr const char* kRegistryLease = "ibcni-pool-registry";
 
 /// Round trips a changed Lease gets before the call gives up.
 constexpr int kAttempts = 4;
@@ -537,7 +539,7 @@ BackendResult<PoolDefinition> definitionOf(const LeaseView& v, std::string_view 
                                         0});
   }
   return PoolDefinition{std::string(pool), fields, v.annotation(kAnnOrigin), v.resourceVersion,
-                        v.creationTimestamp + " " + std::string(pool), v.annotation(kAnnClosed) == "true"};
+                        v.annotation(kAnnClosed) == "true"};
 }
 
 json definitionAnnotations(const PoolDefinition& def) {
@@ -603,21 +605,62 @@ BackendResult<std::optional<PoolDefinition>> KubernetesBlockBackend::definition(
   return std::optional<PoolDefinition>(std::move(*d));
 }
 
-BackendResult<std::vector<PoolDefinition>> KubernetesBlockBackend::definitions() {
+BackendResult<PoolRegistry> KubernetesBlockBackend::registry() {
   LeaseSession s(client_, options_);
-  auto leases = s.call.listLeases(std::string(kLabelKind) + "=pool");
-  if (!leases) {
-    return std::unexpected(leases.error());
+  auto cur = s.call.getLease(kRegistryLease);
+  if (!cur) {
+    return std::unexpected(cur.error());
   }
-  std::vector<PoolDefinition> out;
-  for (const auto& v : *leases) {
-    auto d = definitionOf(v, v.annotation(kAnnPool), s.call);
-    if (!d) {
-      return std::unexpected(d.error());
+  PoolRegistry out;
+  if (!*cur) {
+    return out;
+  }
+  const json pools = json::parse((**cur).annotation(kAnnPools), nullptr, false);
+  if (!pools.is_object()) {
+    return std::unexpected(BackendError{BackendErrc::kBadAnswer, options_.server,
+                                        std::string("Lease ") + kRegistryLease + " has no " + kAnnPools +
+                                            " annotation holding a JSON object",
+                                        0});
+  }
+  for (const auto& [pool, fields] : pools.items()) {
+    if (fields.is_string()) {
+      out.pools[pool] = fields.get<std::string>();
     }
-    out.push_back(std::move(*d));
   }
+  out.version = (**cur).resourceVersion;
   return out;
+}
+
+BackendResult<bool> KubernetesBlockBackend::writeRegistry(const PoolRegistry& registry) {
+  json pools = json::object();
+  for (const auto& [pool, fields] : registry.pools) {
+    pools[pool] = fields;
+  }
+  const json annotations{{kAnnPools, pools.dump()}};
+  LeaseSession s(client_, options_);
+  if (registry.version.empty()) {
+    json body = newLease(kRegistryLease, options_.namespace_, json{{kLabelKind, "registry"}}, annotations, "",
+                         options_.leaseDuration);
+    auto created = s.call.createLease(body);
+    if (!created) {
+      return std::unexpected(created.error());
+    }
+    return created->has_value();
+  }
+  auto cur = s.call.getLease(kRegistryLease);
+  if (!cur) {
+    return std::unexpected(cur.error());
+  }
+  if (!*cur || (**cur).resourceVersion != registry.version) {
+    return false;
+  }
+  json body = updateOf(**cur, options_.namespace_);
+  body["metadata"]["annotations"] = annotations;
+  auto put = s.call.putLease(kRegistryLease, body);
+  if (!put) {
+    return std::unexpected(put.error());
+  }
+  return put->has_value();
 }
 
 BackendResult<std::optional<PoolDefinition>> KubernetesBlockBackend::replaceDefinition(const PoolDefinition& def,

@@ -21,7 +21,7 @@ struct Kubeconfig;
 ///
 ///  * Lease names (leaseName()): "ibcni-" + E(pool) + "--b--" + E(block key) for a block, "--a--" +
 ///    E(address) for an address, "--d--" + E(node) for a demand, "ibcni-" + E(pool) + "--pool" for
-///    the definition. E keeps [a-y0-9] and keeps '.' and '-' between two such characters; any other
+///    the definition, "ibcni-pool-registry" for the pools' registry. E keeps [a-y0-9] and keeps '.' and '-' between two such characters; any other
 ///    byte becomes 'z' and two hex digits. E never yields "--", so the first "--" ends the pool:
 ///    distinct (pool, kind, key) give distinct names. A name over 253 characters is refused.
 ///  * Labels ibcni.io/pool, ibcni.io/kind (block, address, pool, demand), ibcni.io/node select
@@ -87,7 +87,8 @@ class KubernetesBlockBackend final : public BlockBackend {
                                                          const Holder& seen) override;
   [[nodiscard]] BackendResult<PoolDefinition> definePool(const PoolDefinition& def) override;
   [[nodiscard]] BackendResult<std::optional<PoolDefinition>> definition(std::string_view pool) override;
-  [[nodiscard]] BackendResult<std::vector<PoolDefinition>> definitions() override;
+  [[nodiscard]] BackendResult<PoolRegistry> registry() override;
+  [[nodiscard]] BackendResult<bool> writeRegistry(const PoolRegistry& registry) override;
   [[nodiscard]] BackendResult<std::optional<PoolDefinition>> replaceDefinition(const PoolDefinition& def,
                                                                               std::string_view seen) override;
   [[nodiscard]] BackendResult<void> demand(std::string_view pool, std::string_view node, int wanted) override;

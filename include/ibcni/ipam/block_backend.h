@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <expected>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -158,11 +159,15 @@ struct PoolDefinition {
   /// This version of the definition (etcd mod_revision, Kubernetes resourceVersion): it changes
   /// only when the definition is replaced (`ibcni-ipam pools --redefine`).
   std::string identity;
-  /// Creation order across pools: of two overlapping pools the earlier definition stands (etcd:
-  /// create_revision, zero-padded; Kubernetes: creationTimestamp, then the pool's name).
-  std::string order;
   /// Being redefined: no node may claim under it (a claim made meanwhile is given back).
   bool closed = false;
+};
+
+/// Every pool's addresses in one object, changed only by compare-and-swap: pools are registered
+/// one at a time, so two pools over one address can never both be (I5).
+struct PoolRegistry {
+  std::map<std::string, std::string> pools;  ///< pool -> its definition's fields (canonical JSON)
+  std::string version;                       ///< "" while the registry does not exist
 };
 
 /// A node asking the holders of a full pool for room (empty blocks back, or addresses lent).
@@ -220,8 +225,11 @@ class BlockBackend {
   [[nodiscard]] virtual BackendResult<PoolDefinition> definePool(const PoolDefinition& def) = 0;
   /// The definition of `pool`, nullopt when there is none.
   [[nodiscard]] virtual BackendResult<std::optional<PoolDefinition>> definition(std::string_view pool) = 0;
-  /// Every pool's definition (to find pools over overlapping ranges).
-  [[nodiscard]] virtual BackendResult<std::vector<PoolDefinition>> definitions() = 0;
+  /// The pools' registry (its version "" when there is none yet).
+  [[nodiscard]] virtual BackendResult<PoolRegistry> registry() = 0;
+  /// Writes `registry` if it is still at `registry.version` (creates it when that is "").
+  /// @return false when it changed meanwhile.
+  [[nodiscard]] virtual BackendResult<bool> writeRegistry(const PoolRegistry& registry) = 0;
   /// Replaces `def.pool`'s definition with `def` (fields, origin, closed) if it is still at
   /// version `seen`. @return the definition stored (its new version), nullopt when it changed
   /// meanwhile or is gone.

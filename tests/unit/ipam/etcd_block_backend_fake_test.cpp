@@ -812,11 +812,10 @@ TEST(EtcdBlockBackendFake, DefinePoolIsCreateIfAbsentWithoutALeaseAndTheFirstSta
   EtcdBlockBackend b(http, opts());
   const std::string key = "/ibcni/definitions/p0";
   http.pushJson(txnAnswer(12, true, {putResponse(12)}));
-  auto d = b.definePool({"p0", R"({"ranges":["10.1.0.0/16"]})", "network ib0 on node-a", "", ""});
+  auto d = b.definePool({"p0", R"({"ranges":["10.1.0.0/16"]})", "network ib0 on node-a", "", false});
   ASSERT_TRUE(d) << d.error().describe();
   EXPECT_EQ(d->fields, R"({"ranges":["10.1.0.0/16"]})");
   EXPECT_EQ(d->identity, "12");
-  EXPECT_EQ(d->order, "00000000000000000012");
   const TxnText x = txnText(http.body(0));
   EXPECT_EQ(x.compare, Strings{"CREATE " + key + " EQUAL create_revision=\"0\""});
   EXPECT_EQ(x.success, Strings{"put " + key});
@@ -827,18 +826,16 @@ TEST(EtcdBlockBackendFake, DefinePoolIsCreateIfAbsentWithoutALeaseAndTheFirstSta
   // Replaced once since it was created (create_revision 7, mod_revision 9), and closed.
   const json first{{"fields", "F1"}, {"origin", "first"}, {"closed", true}};
   http.pushJson(txnAnswer(13, false, {rangeResponse({kv(key, first, 7, 9)})}));
-  d = b.definePool({"p0", "F2", "second", "", ""});
+  d = b.definePool({"p0", "F2", "second", "", false});
   ASSERT_TRUE(d) << d.error().describe();
   EXPECT_EQ(d->pool, "p0");
   EXPECT_EQ(d->fields, "F1");
   EXPECT_EQ(d->origin, "first");
   EXPECT_EQ(d->identity, "9") << "this version: mod_revision";
-  EXPECT_EQ(d->order, "00000000000000000007") << "creation order: create_revision";
   EXPECT_TRUE(d->closed);
-  EXPECT_LT(d->order, "00000000000000000012") << "orders compare as text";
 
   http.pushJson(txnAnswer(14, true, {putResponse(14)}));
-  PoolDefinition closed{"p1", "F", "o", "", ""};
+  PoolDefinition closed{"p1", "F", "o", "", false};
   closed.closed = true;
   ASSERT_TRUE(b.definePool(closed));
   EXPECT_EQ(putValue(http.body(2)["success"][0]), json({{"fields", "F"}, {"origin", "o"}, {"closed", true}}));
@@ -848,7 +845,7 @@ TEST(EtcdBlockBackendFake, ReplaceDefinitionIsOnePutComparedOnTheVersionSeen) {
   ScriptedClient http;
   EtcdBlockBackend b(http, opts());
   const std::string key = "/ibcni/definitions/p0";
-  PoolDefinition def{"p0", "F2", "redefined by node-a", "", ""};
+  PoolDefinition def{"p0", "F2", "redefined by node-a", "", false};
   def.closed = true;
   const json stored{{"fields", "F2"}, {"origin", "redefined by node-a"}, {"closed", true}};
   http.pushJson(txnAnswer(12, true, {putResponse(12), rangeResponse({kv(key, stored, 7, 12)})}));
@@ -857,7 +854,6 @@ TEST(EtcdBlockBackendFake, ReplaceDefinitionIsOnePutComparedOnTheVersionSeen) {
   ASSERT_TRUE(*r);
   EXPECT_EQ((*r)->fields, "F2");
   EXPECT_EQ((*r)->identity, "12");
-  EXPECT_EQ((*r)->order, "00000000000000000007") << "the pool's place in the creation order stays";
   EXPECT_TRUE((*r)->closed);
   const TxnText x = txnText(http.body(0));
   EXPECT_EQ(x.compare, Strings{"MOD " + key + " EQUAL mod_revision=\"9\""});
@@ -895,16 +891,38 @@ TEST(EtcdBlockBackendFake, DefinitionAndDefinitionsReadTheDefinitionKeys) {
   ASSERT_FALSE(one);
   EXPECT_EQ(one.error().kind, BackendErrc::kBadAnswer);
 
-  http.pushJson(range({kv("/ibcni/definitions/p0", json{{"fields", "F0"}, {"origin", "o"}}, 7, 7),
-                       kv("/ibcni/definitions/p1", json{{"fields", "F1"}, {"origin", "o"}}, 9, 9)}));
-  const auto all = b.definitions();
-  ASSERT_TRUE(all) << all.error().describe();
-  ASSERT_EQ(all->size(), 2U);
-  EXPECT_EQ((*all)[0].pool, "p0");
-  EXPECT_EQ((*all)[1].pool, "p1");
-  EXPECT_EQ((*all)[1].fields, "F1");
-  EXPECT_EQ(decoded(http.body(3)["key"]), "/ibcni/definitions/");
-  EXPECT_EQ(decoded(http.body(3)["range_end"]), "/ibcni/definitions0");
+}
+
+TEST(EtcdBlockBackendFake, TheRegistryIsReadAndWrittenByCompareAndSwap) {
+  ScriptedClient http;
+  EtcdBlockBackend b(http, opts({"http://e1:2379"}, 0));
+  http.pushJson(json::object());  // no registry yet
+  auto none = b.registry();
+  ASSERT_TRUE(none) << none.error().describe();
+  EXPECT_TRUE(none->pools.empty());
+  EXPECT_EQ(none->version, "");
+  EXPECT_EQ(http.body(0), json({{"key", os::base64Encode("/ibcni/registry")}}));
+  http.pushJson(txnAnswer(11, true, {putResponse(11)}));
+  PoolRegistry reg{{{"p0", "F0"}}, ""};
+  auto created = b.writeRegistry(reg);
+  ASSERT_TRUE(created && *created);
+  EXPECT_EQ(http.body(1)["compare"][0]["target"], "CREATE") << "created only if absent";
+  EXPECT_EQ(decoded(http.body(1)["success"][0]["request_put"]["value"]), json({{"pools", {{"p0", "F0"}}}}).dump());
+  http.pushJson(range({kv("/ibcni/registry", json{{"pools", {{"p0", "F0"}, {"p1", "F1"}}}}, 11, 12)}));
+  auto two = b.registry();
+  ASSERT_TRUE(two) << two.error().describe();
+  EXPECT_EQ(two->pools.size(), 2U);
+  EXPECT_EQ(two->version, "12");
+  http.pushJson(txnAnswer(13, false, {}));
+  auto stale = b.writeRegistry(*two);
+  ASSERT_TRUE(stale);
+  EXPECT_FALSE(*stale) << "changed meanwhile";
+  EXPECT_EQ(http.body(3)["compare"][0]["target"], "MOD");
+  EXPECT_EQ(http.body(3)["compare"][0]["mod_revision"], "12");
+  http.pushJson(range({kv("/ibcni/registry", "not a registry", 11, 12)}));
+  auto bad = b.registry();
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().kind, BackendErrc::kBadAnswer);
 }
 
 TEST(EtcdBlockBackendFake, ADemandHangsOnTheNodesLeaseAndIsWithdrawnByADelete) {
@@ -1224,9 +1242,9 @@ TEST(EtcdBlockBackendFake, MalformedNamesAreRefusedBeforeSendingByEveryCall) {
         {"renew held", errc(b.renew("n", "p", {{ClaimKind::kBlock, bad, "", ""}}))},
         {"takeOver", errc(b.takeOver(ClaimKind::kBlock, "p", "b", bad, seen, {}))},
         {"removeGone", errc(b.removeGone(ClaimKind::kBlock, "p", bad, seen))},
-        {"definePool", errc(b.definePool({bad, "F", "o", "", ""}))},
+        {"definePool", errc(b.definePool({bad, "F", "o", "", false}))},
         {"definition", errc(b.definition(bad))},
-        {"replaceDefinition", errc(b.replaceDefinition({bad, "F", "o", "", ""}, "9"))},
+        {"replaceDefinition", errc(b.replaceDefinition({bad, "F", "o", "", false}, "9"))},
         {"demand", errc(b.demand("p", bad, 1))},
         {"demands", errc(b.demands(bad))},
         {"withdraw", errc(b.withdraw(bad, "n"))},

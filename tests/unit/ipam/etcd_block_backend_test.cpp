@@ -559,42 +559,52 @@ TEST_F(EtcdBlockBackendTest, ThePoolDefinitionIsTheFirstOneAndNeverExpires) {
   auto& a = node();
   auto& b = node();
   EXPECT_FALSE(must(a.definition("p0"), "definition p0")) << "none yet";
-  const auto first = must(a.definePool({"p0", "F-10.1", "network ib0 on node a", "", ""}), "define p0");
+  const auto first = must(a.definePool({"p0", "F-10.1", "network ib0 on node a", "", false}), "define p0");
   EXPECT_EQ(first.fields, "F-10.1");
   EXPECT_FALSE(first.identity.empty());
-  const auto second = must(b.definePool({"p0", "F-10.2", "network ib1 on node b", "", ""}), "define p0 again");
+  const auto second = must(b.definePool({"p0", "F-10.2", "network ib1 on node b", "", false}), "define p0 again");
   EXPECT_EQ(second.fields, "F-10.1") << "the first definition stands";
   EXPECT_EQ(second.origin, "network ib0 on node a");
   EXPECT_EQ(second.identity, first.identity);
-  EXPECT_EQ(second.order, first.order);
   const auto read = must(b.definition("p0"), "definition p0");
   ASSERT_TRUE(read);
   EXPECT_EQ(read->fields, "F-10.1");
   EXPECT_EQ(read->identity, first.identity);
 
-  const auto p1 = must(b.definePool({"p1", "F-10.3", "network ib2 on node b", "", ""}), "define p1");
-  EXPECT_LT(first.order, p1.order) << "defined earlier, ordered first";
-  const auto all = must(a.definitions(), "definitions");
-  ASSERT_EQ(all.size(), 2U);
-  EXPECT_EQ(all[0].pool, "p0");
-  EXPECT_EQ(all[1].pool, "p1");
-  EXPECT_EQ(all[1].fields, "F-10.3");
   EXPECT_EQ(gw().leaseOf("/ibcni/definitions/p0"), 0) << "a definition is the pool's, not a node's";
   EXPECT_EQ(first.identity, gw().kv("/ibcni/definitions/p0")["mod_revision"].get<std::string>());
   EXPECT_TRUE(list(a, ClaimKind::kBlock).empty()) << "not a claim";
 }
 
+TEST_F(EtcdBlockBackendTest, TheRegistryTakesOneWriterAtATime) {
+  auto& a = node();
+  auto& b = node();
+  auto empty = must(a.registry(), "registry");
+  EXPECT_TRUE(empty.pools.empty());
+  auto fromB = must(b.registry(), "registry");
+  empty.pools["p0"] = "F0";
+  fromB.pools["p1"] = "F1";
+  EXPECT_TRUE(must(a.writeRegistry(empty), "create"));
+  EXPECT_FALSE(must(b.writeRegistry(fromB), "create again")) << "b read it before a wrote it";
+  auto now = must(b.registry(), "registry");
+  EXPECT_EQ(now.pools, (std::map<std::string, std::string>{{"p0", "F0"}}));
+  now.pools["p1"] = "F1";
+  EXPECT_TRUE(must(b.writeRegistry(now), "update"));
+  EXPECT_FALSE(must(a.writeRegistry(empty), "stale update"));
+  EXPECT_EQ(must(a.registry(), "registry").pools.size(), 2U);
+  EXPECT_EQ(gw().leaseOf("/ibcni/registry"), 0) << "the registry is nobody's: no lease";
+}
+
 TEST_F(EtcdBlockBackendTest, ADefinitionIsReplacedOnlyAtTheVersionSeen) {
   auto& a = node();
-  const auto first = must(a.definePool({"p0", "F1", "network ib0 on node a", "", ""}), "define p0");
-  PoolDefinition next{"p0", "F2", "redefined on node a", "", ""};
+  const auto first = must(a.definePool({"p0", "F1", "network ib0 on node a", "", false}), "define p0");
+  PoolDefinition next{"p0", "F2", "redefined on node a", "", false};
   next.closed = true;
   const auto replaced = must(a.replaceDefinition(next, first.identity), "replace p0");
   ASSERT_TRUE(replaced);
   EXPECT_EQ(replaced->fields, "F2");
   EXPECT_TRUE(replaced->closed);
   EXPECT_NE(replaced->identity, first.identity) << "a new version";
-  EXPECT_EQ(replaced->order, first.order) << "the pool keeps its place in the creation order";
   const auto read = must(a.definition("p0"), "definition p0");
   ASSERT_TRUE(read);
   EXPECT_EQ(read->fields, "F2");
@@ -606,7 +616,7 @@ TEST_F(EtcdBlockBackendTest, ADefinitionIsReplacedOnlyAtTheVersionSeen) {
   next.fields = "F3";
   EXPECT_FALSE(must(a.replaceDefinition(next, first.identity), "replace at a stale version")) << "changed since";
   EXPECT_EQ(must(a.definition("p0"), "definition p0")->fields, "F2");
-  EXPECT_FALSE(must(a.replaceDefinition({"p9", "F", "o", "", ""}, first.identity), "replace p9")) << "none to replace";
+  EXPECT_FALSE(must(a.replaceDefinition({"p9", "F", "o", "", false}, first.identity), "replace p9")) << "none to replace";
   EXPECT_FALSE(must(a.definition("p9"), "definition p9")) << "a replacement creates nothing";
   next.closed = false;
   const auto reopened = must(a.replaceDefinition(next, replaced->identity), "reopen p0");

@@ -348,7 +348,7 @@ TEST_F(K8sBlockBackendTest, ListGivesOneKindOfOnePoolInNameOrderAndWhoseHoldLaps
   }
   ASSERT_EQ(claim(k, ClaimKind::kAddress, "10.1.0.5", "n1", {"ctr1:ib0", "", ""}).state, ClaimState::kClaimed);
   must(k.demand("p0", "n1", 2), "demand");
-  (void)must(k.definePool({"p0", "F", "o", "", ""}), "define p0");
+  (void)must(k.definePool({"p0", "F", "o", "", false}), "define p0");
 
   const auto all = must(k.list(ClaimKind::kBlock, "p0", std::nullopt), "list p0");
   EXPECT_EQ(namesOf(all), (Strings{"10.1.0.0-27@n2", "10.1.0.32-27@n1", "10.1.0.64-27@n1"}));
@@ -639,48 +639,55 @@ TEST_F(K8sBlockBackendTest, ThePoolDefinitionIsTheFirstOneAndTheEarlierIsOrdered
   auto& a = node();
   auto& b = node();
   EXPECT_FALSE(must(a.definition("zz"), "definition zz")) << "none yet";
-  const auto first = must(a.definePool({"zz", "F-10.1", "network ib0 on node a", "", ""}), "define zz");
+  const auto first = must(a.definePool({"zz", "F-10.1", "network ib0 on node a", "", false}), "define zz");
   EXPECT_EQ(first.fields, "F-10.1");
   const json l = lease(K::poolLeaseName("zz"));
   ASSERT_TRUE(l.is_object());
   EXPECT_EQ(first.identity, l["metadata"]["resourceVersion"]) << "this version of the definition";
   EXPECT_EQ(l["metadata"]["labels"]["ibcni.io/kind"], "pool");
   EXPECT_EQ(l["metadata"]["annotations"]["ibcni.io/definition"], "F-10.1");
-  const auto second = must(b.definePool({"zz", "F-10.2", "network ib1 on node b", "", ""}), "define zz again");
+  const auto second = must(b.definePool({"zz", "F-10.2", "network ib1 on node b", "", false}), "define zz again");
   EXPECT_EQ(second.fields, "F-10.1") << "the first definition stands";
   EXPECT_EQ(second.origin, "network ib0 on node a");
   EXPECT_EQ(second.identity, first.identity);
   const auto read = must(b.definition("zz"), "definition zz");
   ASSERT_TRUE(read);
   EXPECT_EQ(read->fields, "F-10.1");
-  EXPECT_EQ(read->order, first.order);
 
-  std::this_thread::sleep_for(1100ms);  // creationTimestamp has whole seconds
-  const auto aa = must(b.definePool({"aa", "F-10.3", "o", "", ""}), "define aa");
-  const auto ab = must(b.definePool({"ab", "F-10.4", "o", "", ""}), "define ab");
-  EXPECT_LT(first.order, aa.order) << "defined earlier, ordered first, whatever the names";
-  EXPECT_LT(aa.order, ab.order) << "then by name";
-  const auto all = must(a.definitions(), "definitions");
-  Strings pools;
-  for (const auto& d : all) {
-    pools.push_back(d.pool + "=" + d.fields);
-  }
-  std::sort(pools.begin(), pools.end());
-  EXPECT_EQ(pools, (Strings{"aa=F-10.3", "ab=F-10.4", "zz=F-10.1"}));
   EXPECT_TRUE(must(a.list(ClaimKind::kBlock, "zz", std::nullopt), "list").empty()) << "not a claim";
+}
+
+TEST_F(K8sBlockBackendTest, TheRegistryTakesOneWriterAtATime) {
+  auto& a = node();
+  auto& b = node();
+  auto empty = must(a.registry(), "registry");
+  EXPECT_TRUE(empty.pools.empty());
+  auto fromB = must(b.registry(), "registry");
+  empty.pools["p0"] = "F0";
+  fromB.pools["p1"] = "F1";
+  EXPECT_TRUE(must(a.writeRegistry(empty), "create"));
+  EXPECT_FALSE(must(b.writeRegistry(fromB), "create again")) << "b read it before a wrote it";
+  auto now = must(b.registry(), "registry");
+  EXPECT_EQ(now.pools, (std::map<std::string, std::string>{{"p0", "F0"}}));
+  now.pools["p1"] = "F1";
+  EXPECT_TRUE(must(b.writeRegistry(now), "update"));
+  EXPECT_FALSE(must(a.writeRegistry(empty), "stale update"));
+  EXPECT_EQ(must(a.registry(), "registry").pools.size(), 2U);
+  const json l = lease("ibcni-pool-registry");
+  ASSERT_TRUE(l.is_object());
+  EXPECT_EQ(l["metadata"]["labels"]["ibcni.io/kind"], "registry");
 }
 
 TEST_F(K8sBlockBackendTest, ADefinitionIsReplacedOnlyAtTheVersionSeen) {
   auto& a = node();
-  const auto first = must(a.definePool({"p0", "F1", "network ib0 on node a", "", ""}), "define p0");
-  PoolDefinition next{"p0", "F2", "redefined on node a", "", ""};
+  const auto first = must(a.definePool({"p0", "F1", "network ib0 on node a", "", false}), "define p0");
+  PoolDefinition next{"p0", "F2", "redefined on node a", "", false};
   next.closed = true;
   const auto replaced = must(a.replaceDefinition(next, first.identity), "replace p0");
   ASSERT_TRUE(replaced);
   EXPECT_EQ(replaced->fields, "F2");
   EXPECT_TRUE(replaced->closed);
   EXPECT_NE(replaced->identity, first.identity) << "a new version";
-  EXPECT_EQ(replaced->order, first.order) << "the pool keeps its place in the creation order";
   const json l = lease(K::poolLeaseName("p0"));
   EXPECT_EQ(l["metadata"]["resourceVersion"], replaced->identity);
   EXPECT_EQ(l["metadata"]["annotations"]["ibcni.io/definition"], "F2");
@@ -693,7 +700,7 @@ TEST_F(K8sBlockBackendTest, ADefinitionIsReplacedOnlyAtTheVersionSeen) {
   next.fields = "F3";
   EXPECT_FALSE(must(a.replaceDefinition(next, first.identity), "replace at a stale version")) << "changed since";
   EXPECT_EQ(must(a.definition("p0"), "definition p0")->fields, "F2");
-  EXPECT_FALSE(must(a.replaceDefinition({"p9", "F", "o", "", ""}, first.identity), "replace p9")) << "none to replace";
+  EXPECT_FALSE(must(a.replaceDefinition({"p9", "F", "o", "", false}, first.identity), "replace p9")) << "none to replace";
   EXPECT_FALSE(must(a.definition("p9"), "definition p9")) << "a replacement creates nothing";
   next.closed = false;
   const auto reopened = must(a.replaceDefinition(next, replaced->identity), "reopen p0");
@@ -764,7 +771,7 @@ TEST_F(K8sBlockBackendTest, ANamespaceThatDoesNotExistIsAConfigurationErrorNamin
   EXPECT_NE(c.error().message.find("ipam.cluster.kubernetes.namespace"), std::string::npos) << c.error().describe();
   EXPECT_NE(c.error().message.find(kMissingNamespace), std::string::npos) << c.error().describe();
   EXPECT_EQ(toCniError(c.error(), "claiming block b1").code, cni::Errc::kInvalidConfig);
-  const auto d = k.definePool({"p0", "F", "o", "", ""});
+  const auto d = k.definePool({"p0", "F", "o", "", false});
   ASSERT_FALSE(d);
   EXPECT_EQ(d.error().kind, BackendErrc::kInvalidArgument) << d.error().describe();
 

@@ -154,9 +154,9 @@ TEST(K8sBackendCalls, MalformedNamesAreRefusedBeforeSendingByEveryCall) {
         {"renew held", errc(b.renew("n", "p", {{ClaimKind::kBlock, bad, "", ""}}))},
         {"takeOver", errc(b.takeOver(ClaimKind::kBlock, "p", "b", bad, seen, {}))},
         {"removeGone", errc(b.removeGone(ClaimKind::kBlock, "p", bad, seen))},
-        {"definePool", errc(b.definePool({bad, "F", "o", "", ""}))},
+        {"definePool", errc(b.definePool({bad, "F", "o", "", false}))},
         {"definition", errc(b.definition(bad))},
-        {"replaceDefinition", errc(b.replaceDefinition({bad, "F", "o", "", ""}, "9"))},
+        {"replaceDefinition", errc(b.replaceDefinition({bad, "F", "o", "", false}, "9"))},
         {"demand", errc(b.demand("p", bad, 1))},
         {"demands", errc(b.demands(bad))},
         {"withdraw", errc(b.withdraw(bad, "n"))},
@@ -178,7 +178,7 @@ TEST(K8sBackendCalls, AKeyWhoseLeaseNameWouldPass253CharactersIsRefusedBeforeSen
   EXPECT_EQ(c.error().kind, BackendErrc::kInvalidArgument);
   EXPECT_NE(c.error().message.find("253"), std::string::npos) << c.error().describe();
   EXPECT_EQ(errc(b.renew("n", pool, {{ClaimKind::kBlock, "b1", "", ""}})), BackendErrc::kInvalidArgument);
-  EXPECT_EQ(errc(b.definePool({pool, "F", "o", "", ""})), BackendErrc::kInvalidArgument);
+  EXPECT_EQ(errc(b.definePool({pool, "F", "o", "", false})), BackendErrc::kInvalidArgument);
   EXPECT_EQ(errc(b.demand(pool, "n", 1)), BackendErrc::kInvalidArgument);
   EXPECT_EQ(b.release(ClaimKind::kBlock, pool, "b1", "n", ""), ReleaseOutcome::kGone) << "never created";
   EXPECT_EQ(b.removeGone(ClaimKind::kBlock, pool, "b1", {}), ReleaseOutcome::kGone) << "never created";
@@ -187,7 +187,7 @@ TEST(K8sBackendCalls, AKeyWhoseLeaseNameWouldPass253CharactersIsRefusedBeforeSen
   // deletecollection): each call refuses before sending.
   EXPECT_EQ(errc(b.definition(pool)), BackendErrc::kInvalidArgument);
   EXPECT_EQ(http.sent, 0) << "definition sent " << http.last;
-  EXPECT_EQ(errc(b.replaceDefinition({pool, "F", "o", "", ""}, "9")), BackendErrc::kInvalidArgument);
+  EXPECT_EQ(errc(b.replaceDefinition({pool, "F", "o", "", false}, "9")), BackendErrc::kInvalidArgument);
   EXPECT_EQ(http.sent, 0) << "replaceDefinition sent " << http.last;
   EXPECT_EQ(errc(b.withdraw(pool, "n")), BackendErrc::kInvalidArgument);
   EXPECT_EQ(http.sent, 0) << "withdraw sent " << http.last;
