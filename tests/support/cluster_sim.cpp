@@ -81,19 +81,6 @@ bool inCidr(const std::string& address, const std::string& cidr) {
 
 std::string verbName(CniVerb v) { return v == CniVerb::kAdd ? "ADD" : "DEL"; }
 
-// The smallest key above every key starting with `prefix` (etcd's range_end for a prefix).
-std::string prefixEnd(std::string prefix) {
-  while (!prefix.empty()) {
-    auto& last = reinterpret_cast<unsigned char&>(prefix.back());
-    if (last < 0xff) {
-      ++last;
-      return prefix;
-    }
-    prefix.pop_back();
-  }
-  return std::string(1, '\0');
-}
-
 std::expected<std::string, std::string> post(const std::vector<std::string>& endpoints, const std::string& path,
                                              const std::string& body, http::Method method = http::Method::kPost) {
   static http::CurlHttpClient client;
@@ -119,6 +106,18 @@ std::expected<std::string, std::string> post(const std::vector<std::string>& end
 }
 
 }  // namespace
+
+std::string etcdPrefixEnd(std::string prefix) {
+  while (!prefix.empty()) {
+    auto& last = reinterpret_cast<unsigned char&>(prefix.back());
+    if (last < 0xff) {
+      ++last;
+      return prefix;
+    }
+    prefix.pop_back();
+  }
+  return std::string(1, '\0');
+}
 
 std::string CniCall::describe(const std::string& nodeName) const {
   std::string s = verbName(verb) + " " + nodeName + "/pod-" + std::to_string(pod.pod) + ": exit " +
@@ -534,7 +533,7 @@ std::expected<std::vector<NodeBlock>, std::string> ClusterSim::nodeBlocks(int no
 
 std::expected<std::vector<BackendEntry>, std::string> ClusterSim::backendRange(const std::string& what) const {
   const std::string prefix = o_.etcdPrefix + "pools/" + pool() + "/" + what + "/";
-  const json body = {{"key", os::base64Encode(prefix)}, {"range_end", os::base64Encode(prefixEnd(prefix))}};
+  const json body = {{"key", os::base64Encode(prefix)}, {"range_end", os::base64Encode(etcdPrefixEnd(prefix))}};
   auto answer = post(o_.etcdEndpoints, "/v3/kv/range", body.dump());
   if (!answer) {
     return std::unexpected("etcd range over " + prefix + ": " + answer.error());

@@ -36,6 +36,9 @@
 
 namespace ibcni::testing {
 
+/// The smallest key above every key starting with `prefix` (etcd's range_end for a prefix).
+[[nodiscard]] std::string etcdPrefixEnd(std::string prefix);
+
 struct ClusterSimOptions {
   std::string plugin;              ///< the ibcni-ipam executable
   std::string root;                ///< node data dirs are <root>/<nodeName>; created on demand
