@@ -83,6 +83,10 @@ class ClusterPool final : public BlockSource {
   /// pool is checked empty, then the new one is written. Error 7 naming the claims left, or an
   /// overlap with another pool.
   [[nodiscard]] cni::Result<PoolDefinition> redefine();
+  /// `ibcni-ipam pools --retire`: when the pool holds no claim, takes it out of the pools'
+  /// registry (its ranges free for another pool) and removes its definition. Error 7 naming the
+  /// claims left.
+  [[nodiscard]] cni::Result<void> retire();
 
   [[nodiscard]] const Ledger& ledger() const { return ledger_; }
   [[nodiscard]] const BlockGrid& grid() const { return grid_; }
@@ -108,6 +112,10 @@ class ClusterPool final : public BlockSource {
   cni::Result<void> define(BlockBackend& be);
   cni::Result<void> refreshDefinition();
   cni::Result<void> registerPool(BlockBackend& be, const std::string& fields);
+  cni::Result<void> unregisterPool(BlockBackend& be);
+  cni::Result<PoolDefinition> closeDrained(BlockBackend& be, const PoolDefinition& current, const std::string& option);
+  std::unexpected<cni::Error> reopen(BlockBackend& be, const PoolDefinition& current, const std::string& closedIdentity,
+                                     const std::string& option, cni::Error why);
   cni::Result<void> stillDefined(BlockBackend& be, ClaimKind kind, const std::string& name, const std::string& owner);
   cni::Result<void> resolvePending();
   cni::Result<void> confirm();

@@ -42,7 +42,8 @@ cni::Result<void> ClusterPool::define(BlockBackend& be) {
   }
   if (stored->closed) {
     return cni::fail(cni::Errc::kTryAgainLater, "pool " + cni::quoted(cluster_.pool) +
-                                                    " is being redefined (`ibcni-ipam pools --redefine`): try again");
+                                                    " is being redefined or retired (`ibcni-ipam pools --redefine`, `--retire`): try "
+                                                    "again");
   }
   ledger_.definition = LedgerDefinition{stored->fields, stored->identity, stored->origin};
   if (auto c = checkDefinition(); !c) {
@@ -131,7 +132,75 @@ cni::Result<void> ClusterPool::stillDefined(BlockBackend& be, ClaimKind kind, co
   }
   recompute();
   return cni::fail(cni::Errc::kTryAgainLater, "pool " + cni::quoted(cluster_.pool) +
-                                                  " was redefined while this node claimed " + name + ": try again");
+                                                  " was redefined or retired while this node claimed " + name + ": try again");
+}
+
+cni::Result<void> ClusterPool::unregisterPool(BlockBackend& be) {
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    auto reg = be.registry();
+    if (!reg) {
+      return std::unexpected(backendError(reg.error(), "reading the pools' registry"));
+    }
+    if (reg->pools.erase(cluster_.pool) == 0) {
+      return {};
+    }
+    auto written = be.writeRegistry(*reg);
+    if (!written) {
+      return std::unexpected(backendError(written.error(), "writing the pools' registry"));
+    }
+    if (*written) {
+      return {};
+    }
+  }
+  return cni::fail(cni::Errc::kTryAgainLater, "the pools' registry kept changing while pool " +
+                                                  cni::quoted(cluster_.pool) + " was taken out of it: try again");
+}
+
+// Closed first: from now on no node claims under it (a claim made meanwhile is given back by
+// stillDefined); then the pool must hold no claim. On any failure the definition is reopened.
+cni::Result<PoolDefinition> ClusterPool::closeDrained(BlockBackend& be, const PoolDefinition& current,
+                                                      const std::string& option) {
+  PoolDefinition closing = current;
+  closing.closed = true;
+  auto closed = be.replaceDefinition(closing, current.identity);
+  if (!closed || !*closed) {
+    return !closed ? std::unexpected(backendError(closed.error(), "closing the definition"))
+                   : cni::fail(cni::Errc::kTryAgainLater, "pool " + cni::quoted(cluster_.pool) +
+                                                              "'s definition changed meanwhile: try again");
+  }
+  std::string left;
+  std::optional<cni::Error> failed;
+  for (auto kind : {ClaimKind::kBlock, ClaimKind::kAddress}) {
+    auto claims = be.list(kind, cluster_.pool, std::nullopt);
+    if (!claims) {
+      failed = backendError(claims.error(), "listing the claims");
+      break;
+    }
+    for (const auto& c : *claims) {
+      left += (left.empty() ? "" : ", ") + std::string(claimKindName(kind)) + " " + c.name + " (" + c.holder.node + ")";
+    }
+  }
+  if (!failed && !left.empty()) {
+    failed = cni::Error{cni::Errc::kInvalidConfig,
+                        "pool " + cni::quoted(cluster_.pool) + " is not drained: " + left +
+                            "; delete its pods first (idle nodes give their blocks back after "
+                            "releaseAfterSeconds), then " + option + " again",
+                        {}};
+  }
+  if (failed) {
+    return reopen(be, current, (**closed).identity, option, std::move(*failed));
+  }
+  return **closed;
+}
+
+std::unexpected<cni::Error> ClusterPool::reopen(BlockBackend& be, const PoolDefinition& current, const std::string& closedIdentity,
+                                    const std::string& option, cni::Error why) {
+  PoolDefinition open = current;
+  open.closed = false;
+  if (auto r = be.replaceDefinition(open, closedIdentity); !r || !*r) {
+    log::warn("pool {}: its definition could not be reopened: try {} again", cluster_.pool, option);
+  }
+  return std::unexpected(std::move(why));
 }
 
 cni::Result<PoolDefinition> ClusterPool::redefine() {
@@ -152,47 +221,18 @@ cni::Result<PoolDefinition> ClusterPool::redefine() {
     }
     return next;
   }
-  // Closed first: from now on no node claims under it; then the pool must be empty.
-  PoolDefinition closing = **current;
-  closing.closed = true;
-  auto closed = be.replaceDefinition(closing, (**current).identity);
-  if (!closed || !*closed) {
-    return !closed ? std::unexpected(backendError(closed.error(), "closing the definition"))
-                   : cni::fail(cni::Errc::kTryAgainLater, "pool " + cni::quoted(cluster_.pool) +
-                                                              "'s definition changed meanwhile: try again");
-  }
-  const auto reopen = [&](cni::Error why) -> cni::Result<PoolDefinition> {
-    PoolDefinition open = **current;
-    open.closed = false;
-    if (auto r = be.replaceDefinition(open, (**closed).identity); !r || !*r) {
-      log::warn("pool {}: its definition could not be reopened: try --redefine again", cluster_.pool);
-    }
-    return std::unexpected(std::move(why));
-  };
-  std::string left;
-  for (auto kind : {ClaimKind::kBlock, ClaimKind::kAddress}) {
-    auto claims = be.list(kind, cluster_.pool, std::nullopt);
-    if (!claims) {
-      return reopen(backendError(claims.error(), "listing the claims"));
-    }
-    for (const auto& c : *claims) {
-      left += (left.empty() ? "" : ", ") + std::string(claimKindName(kind)) + " " + c.name + " (" + c.holder.node + ")";
-    }
-  }
-  if (!left.empty()) {
-    return reopen(cni::Error{cni::Errc::kInvalidConfig,
-                             "pool " + cni::quoted(cluster_.pool) + " is not drained: " + left +
-                                 "; delete its pods first (idle nodes give their blocks back after "
-                                 "releaseAfterSeconds), then --redefine again",
-                             {}});
+  auto closed = closeDrained(be, **current, "--redefine");
+  if (!closed) {
+    return std::unexpected(closed.error());
   }
   if (auto r = registerPool(be, fields_); !r) {
-    return reopen(r.error());
+    return reopen(be, **current, closed->identity, "--redefine", r.error());
   }
-  auto stored = be.replaceDefinition(next, (**closed).identity);
+  auto stored = be.replaceDefinition(next, closed->identity);
   if (!stored || !*stored) {
     (void)registerPool(be, (**current).fields);  // the registry names the old ranges again
-    return reopen(!stored ? backendError(stored.error(), "writing the new definition")
+    return reopen(be, **current, closed->identity, "--redefine",
+                  !stored ? backendError(stored.error(), "writing the new definition")
                           : cni::Error{cni::Errc::kTryAgainLater, "the definition changed meanwhile: try again", {}});
   }
   ledger_.definition = LedgerDefinition{(**stored).fields, (**stored).identity, (**stored).origin};
@@ -201,6 +241,48 @@ cni::Result<PoolDefinition> ClusterPool::redefine() {
   }
   log::info("pool {} redefined: {}", cluster_.pool, (**stored).fields);
   return **stored;
+}
+
+// Closed, drained, out of the registry (its ranges free for another pool), then its definition
+// removed. Once out of the registry it is never reopened: another pool may already have taken its
+// ranges, and a closed definition is one no node claims under; a failure after that point leaves
+// it closed and --retire again finishes it. A network that still names the pool defines it anew
+// on its next ADD (entered in the registry again, or refused if another pool has the ranges).
+cni::Result<void> ClusterPool::retire() {
+  auto b = backend();
+  if (!b) {
+    return std::unexpected(b.error());
+  }
+  BlockBackend& be = **b;
+  auto current = be.definition(cluster_.pool);
+  if (!current) {
+    return std::unexpected(backendError(current.error(), "reading the definition"));
+  }
+  if (*current) {
+    auto closed = closeDrained(be, **current, "--retire");
+    if (!closed) {
+      return std::unexpected(closed.error());
+    }
+    if (auto u = unregisterPool(be); !u) {
+      return u;
+    }
+    auto removed = be.removeDefinition(cluster_.pool, closed->identity);
+    if (!removed || !*removed) {
+      return cni::fail(cni::Errc::kTryAgainLater,
+                       "pool " + cni::quoted(cluster_.pool) + " is closed and out of the registry, but its definition " +
+                           (!removed ? "could not be removed: " + backendError(removed.error(), "removing it").msg
+                                     : std::string("changed meanwhile or is kept by finalizers")) +
+                           ": run --retire again");
+    }
+  } else if (auto u = unregisterPool(be); !u) {
+    return u;
+  }
+  ledger_.definition.reset();
+  if (auto s = save(); !s) {
+    return s;
+  }
+  log::info("pool {} retired: its ranges are free for another pool", cluster_.pool);
+  return {};
 }
 
 }  // namespace ibcni::ipam

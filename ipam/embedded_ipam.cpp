@@ -649,13 +649,19 @@ cni::Result<PoolReport> EmbeddedIpam::pools(const Request& request) {
   return r;
 }
 
-cni::Result<PoolDefinition> EmbeddedIpam::redefinePool(const Request& request) {
+namespace {
+
+// `ibcni-ipam pools --redefine` / `--retire`: `change` on the network's cluster pool, under the
+// store's lock.
+template <typename T, typename Change>
+cni::Result<T> changePool(const Request& request, const EmbeddedIpamOptions& options, const char* what,
+                          Change change) {
   const auto& parsed = request.conf.embeddedIpam;
   if (parsed && *parsed && !(**parsed).cluster) {
-    return cni::fail(cni::Errc::kInvalidConfig,
-                     "network " + cni::quoted(request.conf.name) + " has no ipam.cluster: there is no pool to redefine");
+    return cni::fail(cni::Errc::kInvalidConfig, "network " + cni::quoted(request.conf.name) +
+                                                    " has no ipam.cluster: there is no pool to " + what);
   }
-  auto s = openSession(request, options_);
+  auto s = openSession(request, options);
   if (!s) {
     return std::unexpected(s.error());
   }
@@ -666,7 +672,17 @@ cni::Result<PoolDefinition> EmbeddedIpam::redefinePool(const Request& request) {
   if (auto b = (*s)->pool->begin(); !b) {
     return std::unexpected(b.error());
   }
-  return (*s)->pool->redefine();
+  return change(*(*s)->pool);
+}
+
+}  // namespace
+
+cni::Result<PoolDefinition> EmbeddedIpam::redefinePool(const Request& request) {
+  return changePool<PoolDefinition>(request, options_, "redefine", [](ClusterPool& p) { return p.redefine(); });
+}
+
+cni::Result<void> EmbeddedIpam::retirePool(const Request& request) {
+  return changePool<void>(request, options_, "retire", [](ClusterPool& p) { return p.retire(); });
 }
 
 cni::Result<void> EmbeddedIpam::forgetNode(const Request& request, const std::string& node) {

@@ -112,6 +112,11 @@ class EmbeddedIpam final : public Ipam {
   /// claims left.
   [[nodiscard]] cni::Result<PoolDefinition> redefinePool(const Request& request);
 
+  /// Cluster mode: takes the drained pool out of the pools' registry and removes its definition, so
+  /// that another pool may have its ranges (`ibcni-ipam pools CONFIG --retire`;
+  /// ClusterPool::retire). Error 7 naming the claims left.
+  [[nodiscard]] cni::Result<void> retirePool(const Request& request);
+
   /// Cluster mode, etcd backend: declares node `node` gone for good (`ibcni-ipam forget-node`), so
   /// that the other nodes' agents take over its claims. Refused (7) while its liveness lasts, and
   /// with the kubernetes backend (delete the Node object instead).

@@ -632,6 +632,24 @@ BackendResult<std::optional<PoolDefinition>> EtcdBlockBackend::replaceDefinition
   return std::optional<PoolDefinition>(std::move(*d));
 }
 
+BackendResult<bool> EtcdBlockBackend::removeDefinition(std::string_view pool, std::string_view seen) {
+  if (auto v = checkNames({pool}); !v) {
+    return std::unexpected(v.error());
+  }
+  const auto version = revisionOf(seen);
+  if (!version) {
+    return std::unexpected(invalid("definition version " + cni::quoted(seen) + " is not an etcd mod_revision"));
+  }
+  auto c = call();
+  const std::string key = options_.prefix + "definitions/" + std::string(pool);
+  auto t = etcd::txn(c, json::array({etcd::compareMod(key, *version)}), json::array({etcd::deleteOp(key)}),
+                     json::array());
+  if (!t) {
+    return std::unexpected(std::move(t.error()));
+  }
+  return t->succeeded;
+}
+
 BackendResult<void> EtcdBlockBackend::demand(std::string_view pool, std::string_view node, int wanted) {
   if (auto v = checkNames({pool, node}); !v) {
     return std::unexpected(v.error());

@@ -696,6 +696,32 @@ BackendResult<std::optional<PoolDefinition>> KubernetesBlockBackend::replaceDefi
   return std::optional<PoolDefinition>(std::move(*d));
 }
 
+BackendResult<bool> KubernetesBlockBackend::removeDefinition(std::string_view pool, std::string_view seen) {
+  if (auto v = checkNames({pool}); !v) {
+    return std::unexpected(v.error());
+  }
+  const std::string name = poolLeaseName(pool);
+  if (name.empty()) {
+    return std::unexpected(invalid("pool " + cni::quoted(pool) + ": its Lease name would pass 253 characters"));
+  }
+  LeaseSession s(client_, options_);
+  auto cur = s.call.getLease(name);
+  if (!cur) {
+    return std::unexpected(cur.error());
+  }
+  if (!*cur) {
+    return true;
+  }
+  if ((**cur).resourceVersion != seen) {
+    return false;
+  }
+  auto status = s.call.deleteLease(name, (**cur).uid, (**cur).resourceVersion);
+  if (!status) {
+    return std::unexpected(status.error());
+  }
+  return *status == k8s::Call::Deleted::kDeleted || *status == k8s::Call::Deleted::kGone;
+}
+
 BackendResult<void> KubernetesBlockBackend::demand(std::string_view pool, std::string_view node, int wanted) {
   if (auto v = checkNames({pool, node}); !v) {
     return std::unexpected(v.error());

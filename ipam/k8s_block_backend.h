@@ -89,6 +89,7 @@ class KubernetesBlockBackend final : public BlockBackend {
   [[nodiscard]] BackendResult<std::optional<PoolDefinition>> definition(std::string_view pool) override;
   [[nodiscard]] BackendResult<PoolRegistry> registry() override;
   [[nodiscard]] BackendResult<bool> writeRegistry(const PoolRegistry& registry) override;
+  [[nodiscard]] BackendResult<bool> removeDefinition(std::string_view pool, std::string_view seen) override;
   [[nodiscard]] BackendResult<std::optional<PoolDefinition>> replaceDefinition(const PoolDefinition& def,
                                                                               std::string_view seen) override;
   [[nodiscard]] BackendResult<void> demand(std::string_view pool, std::string_view node, int wanted) override;

@@ -64,7 +64,7 @@ int reclaimCommand(const std::string& path) {
 }
 
 constexpr const char* kPoolsUsage =
-    "usage: ibcni-ipam pools CONFIG_FILE [--json] [--redefine]\n"
+    "usage: ibcni-ipam pools CONFIG_FILE [--json] [--redefine | --retire]\n"
     "  For a network whose ipam has \"cluster\" (ibcni-ipam's cluster mode): the pool's blocks as\n"
     "  the backend lists them (one list call), each with its holder node, how many of its addresses\n"
     "  are in use (known only for this node's blocks; other nodes keep theirs locally), when it was\n"
@@ -76,10 +76,13 @@ constexpr const char* kPoolsUsage =
     "  --redefine  replace the pool's definition (ranges, blockSize, reservations, exclude) with\n"
     "          CONFIG_FILE's, once the pool holds no claim (its pods deleted, its blocks given back);\n"
     "          refused, naming what is left, otherwise\n"
+    "  --retire  once the pool holds no claim, take it out of the pools' registry and remove its\n"
+    "          definition: its ranges are free for another pool (a network that still names it\n"
+    "          defines it again on its next ADD)\n"
     "  exit status: 0 listed; 1 the backend or the node-local store could not be read (a CNI error,\n"
     "  naming the endpoint); 2 usage, an unreadable CONFIG_FILE, or a network without ipam.cluster\n";
 
-int poolsCommand(const std::string& path, bool asJson, bool redefine) {
+int poolsCommand(const std::string& path, bool asJson, const std::string& change) {
   auto text = ibcni::os::readFile(path, std::size_t{1} << 20);
   auto conf = text ? ibcni::config::parseIpamNetworkFile(*text)
                    : ibcni::cni::Result<ibcni::config::NetConf>(ibcni::cni::fail(
@@ -110,7 +113,19 @@ int poolsCommand(const std::string& path, bool asJson, bool redefine) {
   ibcni::ipam::EmbeddedIpam ipam(ibcni::plugin::clusterCapable());
   const ibcni::cni::CmdArgs args;
   const ibcni::cni::CniArgs cniArgs;
-  if (redefine) {
+  if (change == "--retire") {
+    if (auto r = ipam.retirePool(ibcni::ipam::Request{*conf, args, cniArgs, {}}); !r) {
+      return fail(r.error());
+    }
+    std::printf("%s\n", json{{"pool", conf->embeddedIpam && *conf->embeddedIpam
+                                           ? (**conf->embeddedIpam).cluster->pool
+                                           : conf->name},
+                             {"retired", true}}
+                             .dump()
+                             .c_str());
+    return 0;
+  }
+  if (change == "--redefine") {
     auto d = ipam.redefinePool(ibcni::ipam::Request{*conf, args, cniArgs, {}});
     if (!d) {
       return fail(d.error());
@@ -181,14 +196,14 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "pools") {
     std::string file;
     bool asJson = false;
-    bool redefine = false;
+    std::string change;  // --redefine or --retire
     bool ok = true;
     for (int i = 2; i < argc; ++i) {
       const std::string a = argv[i];
       if (a == "--json" && !asJson) {
         asJson = true;
-      } else if (a == "--redefine" && !redefine) {
-        redefine = true;
+      } else if ((a == "--redefine" || a == "--retire") && change.empty()) {
+        change = a;
       } else if (a == "--help" || a == "-h") {
         std::fputs(kPoolsUsage, stdout);
         return 0;
@@ -203,7 +218,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     try {
-      return poolsCommand(file, asJson, redefine);
+      return poolsCommand(file, asJson, change);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "ibcni-ipam pools: %s\n", e.what());
       return 1;

@@ -195,4 +195,18 @@ bad=$("$ibcni" reconcile --json --state-dir "$work/state" --ipam-data-dir "$work
 rc=$?
 check "reconcile with the backend down: exit 1, the pool and endpoint named" bash -c '[[ $1 -eq 1 ]] &&
   jq -e ".errors | any(contains(\"cluster pool obs-pool\") and contains(\"http://127.0.0.1:1\"))" <<<"$2" >/dev/null' _ "$rc" "$bad"
+# --- pools --retire: refused while node-b still holds a block; the pool stays registered and open
+check "the pools' registry names obs-pool" bash -c '
+  etcdctl_() { ETCDCTL_API=3 etcdctl --endpoints "$1" "${@:2}"; }
+  etcdctl_ "$1" get /ibcni/registry --print-value-only | jq -e ".pools | has(\"obs-pool\")" >/dev/null' _ "$ep"
+"$bin" pools "$work/a.conf" --retire >/dev/null 2>"$work/err"
+rc=$?
+check "pools --retire of a pool node-b still holds a block of: exit 1, naming it and the way" bash -c '
+  [[ $1 -eq 1 ]] && grep -q "is not drained: block .* (node-b)" "$2" && grep -q -- "--retire again" "$2"' _ "$rc" "$work/err"
+check "still registered and open after the refusal" bash -c '
+  etcdctl_() { ETCDCTL_API=3 etcdctl --endpoints "$1" "${@:2}"; }
+  etcdctl_ "$1" get /ibcni/registry --print-value-only | jq -e ".pools | has(\"obs-pool\")" >/dev/null &&
+  etcdctl_ "$1" get /ibcni/definitions/obs-pool --print-value-only | jq -e ".closed != true" >/dev/null' _ "$ep"
+"$bin" pools "$work/a.conf" --redefine --retire >/dev/null 2>&1
+check "pools --redefine --retire: usage, exit 2" test $? -eq 2
 finish_checks

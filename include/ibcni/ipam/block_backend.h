@@ -230,6 +230,10 @@ class BlockBackend {
   /// Writes `registry` if it is still at `registry.version` (creates it when that is "").
   /// @return false when it changed meanwhile.
   [[nodiscard]] virtual BackendResult<bool> writeRegistry(const PoolRegistry& registry) = 0;
+  /// Removes `pool`'s definition if it is still at version `seen` (a retired pool: `ibcni-ipam
+  /// pools --retire`). @return true when it is gone, false when it changed meanwhile (or, with
+  /// Kubernetes, finalizers keep it).
+  [[nodiscard]] virtual BackendResult<bool> removeDefinition(std::string_view pool, std::string_view seen) = 0;
   /// Replaces `def.pool`'s definition with `def` (fields, origin, closed) if it is still at
   /// version `seen`. @return the definition stored (its new version), nullopt when it changed
   /// meanwhile or is gone.

@@ -382,7 +382,7 @@ TEST_F(ClusterSafetyTest, ADrainedPoolIsRedefinedAndAClaimUnderTheOldDefinitionI
   auto stale = add("node-c", "c1", conf("node-c", extra));
   ASSERT_FALSE(stale) << "node-c's claim under the old definition";
   EXPECT_EQ(stale.error().code, cni::Errc::kTryAgainLater) << stale.error().msg;
-  EXPECT_THAT(stale.error().msg, HasSubstr("was redefined while this node claimed"));
+  EXPECT_THAT(stale.error().msg, HasSubstr("was redefined or retired while this node claimed"));
   std::size_t ofC = 0;
   for (const auto& [k, holder] : etcdBlocks()) {
     ofC += holder == "node-c" ? 1 : 0;
@@ -392,6 +392,48 @@ TEST_F(ClusterSafetyTest, ADrainedPoolIsRedefinedAndAClaimUnderTheOldDefinitionI
   ASSERT_FALSE(told);
   EXPECT_EQ(told.error().code, cni::Errc::kInvalidConfig);
   EXPECT_THAT(told.error().msg, HasSubstr("(redefined)"));
+}
+
+// Retiring a drained pool frees its ranges for another pool; a node that still knows the retired
+// pool and claims under it gives the claim back at once; a network still naming it defines it anew
+// (and is refused while another pool has its ranges).
+TEST_F(ClusterSafetyTest, ARetiredPoolsRangesGoToAnotherPoolAndAClaimUnderItIsGivenBack) {
+  const std::string extra = R"(, "releaseAfterSeconds": 0)";
+  NetSpec other;
+  other.network = "n3";  // its own pool, "n3", over ibnet's addresses
+  other.ranges = R"([[{"subnet": "10.56.0.128/25"}]])";
+  other.extraCluster = extra;
+  ASSERT_TRUE(add("node-a", "c0", conf("node-a", extra)));
+  ASSERT_TRUE(add("node-c", "c0", conf("node-c", extra)));
+  ASSERT_TRUE(del("node-c", "c0", conf("node-c", extra)));
+  ASSERT_TRUE(pass("node-c", conf("node-c", extra)));  // node-c holds nothing, but knows the definition
+  auto early = node("node-b").retirePool(makeRequest(conf("node-b", extra), "", ""));
+  ASSERT_FALSE(early) << "node-a's pod still holds a block";
+  EXPECT_EQ(early.error().code, cni::Errc::kInvalidConfig);
+  EXPECT_THAT(early.error().msg, HasSubstr("is not drained: block"));
+  EXPECT_THAT(early.error().msg, HasSubstr("--retire again"));
+  ASSERT_TRUE(add("node-a", "c1", conf("node-a", extra))) << "the definition is open again";
+  ASSERT_FALSE(add("node-b", "p3", conf("node-b", other))) << "ibnet still has the addresses";
+  for (const char* cid : {"c0", "c1"}) {
+    ASSERT_TRUE(del("node-a", cid, conf("node-a", extra)));
+  }
+  ASSERT_TRUE(pass("node-a", conf("node-a", extra)));
+  ASSERT_TRUE(etcdBlocks().empty());
+  auto done = node("node-b").retirePool(makeRequest(conf("node-b", extra), "", ""));
+  ASSERT_TRUE(done) << done.error().msg;
+  auto again = node("node-b").retirePool(makeRequest(conf("node-b", extra), "", ""));
+  EXPECT_TRUE(again) << "retiring a retired pool changes nothing: " << again.error().msg;
+  auto taken = add("node-b", "p3", conf("node-b", other));
+  ASSERT_TRUE(taken) << "n3 may have the retired pool's addresses now: " << taken.error().msg;
+  auto stale = add("node-c", "c1", conf("node-c", extra));
+  ASSERT_FALSE(stale) << "node-c's claim under the retired definition";
+  EXPECT_EQ(stale.error().code, cni::Errc::kTryAgainLater) << stale.error().msg;
+  EXPECT_TRUE(etcdBlocks().empty()) << "given back at once";
+  auto refused = add("node-c", "c1", conf("node-c", extra));
+  ASSERT_FALSE(refused) << "defined anew, ibnet overlaps n3 now";
+  EXPECT_EQ(refused.error().code, cni::Errc::kInvalidConfig);
+  EXPECT_THAT(refused.error().msg, HasSubstr("overlaps pool \"n3\""));
+  EXPECT_TRUE(etcdBlocks().empty());
 }
 
 TEST_F(ClusterSafetyTest, ACorruptLedgerIsSetAsideAndRebuiltFromTheBackend) {

@@ -625,6 +625,22 @@ TEST_F(EtcdBlockBackendTest, ADefinitionIsReplacedOnlyAtTheVersionSeen) {
   EXPECT_FALSE(must(a.definition("p0"), "definition p0")->closed);
 }
 
+TEST_F(EtcdBlockBackendTest, ADefinitionIsRemovedOnlyAtTheVersionSeen) {
+  auto& a = node();
+  const auto first = must(a.definePool({"p0", "F1", "network ib0 on node a", "", false}), "define p0");
+  PoolDefinition closing{"p0", "F1", "network ib0 on node a", "", true};
+  const auto closed = must(a.replaceDefinition(closing, first.identity), "close p0");
+  ASSERT_TRUE(closed);
+  EXPECT_FALSE(must(a.removeDefinition("p0", first.identity), "remove at a stale version")) << "changed since";
+  EXPECT_TRUE(must(a.definition("p0"), "definition p0")) << "still there";
+  EXPECT_TRUE(must(a.removeDefinition("p0", closed->identity), "remove p0"));
+  EXPECT_FALSE(must(a.definition("p0"), "definition p0")) << "gone";
+  EXPECT_FALSE(gw().exists("/ibcni/definitions/p0"));
+  const auto anew = must(a.definePool({"p0", "F2", "network ib1 on node a", "", false}), "define p0 anew");
+  EXPECT_EQ(anew.fields, "F2") << "a removed pool is defined anew";
+  EXPECT_NE(anew.identity, first.identity);
+}
+
 TEST_F(EtcdBlockBackendTest, ADemandHangsOnItsNodesLeaseUntilWithdrawn) {
   auto& a = node();
   auto& b = node();

@@ -678,6 +678,32 @@ TEST_F(K8sBlockBackendTest, TheRegistryTakesOneWriterAtATime) {
   EXPECT_EQ(l["metadata"]["labels"]["ibcni.io/kind"], "registry");
 }
 
+TEST_F(K8sBlockBackendTest, ADefinitionIsRemovedOnlyAtTheVersionSeenAndNotWhileAFinalizerKeepsIt) {
+  auto& a = node();
+  const auto first = must(a.definePool({"p0", "F1", "network ib0 on node a", "", false}), "define p0");
+  PoolDefinition closing{"p0", "F1", "network ib0 on node a", "", true};
+  const auto closed = must(a.replaceDefinition(closing, first.identity), "close p0");
+  ASSERT_TRUE(closed);
+  EXPECT_FALSE(must(a.removeDefinition("p0", first.identity), "remove at a stale version")) << "changed since";
+  EXPECT_TRUE(lease(K::poolLeaseName("p0")).is_object()) << "still there";
+
+  json l = lease(K::poolLeaseName("p0"));
+  l["metadata"]["finalizers"] = {"example.com/keep"};
+  putLease(l);
+  const std::string kept = lease(K::poolLeaseName("p0"))["metadata"]["resourceVersion"];
+  EXPECT_FALSE(must(a.removeDefinition("p0", kept), "remove while a finalizer keeps it")) << "not gone";
+  l = lease(K::poolLeaseName("p0"));
+  ASSERT_TRUE(l.is_object());
+  EXPECT_TRUE(must(a.definition("p0"), "definition p0")->closed) << "closed: no node claims under it";
+  l.erase("status");
+  l["metadata"].erase("finalizers");
+  putLease(l);
+  EXPECT_TRUE(lease(K::poolLeaseName("p0")).is_null());
+  EXPECT_TRUE(must(a.removeDefinition("p0", kept), "remove a removed definition")) << "already gone";
+  const auto anew = must(a.definePool({"p0", "F2", "network ib1 on node a", "", false}), "define p0 anew");
+  EXPECT_EQ(anew.fields, "F2") << "a removed pool is defined anew";
+}
+
 TEST_F(K8sBlockBackendTest, ADefinitionIsReplacedOnlyAtTheVersionSeen) {
   auto& a = node();
   const auto first = must(a.definePool({"p0", "F1", "network ib0 on node a", "", false}), "define p0");
