@@ -37,6 +37,7 @@ class Backend {
 
   [[nodiscard]] const std::string& kind() const noexcept { return kind_; }
   [[nodiscard]] bool kubernetes() const noexcept { return kind_ == "kubernetes"; }
+  [[nodiscard]] bool started() const noexcept { return !kind_.empty(); }
   [[nodiscard]] std::vector<std::string> etcdEndpoints() const { return etcd_.endpoints(); }
   [[nodiscard]] const std::string& kubeconfig() const noexcept { return kubeconfig_; }
   [[nodiscard]] std::string emulatorUrl() const { return k8s_ ? k8s_->url() : std::string(); }

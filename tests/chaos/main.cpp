@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -356,25 +357,27 @@ int runRandom(const Options& o, const Tools& tools) {
   return s.summary.violations == 0 ? 0 : 1;  // --find: the others count too
 }
 
-int runReplay(const Options& o, const Tools& tools) {
-  std::ifstream in(o.replay);
+// One schedule file replayed on `backend`: 0 no violation, 1 a violation (reported), 2 unreadable.
+int replayOne(const std::string& file, const Options& o, const Tools& tools, Backend& backend) {
+  std::ifstream in(file);
   std::stringstream text;
   text << in.rdbuf();
   auto schedule = Schedule::parse(text.str());
   if (!in || !schedule) {
-    std::cerr << "ibcni_chaos: " << o.replay << ": " << (schedule ? "cannot read" : schedule.error()) << "\n";
+    std::cerr << "ibcni_chaos: " << file << ": " << (schedule ? "cannot read" : schedule.error()) << "\n";
     return 2;
   }
-  Backend backend;
-  if (auto r = backend.start(schedule->params.backend, tools.root); !r) {
-    std::cerr << "ibcni_chaos: " << r.error() << "\n";
-    return 2;
+  if (!backend.started()) {
+    if (auto r = backend.start(schedule->params.backend, tools.root); !r) {
+      std::cerr << "ibcni_chaos: " << r.error() << "\n";
+      return 2;
+    }
   }
   Stats stats;
   Runner runner(backend, tools, stats, gStop);
   const RunResult r = runner.replay(*schedule);
   if (!r.violation) {
-    std::cout << "replay of " << o.replay << ": no violation (" << r.schedule.steps.size() << " steps, " << r.seconds
+    std::cout << "replay of " << file << ": no violation (" << r.schedule.steps.size() << " steps, " << r.seconds
               << " s)\n";
     for (std::size_t i = 0; i < r.schedule.steps.size(); ++i) {
       std::cout << "    " << stepLine(i + 1, r.schedule.steps[i], true) << "\n";
@@ -384,6 +387,45 @@ int runReplay(const Options& o, const Tools& tools) {
   }
   std::cout << violationReport(r, nullptr, o.out, o.plugin, r.seconds);
   return 1;
+}
+
+// --replay FILE, or --replay DIR: every DIR/*.schedule in name order (one backend of each kind,
+// started once); the worst status of them.
+int runReplay(const Options& o, const Tools& tools) {
+  std::vector<std::string> files;
+  if (fs::is_directory(o.replay)) {
+    for (const auto& e : fs::directory_iterator(o.replay)) {
+      if (e.path().extension() == ".schedule") {
+        files.push_back(e.path().string());
+      }
+    }
+    std::ranges::sort(files);
+    if (files.empty()) {
+      std::cerr << "ibcni_chaos: " << o.replay << ": no *.schedule file\n";
+      return 2;
+    }
+  } else {
+    files.push_back(o.replay);
+  }
+  std::map<std::string, Backend> backends;  // by kind
+  int worst = 0;
+  for (const auto& file : files) {
+    std::ifstream in(file);
+    std::string line;
+    std::string kind = "etcd";
+    while (std::getline(in, line)) {
+      if (line.starts_with("backend ")) {
+        kind = line.substr(8);
+        break;
+      }
+    }
+    worst = std::max(worst, replayOne(file, o, tools, backends[kind]));
+  }
+  if (files.size() > 1) {
+    std::cout << "ibcni_chaos: " << files.size() << " schedules replayed: "
+              << (worst == 0 ? "no violation" : worst == 1 ? "VIOLATIONS (above)" : "some could not be read") << "\n";
+  }
+  return worst;
 }
 
 }  // namespace
