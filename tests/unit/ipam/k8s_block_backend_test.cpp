@@ -235,8 +235,8 @@ TEST_F(K8sBlockBackendTest, AClaimIsALeaseWithItsLabelsAnnotationsAndSpec) {
 
   const json l = lease("ibcni-p0--b--10.1.0.0-27");
   ASSERT_TRUE(l.is_object()) << "no Lease ibcni-p0--b--10.1.0.0-27";
-  EXPECT_EQ(ca.holder.identity, l["metadata"]["uid"]);
-  EXPECT_EQ(ca.holder.version, l["metadata"]["resourceVersion"]);
+  EXPECT_EQ(ca.holder.identity, l["metadata"]["uid"].get<std::string>());
+  EXPECT_EQ(ca.holder.version, l["metadata"]["resourceVersion"].get<std::string>());
   EXPECT_EQ(l["metadata"]["labels"],
             json({{"ibcni.io/pool", "p0"}, {"ibcni.io/kind", "block"}, {"ibcni.io/node", "node-a"}}));
   EXPECT_EQ(l["metadata"]["annotations"], json({{"ibcni.io/pool", "p0"}, {"ibcni.io/key", "10.1.0.0-27"}}));
@@ -282,7 +282,7 @@ TEST_F(K8sBlockBackendTest, AnAddressOfTheSamePodIsAdoptedUnderItsNewOwner) {
   EXPECT_EQ(moved.holder.identity, first.holder.identity);
   l = lease(addressLease("10.1.0.5"));
   EXPECT_EQ(l["metadata"]["annotations"]["ibcni.io/owner"], "c2:ib0") << "the owner is rewritten in the API";
-  EXPECT_EQ(moved.holder.version, l["metadata"]["resourceVersion"]);
+  EXPECT_EQ(moved.holder.version, l["metadata"]["resourceVersion"].get<std::string>());
   EXPECT_NE(moved.holder.version, first.holder.version);
 
   for (const ClaimAttrs& other : {ClaimAttrs{"c3:ib0", "ns/other", ""}, ClaimAttrs{"c3:ib0", "", ""}}) {
@@ -446,7 +446,7 @@ TEST_F(K8sBlockBackendTest, RenewMovesRenewTimeAndSaysWhatIsKeptLostOrGone) {
     EXPECT_NE(r.claims[i].now.version, held[i].version) << held[i].name;
   }
   const json after = lease(blockLease("b1"));
-  EXPECT_EQ(r.claims[0].now.version, after["metadata"]["resourceVersion"]);
+  EXPECT_EQ(r.claims[0].now.version, after["metadata"]["resourceVersion"].get<std::string>());
   EXPECT_GT(after["spec"]["renewTime"].get<std::string>(), before["spec"]["renewTime"].get<std::string>());
   EXPECT_EQ(after["spec"]["acquireTime"], before["spec"]["acquireTime"]) << "acquireTime stays";
   EXPECT_TRUE(std::regex_match(after["spec"]["renewTime"].get<std::string>(), kMicroTime));
@@ -504,7 +504,7 @@ TEST_F(K8sBlockBackendTest, TakeOverNeedsTheLeaseLapsedAndTheNodeAbsent) {
   EXPECT_EQ(t.holder.node, "node-b");
   EXPECT_FALSE(t.holder.lapsed);
   const json l = lease(blockLease("b1"));
-  EXPECT_EQ(t.holder.version, l["metadata"]["resourceVersion"]);
+  EXPECT_EQ(t.holder.version, l["metadata"]["resourceVersion"].get<std::string>());
   EXPECT_EQ(l["spec"]["holderIdentity"], "node-b");
   EXPECT_EQ(l["spec"]["leaseTransitions"], 1);
   EXPECT_EQ(l["spec"]["leaseDurationSeconds"], 300);
@@ -643,7 +643,7 @@ TEST_F(K8sBlockBackendTest, ThePoolDefinitionIsTheFirstOneAndTheEarlierIsOrdered
   EXPECT_EQ(first.fields, "F-10.1");
   const json l = lease(K::poolLeaseName("zz"));
   ASSERT_TRUE(l.is_object());
-  EXPECT_EQ(first.identity, l["metadata"]["resourceVersion"]) << "this version of the definition";
+  EXPECT_EQ(first.identity, l["metadata"]["resourceVersion"].get<std::string>()) << "this version of the definition";
   EXPECT_EQ(l["metadata"]["labels"]["ibcni.io/kind"], "pool");
   EXPECT_EQ(l["metadata"]["annotations"]["ibcni.io/definition"], "F-10.1");
   const auto second = must(b.definePool({"zz", "F-10.2", "network ib1 on node b", "", false}), "define zz again");
