@@ -111,6 +111,8 @@ class ClusterPool final : public BlockSource {
   cni::Result<void> checkDefinition() const;
   cni::Result<void> define(BlockBackend& be);
   cni::Result<void> refreshDefinition();
+  cni::Result<void> changeRegistry(BlockBackend& be, const std::string& change,
+                                   const std::function<cni::Result<bool>(PoolRegistry&)>& edit);
   cni::Result<void> registerPool(BlockBackend& be, const std::string& fields);
   cni::Result<void> unregisterPool(BlockBackend& be);
   cni::Result<PoolDefinition> closeDrained(BlockBackend& be, const PoolDefinition& current, const std::string& option);

@@ -3,6 +3,7 @@
 // backend, checked against every network's configuration, never overlapping another pool's, and
 // replaced only when the pool is drained (`ibcni-ipam pools --redefine`).
 #include <algorithm>
+#include <functional>
 
 #include "cluster_definition.h"
 #include "cluster_pool.h"
@@ -59,26 +60,20 @@ cni::Result<void> ClusterPool::define(BlockBackend& be) {
   return save();
 }
 
-cni::Result<void> ClusterPool::registerPool(BlockBackend& be, const std::string& fields) {
+// One compare-and-swap change of the pools' registry: `edit` changes what was read and says whether
+// there is anything to write (or fails); a write that lost to another node's reads it again.
+// `change` names it in the error when the registry kept changing ("entered in it").
+cni::Result<void> ClusterPool::changeRegistry(BlockBackend& be, const std::string& change,
+                                              const std::function<cni::Result<bool>(PoolRegistry&)>& edit) {
   for (int attempt = 0; attempt < 8; ++attempt) {
     auto reg = be.registry();
     if (!reg) {
       return std::unexpected(backendError(reg.error(), "reading the pools' registry"));
     }
-    if (auto mine = reg->pools.find(cluster_.pool); mine != reg->pools.end() && mine->second == fields) {
-      return {};
+    auto changed = edit(*reg);
+    if (!changed || !*changed) {
+      return changed ? cni::Result<void>() : std::unexpected(changed.error());
     }
-    for (const auto& [other, otherFields] : reg->pools) {
-      auto overlap = other == cluster_.pool ? std::nullopt : overlapOf(fields, otherFields);
-      if (overlap) {
-        return cni::fail(cni::Errc::kInvalidConfig,
-                         "pool " + cni::quoted(cluster_.pool) + " (" + cluster_.poolPath + ", network " +
-                             cni::quoted(network_) + ") overlaps pool " + cni::quoted(other) +
-                             ": both could hand out " + *overlap + "; give this network ipam.cluster.pool " +
-                             cni::quoted(other) + " with that pool's ranges, or ranges no other pool has");
-      }
-    }
-    reg->pools[cluster_.pool] = fields;
     auto written = be.writeRegistry(*reg);
     if (!written) {
       return std::unexpected(backendError(written.error(), "writing the pools' registry"));
@@ -88,7 +83,27 @@ cni::Result<void> ClusterPool::registerPool(BlockBackend& be, const std::string&
     }
   }
   return cni::fail(cni::Errc::kTryAgainLater, "the pools' registry kept changing while pool " +
-                                                  cni::quoted(cluster_.pool) + " was entered in it: try again");
+                                                  cni::quoted(cluster_.pool) + " was " + change + ": try again");
+}
+
+cni::Result<void> ClusterPool::registerPool(BlockBackend& be, const std::string& fields) {
+  return changeRegistry(be, "entered in it", [&](PoolRegistry& reg) -> cni::Result<bool> {
+    if (auto mine = reg.pools.find(cluster_.pool); mine != reg.pools.end() && mine->second == fields) {
+      return false;
+    }
+    for (const auto& [other, otherFields] : reg.pools) {
+      auto overlap = other == cluster_.pool ? std::nullopt : overlapOf(fields, otherFields);
+      if (overlap) {
+        return cni::fail(cni::Errc::kInvalidConfig,
+                         "pool " + cni::quoted(cluster_.pool) + " (" + cluster_.poolPath + ", network " +
+                             cni::quoted(network_) + ") overlaps pool " + cni::quoted(other) +
+                             ": both could hand out " + *overlap + "; give this network ipam.cluster.pool " +
+                             cni::quoted(other) + " with that pool's ranges, or ranges no other pool has");
+      }
+    }
+    reg.pools[cluster_.pool] = fields;
+    return true;
+  });
 }
 
 cni::Result<void> ClusterPool::refreshDefinition() {
@@ -136,24 +151,8 @@ cni::Result<void> ClusterPool::stillDefined(BlockBackend& be, ClaimKind kind, co
 }
 
 cni::Result<void> ClusterPool::unregisterPool(BlockBackend& be) {
-  for (int attempt = 0; attempt < 8; ++attempt) {
-    auto reg = be.registry();
-    if (!reg) {
-      return std::unexpected(backendError(reg.error(), "reading the pools' registry"));
-    }
-    if (reg->pools.erase(cluster_.pool) == 0) {
-      return {};
-    }
-    auto written = be.writeRegistry(*reg);
-    if (!written) {
-      return std::unexpected(backendError(written.error(), "writing the pools' registry"));
-    }
-    if (*written) {
-      return {};
-    }
-  }
-  return cni::fail(cni::Errc::kTryAgainLater, "the pools' registry kept changing while pool " +
-                                                  cni::quoted(cluster_.pool) + " was taken out of it: try again");
+  return changeRegistry(be, "taken out of it",
+                        [&](PoolRegistry& reg) -> cni::Result<bool> { return reg.pools.erase(cluster_.pool) != 0; });
 }
 
 // Closed first: from now on no node claims under it (a claim made meanwhile is given back by

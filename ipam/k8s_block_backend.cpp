@@ -552,14 +552,28 @@ json definitionAnnotations(const PoolDefinition& def) {
 
 }  // namespace
 
-BackendResult<PoolDefinition> KubernetesBlockBackend::definePool(const PoolDefinition& def) {
-  if (auto v = checkNames({def.pool}); !v) {
+namespace {
+
+// The name of the Lease that holds pool `pool`'s definition, the pool's name checked first.
+BackendResult<std::string> definitionLease(std::string_view pool) {
+  if (auto v = checkNames({pool}); !v) {
     return std::unexpected(v.error());
   }
-  const std::string name = poolLeaseName(def.pool);
+  std::string name = KubernetesBlockBackend::poolLeaseName(pool);
   if (name.empty()) {
-    return std::unexpected(invalid("pool " + cni::quoted(def.pool) + ": its Lease name would pass 253 characters"));
+    return std::unexpected(invalid("pool " + cni::quoted(pool) + ": its Lease name would pass 253 characters"));
   }
+  return name;
+}
+
+}  // namespace
+
+BackendResult<PoolDefinition> KubernetesBlockBackend::definePool(const PoolDefinition& def) {
+  auto defLease = definitionLease(def.pool);
+  if (!defLease) {
+    return std::unexpected(defLease.error());
+  }
+  const std::string& name = *defLease;
   LeaseSession s(client_, options_);
   for (int attempt = 0; attempt < kAttempts; ++attempt) {
     const json annotations = definitionAnnotations(def);
@@ -583,13 +597,11 @@ BackendResult<PoolDefinition> KubernetesBlockBackend::definePool(const PoolDefin
 }
 
 BackendResult<std::optional<PoolDefinition>> KubernetesBlockBackend::definition(std::string_view pool) {
-  if (auto v = checkNames({pool}); !v) {
-    return std::unexpected(v.error());
+  auto defLease = definitionLease(pool);
+  if (!defLease) {
+    return std::unexpected(defLease.error());
   }
-  const std::string name = poolLeaseName(pool);
-  if (name.empty()) {
-    return std::unexpected(invalid("pool " + cni::quoted(pool) + ": its Lease name would pass 253 characters"));
-  }
+  const std::string& name = *defLease;
   LeaseSession s(client_, options_);
   auto cur = s.call.getLease(name);
   if (!cur) {
@@ -665,13 +677,11 @@ BackendResult<bool> KubernetesBlockBackend::writeRegistry(const PoolRegistry& re
 
 BackendResult<std::optional<PoolDefinition>> KubernetesBlockBackend::replaceDefinition(const PoolDefinition& def,
                                                                                         std::string_view seen) {
-  if (auto v = checkNames({def.pool}); !v) {
-    return std::unexpected(v.error());
+  auto defLease = definitionLease(def.pool);
+  if (!defLease) {
+    return std::unexpected(defLease.error());
   }
-  const std::string name = poolLeaseName(def.pool);
-  if (name.empty()) {
-    return std::unexpected(invalid("pool " + cni::quoted(def.pool) + ": its Lease name would pass 253 characters"));
-  }
+  const std::string& name = *defLease;
   LeaseSession s(client_, options_);
   auto cur = s.call.getLease(name);
   if (!cur) {
@@ -697,13 +707,11 @@ BackendResult<std::optional<PoolDefinition>> KubernetesBlockBackend::replaceDefi
 }
 
 BackendResult<bool> KubernetesBlockBackend::removeDefinition(std::string_view pool, std::string_view seen) {
-  if (auto v = checkNames({pool}); !v) {
-    return std::unexpected(v.error());
+  auto defLease = definitionLease(pool);
+  if (!defLease) {
+    return std::unexpected(defLease.error());
   }
-  const std::string name = poolLeaseName(pool);
-  if (name.empty()) {
-    return std::unexpected(invalid("pool " + cni::quoted(pool) + ": its Lease name would pass 253 characters"));
-  }
+  const std::string& name = *defLease;
   LeaseSession s(client_, options_);
   auto cur = s.call.getLease(name);
   if (!cur) {
