@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 CTEST = ctest --output-on-failure -j $(JOBS) --timeout 900
 
-.PHONY: all build build-sanitize deps deps-build demo demo-build test test-release test-unit test-netns test-sanitize e2e bench chaos clean
+.PHONY: all build build-sanitize build-arm64 build-arm64-tests deps deps-build deps-arm64 demo demo-build test test-release test-unit test-netns test-sanitize test-arm64 e2e bench chaos clean
 
 all: build
 
@@ -14,6 +14,9 @@ deps:
 
 deps-build:
 	scripts/install-deps.sh --build
+
+deps-arm64:
+	scripts/install-deps.sh --arm64
 
 $(BUILD)/CMakeCache.txt:
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
@@ -39,11 +42,13 @@ demo: deps demo-build
 # Every test tier of the release build (unit, netns, binary, conformance, hostile, faults, e2e,
 # static, deploy, kernel-lab), then the same suite built with AddressSanitizer +
 # UndefinedBehaviorSanitizer (every tier but deploy, which is about the release binaries and the
-# image) with the fuzz smoke. Both always run; the status is 1 if either failed.
-test: deps build build-sanitize
+# image) with the fuzz smoke, then the arm64 build's unit tests under qemu-user and its kernel lab
+# (build-arm64-tests, below). All three always run; the status is 1 if any failed.
+test: deps build build-sanitize build-arm64-tests
 	@rc=0; \
 	$(CTEST) --test-dir $(BUILD) || rc=1; \
 	$(CTEST) --test-dir $(SANITIZE_BUILD) $(SANITIZE_CTEST_ARGS) || rc=1; \
+	$(CTEST) --test-dir $(ARM64_BUILD) $(ARM64_CTEST_ARGS) || rc=1; \
 	exit $$rc
 
 test-release: deps build
@@ -76,6 +81,27 @@ build-sanitize: deps $(SANITIZE_BUILD)/CMakeCache.txt
 
 test-sanitize: build-sanitize
 	$(CTEST) --test-dir $(SANITIZE_BUILD) $(SANITIZE_CTEST_ARGS)
+
+# linux/arm64 (Grace nodes: GH200, GB200, GB300), cross-built with Debian's aarch64 GCC and the arm64
+# libraries through multiarch (cmake/toolchains/aarch64-linux-gnu.cmake). build-arm64 builds the two
+# plugins in the release configuration, as the image ships them; build-arm64-tests the rest of the
+# tree's arm64 part: the unit tests, which CTest runs under qemu-user (label unit-arm64), and the
+# programs the arm64 kernel lab runs in its VM (label kernel-lab: tests/kernel-lab/run-arm64.sh).
+ARM64_BUILD ?= build-arm64
+ARM64_CTEST_ARGS ?= -L 'unit-arm64|kernel-lab'
+
+$(ARM64_BUILD)/CMakeCache.txt:
+	cmake -S . -B $(ARM64_BUILD) -DCMAKE_BUILD_TYPE=Release \
+	  -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux-gnu.cmake
+
+build-arm64: deps-arm64 $(ARM64_BUILD)/CMakeCache.txt
+	cmake --build $(ARM64_BUILD) -j $(JOBS) --target ibcni ibcni-ipam
+
+build-arm64-tests: deps $(ARM64_BUILD)/CMakeCache.txt
+	cmake --build $(ARM64_BUILD) -j $(JOBS)
+
+test-arm64: build-arm64-tests
+	$(CTEST) --test-dir $(ARM64_BUILD) $(ARM64_CTEST_ARGS)
 
 # ibcni-ipam against Debian's host-local, side by side (the README's benchmark table); ibcni against
 # Debian's host-device + host-local (ADD+DEL exec'd and through libcni, 100 concurrent pods, peak
@@ -137,4 +163,4 @@ chaos: deps $(BUILD)/CMakeCache.txt
 	exit $$rc
 
 clean:
-	rm -rf $(BUILD) $(SANITIZE_BUILD) $(DEMO_BUILD)
+	rm -rf $(BUILD) $(SANITIZE_BUILD) $(DEMO_BUILD) $(ARM64_BUILD)

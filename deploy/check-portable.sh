@@ -1,32 +1,45 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# Checks that plugin binaries run on any x86_64 Linux node with glibc >= the supported floor, so
-# that a build on a newer distribution never ships binaries that fail on older nodes:
+# Checks that plugin binaries run on any Linux node of their architecture (x86_64 or aarch64: the
+# same promise on both) with glibc >= the supported floor, so that a build on a newer distribution
+# never ships binaries that fail on older nodes:
+#   - it is built for x86_64 or aarch64, and with --arch, for that one;
 #   - a dynamic binary may need only glibc (libc.so.6, libm.so.6, ld-linux), libgcc_s.so.1 and
 #     libmnl.so.0; ibcni-ipam touches no link, so it may not need libmnl.so.0
 #     (no libstdc++, libnl, fmt or spdlog: those are linked in or header-only);
 #   - it may bind no glibc symbol version newer than the floor (GLIBC_2.34: Ubuntu 22.04,
 #     Debian 12, RHEL/Rocky/Alma 9 and newer) and no libgcc_s version newer than GCC_4.8.0;
-#   - its ELF interpreter is the standard /lib64/ld-linux-x86-64.so.2.
+#   - its ELF interpreter is its architecture's standard one: /lib64/ld-linux-x86-64.so.2 on
+#     x86_64, /lib/ld-linux-aarch64.so.1 on aarch64.
 # ibcni and ibcni-ipam (by file name) must be dynamic: they dlopen the node's libcurl (ibcni also
 # libibverbs), which a statically linked program cannot do safely (the library would bind the
 # node's libc.so.6 beside the program's own static glibc). Any other fully static binary passes.
 # Used by CI (tests/deploy) and by deploy/Dockerfile's build stage.
 #
-#   deploy/check-portable.sh [--glibc-floor 2.34] BINARY...
+#   deploy/check-portable.sh [--glibc-floor 2.34] [--arch x86_64|aarch64] BINARY...
 # Exit status 0 when every binary passes; 1 with one line per problem otherwise.
 set -eu
 
 floor=2.34
 gcc_floor=4.8.0
-glibc_needed="libc.so.6 libm.so.6 ld-linux-x86-64.so.2 libgcc_s.so.1"
-
-if [ "${1:-}" = "--glibc-floor" ]; then
-  floor=$2
-  shift 2
-fi
+want_arch=
+while [ $# -gt 0 ]; do
+  case $1 in
+    --glibc-floor) floor=$2; shift 2 ;;
+    --arch)
+      case $2 in
+        x86_64 | aarch64) want_arch=$2 ;;
+        amd64) want_arch=x86_64 ;;
+        arm64) want_arch=aarch64 ;;
+        *) echo "check-portable: --arch $2: use x86_64 (amd64) or aarch64 (arm64)" >&2; exit 2 ;;
+      esac
+      shift 2
+      ;;
+    *) break ;;
+  esac
+done
 if [ $# -eq 0 ]; then
-  echo "usage: check-portable.sh [--glibc-floor X.Y] BINARY..." >&2
+  echo "usage: check-portable.sh [--glibc-floor X.Y] [--arch x86_64|aarch64] BINARY..." >&2
   exit 2
 fi
 command -v readelf >/dev/null || { echo "check-portable: readelf (binutils) is needed" >&2; exit 2; }
@@ -48,11 +61,24 @@ for bin in "$@"; do
     status=1
     continue
   fi
+  # Each architecture's own loader; the rest of glibc's sonames are the same on both.
   machine=$(readelf -h "$bin" | sed -n 's/^ *Machine: *//p')
-  if [ "$machine" != "Advanced Micro Devices X86-64" ]; then
-    echo "FAIL $bin: built for '$machine', not x86_64"
+  case $machine in
+    "Advanced Micro Devices X86-64") arch=x86_64 loader=/lib64/ld-linux-x86-64.so.2 ;;
+    AArch64) arch=aarch64 loader=/lib/ld-linux-aarch64.so.1 ;;
+    *) arch= loader= ;;
+  esac
+  if [ -z "$arch" ]; then
+    echo "FAIL $bin: built for '$machine', not x86_64 or aarch64"
     status=1
+    continue
   fi
+  if [ -n "$want_arch" ] && [ "$arch" != "$want_arch" ]; then
+    echo "FAIL $bin: built for $arch, not $want_arch"
+    status=1
+    continue
+  fi
+  glibc_needed="libc.so.6 libm.so.6 ${loader##*/} libgcc_s.so.1"
   name=$(basename "$bin")
   case $name in
     ibcni-ipam) allowed_needed=$glibc_needed ;;
@@ -72,8 +98,8 @@ for bin in "$@"; do
     continue
   fi
   interp=$(readelf -l -W "$bin" | sed -n 's/.*Requesting program interpreter: \(.*\)\]/\1/p')
-  if [ "$interp" != "/lib64/ld-linux-x86-64.so.2" ]; then
-    echo "FAIL $bin: ELF interpreter '$interp', not /lib64/ld-linux-x86-64.so.2"
+  if [ "$interp" != "$loader" ]; then
+    echo "FAIL $bin: ELF interpreter '$interp', not $arch's $loader"
     status=1
   fi
   bad=0
@@ -113,7 +139,7 @@ for bin in "$@"; do
   if [ "$bad" -ne 0 ]; then
     status=1
   else
-    echo "ok   $bin: needs $(echo $needed | tr ' ' ','), glibc >= $newest_glibc (floor $floor)"
+    echo "ok   $bin: $arch, needs $(echo $needed | tr ' ' ','), glibc >= $newest_glibc (floor $floor)"
   fi
 done
 exit $status

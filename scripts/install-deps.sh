@@ -3,8 +3,10 @@
 # Installs everything ibcni needs to build and test, from Debian 12's packages (and the deploy
 # tests' npm packages, which tests/deploy/k8s/setup.sh installs from its lock file). Idempotent: it
 # only calls apt-get when a package is missing.
-#   scripts/install-deps.sh            build + test dependencies, and the kernel lab's
+#   scripts/install-deps.sh            build + test dependencies, and the kernel lab's (both
+#                                      architectures: x86_64 and the arm64 cross build's)
 #   scripts/install-deps.sh --build    only what building the plugin needs
+#   scripts/install-deps.sh --arm64    only what cross-building it for arm64 needs (make build-arm64)
 set -euo pipefail
 
 build_pkgs=(cmake ninja-build g++ make pkg-config
@@ -35,9 +37,24 @@ test_pkgs=(iproute2 jq util-linux coreutils findutils strace
 lab_pkgs=(qemu-system-x86 linux-image-amd64 busybox-static kmod cpio
           rdma-core ibverbs-providers ibverbs-utils perftest iputils-ping)
 
+# The arm64 cross build (cmake/toolchains/aarch64-linux-gnu.cmake): Debian's cross compiler and the
+# arm64 libraries through multiarch (dpkg --add-architecture arm64), headers shared with amd64's.
+arm64_build_pkgs=(g++-aarch64-linux-gnu binutils-aarch64-linux-gnu
+                  libnl-3-dev:arm64 libnl-route-3-dev:arm64 libmnl-dev:arm64 libibverbs-dev:arm64
+                  libcurl4-openssl-dev:arm64 libyaml-dev:arm64 libspdlog-dev:arm64 libfmt-dev:arm64
+                  libgtest-dev:arm64 libgmock-dev:arm64)
+# Running it: the unit tests under qemu-user (and the arm64 image's programs through binfmt), and
+# the arm64 kernel lab (tests/kernel-lab/run-arm64.sh: qemu-system-aarch64, its root file system
+# made by mmdebstrap from Debian's arm64 packages).
+arm64_test_pkgs=(qemu-user qemu-user-static qemu-system-arm mmdebstrap)
+
 pkgs=("${build_pkgs[@]}")
-if [[ ${1:-} != --build ]]; then
-  pkgs+=("${test_pkgs[@]}" "${lab_pkgs[@]}")
+case ${1:-} in
+  --build) ;;
+  --arm64) pkgs+=("${arm64_build_pkgs[@]}") ;;
+  *) pkgs+=("${test_pkgs[@]}" "${lab_pkgs[@]}" "${arm64_build_pkgs[@]}" "${arm64_test_pkgs[@]}") ;;
+esac
+if [[ -z ${1:-} ]]; then
   # tests/deploy's Kubernetes tooling (helm, schema validator) comes from npm: Debian's Node.js
   # unless the machine already has one.
   if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
@@ -56,6 +73,9 @@ if ((${#missing[@]})); then
     exit 1
   fi
   export DEBIAN_FRONTEND=noninteractive
+  if [[ " ${missing[*]}" == *:arm64* ]] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    dpkg --add-architecture arm64
+  fi
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi

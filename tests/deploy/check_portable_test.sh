@@ -3,9 +3,11 @@
 # check_portable_test.sh IBCNI IBCNI_IPAM
 # The built plugins pass deploy/check-portable.sh (glibc floor 2.34, only glibc, libgcc_s and
 # libmnl needed; ibcni-ipam not even libmnl), and the check refuses what would break on older nodes:
-# a program binding GLIBC_2.36 (arc4random), one needing libstdc++.so.6, a non-x86_64 ELF, a file
-# that is no ELF; and an ibcni or ibcni-ipam that could not dlopen safely (statically linked) or an
-# ibcni-ipam needing libmnl.
+# a program binding GLIBC_2.36 (arc4random), one needing libstdc++.so.6, an ELF for neither x86_64
+# nor aarch64, a file that is no ELF; and an ibcni or ibcni-ipam that could not dlopen safely
+# (statically linked) or an ibcni-ipam needing libmnl. The same rules hold for aarch64 (Grace nodes):
+# programs built by Debian's aarch64 cross compiler pass or are refused alike, each checked against
+# its own architecture's loader, and --arch refuses the other architecture.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -54,9 +56,31 @@ check "a static ibcni is refused" refused "$work/named/ibcni" "statically linked
 printf 'not an ELF\n' >"$work/text"
 check "a file that is no ELF is refused" refused "$work/text" "not an ELF file"
 
-# An ELF header for another machine: ibcni's own header with e_machine (offset 18) set to AArch64.
+# An ELF header for another machine: ibcni's own header with e_machine (offset 18) set to 32-bit ARM.
 head -c 64 "$ibcni" >"$work/arm"
-printf '\xb7\x00' | dd of="$work/arm" bs=1 seek=18 conv=notrunc status=none
-check "an ELF for another machine is refused" refused "$work/arm" "not x86_64"
+printf '\x28\x00' | dd of="$work/arm" bs=1 seek=18 conv=notrunc status=none
+check "an ELF for another machine is refused" refused "$work/arm" "not x86_64 or aarch64"
+
+# aarch64: the same promise, against aarch64's loader (/lib/ld-linux-aarch64.so.1).
+check "the aarch64 cross compiler is installed (scripts/install-deps.sh)" command -v aarch64-linux-gnu-gcc
+aarch64-linux-gnu-gcc -O1 -o "$work/a64" "$work/empty.c"
+check "an aarch64 program needing only glibc passes" \
+  bash -c 'out=$("$1" "$2") && [[ $out == *"aarch64, needs libc.so.6,"* ]] || { echo "    $out"; false; }' \
+  _ "$checker" "$work/a64"
+aarch64-linux-gnu-gcc -O1 -Wl,--dynamic-linker=/lib64/ld-linux-x86-64.so.2 -o "$work/a64interp" "$work/empty.c"
+check "an aarch64 program asking for x86_64's loader is refused" \
+  refused "$work/a64interp" "ELF interpreter '/lib64/ld-linux-x86-64.so.2', not aarch64's /lib/ld-linux-aarch64.so.1"
+check "... and with --arch aarch64 (arm64)" "$checker" --arch arm64 "$work/a64"
+check "an aarch64 program is refused with --arch x86_64" \
+  bash -c 'out=$("$1" --arch x86_64 "$2"); [[ $? -eq 1 && $out == *"built for aarch64, not x86_64"* ]]' _ "$checker" "$work/a64"
+check "ibcni is refused with --arch aarch64" \
+  bash -c 'out=$("$1" --arch aarch64 "$2"); [[ $? -eq 1 && $out == *"built for x86_64, not aarch64"* ]]' _ "$checker" "$ibcni"
+aarch64-linux-gnu-gcc -O1 -o "$work/a64new" "$work/new.c"
+check "an aarch64 program binding GLIBC_2.36 (arc4random) is refused" refused "$work/a64new" "binds GLIBC_2.36 (> glibc 2.34 floor) for: arc4random"
+aarch64-linux-gnu-g++ -O1 -o "$work/a64cxx" "$work/cxx.cpp"
+check "an aarch64 program needing libstdc++.so.6 is refused" refused "$work/a64cxx" "needs libstdc++.so.6"
+aarch64-linux-gnu-gcc -O1 -static -o "$work/named/ibcni-ipam" "$work/empty.c"
+check "a static aarch64 ibcni-ipam is refused" refused "$work/named/ibcni-ipam" "statically linked, but ibcni-ipam dlopens the node's libcurl"
+check "an unknown --arch is a usage error" bash -c '"$1" --arch riscv64 "$2" 2>/dev/null; [[ $? -eq 2 ]]' _ "$checker" "$ibcni"
 
 finish_checks

@@ -9,10 +9,17 @@
 #   - the image holds ibcni, ibcni-ipam and the installer as ENTRYPOINT, and what its reconcile
 #     loop runs (nsenter, timeout, stat); its binaries pass deploy/check-portable.sh here too;
 #   - the entrypoint installs both binaries into the node's /opt/cni/bin, and they run there;
-#   - against a node without libmnl.so.0 it refuses and leaves the node's binary alone.
-# The debootstrap tree is cached in BUILD_DIR/deploy-image; the container store is the test's own
+#   - against a node without libmnl.so.0 it refuses and leaves the node's binary alone;
+#   - linux/arm64: the same Dockerfile for the other platform (podman build --platform linux/arm64,
+#     the plugins cross-compiled in the build stage on this machine's platform; the runtime stage on
+#     an arm64 Debian 12 base made with mmdebstrap, its RUN steps under qemu-user binfmt); one
+#     manifest list holds both images; the arm64 image's binaries are aarch64 and pass
+#     check-portable --arch aarch64; its ibcni prints the same version line under emulation, and
+#     its entrypoint installs both binaries into an arm64 node root, where they run.
+# The base trees are cached in BUILD_DIR/deploy-image; the container store is the test's own
 # and is removed at the end.
-# Needs root, podman and debootstrap (scripts/install-deps.sh); 77 = skip when not root.
+# Needs root, podman, debootstrap, mmdebstrap and qemu-user-static (scripts/install-deps.sh);
+# 77 = skip when not root.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -111,5 +118,69 @@ run_entrypoint "$nomnl" "$work/nomnl.log"
 check "node without libmnl: entrypoint fails" test $? -ne 0
 check "node without libmnl: its ibcni is left alone" test "$(cat "$nomnl/opt/cni/bin/ibcni")" = previous
 check "node without libmnl: the reason is logged" grep -q "libmnl.so.0" "$work/nomnl.log"
+
+# --- linux/arm64, and one manifest list for both platforms
+check "arm64 programs run here (qemu-user-static through binfmt_misc)" bash "$repo/tests/support/binfmt_arm64.sh" ||
+  finish_checks
+base_arm64=localhost/ibcni-test-base/debian:bookworm-arm64
+image_arm64=localhost/ibcni-test/ibcni:test-arm64
+list=localhost/ibcni-test/ibcni:test-list
+if [[ ! -s $cache/bookworm-arm64.tar ]]; then
+  check "mmdebstrap an arm64 Debian 12 base" \
+    mmdebstrap --variant=minbase --arch=arm64 --format=tar bookworm "$cache/bookworm-arm64.tar.part.tar" \
+      >"$cache/mmdebstrap-arm64.log" 2>&1 ||
+    { tail -20 "$cache/mmdebstrap-arm64.log"; finish_checks; }
+  mv "$cache/bookworm-arm64.tar.part.tar" "$cache/bookworm-arm64.tar"
+fi
+check "arm64 base image imported" podman import --arch arm64 "$cache/bookworm-arm64.tar" "$base_arm64" >/dev/null ||
+  finish_checks
+started=$(date +%s)
+check "deploy/Dockerfile builds for linux/arm64 (cross-compiled, runtime stage emulated)" \
+  podman build --isolation chroot --network host --layers=false --platform linux/arm64 \
+    --build-arg BUILD_IMAGE="$base" --build-arg RUNTIME_IMAGE="$base_arm64" \
+    -f "$repo/deploy/Dockerfile" -t "$image_arm64" "$repo" >"$work/build-arm64.log" 2>&1 ||
+  { tail -40 "$work/build-arm64.log"; finish_checks; }
+echo "arm64 image built in $(($(date +%s) - started)) s"
+grep -E '^(ok|FAIL) ' "$work/build-arm64.log"
+check "the arm64 build stage ran check-portable for aarch64 on both binaries" \
+  test "$(grep -cE '^ok +/build/ibcni(-ipam)?: aarch64,' "$work/build-arm64.log")" -eq 2
+check "the arm64 build stage cross-compiled (its compiler ran natively, not emulated)" \
+  grep -q 'aarch64-linux-gnu-g++' "$work/build-arm64.log"
+
+podman manifest create "$list" >/dev/null &&
+  podman manifest add "$list" "containers-storage:$image" >/dev/null &&
+  podman manifest add "$list" "containers-storage:$image_arm64" >/dev/null
+platforms=$(podman manifest inspect "$list" | jq -r '[.manifests[].platform | "\(.os)/\(.architecture)"] | sort | join(",")')
+check "one manifest list holds linux/amd64 and linux/arm64 ($platforms)" test "$platforms" = "linux/amd64,linux/arm64"
+arch_of() { podman image inspect --format '{{.Os}}/{{.Architecture}}' "$1"; }
+check "the images say their platforms ($(arch_of "$image"), $(arch_of "$image_arm64"))" \
+  test "$(arch_of "$image") $(arch_of "$image_arm64")" = "linux/amd64 linux/arm64"
+
+rootfs_amd64=$rootfs
+rootfs=$work/rootfs-arm64
+mkdir -p "$rootfs"
+cid=$(podman create --platform linux/arm64 "$image_arm64")
+podman export -o "$work/rootfs-arm64.tar" "$cid" && tar -C "$rootfs" -xf "$work/rootfs-arm64.tar" && rm -f "$work/rootfs-arm64.tar"
+podman rm -f "$cid" >/dev/null
+machine() { readelf -h "$1" | sed -n 's/^ *Machine: *//p'; }
+check "the arm64 image's ibcni and ibcni-ipam are aarch64 ELF" \
+  test "$(machine "$rootfs/opt/ibcni/bin/ibcni")/$(machine "$rootfs/opt/ibcni/bin/ibcni-ipam")" = "AArch64/AArch64"
+check "the amd64 image's are x86_64 ELF" \
+  test "$(machine "$rootfs_amd64/opt/ibcni/bin/ibcni")" = "Advanced Micro Devices X86-64"
+check "the arm64 image's binaries pass check-portable --arch aarch64" \
+  "$repo/deploy/check-portable.sh" --arch aarch64 "$rootfs/opt/ibcni/bin/ibcni" "$rootfs/opt/ibcni/bin/ibcni-ipam"
+check "the arm64 image is an arm64 Debian (its own shell runs, emulated)" \
+  test "$(chroot "$rootfs" dpkg --print-architecture)" = arm64
+got=$(chroot "$rootfs" /opt/ibcni/bin/ibcni version)
+check "the arm64 image's ibcni prints its version under emulation: $got" test "$got" = "$expected"
+check "the arm64 image's ibcni-ipam too" chroot "$rootfs" /opt/ibcni/bin/ibcni-ipam version
+
+node=$work/node-arm64
+make_node_root_arm64 "$node" "$rootfs/opt/ibcni/bin/ibcni"
+check "arm64 entrypoint installs into an arm64 node" run_entrypoint "$node" "$work/install-arm64.log" ||
+  cat "$work/install-arm64.log"
+check "arm64 node's ibcni is the arm64 image's" cmp -s "$rootfs/opt/ibcni/bin/ibcni" "$node/opt/cni/bin/ibcni"
+check "arm64 node's ibcni-ipam is the arm64 image's" cmp -s "$rootfs/opt/ibcni/bin/ibcni-ipam" "$node/opt/cni/bin/ibcni-ipam"
+check "arm64 node's ibcni runs on the node" test "$(chroot "$node" /opt/cni/bin/ibcni version)" = "$expected"
 
 finish_checks

@@ -11,3 +11,17 @@ make_node_root() {
   done < <(ldd "$bin" | awk '/=> \// {print $1, $3}')
   cp -L /lib64/ld-linux-x86-64.so.2 "$root/lib64/"
 }
+
+# make_node_root_arm64 DIR IBCNI [SKIP_LIB]: the same for an arm64 node (an aarch64 IBCNI), from the
+# arm64 libraries this machine has through multiarch (its cross build's); its programs run here
+# through binfmt (tests/support/binfmt_arm64.sh). ldd cannot read a foreign binary: the libraries
+# are its NEEDED entries, with libgcc_s, which glibc loads itself.
+make_node_root_arm64() {
+  local root=$1 bin=$2 skip=${3:-} lib
+  mkdir -p "$root/lib/aarch64-linux-gnu" "$root/opt/cni/bin"
+  for lib in $(readelf -d -W "$bin" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p') libgcc_s.so.1; do
+    [[ $lib == "$skip" ]] && continue
+    cp -L "/lib/aarch64-linux-gnu/$lib" "$root/lib/aarch64-linux-gnu/$lib"
+  done
+  cp -L /lib/ld-linux-aarch64.so.1 "$root/lib/"
+}

@@ -33,6 +33,18 @@ here=$(dirname "$self")
 repo=$(cd "$here/../.." && pwd)
 GTESTS=(sysfs_devices_vm_test rdma_netlink_vm_test ipoib_netlink_vm_test verbs_probe_vm_test)
 ALL_PARTS=(deviceid_move doctor_verbs e2e_lab)
+# The netlink requests byte for byte against iproute2's (label netns on x86_64, where the netns tier
+# runs them): the arm64 build runs them in its VM, against arm64's iproute2.
+GOLDEN=(vf_messages_test ipoib_messages_test)
+
+# --arch arm64 (first): the arm64 build in the arm64 VM (run-arm64.sh); the parts are the same, plus
+# golden_bytes, and the libcni driver is built for arm64.
+arch=x86_64
+if [[ ${1:-} == --arch ]]; then
+  arch=${2:?--arch x86_64|arm64}
+  shift 2
+fi
+[[ $arch == arm64 || ${KERNEL_LAB_ARCH:-} == arm64 ]] && ALL_PARTS+=(golden_bytes)
 
 # CNITOOL in the environment (e.g. upstream cnitool, as for e2e/run.sh) stands for --cnitool.
 cnitool=${CNITOOL:+$(readlink -f "$CNITOOL")}
@@ -46,7 +58,7 @@ if [[ ${1:-} == --boot ]]; then
   fi
   build=${1:?$usage}
   shift
-  if ! compgen -G '/boot/vmlinuz-*-amd64' >/dev/null; then
+  if [[ $arch == x86_64 ]] && ! compgen -G '/boot/vmlinuz-*-amd64' >/dev/null; then
     echo "FAIL: the kernel-lab is not installed: there is no Debian kernel /boot/vmlinuz-*-amd64 to boot."
     echo "      Install it with $(dirname "$run_sh")/setup.sh (the project's install step runs it)."
     exit 1
@@ -57,17 +69,22 @@ if [[ ${1:-} == --boot ]]; then
     exit 1
   fi
   build=$(readlink -f "$build")
-  for f in "$build/ibcni" "$build/ibcni-ipam" "${GTESTS[@]/#/$build/tests/kernel-lab/}"; do
+  golden=()
+  [[ $arch == arm64 ]] && golden=("${GOLDEN[@]/#/$build/tests/unit/netlink/}")
+  for f in "$build/ibcni" "$build/ibcni-ipam" "${GTESTS[@]/#/$build/tests/kernel-lab/}" "${golden[@]}"; do
     if [[ ! -x $f ]]; then
       echo "FAIL: $f is not built"
       exit 1
     fi
   done
-  # The VM's user space is this machine's: a driver built here runs there.
+  # The x86_64 VM's user space is this machine's: a driver built here runs there; for arm64 Go
+  # cross-compiles it (GOARCH).
   if [[ -z $cnitool ]]; then
     cnitool=$build/e2e/cnitool
     t0=$SECONDS
-    if ! bash "$repo/e2e/build-driver.sh" "$cnitool"; then
+    goarch=amd64
+    [[ $arch == arm64 ]] && goarch=arm64
+    if ! GOARCH=$goarch bash "$repo/e2e/build-driver.sh" "$cnitool"; then
       echo "FAIL: could not build the libcni driver (e2e/build-driver.sh; needs golang-go and golang-github-appc-cni-dev)"
       exit 1
     fi
@@ -122,7 +139,7 @@ rdma_devs() { rdma -j dev show 2>/dev/null | jq -r '[.[].ifname] | sort | join("
 nics_snapshot
 MODE_FOUND=$(rdma_mode)
 DEVS_FOUND=$(rdma_devs)
-echo "kernel-lab: $(uname -r); NICs: ${NICS[*]}; RDMA netns mode ${MODE_FOUND:-?}; RDMA devices: ${DEVS_FOUND:-none}"
+echo "kernel-lab: $(uname -r) $(uname -m); NICs: ${NICS[*]}; RDMA netns mode ${MODE_FOUND:-?}; RDMA devices: ${DEVS_FOUND:-none}"
 for n in "${NICS[@]}"; do echo "  $n: PCI ${NICS_PCI[$n]}, ${NICS_FOUND[$n]}"; done
 if ((${#NICS[@]} < 4)); then
   check "the VM has 4 PCI NICs (run.sh --nics 4): found ${#NICS[@]}" false
@@ -167,6 +184,7 @@ for part in "${parts[@]}"; do
       run_part "$part" bash "$here/deviceid_move_vm.sh" "${args[@]}" "$bin/ibcni" ;;
     doctor_verbs) run_part "$part" bash "$here/doctor_verbs_vm.sh" "$bin/ibcni" ;;
     e2e_lab) run_part "$part" bash "$here/e2e_lab_vm.sh" "$bin" "$cnitool" ;;
+    golden_bytes) run_part "$part" bash "$here/golden_bytes_vm.sh" "${GOLDEN[@]/#/$build/tests/unit/netlink/}" ;;
     *) check "known part '$part' (${ALL_PARTS[*]})" false ;;
   esac
 done
