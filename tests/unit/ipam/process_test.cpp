@@ -6,6 +6,8 @@
 
 #include <sys/wait.h>
 #include <unistd.h>
+#include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <map>
 #include <random>
@@ -156,12 +158,36 @@ TEST(FileStoreProcesses, ConcurrentDualStackAddsAndDels) {
   }
 }
 
+// How long a fresh process takes to its first ADD here (a forked child, as churn() runs): the kills
+// below land within a few of those, whatever the machine (under qemu-user or the sanitizers it is
+// ten times a native build's). A throwaway store, so that the checked one holds only the children's.
+std::chrono::microseconds firstAddTime(const std::string& ranges) {
+  TempDir calib;
+  const std::string conf = netConfig(calib.path(), ranges);
+  const auto t0 = std::chrono::steady_clock::now();
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    EmbeddedIpamOptions o;
+    o.netnsChecker = std::make_shared<FakeNetnsChecker>();
+    EmbeddedIpam ipam(o);
+    ::_exit(ipam.add(makeRequest(conf, "calibration")).has_value() ? 0 : 1);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0);
+}
+
 TEST(FileStoreProcesses, SigkillAtRandomPointsLeavesAConsistentStore) {
   TempDir tmp;
   const std::string ipamJson = R"({"ranges": [[{"subnet": "10.5.0.0/20"}], [{"subnet": "fd00:5::/64"}]]})";
-  std::string conf = netConfig(tmp.path(), R"("ranges": [[{"subnet": "10.5.0.0/20"}], [{"subnet": "fd00:5::/64"}]])");
+  const std::string ranges = R"("ranges": [[{"subnet": "10.5.0.0/20"}], [{"subnet": "fd00:5::/64"}]])";
+  std::string conf = netConfig(tmp.path(), ranges);
   std::mt19937 rng(12345);
-  std::uniform_int_distribution<int> delayUs(0, 3000);
+  // Up to 3 ms natively; on a slower machine up to three first ADDs, so that most children get
+  // something done before the kill (the point is killing them in the middle of it).
+  const auto first = firstAddTime(ranges);
+  std::uniform_int_distribution<long> delayUs(0, std::max(3000l, 3 * static_cast<long>(first.count())));
   for (int i = 0; i < 100; ++i) {
     pid_t pid = ::fork();
     ASSERT_GE(pid, 0);

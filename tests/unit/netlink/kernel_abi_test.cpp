@@ -8,7 +8,7 @@
 // netlink; the kernel's error answers), the NS_GET_NSTYPE ioctl (asm-generic numbering on both),
 // and libibverbs' ibv_port_attr and ibv_gid that the verbs check reads through dlsym. So the
 // golden bytes of tests/unit/netlink and tests/unit/rdma hold on both (the arm64 kernel lab also
-// compares them with arm64's iproute2: tests/kernel-lab/golden_bytes_vm.sh).
+// compares them with arm64's iproute2: tests/kernel-lab/native_gtests_vm.sh).
 //
 // Different per architecture, and used by none of ibcni's messages (they go through the C library,
 // compiled for each): struct stat (144 bytes on x86_64, 128 on aarch64), struct epoll_event (packed
