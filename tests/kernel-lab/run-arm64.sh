@@ -42,7 +42,7 @@ done
 # What the VM's root file system holds (arm64 packages of Debian 12).
 packages=bash,dash,coreutils,util-linux,mount,procps,findutils,grep,sed,gawk,jq,kmod,iproute2,ethtool,iputils-ping
 packages+=,busybox-static,libc-bin,libstdc++6,libmnl0,libnl-3-200,libnl-route-3-200,libyaml-0-2,libcurl4,strace,libibverbs1,ibverbs-providers,rdma-core,ibverbs-utils
-packages+=,linux-image-arm64
+packages+=,containernetworking-plugins,linux-image-arm64
 
 cache=${KERNEL_LAB_ARM64_CACHE:-/var/cache/ibcni-kernel-lab-arm64}
 rootfs=$cache/rootfs
@@ -53,6 +53,12 @@ if [[ ! -s $initrd || $initrd -ot $self ]]; then
   rm -rf "$rootfs" "$initrd"
   mkdir -p "$cache"
   mmdebstrap --quiet --variant=extract --arch=arm64 --include="$packages" bookworm "$rootfs.tmp" >&2
+  # What maintainer scripts would have made: the awk alternative, /var/run as /run.
+  [[ -e $rootfs.tmp/usr/bin/awk ]] || ln -s gawk "$rootfs.tmp/usr/bin/awk"
+  if [[ ! -L $rootfs.tmp/var/run ]]; then
+    rm -rf "$rootfs.tmp/var/run"
+    ln -s /run "$rootfs.tmp/var/run"
+  fi
   mv "$rootfs.tmp" "$rootfs"
   kver=$(ls "$rootfs/lib/modules")
   depmod -b "$rootfs" "$kver"
