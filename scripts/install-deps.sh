@@ -46,7 +46,7 @@ arm64_build_pkgs=(g++-aarch64-linux-gnu binutils-aarch64-linux-gnu
 # Running it: the unit tests under qemu-user (and the arm64 image's programs through binfmt), and
 # the arm64 kernel lab (tests/kernel-lab/run-arm64.sh: qemu-system-aarch64, its root file system
 # made by mmdebstrap from Debian's arm64 packages).
-arm64_test_pkgs=(qemu-user qemu-user-static qemu-system-arm mmdebstrap)
+arm64_test_pkgs=(qemu-user qemu-user-static qemu-system-arm mmdebstrap arch-test)
 
 pkgs=("${build_pkgs[@]}")
 case ${1:-} in
