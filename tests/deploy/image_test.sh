@@ -137,6 +137,7 @@ check "arm64 base image imported" podman import --arch arm64 "$cache/bookworm-ar
 started=$(date +%s)
 check "deploy/Dockerfile builds for linux/arm64 (cross-compiled, runtime stage emulated)" \
   podman build --isolation chroot --network host --layers=false --platform linux/arm64 \
+    --build-arg BUILDPLATFORM=linux/amd64 --build-arg TARGETARCH=arm64 \
     --build-arg BUILD_IMAGE="$base" --build-arg RUNTIME_IMAGE="$base_arm64" \
     -f "$repo/deploy/Dockerfile" -t "$image_arm64" "$repo" >"$work/build-arm64.log" 2>&1 ||
   { tail -40 "$work/build-arm64.log"; finish_checks; }
