@@ -19,15 +19,7 @@ if [[ ${KERNEL_LAB:-} != 1 ]]; then
   exit 1
 fi
 
-pass=0
-fail=0
-ok() { echo "PASS: $*"; pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
-check() {
-  local desc=$1
-  shift
-  if "$@"; then ok "$desc"; else bad "$desc"; fi
-}
+source "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../support/check.sh"
 
 log=$(mktemp -d /tmp/ibcni-native.XXXXXX)
 trap 'rm -rf "$log"' EXIT
@@ -44,5 +36,4 @@ for arg in "$@"; do
   check "$name ran tests and skipped none" \
     bash -c "grep -q '^\[  PASSED  \] [1-9]' '$log/$name.log' && ! grep -q '^\[  SKIPPED \] [A-Za-z]' '$log/$name.log'"
 done
-echo "$pass passed, $fail failed"
-((fail == 0))
+finish_checks
