@@ -272,11 +272,29 @@ vf_rows() {
     }'
 }
 
+# node_image_check NODE: the node's architecture (amd64, or arm64 on Grace nodes: GH200, GB200,
+# GB300) and, where ibcni's DaemonSet runs on it, that the image the node pulled from the manifest
+# list is its own platform's: the image's ibcni runs there.
+node_image_check() {
+  local node=$1 arch pod out
+  arch=$(kc get node "$node" -o jsonpath='{.status.nodeInfo.architecture}' 2>/dev/null)
+  pod=$(kc get pods -A -l app.kubernetes.io/name=ibcni --field-selector "spec.nodeName=$node" \
+    -o jsonpath='{range .items[0]}{.metadata.namespace}/{.metadata.name}{end}' 2>/dev/null)
+  if [[ -z $pod ]]; then
+    skip "node_ibcni_image_$node" "no ibcni DaemonSet pod (app.kubernetes.io/name=ibcni) on this ${arch:-?} node"
+  elif out=$(kc -n "${pod%%/*}" exec "${pod#*/}" -- /opt/ibcni/bin/ibcni version 2>&1); then
+    pass "node_ibcni_image_$node" "${arch:-?} node, $pod runs the image's $out"
+  else
+    fail "node_ibcni_image_$node" "the image's ibcni does not run in $pod on this ${arch:-?} node: ${out//$'\n'/ } (does the image's manifest list hold linux/${arch:-?}? podman manifest inspect / docker buildx imagetools inspect)"
+  fi
+}
+
 # node_preflight NODE BEFORE: helper pod, RDMA namespace mode and, when BEFORE is 1 (no test pod
 # has been created yet), the snapshot of the node's VF table to compare with after the test.
 node_preflight() {
   local node=$1 before=$2 out used
   PREFLIGHTED[$node]=1
+  node_image_check "$node"
   if ! ensure_helper "$node"; then
     skip "node_rdma_netns_$node" "${HELPER_ERR[$node]}"
     return
