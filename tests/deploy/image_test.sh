@@ -12,7 +12,7 @@
 #   - against a node without libmnl.so.0 it refuses and leaves the node's binary alone;
 #   - linux/arm64: the same Dockerfile for the other platform (podman build --platform linux/arm64,
 #     the plugins cross-compiled in the build stage on this machine's platform; the runtime stage on
-#     an arm64 Debian 12 base made with mmdebstrap, its RUN steps under qemu-user binfmt); one
+#     an arm64 Debian 12 base made with mmdebstrap, its one RUN step under qemu-user binfmt); one
 #     manifest list holds both images; the arm64 image's binaries are aarch64 and pass
 #     check-portable --arch aarch64; its ibcni prints the same version line under emulation, and
 #     its entrypoint installs both binaries into an arm64 node root, where they run.
@@ -135,7 +135,7 @@ fi
 check "arm64 base image imported" podman import --arch arm64 "$cache/bookworm-arm64.tar" "$base_arm64" >/dev/null ||
   finish_checks
 started=$(date +%s)
-check "deploy/Dockerfile builds for linux/arm64 (cross-compiled, runtime stage emulated)" \
+check "deploy/Dockerfile builds for linux/arm64 (cross-compiled; only the version check runs emulated)" \
   podman build --isolation chroot --network host --layers=false --platform linux/arm64 \
     --build-arg BUILDPLATFORM=linux/amd64 --build-arg TARGETARCH=arm64 \
     --build-arg BUILD_IMAGE="$base" --build-arg RUNTIME_IMAGE="$base_arm64" \
