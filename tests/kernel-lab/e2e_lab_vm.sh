@@ -534,7 +534,11 @@ multus_shape() {
 }
 
 echo "ibcni: $BUILD/ibcni; driver: $CNITOOL; work dir: $WORK"
-for s in pods_ping netns_gone_del churn_50 same_network_twice multus_shape; do
+SCENARIOS=(pods_ping netns_gone_del churn_50 same_network_twice multus_shape)
+for s in $ONLY; do
+  check "E2E_LAB_ONLY's $s is a scenario (${SCENARIOS[*]})" test -n "$(printf '%s\n' "${SCENARIOS[@]}" | grep -x -- "$s")"
+done
+for s in "${SCENARIOS[@]}"; do
   wanted "$s" || continue
   scenario_begin "$s"
   "$s"

@@ -22,7 +22,8 @@
 #     initrd cache; ctest gives the test its own).
 # Inside the VM (KERNEL_LAB=1; refuses to run anywhere else: the parts move the NICs around):
 #   kernel_lab.sh [--cnitool <driver>] <build dir> [PART...]
-#     PART: deviceid_move, doctor_verbs, e2e_lab (default: all three, in this order)
+#     PART: deviceid_move, doctor_verbs, e2e_lab (default: all three, in this order);
+#     e2e_lab:S1,S2 runs only those scenarios of e2e_lab_vm.sh (its E2E_LAB_ONLY)
 # By hand, from the repository root (the VM shares the current directory read-write, the rest of
 # the file system read-only; build/ is the build dir):
 #   tests/kernel-lab/kernel_lab.sh --boot ../shared/kernel-lab/run.sh build
@@ -187,6 +188,9 @@ for part in "${parts[@]}"; do
       run_part "$part" bash "$here/deviceid_move_vm.sh" "${args[@]}" "$bin/ibcni" ;;
     doctor_verbs) run_part "$part" bash "$here/doctor_verbs_vm.sh" "$bin/ibcni" ;;
     e2e_lab) run_part "$part" bash "$here/e2e_lab_vm.sh" "$bin" "$cnitool" ;;
+    e2e_lab:*)
+      only=${part#e2e_lab:}
+      run_part "$part" env E2E_LAB_ONLY="${only//,/ }" bash "$here/e2e_lab_vm.sh" "$bin" "$cnitool" ;;
     native) run_part "$part" bash "$here/native_gtests_vm.sh" "${NATIVE[@]/#/$build/tests/}" ;;
     *) check "known part '$part' (${ALL_PARTS[*]})" false ;;
   esac
