@@ -60,15 +60,23 @@ if [[ ! -s $cache/bookworm.tar ]]; then
 fi
 check "base image imported" podman import "$cache/bookworm.tar" "$base" >/dev/null || finish_checks
 
+# build_image WHAT LOG TAG [PODMAN-BUILD-ARG...]: deploy/Dockerfile as it is, built into TAG (the
+# log in LOG, its tail shown and the test ended when it fails), timed; prints check-portable's lines.
+build_image() {
+  local what=$1 log=$2 tag=$3 started
+  shift 3
+  started=$(date +%s)
+  check "deploy/Dockerfile builds $what" \
+    podman build --isolation chroot --network host --layers=false "$@" \
+      -f "$repo/deploy/Dockerfile" -t "$tag" "$repo" >"$log" 2>&1 ||
+    { tail -40 "$log"; finish_checks; }
+  echo "image ($what) built in $(($(date +%s) - started)) s"
+  grep -E '^(ok|FAIL) ' "$log"
+}
+
 # --- the image, from deploy/Dockerfile as it is
-started=$(date +%s)
-check "deploy/Dockerfile builds (both stages)" \
-  podman build --isolation chroot --network host --layers=false \
-    --build-arg BUILD_IMAGE="$base" --build-arg RUNTIME_IMAGE="$base" \
-    -f "$repo/deploy/Dockerfile" -t "$image" "$repo" >"$work/build.log" 2>&1 ||
-  { tail -40 "$work/build.log"; finish_checks; }
-echo "image built in $(($(date +%s) - started)) s"
-grep -E '^(ok|FAIL) ' "$work/build.log"
+build_image "(both stages)" "$work/build.log" "$image" \
+  --build-arg BUILD_IMAGE="$base" --build-arg RUNTIME_IMAGE="$base"
 check "the build stage ran check-portable on both binaries" \
   test "$(grep -cE '^ok +/build/ibcni(-ipam)?:' "$work/build.log")" -eq 2
 
@@ -134,15 +142,10 @@ if [[ ! -s $cache/bookworm-arm64.tar ]]; then
 fi
 check "arm64 base image imported" podman import --arch arm64 "$cache/bookworm-arm64.tar" "$base_arm64" >/dev/null ||
   finish_checks
-started=$(date +%s)
-check "deploy/Dockerfile builds for linux/arm64 (cross-compiled; only the version check runs emulated)" \
-  podman build --isolation chroot --network host --layers=false --platform linux/arm64 \
-    --build-arg BUILDPLATFORM=linux/amd64 --build-arg TARGETARCH=arm64 \
-    --build-arg BUILD_IMAGE="$base" --build-arg RUNTIME_IMAGE="$base_arm64" \
-    -f "$repo/deploy/Dockerfile" -t "$image_arm64" "$repo" >"$work/build-arm64.log" 2>&1 ||
-  { tail -40 "$work/build-arm64.log"; finish_checks; }
-echo "arm64 image built in $(($(date +%s) - started)) s"
-grep -E '^(ok|FAIL) ' "$work/build-arm64.log"
+build_image "for linux/arm64 (cross-compiled; only the version check runs emulated)" \
+  "$work/build-arm64.log" "$image_arm64" --platform linux/arm64 \
+  --build-arg BUILDPLATFORM=linux/amd64 --build-arg TARGETARCH=arm64 \
+  --build-arg BUILD_IMAGE="$base" --build-arg RUNTIME_IMAGE="$base_arm64"
 check "the arm64 build stage ran check-portable for aarch64 on both binaries" \
   test "$(grep -cE '^ok +/build/ibcni(-ipam)?: aarch64,' "$work/build-arm64.log")" -eq 2
 check "the arm64 build stage cross-compiled (its compiler ran natively, not emulated)" \
