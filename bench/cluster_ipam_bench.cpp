@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "bench_stats.h"
-#include "etcd_block_backend.h"
-#include "http/curl_http_client.h"
+#include "ipam/backends/etcd_block_backend.h"
+#include "lib/http/curl_http_client.h"
 #include "support/cluster_sim.h"
 #include "support/etcd_cluster.h"
 #include "support/k8s_emulator.h"

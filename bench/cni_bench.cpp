@@ -18,7 +18,7 @@
 //               gate; wall time and per-ADD latency; all must succeed with distinct addresses, which
 //               are checked inside each pod; then 100 concurrent DELs, and every VF must be back.
 //   breakdown   where the time of one ibcni ADD goes, from its own timing line at logLevel debug
-//               (plugin/log/timing.h), against bench/netdev_floor, the same kernel operations over
+//               (lib/log/timing.h), against bench/netdev_floor, the same kernel operations over
 //               raw rtnetlink and nothing else, exec'd and timed the same way.
 //
 // The whole bench runs in its own network and mount namespaces (unshared at start): the "host" of

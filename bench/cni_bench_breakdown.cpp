@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // cni_bench's breakdown part: where the time of one ibcni ADD goes, from its own timing line at
-// logLevel debug (plugin/log/timing.h), against bench/netdev_floor, the same kernel operations over
+// logLevel debug (lib/log/timing.h), against bench/netdev_floor, the same kernel operations over
 // raw rtnetlink and nothing else, exec'd and timed the same way.
 #include <algorithm>
 #include <cstdint>

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "bench_stats.h"
-#include "embedded_ipam.h"
+#include "ipam/embedded_ipam.h"
 #include "ibcni/config/net_conf.h"
 #include "support/exec_program.h"
 

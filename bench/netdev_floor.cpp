@@ -4,7 +4,7 @@
 // (no configuration parsing beyond reading stdin, no IPAM, no record, no lock, no lookups beyond
 // the ifindex). cni_bench (cni_bench_breakdown.cpp) execs it as it execs the plugins (fresh
 // environment, CNI_* variables, stdin) and times it the same way; it writes the same kind of
-// timing line as ibcni at logLevel debug (plugin/log/timing.h) on stderr:
+// timing line as ibcni at logLevel debug (lib/log/timing.h) on stderr:
 //   timing: start=<ns> stdin=<us> netns=<us> link=<us> addr=<us> end=<ns>
 //
 //   netdev_floor DEVICE ADDRESS/PREFIX GATEWAY ROUTE_DST/PREFIX     (CNI_COMMAND ADD or DEL)

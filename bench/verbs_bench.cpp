@@ -37,9 +37,9 @@
 #include <vector>
 
 #include "bench_stats.h"
-#include "modes/verbs_check.h"
+#include "plugin/modes/verbs_check.h"
 #include "ibcni/os/netns.h"
-#include "verbs/dlopen_verbs_probe.h"
+#include "plugin/verbs/dlopen_verbs_probe.h"
 
 namespace {
 

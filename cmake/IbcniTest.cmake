@@ -26,7 +26,7 @@ function(ibcni_add_test name)
     add_executable(${name} ${T_SOURCES})
   endif()
   ibcni_warnings(${name})
-  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests ${PROJECT_SOURCE_DIR}/plugin)
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests ${PROJECT_SOURCE_DIR})
   target_link_libraries(${name} PRIVATE ${T_DEPENDS} GTest::gtest GTest::gmock GTest::gtest_main)
   ibcni_test_pch(${name})
   # A cross build (build-arm64) builds only its unit tests and those of ARM64_LAB, and registers

@@ -12,17 +12,17 @@
 #include <ctime>
 #include <optional>
 
-#include "embedded_ipam.h"
+#include "ipam/embedded_ipam.h"
 
-#include "allocator.h"
-#include "file_store.h"
-#include "record_codec.h"
-#include "kubeconfig.h"
+#include "ipam/policy/allocator.h"
+#include "ipam/store/file_store.h"
+#include "ipam/store/record_codec.h"
+#include "ipam/backends/kubeconfig.h"
 #include "ibcni/os/file_io.h"
 #include "ibcni/os/safe_path.h"
 #include "ibcni/os/time_text.h"
 #include "ibcni/os/unique_fd.h"
-#include "log/log.h"
+#include "lib/log/log.h"
 
 namespace ibcni::ipam {
 

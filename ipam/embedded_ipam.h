@@ -13,8 +13,8 @@
 #include "ibcni/config/ipam_conf.h"
 #include "ibcni/ipam/ipam.h"
 #include "ibcni/os/netns_checker.h"
-#include "cluster_pool.h"
-#include "pool_report.h"
+#include "ipam/cluster/cluster_pool.h"
+#include "ipam/cluster/pool_report.h"
 
 namespace ibcni::ipam {
 

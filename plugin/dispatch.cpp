@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "dispatch.h"
+#include "plugin/dispatch.h"
 
 
-#include "commands/commands.h"
-#include "commands/common.h"
+#include "plugin/commands/commands.h"
+#include "plugin/commands/common.h"
 #include "ibcni/config/net_conf.h"
-#include "log/log.h"
-#include "log/timing.h"
-#include "result/result_json.h"
+#include "lib/log/log.h"
+#include "lib/log/timing.h"
+#include "lib/result/result_json.h"
 
 namespace ibcni::plugin {
 

@@ -6,12 +6,12 @@
 #include <string>
 #include <string_view>
 
-#include "deps.h"
+#include "plugin/deps.h"
 #include "ibcni/cni/error.h"
 #include "ibcni/cni/result.h"
 #include "ibcni/config/net_conf.h"
 #include "ibcni/ipam/ipam.h"
-#include "invocation.h"
+#include "plugin/invocation.h"
 
 namespace ibcni::plugin {
 

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Holds the code to the layer order written in plugin/README.md ("Layers"): a file may include
 # files of its own unit and of the layers below it, never a layer above, and never a sibling unit
-# of its own layer. Every source file under include/, plugin/ and ipam/ must belong to a unit.
+# of its own layer. Every source file under include/, lib/, ipam/ and plugin/ must belong to a unit.
 #   scripts/check-layers.sh [ROOT]     exit 0 when every include goes down, 1 (listing each
 #                                      offending include) otherwise
 set -euo pipefail
@@ -20,8 +20,9 @@ if [[ -z $table ]]; then
 fi
 
 # Every quoted include of every source file, as "file<TAB>line<TAB>included path", then resolved
-# as the compiler would (next to the file, then the include directories include/, plugin/, ipam/).
-find include plugin ipam -type f \( -name '*.h' -o -name '*.cpp' \) -print0 | sort -z |
+# as the compiler would (next to the file, then include/ and the repository root: every include
+# names its folder, "ibcni/os/unique_fd.h", "lib/log/log.h", "ipam/cluster/cluster_pool.h").
+find include lib ipam plugin -type f \( -name '*.h' -o -name '*.cpp' \) -print0 | sort -z |
   xargs -0 awk '
     FNR == 1 { print FILENAME "\t0\t" }  # every file, so that files without includes are placed too
     match($0, /^[ \t]*#[ \t]*include[ \t]*"[^"]+"/) {
@@ -31,7 +32,7 @@ find include plugin ipam -type f \( -name '*.h' -o -name '*.cpp' \) -print0 | so
   while IFS=$'\t' read -r file line inc; do
     target=
     if [[ -n $inc ]]; then
-      for dir in "$(dirname "$file")" include plugin ipam; do
+      for dir in "$(dirname "$file")" include .; do
         if [[ -f $dir/$inc ]]; then
           target=$(realpath --relative-to=. "$dir/$inc")
           break

@@ -4,13 +4,13 @@
 // first, so a failed ADD leaves the host and the pod as they were and the IPAM allocation released.
 #include <cerrno>
 
-#include "commands/commands.h"
-#include "commands/common.h"
-#include "commands/device_info.h"
+#include "plugin/commands/commands.h"
+#include "plugin/commands/common.h"
+#include "plugin/commands/device_info.h"
 #include "ibcni/os/netns_checker.h"
-#include "modes/verbs_check.h"
-#include "log/log.h"
-#include "log/timing.h"
+#include "plugin/modes/verbs_check.h"
+#include "lib/log/log.h"
+#include "lib/log/timing.h"
 
 namespace ibcni::plugin {
 

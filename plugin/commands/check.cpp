@@ -3,10 +3,10 @@
 // later plugins' changes), ibcni's record and the IPAM plugin.
 #include <algorithm>
 
-#include "commands/commands.h"
-#include "commands/common.h"
-#include "modes/verbs_check.h"
-#include "log/log.h"
+#include "plugin/commands/commands.h"
+#include "plugin/commands/common.h"
+#include "plugin/modes/verbs_check.h"
+#include "lib/log/log.h"
 
 namespace ibcni::plugin {
 

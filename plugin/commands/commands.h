@@ -2,10 +2,10 @@
 // The CNI verbs, one file each. They receive a validated Invocation and the dependencies.
 #pragma once
 
-#include "deps.h"
+#include "plugin/deps.h"
 #include "ibcni/cni/error.h"
 #include "ibcni/cni/result.h"
-#include "invocation.h"
+#include "plugin/invocation.h"
 
 namespace ibcni::plugin {
 

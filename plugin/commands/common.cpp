@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "commands/common.h"
-#include "commands/device_info.h"
+#include "plugin/commands/common.h"
+#include "plugin/commands/device_info.h"
 
 #include <cerrno>
 
 #include "ibcni/os/safe_path.h"
-#include "log/log.h"
+#include "lib/log/log.h"
 
 namespace ibcni::plugin {
 

@@ -6,14 +6,14 @@
 #include <string>
 #include <vector>
 
-#include "deps.h"
+#include "plugin/deps.h"
 #include "ibcni/cni/error.h"
 #include "ibcni/ipam/ipam.h"
 #include "ibcni/os/file_lock.h"
 #include "ibcni/os/netns.h"
 #include "ibcni/os/sys_error.h"
-#include "invocation.h"
-#include "modes/attachment_mode.h"
+#include "plugin/invocation.h"
+#include "plugin/modes/attachment_mode.h"
 
 namespace ibcni::plugin {
 

@@ -2,9 +2,9 @@
 // DEL: put the device back and release IPAM. It must succeed whenever what it would remove is
 // already gone (netns deleted, device already back, no record, DEL twice), because a failing DEL
 // blocks the runtime's cleanup of the whole chain and is retried forever.
-#include "commands/commands.h"
-#include "commands/common.h"
-#include "log/log.h"
+#include "plugin/commands/commands.h"
+#include "plugin/commands/common.h"
+#include "lib/log/log.h"
 
 namespace ibcni::plugin {
 

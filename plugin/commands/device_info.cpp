@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "commands/device_info.h"
+#include "plugin/commands/device_info.h"
 
 #include "ibcni/os/safe_path.h"
-#include "log/log.h"
+#include "lib/log/log.h"
 
 namespace ibcni::plugin {
 

@@ -4,11 +4,11 @@
 // a file ADD wrote (the record's deviceInfoFile).
 #pragma once
 
-#include "deps.h"
+#include "plugin/deps.h"
 #include "ibcni/cni/error.h"
 #include "ibcni/os/rollback.h"
 #include "ibcni/state/attachment_store.h"
-#include "invocation.h"
+#include "plugin/invocation.h"
 
 namespace ibcni::plugin {
 

@@ -4,9 +4,9 @@
 // same configuration (it releases the addresses of the attachments that are not listed).
 #include <algorithm>
 
-#include "commands/commands.h"
-#include "commands/common.h"
-#include "log/log.h"
+#include "plugin/commands/commands.h"
+#include "plugin/commands/common.h"
+#include "lib/log/log.h"
 
 namespace ibcni::plugin {
 

@@ -8,10 +8,10 @@
 
 #include "ibcni/os/unique_fd.h"
 
-#include "commands/commands.h"
-#include "commands/common.h"
+#include "plugin/commands/commands.h"
+#include "plugin/commands/common.h"
 #include "ibcni/config/ipam_conf.h"
-#include "delegate/exec.h"
+#include "plugin/delegate/exec.h"
 
 namespace ibcni::plugin {
 

@@ -5,10 +5,10 @@
 // Every message names the field, the value and what is accepted.
 #include "ibcni/config/net_conf.h"
 
-#include "config/json_fields.h"
-#include "config/sections.h"
+#include "lib/json/json_fields.h"
+#include "plugin/config/sections.h"
 #include "ibcni/os/safe_path.h"
-#include "result/json_codec.h"
+#include "lib/result/json_codec.h"
 
 namespace ibcni::config {
 

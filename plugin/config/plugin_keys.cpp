@@ -6,11 +6,11 @@
 #include <algorithm>
 #include <set>
 
-#include "config/json_fields.h"
-#include "config/sections.h"
+#include "lib/json/json_fields.h"
+#include "plugin/config/sections.h"
 #include "ibcni/os/file_io.h"
 #include "ibcni/os/safe_path.h"
-#include "result/json_codec.h"
+#include "lib/result/json_codec.h"
 
 namespace ibcni::config {
 

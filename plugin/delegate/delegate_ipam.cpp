@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "delegate/delegate_ipam.h"
+#include "plugin/delegate/delegate_ipam.h"
 
-#include "delegate/exec.h"
-#include "log/log.h"
-#include "result/result_json.h"
+#include "plugin/delegate/exec.h"
+#include "lib/log/log.h"
+#include "lib/result/result_json.h"
 
 namespace ibcni::delegate {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "delegate/exec.h"
+#include "plugin/delegate/exec.h"
 
 #include <cerrno>
 #include <csignal>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "doctor/config_check.h"
+#include "plugin/doctor/config_check.h"
 
 #include <algorithm>
 #include <exception>
@@ -7,15 +7,15 @@
 #include <optional>
 #include <utility>
 
-#include "commands/commands.h"
-#include "modes/verbs_check.h"
+#include "plugin/commands/commands.h"
+#include "plugin/modes/verbs_check.h"
 #include "ibcni/config/net_conf.h"
-#include "invocation.h"
-#include "delegate/exec.h"
-#include "modes/attachment_mode.h"
-#include "modes/sriov_vf.h"
-#include "embedded_ipam.h"
-#include "kubeconfig.h"
+#include "plugin/invocation.h"
+#include "plugin/delegate/exec.h"
+#include "plugin/modes/attachment_mode.h"
+#include "plugin/modes/sriov_vf.h"
+#include "ipam/embedded_ipam.h"
+#include "ipam/backends/kubeconfig.h"
 
 namespace ibcni::doctor {
 

@@ -9,11 +9,11 @@
 #include <string_view>
 #include <vector>
 
-#include "deps.h"
-#include "doctor/doctor.h"
+#include "plugin/deps.h"
+#include "plugin/doctor/doctor.h"
 #include "ibcni/config/net_conf.h"
 #include "ibcni/os/netns.h"
-#include "pool_report.h"
+#include "ipam/cluster/pool_report.h"
 
 namespace ibcni::doctor {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "doctor/doctor.h"
+#include "plugin/doctor/doctor.h"
 
 #include <algorithm>
 #include <cerrno>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "doctor/doctor_json.h"
+#include "plugin/doctor/doctor_json.h"
 
 #include <nlohmann/json.hpp>
 

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "doctor/doctor.h"
+#include "plugin/doctor/doctor.h"
 
 namespace ibcni::doctor {
 

@@ -8,13 +8,13 @@
 #include <string>
 #include <string_view>
 
-#include "deps.h"
+#include "plugin/deps.h"
 #include "ibcni/cni/error.h"
 #include "ibcni/netlink/netlink.h"
 #include "ibcni/os/netns.h"
 #include "ibcni/os/rollback.h"
 #include "ibcni/state/attachment_store.h"
-#include "invocation.h"
+#include "plugin/invocation.h"
 
 namespace ibcni::plugin {
 

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "modes/ipoib_child.h"
+#include "plugin/modes/ipoib_child.h"
 
-#include "modes/record_ahead.h"
+#include "plugin/modes/record_ahead.h"
 
 #include <cerrno>
 
-#include "log/log.h"
+#include "lib/log/log.h"
 
 namespace ibcni::plugin {
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "modes/attachment_mode.h"
+#include "plugin/modes/attachment_mode.h"
 
 namespace ibcni::plugin {
 

@@ -4,9 +4,9 @@
 #include <fmt/core.h>
 #include <unistd.h>
 
-#include "modes/attachment_mode.h"
-#include "modes/ipoib_child.h"
-#include "modes/sriov_netdev.h"
+#include "plugin/modes/attachment_mode.h"
+#include "plugin/modes/ipoib_child.h"
+#include "plugin/modes/sriov_netdev.h"
 #include "ibcni/os/random.h"
 
 namespace ibcni::plugin {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "modes/record_ahead.h"
+#include "plugin/modes/record_ahead.h"
 
-#include "log/timing.h"
+#include "lib/log/timing.h"
 
 namespace ibcni::plugin {
 

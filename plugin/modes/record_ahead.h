@@ -11,7 +11,7 @@
 #include "ibcni/cni/error.h"
 #include "ibcni/os/rollback.h"
 #include "ibcni/state/attachment_store.h"
-#include "modes/attachment_mode.h"
+#include "plugin/modes/attachment_mode.h"
 
 namespace ibcni::plugin {
 

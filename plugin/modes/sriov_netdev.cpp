@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "modes/sriov_netdev.h"
+#include "plugin/modes/sriov_netdev.h"
 
 #include <cerrno>
 #include <cstdint>
 #include <fmt/core.h>
 #include <memory>
 
-#include "modes/record_ahead.h"
-#include "modes/sriov_vf.h"
-#include "log/log.h"
-#include "log/timing.h"
+#include "plugin/modes/record_ahead.h"
+#include "plugin/modes/sriov_vf.h"
+#include "lib/log/log.h"
+#include "lib/log/timing.h"
 
 namespace ibcni::plugin {
 

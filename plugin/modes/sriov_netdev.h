@@ -4,7 +4,7 @@
 #include <string>
 #include <string_view>
 
-#include "modes/attachment_mode.h"
+#include "plugin/modes/attachment_mode.h"
 
 namespace ibcni::plugin {
 

@@ -2,13 +2,13 @@
 // Longer than 600 lines on purpose: the VF steps of ADD, DEL and CHECK (GUIDs and rebind, link state,
 // pkey table, RDMA device move) share private helpers (rebind and wait, RDMA look-ups) that one file keeps
 // private to the VF.
-#include "modes/sriov_vf.h"
+#include "plugin/modes/sriov_vf.h"
 
 #include <cerrno>
 #include <chrono>
 #include <thread>
 
-#include "log/log.h"
+#include "lib/log/log.h"
 
 namespace ibcni::plugin {
 

@@ -10,8 +10,8 @@
 
 #include "ibcni/cni/error.h"
 #include "ibcni/net/pkey.h"
-#include "modes/attachment_mode.h"
-#include "modes/record_ahead.h"
+#include "plugin/modes/attachment_mode.h"
+#include "plugin/modes/record_ahead.h"
 
 namespace ibcni::plugin {
 

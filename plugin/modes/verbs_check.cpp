@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "modes/verbs_check.h"
+#include "plugin/modes/verbs_check.h"
 
 #include <algorithm>
 
 #include "ibcni/os/text.h"
-#include "log/log.h"
+#include "lib/log/log.h"
 
 namespace ibcni::plugin {
 

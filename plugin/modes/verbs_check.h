@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "deps.h"
+#include "plugin/deps.h"
 #include "ibcni/cni/error.h"
 #include "ibcni/net/ip.h"
 #include "ibcni/net/pkey.h"
@@ -16,7 +16,7 @@
 #include "ibcni/os/netns.h"
 #include "ibcni/rdma/rdma_netlink.h"
 #include "ibcni/verbs/verbs_probe.h"
-#include "invocation.h"
+#include "plugin/invocation.h"
 
 namespace ibcni::plugin {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "netlink/ipoib_messages.h"
+#include "plugin/netlink/ipoib_messages.h"
 
 #include <array>
 #include <cstddef>

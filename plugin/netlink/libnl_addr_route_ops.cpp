@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // LibnlNetlink's address and route operations: listing, adding and deleting them.
-#include "netlink/libnl_netlink.h"
+#include "plugin/netlink/libnl_netlink.h"
 
 #include <cerrno>
 #include <cstdint>
@@ -18,9 +18,9 @@
 #include <netlink/route/nexthop.h>
 #include <netlink/route/route.h>
 
-#include "netlink/libnl_handles.h"
-#include "netlink/libnl_parse.h"
-#include "netlink/libnl_socket.h"
+#include "plugin/netlink/libnl_handles.h"
+#include "plugin/netlink/libnl_parse.h"
+#include "plugin/netlink/libnl_socket.h"
 
 namespace ibcni::nl {
 

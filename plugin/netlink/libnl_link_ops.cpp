@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // LibnlNetlink's link operations: lookups, changes, moves and deletion of links, the VF settings
 // on a PF and IPoIB children.
-#include "netlink/libnl_netlink.h"
+#include "plugin/netlink/libnl_netlink.h"
 
 #include <array>
 #include <cerrno>
@@ -22,11 +22,11 @@
 #include <netlink/msg.h>
 #include <netlink/route/link.h>
 
-#include "netlink/ipoib_messages.h"
-#include "netlink/libnl_handles.h"
-#include "netlink/libnl_parse.h"
-#include "netlink/libnl_socket.h"
-#include "netlink/vf_messages.h"
+#include "plugin/netlink/ipoib_messages.h"
+#include "plugin/netlink/libnl_handles.h"
+#include "plugin/netlink/libnl_parse.h"
+#include "plugin/netlink/libnl_socket.h"
+#include "plugin/netlink/vf_messages.h"
 
 namespace ibcni::nl {
 

@@ -2,11 +2,11 @@
 // LibnlNetlink's lifetime and its socket cache. The operations are in libnl_link_ops.cpp and
 // libnl_addr_route_ops.cpp, the socket and request machinery in libnl_socket.cpp, the
 // translation of libnl's objects in libnl_parse.cpp.
-#include "netlink/libnl_netlink.h"
+#include "plugin/netlink/libnl_netlink.h"
 
 #include <memory>
 
-#include "netlink/libnl_socket.h"
+#include "plugin/netlink/libnl_socket.h"
 
 namespace ibcni::nl {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "netlink/libnl_parse.h"
+#include "plugin/netlink/libnl_parse.h"
 
 #include <cstring>
 #include <linux/if.h>

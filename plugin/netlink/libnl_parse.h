@@ -17,7 +17,7 @@
 
 #include "ibcni/net/ip.h"
 #include "ibcni/netlink/netlink.h"
-#include "netlink/libnl_handles.h"
+#include "plugin/netlink/libnl_handles.h"
 
 namespace ibcni::nl {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "netlink/libnl_socket.h"
+#include "plugin/netlink/libnl_socket.h"
 
 #include <cerrno>
 #include <cstdlib>

@@ -19,7 +19,7 @@
 
 #include "ibcni/os/netns.h"
 #include "ibcni/os/sys_error.h"
-#include "netlink/libnl_handles.h"
+#include "plugin/netlink/libnl_handles.h"
 
 namespace ibcni::nl {
 

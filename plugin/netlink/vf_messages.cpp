@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "netlink/vf_messages.h"
-#include "netlink/libnl_handles.h"
+#include "plugin/netlink/vf_messages.h"
+#include "plugin/netlink/libnl_handles.h"
 
 #include <cstddef>
 #include <cstring>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "rdma/mnl_rdma_netlink.h"
+#include "plugin/rdma/mnl_rdma_netlink.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -15,7 +15,7 @@
 
 #include <libmnl/libmnl.h>
 
-#include "rdma/rdma_messages.h"
+#include "plugin/rdma/rdma_messages.h"
 
 namespace ibcni::rdma {
 

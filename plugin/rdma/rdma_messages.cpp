@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "rdma/rdma_messages.h"
+#include "plugin/rdma/rdma_messages.h"
 
 #include <algorithm>
 #include <cerrno>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "state/file_attachment_store.h"
+#include "plugin/state/file_attachment_store.h"
 
 #include <cerrno>
 #include <fcntl.h>
@@ -10,7 +10,7 @@
 
 #include "ibcni/os/file_io.h"
 #include "ibcni/os/unique_fd.h"
-#include "result/json_codec.h"
+#include "lib/result/json_codec.h"
 
 namespace ibcni::state {
 

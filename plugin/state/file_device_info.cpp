@@ -3,7 +3,7 @@
 // file in the same directory, then link(2)ed to its name: link never replaces, so a file that
 // appeared meanwhile (the device plugin's copy, written by Multus) wins, and a reader never sees
 // a partial document.
-#include "state/file_device_info.h"
+#include "plugin/state/file_device_info.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "sysfs/sysfs_devices.h"
+#include "plugin/sysfs/sysfs_devices.h"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "verbs/dlopen_verbs_probe.h"
+#include "plugin/verbs/dlopen_verbs_probe.h"
 #include "ibcni/os/dl_symbol.h"
 
 #include <dlfcn.h>
@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "ibcni/os/unique_fd.h"
-#include "verbs/probe_codec.h"
+#include "plugin/verbs/probe_codec.h"
 
 namespace ibcni::verbs {
 

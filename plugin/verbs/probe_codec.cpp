@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "verbs/probe_codec.h"
+#include "plugin/verbs/probe_codec.h"
 
 #include <cstddef>
 #include <cstdint>

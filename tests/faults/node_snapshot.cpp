@@ -13,8 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "allocator.h"
-#include "file_store.h"
+#include "ipam/policy/allocator.h"
+#include "ipam/store/file_store.h"
 #include "ibcni/config/net_conf.h"
 #include "support/test_netns.h"
 

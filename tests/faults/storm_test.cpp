@@ -13,7 +13,7 @@
 // Bounded wait: with the device lock file flock()ed by the test, ADD must answer 11 ("try again
 // later") after the device lock timeout; with the IPAM network's lock held, ADD must answer 11
 // after the IPAM lock timeout and roll the device back. Both timeouts are 30 s in code
-// (plugin/production_deps.cpp, ipam EmbeddedIpamOptions) with no configuration key; both waits run
+// (plugin/cli/production_deps.cpp, ipam EmbeddedIpamOptions) with no configuration key; both waits run
 // at once, so the test takes ~30 s.
 #include <fcntl.h>
 #include <sys/file.h>

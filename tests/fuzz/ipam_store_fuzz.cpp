@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The embedded IPAM's store files as ibcni-ipam reads them from disk (ipam/file_store.cpp; the
-// formats in ipam/record_codec.cpp and ipam/free_index.cpp): the attachment record and the
+// The embedded IPAM's store files as ibcni-ipam reads them from disk (ipam/store/file_store.cpp; the
+// formats in ipam/store/record_codec.cpp and ipam/store/free_index.cpp): the attachment record and the
 // per-range-set index, both framed with length and CRC-32. The first byte picks the file, the
 // rest is its content:
 //   'r'  attachments/<containerID>:<ifname>  -> FileStore::parseRecord, then find(), list(), verify()
@@ -24,7 +24,7 @@
 #include <string>
 #include <string_view>
 
-#include "file_store.h"
+#include "ipam/store/file_store.h"
 #include "fuzz_util.h"
 #include "ibcni/net/ip.h"
 

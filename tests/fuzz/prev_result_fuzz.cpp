@@ -14,7 +14,7 @@
 #include "ibcni/cni/error.h"
 #include "ibcni/cni/spec_version.h"
 #include "ibcni/config/net_conf.h"
-#include "result/result_json.h"
+#include "lib/result/result_json.h"
 
 namespace {
 

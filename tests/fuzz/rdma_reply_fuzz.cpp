@@ -12,7 +12,7 @@
 #include <span>
 
 #include "fuzz_util.h"
-#include "rdma/rdma_messages.h"
+#include "plugin/rdma/rdma_messages.h"
 
 namespace {
 

@@ -37,7 +37,7 @@
 #include <set>
 #include <thread>
 
-#include "http/curl_http_client.h"
+#include "lib/http/curl_http_client.h"
 #include "ibcni/os/text.h"
 #include "support/cluster_sim.h"
 #include "support/etcd_cluster.h"

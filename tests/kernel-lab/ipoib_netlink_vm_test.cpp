@@ -30,8 +30,8 @@
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 
-#include "netlink/ipoib_messages.h"
-#include "netlink/libnl_netlink.h"
+#include "plugin/netlink/ipoib_messages.h"
+#include "plugin/netlink/libnl_netlink.h"
 #include "support/test_netns.h"
 #include "vm_test_util.h"
 

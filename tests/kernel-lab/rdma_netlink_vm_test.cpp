@@ -24,7 +24,7 @@
 #include <thread>
 #include <vector>
 
-#include "rdma/mnl_rdma_netlink.h"
+#include "plugin/rdma/mnl_rdma_netlink.h"
 #include "vm_test_util.h"
 
 namespace ibcni::rdma {

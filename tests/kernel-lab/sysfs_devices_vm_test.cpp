@@ -20,7 +20,7 @@
 #include <system_error>
 #include <vector>
 
-#include "sysfs/sysfs_devices.h"
+#include "plugin/sysfs/sysfs_devices.h"
 #include "vm_test_util.h"
 
 namespace ibcni::sysfs {

@@ -21,7 +21,7 @@
 #include <thread>
 
 #include "support/test_netns.h"
-#include "verbs/dlopen_verbs_probe.h"
+#include "plugin/verbs/dlopen_verbs_probe.h"
 #include "vm_test_util.h"
 
 namespace ibcni::verbs {

@@ -14,37 +14,37 @@ fail() { echo "FAIL $*"; fails=$((fails + 1)); }
 
 # A small tree: commands above modes; netlink and rdma siblings; os at the bottom.
 mini=$work/mini
-mkdir -p "$mini"/plugin/{commands,modes,netlink,rdma,os} "$mini"/include/ibcni/os "$mini"/ipam
+mkdir -p "$mini"/plugin/{commands,modes,netlink,rdma} "$mini"/lib/os "$mini"/include/ibcni/os "$mini"/ipam
 cat >"$mini/plugin/README.md" <<'MD'
 ```layers
 commands: plugin/commands/
 modes: plugin/modes/
 adapters: plugin/netlink/ plugin/rdma/
-os: include/ibcni/os/+plugin/os/
+os: include/ibcni/os/+lib/os/
 ```
 MD
 echo '#pragma once' >"$mini/include/ibcni/os/fd.h"
-printf '#include "ibcni/os/fd.h"\n' >"$mini/plugin/os/fd.cpp"
+printf '#include "ibcni/os/fd.h"\n' >"$mini/lib/os/fd.cpp"
 printf '#pragma once\n#include "ibcni/os/fd.h"\n' >"$mini/plugin/netlink/nl.h"
 printf '#pragma once\n' >"$mini/plugin/rdma/rdma.h"
-printf '#pragma once\n#include "netlink/nl.h"\n#include <vector>\n' >"$mini/plugin/modes/mode.h"
-printf '#include "modes/mode.h"\n#include "mode.h"\n' >"$mini/plugin/modes/mode.cpp"
-printf '#include "modes/mode.h"\n#include "netlink/nl.h"\n' >"$mini/plugin/commands/add.cpp"
+printf '#pragma once\n#include "plugin/netlink/nl.h"\n#include <vector>\n' >"$mini/plugin/modes/mode.h"
+printf '#include "plugin/modes/mode.h"\n#include "mode.h"\n' >"$mini/plugin/modes/mode.cpp"
+printf '#include "plugin/modes/mode.h"\n#include "plugin/netlink/nl.h"\n' >"$mini/plugin/commands/add.cpp"
 
 run() { out=$("$check" "$1" 2>&1); rc=$?; }
 run "$mini"
 [[ $rc -eq 0 ]] && pass "a tree whose includes all go down passes" || fail "a clean tree failed: $out"
 
-printf '#include "commands/missing.h"\n#include "modes/mode.h"\n' >>"$mini/plugin/netlink/nl.h"
+printf '#include "plugin/commands/missing.h"\n#include "plugin/modes/mode.h"\n' >>"$mini/plugin/netlink/nl.h"
 run "$mini"
-if [[ $rc -eq 1 ]] && grep -q '^plugin/netlink/nl.h:4: includes "modes/mode.h" (plugin/modes/, layer modes) from layer adapters' <<<"$out"; then
+if [[ $rc -eq 1 ]] && grep -q '^plugin/netlink/nl.h:4: includes "plugin/modes/mode.h" (plugin/modes/, layer modes) from layer adapters' <<<"$out"; then
   pass "an upward include fails, named with its file and line"
 else
   fail "an upward include was not reported (rc $rc): $out"
 fi
 printf '#pragma once\n#include "ibcni/os/fd.h"\n' >"$mini/plugin/netlink/nl.h"
 
-printf '#pragma once\n#include "netlink/nl.h"\n' >"$mini/plugin/rdma/rdma.h"
+printf '#pragma once\n#include "plugin/netlink/nl.h"\n' >"$mini/plugin/rdma/rdma.h"
 run "$mini"
 [[ $rc -eq 1 ]] && grep -q 'plugin/rdma/rdma.h:2: .*sibling' <<<"$out" && pass "a sibling include fails" ||
   fail "a sibling include was not reported (rc $rc): $out"
@@ -58,13 +58,13 @@ run "$mini"
 # The real tree, with one include that goes up from the netlink adapter to the verbs.
 real=$work/real
 mkdir -p "$real"
-cp -r "$repo/include" "$repo/plugin" "$repo/ipam" "$real/"
+cp -r "$repo/include" "$repo/lib" "$repo/ipam" "$repo/plugin" "$real/"
 victim=$(find "$real/plugin/netlink" -name '*.cpp' | sort | head -1)
-printf '#include "commands/common.h"\n' >>"$victim"
+printf '#include "plugin/commands/common.h"\n' >>"$victim"
 lines=$(wc -l <"$victim")
 run "$real"
 rel=${victim#"$real"/}
-if [[ $rc -eq 1 ]] && grep -q "^$rel:$lines: includes \"commands/common.h\" (plugin/commands/, layer commands)" <<<"$out"; then
+if [[ $rc -eq 1 ]] && grep -q "^$rel:$lines: includes \"plugin/commands/common.h\" (plugin/commands/, layer commands)" <<<"$out"; then
   pass "the real tree with an upward include added fails ($rel:$lines)"
 else
   fail "the real tree's added upward include was not reported (rc $rc): $out"

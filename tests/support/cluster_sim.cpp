@@ -23,7 +23,7 @@
 #include <sstream>
 #include <thread>
 
-#include "http/curl_http_client.h"
+#include "lib/http/curl_http_client.h"
 #include "ibcni/os/text.h"
 
 namespace ibcni::testing {

@@ -12,17 +12,17 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "deps.h"
-#include "dispatch.h"
+#include "plugin/deps.h"
+#include "plugin/dispatch.h"
 #include "fakes/fake_ipam.h"
 #include "fakes/fake_netlink.h"
 #include "fakes/fake_netns.h"
 #include "fakes/fake_rdma_netlink.h"
 #include "fakes/fake_sysfs_tree.h"
 #include "ibcni/os/file_lock.h"
-#include "state/file_attachment_store.h"
-#include "state/file_device_info.h"
-#include "sysfs/sysfs_devices.h"
+#include "plugin/state/file_attachment_store.h"
+#include "plugin/state/file_device_info.h"
+#include "plugin/sysfs/sysfs_devices.h"
 
 namespace ibcni::testing {
 

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ibcni/cni/error.h"
 #include "ibcni/cni/result.h"
 #include "ibcni/net/ip.h"
 
@@ -132,5 +133,12 @@ struct IpamConfig {
   /// The reservation of `pod` ("namespace/name"), or nullptr.
   [[nodiscard]] const Reservation* reservationOf(const std::string& pod) const;
 };
+
+/// Parses just an embedded IPAM's `ipam` object, given as JSON text.
+/// @return error 6 when the text is not a JSON object, 7 naming the field path otherwise.
+[[nodiscard]] cni::Result<IpamConfig> parseIpamConfig(std::string_view ipamJson);
+
+/// Parses resolv.conf text the way host-local does (nameserver, domain, search, options).
+[[nodiscard]] cni::Dns parseResolvConf(std::string_view text);
 
 }  // namespace ibcni::config

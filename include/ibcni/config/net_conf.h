@@ -150,13 +150,6 @@ enum class Role { kPlugin, kIpamPlugin };
 ///         parseNetConf otherwise.
 [[nodiscard]] cni::Result<NetConf> parseIpamNetworkFile(std::string_view fileText);
 
-/// Parses just an embedded IPAM's `ipam` object, given as JSON text.
-/// @return error 6 when the text is not a JSON object, 7 naming the field path otherwise.
-[[nodiscard]] cni::Result<IpamConfig> parseIpamConfig(std::string_view ipamJson);
-
-/// Parses resolv.conf text the way host-local does (nameserver, domain, search, options).
-[[nodiscard]] cni::Dns parseResolvConf(std::string_view text);
-
 /// Parses a partition key given as a JSON-ish text ("0x7fff", "32767") for `field`, by the rules of
 /// net::Pkey::parse (the full-membership bit is dropped). What it refuses gets an explanation.
 /// @return the pkey without the membership bit, or error 7 naming `field` and `text`.

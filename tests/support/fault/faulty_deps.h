@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include "deps.h"
+#include "plugin/deps.h"
 #include "fakes/forwarding_devices.h"
 #include "support/fault/fault_plan.h"
 

@@ -4,9 +4,9 @@
 // only: built with the tests, never installed, never in the image.
 #include <string_view>
 
-#include "dispatch.h"
-#include "doctor_main.h"
-#include "result/result_json.h"
+#include "plugin/dispatch.h"
+#include "plugin/cli/doctor_main.h"
+#include "lib/result/result_json.h"
 #include "support/fault/fault_plan.h"
 #include "support/fault/faulty_deps.h"
 

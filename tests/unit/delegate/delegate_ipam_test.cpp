@@ -7,8 +7,8 @@
 #include <sstream>
 #include <sys/stat.h>
 
-#include "delegate/delegate_ipam.h"
-#include "delegate/exec.h"
+#include "plugin/delegate/delegate_ipam.h"
+#include "plugin/delegate/exec.h"
 #include "fakes/ipam_call.h"
 
 namespace ibcni::delegate {

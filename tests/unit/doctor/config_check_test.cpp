@@ -9,10 +9,10 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "doctor/config_check.h"
-#include "doctor/doctor.h"
+#include "plugin/doctor/config_check.h"
+#include "plugin/doctor/doctor.h"
 #include "fakes/fake_verbs_probe.h"
-#include "doctor/doctor_json.h"
+#include "plugin/doctor/doctor_json.h"
 #include "unit/plugin_fixture.h"
 
 namespace ibcni::testing {

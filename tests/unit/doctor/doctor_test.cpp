@@ -9,14 +9,14 @@
 #include <string>
 #include <vector>
 
-#include "doctor/doctor.h"
+#include "plugin/doctor/doctor.h"
 #include "fakes/fake_netlink.h"
 #include "fakes/fake_rdma_netlink.h"
 #include "fakes/fake_sysfs_tree.h"
 #include "fakes/fake_verbs_probe.h"
 #include "fakes/ibv_devinfo_text.h"
-#include "doctor/doctor_json.h"
-#include "sysfs/sysfs_devices.h"
+#include "plugin/doctor/doctor_json.h"
+#include "plugin/sysfs/sysfs_devices.h"
 
 namespace ibcni::testing {
 namespace {

@@ -23,7 +23,7 @@
 #include <thread>
 #include <vector>
 
-#include "http/curl_http_client.h"
+#include "lib/http/curl_http_client.h"
 
 namespace ibcni::http {
 namespace {

@@ -6,7 +6,7 @@
 #include <set>
 #include <string>
 
-#include "allocator.h"
+#include "ipam/policy/allocator.h"
 #include "fake_store.h"
 #include "ibcni/config/net_conf.h"
 

@@ -6,9 +6,9 @@
 #include <random>
 #include <set>
 
-#include "allocator.h"
-#include "block_grid.h"
-#include "block_ledger.h"
+#include "ipam/policy/allocator.h"
+#include "ipam/cluster/block_grid.h"
+#include "ipam/cluster/block_ledger.h"
 #include "fake_store.h"
 #include "ibcni/config/net_conf.h"
 #include "store_test_util.h"

@@ -17,12 +17,12 @@
 #include <set>
 #include <thread>
 
-#include "block_ledger.h"
-#include "etcd_block_backend.h"
+#include "ipam/cluster/block_ledger.h"
+#include "ipam/backends/etcd_block_backend.h"
 #include "fake_store.h"
-#include "http/curl_http_client.h"
+#include "lib/http/curl_http_client.h"
 #include "ibcni/os/text.h"
-#include "k8s_block_backend.h"
+#include "ipam/backends/k8s_block_backend.h"
 #include "store_test_util.h"
 #include "support/etcd_cluster.h"
 #include "support/k8s_emulator.h"

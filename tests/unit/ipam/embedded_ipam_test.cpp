@@ -6,9 +6,9 @@
 #include <fstream>
 #include <memory>
 
-#include "dispatch.h"
+#include "plugin/dispatch.h"
 #include "fake_store.h"
-#include "result/result_json.h"
+#include "lib/result/result_json.h"
 #include "store_test_util.h"
 
 namespace ibcni::ipam::testing {

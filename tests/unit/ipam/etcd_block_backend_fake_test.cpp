@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "block_backend_print.h"
-#include "etcd_block_backend.h"
+#include "ipam/backends/etcd_block_backend.h"
 #include "ibcni/os/text.h"
 #include "ibcni/os/time_text.h"
 

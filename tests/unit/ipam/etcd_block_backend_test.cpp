@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "block_backend_print.h"
-#include "etcd_block_backend.h"
-#include "http/curl_http_client.h"
+#include "ipam/backends/etcd_block_backend.h"
+#include "lib/http/curl_http_client.h"
 #include "ibcni/os/text.h"
 #include "support/etcd_cluster.h"
 

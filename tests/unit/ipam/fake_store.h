@@ -11,7 +11,7 @@
 
 #include "ibcni/net/address_math.h"
 #include "ibcni/os/netns_checker.h"
-#include "store.h"
+#include "ipam/store/store.h"
 
 namespace ibcni::ipam::testing {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The free-address index on its own (ipam/free_index.h), with the claims in a set instead of
+// The free-address index on its own (ipam/store/free_index.h), with the claims in a set instead of
 // ips/: marks, the claim-checked search, the cursor, the index file's body. FileStore's use of it
 // on disk is covered by file_store_test.cpp and fill_test.cpp.
 #include <gmock/gmock.h>
@@ -9,8 +9,8 @@
 #include <cerrno>
 #include <set>
 
-#include "free_index.h"
-#include "record_codec.h"
+#include "ipam/store/free_index.h"
+#include "ipam/store/record_codec.h"
 #include "store_test_util.h"
 
 namespace ibcni::ipam::testing {

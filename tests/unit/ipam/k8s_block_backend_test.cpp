@@ -26,9 +26,9 @@
 #include <vector>
 
 #include "block_backend_print.h"
-#include "http/curl_http_client.h"
-#include "k8s_api.h"
-#include "k8s_block_backend.h"
+#include "lib/http/curl_http_client.h"
+#include "ipam/backends/k8s_api.h"
+#include "ipam/backends/k8s_block_backend.h"
 #include "support/etcd_cluster.h"
 #include "support/k8s_emulator.h"
 

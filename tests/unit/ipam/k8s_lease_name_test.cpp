@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "block_backend_print.h"
-#include "k8s_block_backend.h"
+#include "ipam/backends/k8s_block_backend.h"
 
 namespace ibcni::ipam {
 namespace {

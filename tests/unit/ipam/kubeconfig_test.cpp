@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The kubeconfig reader (ipam/kubeconfig.h) on files written to a temporary directory: a token,
+// The kubeconfig reader (ipam/backends/kubeconfig.h) on files written to a temporary directory: a token,
 // a tokenFile, inline *-data, files relative to the kubeconfig's folder, a given context, and one
 // typed error naming the file and the field for each way a kubeconfig can be wrong.
 #include <gtest/gtest.h>
@@ -11,8 +11,8 @@
 #include <string>
 
 #include "ibcni/os/text.h"
-#include "k8s_block_backend.h"
-#include "kubeconfig.h"
+#include "ipam/backends/k8s_block_backend.h"
+#include "ipam/backends/kubeconfig.h"
 
 namespace ibcni::ipam {
 namespace {

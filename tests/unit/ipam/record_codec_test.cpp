@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// The store's byte format on its own (ipam/record_codec.h): the frame and the attachment record,
+// The store's byte format on its own (ipam/store/record_codec.h): the frame and the attachment record,
 // without a directory. The files on disk are covered by file_store_test.cpp.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cerrno>
 
-#include "record_codec.h"
+#include "ipam/store/record_codec.h"
 #include "store_test_util.h"
 
 namespace ibcni::ipam::testing {

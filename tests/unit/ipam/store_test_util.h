@@ -11,9 +11,9 @@
 #include <memory>
 #include <string>
 
-#include "allocator.h"
-#include "file_store.h"
-#include "embedded_ipam.h"
+#include "ipam/policy/allocator.h"
+#include "ipam/store/file_store.h"
+#include "ipam/embedded_ipam.h"
 #include "fakes/ipam_call.h"
 #include "ibcni/config/net_conf.h"
 

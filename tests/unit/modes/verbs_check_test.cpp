@@ -3,7 +3,7 @@
 // them in warn and require mode.
 #include <gtest/gtest.h>
 
-#include "modes/verbs_check.h"
+#include "plugin/modes/verbs_check.h"
 #include "fakes/fake_verbs_probe.h"
 #include "fakes/ibv_devinfo_text.h"
 #include "unit/plugin_fixture.h"

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "netlink/libnl_netlink.h"
+#include "plugin/netlink/libnl_netlink.h"
 #include "support/test_netns.h"
 
 namespace ibcni::testing {

@@ -37,8 +37,8 @@
 
 #include <gtest/gtest.h>
 
-#include "netlink/ipoib_messages.h"
-#include "netlink/libnl_netlink.h"
+#include "plugin/netlink/ipoib_messages.h"
+#include "plugin/netlink/libnl_netlink.h"
 #include "nl_bytes.h"
 #include "support/test_netns.h"
 

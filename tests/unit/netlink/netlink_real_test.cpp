@@ -21,7 +21,7 @@
 
 #include <gtest/gtest.h>
 
-#include "netlink/libnl_netlink.h"
+#include "plugin/netlink/libnl_netlink.h"
 #include "netlink_contract.h"
 #include "support/test_netns.h"
 

@@ -35,8 +35,8 @@
 
 #include <gtest/gtest.h>
 
-#include "netlink/libnl_netlink.h"
-#include "netlink/vf_messages.h"
+#include "plugin/netlink/libnl_netlink.h"
+#include "plugin/netlink/vf_messages.h"
 #include "nl_bytes.h"
 #include "support/test_netns.h"
 

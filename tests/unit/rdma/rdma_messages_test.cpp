@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "rdma/rdma_messages.h"
+#include "plugin/rdma/rdma_messages.h"
 
 namespace ibcni::rdma::wire {
 namespace {

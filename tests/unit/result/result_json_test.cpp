@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "result/result_json.h"
+#include "lib/result/result_json.h"
 
 namespace ibcni::result {
 namespace {

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sys/stat.h>
 
-#include "state/file_attachment_store.h"
+#include "plugin/state/file_attachment_store.h"
 
 namespace ibcni::state {
 namespace {

@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "ibcni/os/safe_path.h"
-#include "state/file_device_info.h"
+#include "plugin/state/file_device_info.h"
 
 namespace ibcni::state {
 namespace {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Longer than 600 lines on purpose: one suite of small cases over FakeSysfsTree layouts (PF/VF, mlx5,
 // RDMA ports, drivers), each case a few lines; split, the layouts would be repeated.
-#include "sysfs/sysfs_devices.h"
+#include "plugin/sysfs/sysfs_devices.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "support/test_netns.h"
-#include "verbs/dlopen_verbs_probe.h"
+#include "plugin/verbs/dlopen_verbs_probe.h"
 
 namespace ibcni::verbs {
 namespace {

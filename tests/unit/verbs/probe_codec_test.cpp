@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <string>
 
-#include "verbs/probe_codec.h"
+#include "plugin/verbs/probe_codec.h"
 
 namespace ibcni::verbs {
 namespace {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// plugin/yaml: YAML text to JSON text (libyaml): the shapes a kubeconfig uses, scalar resolution,
+// lib/yaml: YAML text to JSON text (libyaml): the shapes a kubeconfig uses, scalar resolution,
 // anchors and aliases, and errors with their position.
 #include <gtest/gtest.h>
 

@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "ipam/cluster/block_grid.h"
+
+#include <sys/socket.h>
+#include <algorithm>
+#include <bit>
+
+namespace ibcni::ipam {
+
+namespace {
+
+int log2Of(std::uint32_t v) { return std::countr_zero(v); }
+
+// A uniform random number in [0, n), n > 0, for 128-bit counts.
+U128 randomBelow(U128 n, std::mt19937_64& rng) {
+  U128 r = (static_cast<U128>(rng()) << 64) | rng();
+  return r % n;
+}
+
+}  // namespace
+
+std::string blockKeyOf(const net::IpPrefix& cidr) {
+  return cidr.network().address.toString() + "-" + std::to_string(cidr.prefixLen);
+}
+
+std::optional<KeySpan> spanOfKey(std::string_view key) {
+  const auto dash = key.rfind('-');
+  if (dash == std::string_view::npos) {
+    return std::nullopt;
+  }
+  auto ip = net::IpAddress::parse(key.substr(0, dash));
+  int len = -1;
+  const auto lenText = key.substr(dash + 1);
+  if (!ip || lenText.empty() || lenText.size() > 3 ||
+      !std::all_of(lenText.begin(), lenText.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return std::nullopt;
+  }
+  len = std::stoi(std::string(lenText));
+  const int bits = ip->family == AF_INET ? 32 : 128;
+  if (len > bits) {
+    return std::nullopt;
+  }
+  const net::IpPrefix cidr{*ip, len};
+  return KeySpan{ip->family, {firstOf(cidr), lastOf(cidr)}};
+}
+
+BlockGrid::BlockGrid(const config::IpamConfig& config, std::uint32_t blockSize,
+                     std::vector<std::vector<Interval>> allowed)
+    : blockSize_(blockSize), allowed_(std::move(allowed)) {
+  const U128 bs = blockSize_;
+  for (const auto& set : config.rangeSets) {
+    families_.push_back(set.family);
+    std::vector<Interval> idx;
+    for (const auto& r : set.ranges) {
+      idx.push_back({toInt(r.rangeStart) / bs, toInt(r.rangeEnd) / bs});
+      fingerprint_ += (fingerprint_.empty() ? "" : " ") + r.subnet.toString() + "[" + r.rangeStart.toString() + "-" +
+                      r.rangeEnd.toString() + "]";
+    }
+    fingerprint_ += ";";
+    indexes_.push_back(normalized(std::move(idx)));
+  }
+  fingerprint_ += " blockSize " + std::to_string(blockSize_);
+}
+
+Block BlockGrid::blockAt(std::size_t set, U128 start) const {
+  const int fam = families_[set];
+  const int bits = fam == AF_INET ? 32 : 128;
+  net::IpPrefix cidr{fromInt(start, fam), bits - log2Of(blockSize_)};
+  return Block{set, cidr, blockKeyOf(cidr), {start, start + blockSize_ - 1}};
+}
+
+bool BlockGrid::allocatable(std::size_t set, const Interval& span) const {
+  const auto& ivs = allowed_[set];
+  auto it = std::lower_bound(ivs.begin(), ivs.end(), span.lo, [](const Interval& i, U128 v) { return i.hi < v; });
+  return it != ivs.end() && it->lo <= span.hi;
+}
+
+std::optional<Block> BlockGrid::blockOf(const net::IpAddress& ip) const {
+  const U128 v = toInt(ip);
+  for (std::size_t s = 0; s < indexes_.size(); ++s) {
+    if (families_[s] != ip.family) {
+      continue;
+    }
+    if (findInterval(indexes_[s], v / blockSize_) >= 0) {
+      return blockAt(s, v / blockSize_ * blockSize_);
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Block> BlockGrid::byKey(std::string_view key) const {
+  const auto dash = key.rfind('-');
+  if (dash == std::string_view::npos) {
+    return std::nullopt;
+  }
+  auto ip = net::IpAddress::parse(key.substr(0, dash));
+  if (!ip) {
+    return std::nullopt;
+  }
+  auto b = blockOf(*ip);
+  if (!b || b->key != key) {
+    return std::nullopt;
+  }
+  return b;
+}
+
+U128 BlockGrid::count(std::size_t set) const { return totalSize(indexes_.at(set)); }
+
+std::vector<Block> BlockGrid::candidates(std::size_t set, const std::set<std::string>& taken, std::size_t max,
+                                         std::mt19937_64& rng) const {
+  std::vector<Block> out;
+  const auto& idx = indexes_.at(set);
+  const U128 total = totalSize(idx);
+  if (total == 0 || max == 0) {
+    return out;
+  }
+  auto startOf = [&](U128 n) {
+    for (const auto& iv : idx) {
+      const U128 size = iv.hi - iv.lo + 1;
+      if (n < size) {
+        return (iv.lo + n) * blockSize_;
+      }
+      n -= size;
+    }
+    return idx.back().hi * blockSize_;
+  };
+  // The taken blocks by their first address: no key is formatted for a block not picked.
+  std::set<U128> takenStarts;
+  for (const auto& key : taken) {
+    if (auto b = byKey(key); b && b->set == set) {
+      takenStarts.insert(b->span.lo);
+    }
+  }
+  const auto usable = [&](U128 start) {
+    return !takenStarts.contains(start) && allocatable(set, Interval{start, start + blockSize_ - 1});
+  };
+  // Random draws first: in a pool with room, a few find free blocks at once.
+  for (std::size_t tries = 0; tries < max * 16 && out.size() < max; ++tries) {
+    const U128 start = startOf(randomBelow(total, rng));
+    if (!usable(start)) {
+      continue;
+    }
+    takenStarts.insert(start);  // not twice
+    out.push_back(blockAt(set, start));
+  }
+  constexpr U128 kEnumerate = 1U << 20;
+  if (out.size() >= max || total > kEnumerate) {
+    return out;
+  }
+  // A nearly full pool: every free block, in random order, so that the last ones are found too.
+  std::vector<U128> free;
+  for (U128 n = 0; n < total; ++n) {
+    const U128 start = startOf(n);
+    if (usable(start)) {
+      free.push_back(start);
+    }
+  }
+  std::shuffle(free.begin(), free.end(), rng);
+  for (std::size_t i = 0; i < free.size() && out.size() < max; ++i) {
+    out.push_back(blockAt(set, free[i]));
+  }
+  return out;
+}
+
+}  // namespace ibcni::ipam

@@ -1,0 +1,587 @@
+// SPDX-License-Identifier: Apache-2.0
+// ClusterPool: what ADD does (reading the ledger, the checks before handing out, claiming room).
+// The periodic pass is in cluster_pool_pass.cpp, what both share in cluster_pool_sync.cpp.
+#include "ipam/cluster/cluster_pool.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <set>
+#include <thread>
+
+#include "ipam/cluster/cluster_definition.h"
+#include "ibcni/os/random.h"
+#include "ibcni/os/time_text.h"
+#include "lib/log/log.h"
+
+namespace ibcni::ipam {
+
+namespace {
+
+using State = LedgerEntry::State;
+
+constexpr std::size_t kClaimAttempts = 8;  // blocks tried per grow() before giving up on the free ones
+constexpr std::chrono::seconds kPendingRetry{30};
+/// Clocks of two nodes may run apart by this rate (NTP keeps them far closer): a hold confirmed at
+/// s is trusted until s + lease x (1 - 2 kDrift) - margin.
+constexpr double kDrift = 1e-3;
+
+std::string ownerOf(const AttachmentKey& key) { return key.containerId + ":" + key.ifName; }
+
+bool retryable(const BackendError& e) {
+  // The claim may have reached the backend: keep the intent, the next call finds out.
+  return e.kind == BackendErrc::kTimeout || e.kind == BackendErrc::kUnreachable || e.kind == BackendErrc::kBadAnswer;
+}
+
+std::string seconds(std::chrono::nanoseconds d) {
+  return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(d).count()) + " s";
+}
+
+}  // namespace
+
+ClusterPool::ClusterPool(const config::IpamConfig& config, std::string network, std::string node, std::string dir,
+                         const Allocator& allocator, BackendFactory factory, BootClock bootClock,
+                         WallClock wallClock)
+    : config_(config),
+      cluster_(*config.cluster),
+      network_(std::move(network)),
+      node_(std::move(node)),
+      dir_(std::move(dir)),
+      factory_(std::move(factory)),
+      bootClock_(std::move(bootClock)),
+      wallClock_(std::move(wallClock)),
+      grid_(config, config.cluster->blockSize,
+            [&] {
+              std::vector<std::vector<Interval>> allowed;
+              for (std::size_t s = 0; s < config.rangeSets.size(); ++s) {
+                allowed.push_back(allocator.allowed(s));
+              }
+              return allowed;
+            }()),
+      fields_(definitionFields(config)),
+      owned_(config.rangeSets.size()),
+      rng_(os::randomBits()) {
+  if (!bootClock_) {
+    bootClock_ = [] { return os::bootNow(); };
+  }
+  if (!wallClock_) {
+    wallClock_ = [] { return std::chrono::system_clock::now(); };
+  }
+}
+
+cni::Error ClusterPool::backendError(const BackendError& e, const std::string& action) const {
+  return toCniError(e, action + " of pool " + cni::quoted(cluster_.pool) + " (ipam.cluster.backend " +
+                           std::string(config::clusterBackendName(cluster_.backend)) + ")");
+}
+
+cni::Result<BlockBackend*> ClusterPool::backend() {
+  if (backend_) {
+    return backend_.get();
+  }
+  if (!factory_) {
+    return cni::fail(cni::Errc::kInvalidEnvironment, "ipam.cluster is not supported by this build of ibcni-ipam");
+  }
+  BackendContext ctx{node_, ledger_.etcdLease, [this](std::int64_t id) {
+                       ledger_.etcdLease = id;
+                       if (auto w = writeLedger(dir_, ledger_); !w) {
+                         log::warn("cannot keep the etcd lease {} in {}: {}", id, dir_, w.error().describe());
+                       }
+                     }};
+  auto b = factory_(cluster_, ctx);
+  if (!b) {
+    return std::unexpected(b.error());
+  }
+  backend_ = std::move(*b);
+  return backend_.get();
+}
+
+cni::Result<void> ClusterPool::save() {
+  if (auto w = writeLedger(dir_, ledger_); !w) {
+    return cni::fail(cni::Errc::kIoFailure, "cannot write the block ledger of pool " + cni::quoted(cluster_.pool),
+                     w.error().describe());
+  }
+  fresh_ = false;
+  return {};
+}
+
+LedgerEntry* ClusterPool::block(const std::string& key) {
+  auto it = std::find_if(ledger_.blocks.begin(), ledger_.blocks.end(), [&](const auto& e) { return e.name == key; });
+  return it == ledger_.blocks.end() ? nullptr : &*it;
+}
+
+LedgerEntry* ClusterPool::address(const std::string& name) {
+  auto it =
+      std::find_if(ledger_.addresses.begin(), ledger_.addresses.end(), [&](const auto& e) { return e.name == name; });
+  return it == ledger_.addresses.end() ? nullptr : &*it;
+}
+
+// Only kOwned claims are handed out from: an intent may not have happened, a block being given
+// back or lost is another node's to hand out.
+void ClusterPool::recompute() {
+  for (auto& o : owned_) {
+    o.clear();
+  }
+  for (const auto& e : ledger_.blocks) {
+    if (e.state != State::kOwned) {
+      continue;
+    }
+    if (auto b = grid_.byKey(e.name); b && b->set < owned_.size()) {
+      owned_[b->set].push_back(b->span);
+    }
+  }
+  for (const auto& e : ledger_.addresses) {
+    if (e.state != State::kOwned || e.attrs.lender.empty()) {
+      continue;  // a named address is handed out to its pod by claimNamed, not round-robin
+    }
+    auto ip = net::IpAddress::parse(e.name);
+    auto b = ip ? grid_.blockOf(*ip) : std::nullopt;
+    if (b && b->set < owned_.size()) {
+      owned_[b->set].push_back({toInt(*ip), toInt(*ip)});
+    }
+  }
+  for (auto& o : owned_) {
+    o = normalized(std::move(o));
+  }
+}
+
+const std::vector<Interval>& ClusterPool::owned(std::size_t set) { return owned_.at(set); }
+
+std::chrono::nanoseconds ClusterPool::window() const {
+  const auto lease = std::chrono::duration_cast<std::chrono::nanoseconds>(cluster_.leaseDuration);
+  const auto margin = std::min<std::chrono::nanoseconds>(std::chrono::seconds(5), lease / 4);
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(lease * (1 - 2 * kDrift)) - margin;
+}
+
+std::optional<std::chrono::nanoseconds> ClusterPool::confirmedAgo() const {
+  return os::elapsed(ledger_.confirmed, bootClock_());
+}
+
+cni::Result<void> ClusterPool::begin() {
+  asked_ = false;
+  auto read = readLedger(dir_);
+  if (!read && read.error().err == EUCLEAN) {
+    // A corrupt ledger never blocks DEL, GC or ADD: it is set aside and rebuilt from the backend
+    // (the node's claims are listed before its first claim).
+    auto aside = setLedgerAside(dir_);
+    log::warn("pool {}: {}; {}", cluster_.pool, read.error().op,
+              aside ? "set aside as " + *aside : "it could not be set aside: " + aside.error().describe());
+    read = std::optional<Ledger>();
+  }
+  if (!read) {
+    return cni::fail(cni::Errc::kIoFailure, "cannot read the block ledger of pool " + cni::quoted(cluster_.pool),
+                     read.error().describe());
+  }
+  fresh_ = !*read;
+  if (*read) {
+    ledger_ = std::move(**read);
+  } else {
+    ledger_ = Ledger{};
+    ledger_.pool = cluster_.pool;
+    ledger_.node = node_;
+    ledger_.network = network_;
+    ledger_.backend = std::string(config::clusterBackendName(cluster_.backend));
+  }
+  recompute();
+  return {};
+}
+
+cni::Result<void> ClusterPool::checkIdentity() const {
+  if (fresh_ || ledger_.node == node_) {
+    return {};
+  }
+  return cni::fail(cni::Errc::kInvalidConfig,
+                   "this node is named " + cni::quoted(node_) + " but its blocks of pool " + cni::quoted(cluster_.pool) +
+                       " were claimed as node " + cni::quoted(ledger_.node) + " (ledger " + dir_ + "/" +
+                       kLedgerFileName + "); set ipam.cluster.nodeName to the node's Kubernetes name and keep it");
+}
+
+cni::Result<void> ClusterPool::prepare() {
+  if (auto c = checkIdentity(); !c) {
+    return c;
+  }
+  if (auto c = checkDefinition(); !c) {
+    // The configuration differs from the definition this node knows: the pool may have been
+    // redefined since (one backend call, on this error's path only).
+    if (auto r = refreshDefinition(); !r) {
+      return r;
+    }
+    if (auto again = checkDefinition(); !again) {
+      return again;
+    }
+  }
+  if (auto r = resolvePending(); !r) {
+    return r;
+  }
+  return confirm();
+}
+
+// A claim whose answer was lost: asked once. When the backend cannot answer, the owned blocks
+// still serve; ADDs do not wait on a backend that is down more than once every kPendingRetry.
+cni::Result<void> ClusterPool::resolvePending() {
+  const auto pending = [](const auto& list) {
+    return std::any_of(list.begin(), list.end(), [](const auto& e) { return e.state == State::kIntent; });
+  };
+  if (!pending(ledger_.blocks) && !pending(ledger_.addresses)) {
+    return {};
+  }
+  const auto now = bootClock_();
+  if (auto ago = os::elapsed(ledger_.pendingCheckedAt, now); ago && *ago < kPendingRetry) {
+    return {};
+  }
+  ledger_.pendingCheckedAt = now;
+  if (auto s = save(); !s) {
+    return s;
+  }
+  auto b = backend();
+  if (!b) {
+    return std::unexpected(b.error());
+  }
+  std::vector<Claim> mine;
+  for (auto kind : {ClaimKind::kBlock, ClaimKind::kAddress}) {
+    auto list = (*b)->list(kind, cluster_.pool, node_);
+    if (!list) {
+      log::warn("pool {}: cannot resolve a pending claim: {}", cluster_.pool, list.error().describe());
+      return {};
+    }
+    mine.insert(mine.end(), list->begin(), list->end());
+  }
+  return syncWith(mine, true, true, nullptr);
+}
+
+// I2: a node hands out only from holds the backend confirmed within the lease (less a margin);
+// past that, one renewal first. When it fails, nothing is handed out (11).
+cni::Result<void> ClusterPool::confirm() {
+  const bool holds = std::any_of(ledger_.blocks.begin(), ledger_.blocks.end(),
+                                 [](const auto& e) { return e.state == State::kOwned; }) ||
+                     std::any_of(ledger_.addresses.begin(), ledger_.addresses.end(),
+                                 [](const auto& e) { return e.state == State::kOwned; });
+  const auto sent = bootClock_();
+  const auto ago = os::elapsed(ledger_.confirmed, sent);
+  if (!holds || (ago && *ago < window())) {
+    return {};
+  }
+  auto b = backend();
+  if (!b) {
+    return std::unexpected(b.error());
+  }
+  const auto held = heldClaims();
+  auto renewed = (*b)->renew(node_, cluster_.pool, held);
+  if (!renewed) {
+    const std::string when = ago ? seconds(*ago) + " ago" : "never on this boot";
+    return std::unexpected(backendError(renewed.error(), "confirming that node " + node_ + " still holds its blocks "
+                                                         "(last confirmed " + when + ", leaseDurationSeconds " +
+                                                         std::to_string(cluster_.leaseDuration.count()) +
+                                                         "): nothing is handed out until they are confirmed;"));
+  }
+  PoolMaintenance ignored;
+  if (auto a = applyRenewal(**b, held, *renewed, ignored); !a) {
+    return a;
+  }
+  ledger_.confirmed = sent;
+  return save();
+}
+
+// One claim (or takeover) of `blk`, its intent written first. @return the other holder when
+// another node has it, nullopt when it is this node's now.
+cni::Result<std::optional<Holder>> ClusterPool::claimBlock(BlockBackend& be, const Block& blk, const Holder* takeFrom) {
+  ledger_.blocks.push_back(LedgerEntry{State::kIntent, blk.set, blk.key, {}, {}, {}, os::rfc3339(wallClock_()), bootClock_(), {}});
+  if (auto s = save(); !s) {
+    ledger_.blocks.pop_back();
+    return std::unexpected(s.error());
+  }
+  auto outcome = takeFrom != nullptr ? be.takeOver(ClaimKind::kBlock, cluster_.pool, blk.key, node_, *takeFrom, {})
+                                     : be.claim(ClaimKind::kBlock, cluster_.pool, blk.key, node_, {});
+  const auto forget = [&] {
+    std::erase_if(ledger_.blocks, [&](const LedgerEntry& e) { return e.name == blk.key; });
+    return save();
+  };
+  if (!outcome) {
+    if (!retryable(outcome.error())) {
+      (void)forget();
+    }
+    return std::unexpected(backendError(outcome.error(), "claiming block " + blk.describe()));
+  }
+  if (outcome->state == ClaimState::kHeldByOther) {
+    if (auto s = forget(); !s) {
+      return std::unexpected(s.error());
+    }
+    return std::optional<Holder>(outcome->holder);
+  }
+  const bool onlyHold = std::none_of(ledger_.blocks.begin(), ledger_.blocks.end(),
+                                     [](const auto& x) { return x.state == State::kOwned; }) &&
+                        std::none_of(ledger_.addresses.begin(), ledger_.addresses.end(),
+                                     [](const auto& x) { return x.state == State::kOwned; });
+  LedgerEntry* e = block(blk.key);
+  e->state = State::kOwned;
+  e->identity = outcome->holder.identity;
+  e->version = outcome->holder.version;
+  if (onlyHold) {
+    ledger_.confirmed = e->since;  // the claim itself confirms the node's only hold
+  }
+  if (auto s = save(); !s) {
+    return std::unexpected(s.error());
+  }
+  if (auto d = stillDefined(be, ClaimKind::kBlock, blk.key, ""); !d) {
+    return std::unexpected(d.error());
+  }
+  recompute();
+  log::info("pool {}: block {} claimed{} by node {}", cluster_.pool, blk.describe(),
+            takeFrom != nullptr ? " (taken over from node " + takeFrom->node + ", which is gone)" : "", node_);
+  return std::optional<Holder>();
+}
+
+// A free block of range set `set`, claimed. The pool is listed only when needed: after a claim
+// lost to another node, or when no candidate is left. In a pool with room a claim is one call.
+cni::Result<bool> ClusterPool::claimFree(BlockBackend& be, std::size_t set) {
+  std::set<std::string> taken;
+  for (const auto& e : ledger_.blocks) {
+    taken.insert(e.name);
+  }
+  bool listed = false;
+  const auto listAll = [&]() -> cni::Result<void> {
+    auto list = be.list(ClaimKind::kBlock, cluster_.pool, std::nullopt);
+    if (!list) {
+      return std::unexpected(backendError(list.error(), "listing the blocks"));
+    }
+    for (const auto& c : *list) {
+      taken.insert(c.name);
+    }
+    listed = true;
+    return {};
+  };
+  for (std::size_t attempt = 0; attempt < kClaimAttempts; ++attempt) {
+    auto candidates = grid_.candidates(set, taken, 1, rng_);
+    if (candidates.empty()) {
+      if (listed) {
+        return false;
+      }
+      if (auto l = listAll(); !l) {
+        return std::unexpected(l.error());
+      }
+      continue;
+    }
+    auto r = claimBlock(be, candidates[0], nullptr);
+    if (!r) {
+      return std::unexpected(r.error());
+    }
+    if (!*r) {
+      return true;
+    }
+    taken.insert(candidates[0].key);
+    if (!listed) {
+      if (auto l = listAll(); !l) {  // another node won it: learn what else is taken, in one call
+        return std::unexpected(l.error());
+      }
+    }
+    // Back off a little (jitter), so that a crowd of nodes claiming at once spreads out.
+    std::uniform_int_distribution<int> jitter(1, 5 * static_cast<int>(attempt + 1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(jitter(rng_)));
+  }
+  if (!listed || !grid_.candidates(set, taken, 1, rng_).empty()) {
+    return cni::fail(cni::Errc::kTryAgainLater, "pool " + cni::quoted(cluster_.pool) + ": " +
+                                                    std::to_string(kClaimAttempts) +
+                                                    " free blocks were claimed by other nodes first; try again");
+  }
+  return false;
+}
+
+// Addresses other nodes lent this node (after it asked for room), adopted into the ledger.
+cni::Result<bool> ClusterPool::adoptLoans(BlockBackend& be, std::size_t set) {
+  auto mine = be.list(ClaimKind::kAddress, cluster_.pool, node_);
+  if (!mine) {
+    return std::unexpected(backendError(mine.error(), "listing the addresses lent to this node"));
+  }
+  const U128 before = totalSize(owned_.at(set));
+  if (auto s = syncWith(*mine, false, true, nullptr); !s) {
+    return std::unexpected(s.error());
+  }
+  return totalSize(owned_.at(set)) != before;
+}
+
+// No room anywhere this node can see: it asks the pool's holders (their agents give back empty
+// blocks or lend addresses, within one reconcileInterval). A demand goes on while ADDs keep failing;
+// one that went unanswered for a whole lease says the pool is full (exhausted()).
+cni::Result<void> ClusterPool::askForRoom(BlockBackend& be) {
+  const auto now = bootClock_();
+  const auto sinceAsked = os::elapsed(ledger_.askedAt, now);
+  if (!sinceAsked || *sinceAsked >= cluster_.leaseDuration) {
+    ledger_.demandedAt = now;  // a new demand
+  }
+  ledger_.askedAt = now;
+  if (auto s = save(); !s) {
+    return s;
+  }
+  if (auto d = be.demand(cluster_.pool, node_, 1); !d) {
+    return std::unexpected(backendError(d.error(), "asking the pool's holders for room"));
+  }
+  const auto age = os::elapsed(ledger_.demandedAt, now);
+  asked_ = !age || *age < cluster_.leaseDuration;
+  return {};
+}
+
+cni::Result<bool> ClusterPool::grow(std::size_t set) {
+  auto b = backend();
+  if (!b) {
+    return std::unexpected(b.error());
+  }
+  BlockBackend& be = **b;
+  const bool fresh = fresh_;  // define() saves the ledger
+  if (auto d = define(be); !d) {
+    return std::unexpected(d.error());
+  }
+  // A node with a new ledger (a reboot wiped the data dir) adopts what the backend says is its; a
+  // claim whose answer was lost is settled before another one is made.
+  const bool pending = std::any_of(ledger_.blocks.begin(), ledger_.blocks.end(),
+                                   [](const auto& e) { return e.state == State::kIntent; });
+  if (fresh || pending) {
+    const U128 before = totalSize(owned_.at(set));
+    auto mine = be.list(ClaimKind::kBlock, cluster_.pool, node_);
+    if (!mine) {
+      return std::unexpected(backendError(mine.error(), "listing this node's blocks"));
+    }
+    if (auto s = syncWith(*mine, true, false, nullptr); !s) {
+      return std::unexpected(s.error());
+    }
+    if (totalSize(owned_.at(set)) != before) {
+      return true;
+    }
+  }
+  auto claimed = claimFree(be, set);
+  if (!claimed || *claimed) {
+    return claimed;
+  }
+  auto lent = adoptLoans(be, set);
+  if (!lent || *lent) {
+    return lent;
+  }
+  if (auto a = askForRoom(be); !a) {
+    return std::unexpected(a.error());
+  }
+  return false;
+}
+
+cni::Result<void> ClusterPool::claimNamed(const net::IpAddress& ip, const AttachmentKey& key, const PodRef& pod,
+                                          const std::string& what) {
+  if (what.starts_with("reserved")) {
+    return claimReserved(ip, key, pod, what);
+  }
+  // A requested address is this node's to give when its block is: inside an owned block (or lent
+  // to this node) the node-local store decides; a free block is claimed; another node's block is
+  // that node's to hand out from.
+  auto blk = grid_.blockOf(ip);
+  if (!blk || findInterval(owned_.at(blk->set), toInt(ip)) >= 0) {
+    return {};
+  }
+  auto b = backend();
+  if (!b) {
+    return std::unexpected(b.error());
+  }
+  if (auto d = define(**b); !d) {
+    return std::unexpected(d.error());
+  }
+  if (block(blk->key) != nullptr) {
+    return cni::fail(cni::Errc::kTryAgainLater, what + " " + ip.toString() + " lies in block " + blk->describe() +
+                                                    " of pool " + cni::quoted(cluster_.pool) +
+                                                    ", which this node is claiming or giving back; try again");
+  }
+  auto r = claimBlock(**b, *blk, nullptr);
+  if (!r) {
+    return std::unexpected(r.error());
+  }
+  if (*r) {
+    return cni::fail(cni::Errc::kTryAgainLater,
+                     what + " " + ip.toString() + " lies in block " + blk->describe() + " of pool " +
+                         cni::quoted(cluster_.pool) + ", which node " + (*r)->node +
+                         " holds and hands out from; a pod can name an address of a block no node holds or this "
+                         "node holds, or use ipam.reservations (reserved addresses are skipped by every node)");
+  }
+  return {};
+}
+
+// A reserved address is skipped by every node's allocator: only the pod it is reserved for gets it,
+// wherever it lies; its own claim keeps it to one node at a time (a pod recreated on another node
+// before its predecessor's DEL). The claim names the pod: the pod's next sandbox adopts it.
+cni::Result<void> ClusterPool::claimReserved(const net::IpAddress& ip, const AttachmentKey& key, const PodRef& pod,
+                                             const std::string& what) {
+  const std::string name = ip.toString();
+  const ClaimAttrs attrs{ownerOf(key), pod.toString(), ""};
+  if (LedgerEntry* e = address(name); e != nullptr && e->state == State::kOwned && e->attrs == attrs) {
+    return {};
+  }
+  auto b = backend();
+  if (!b) {
+    return std::unexpected(b.error());
+  }
+  BlockBackend& be = **b;
+  if (auto d = define(be); !d) {
+    return std::unexpected(d.error());
+  }
+  std::erase_if(ledger_.addresses, [&](const LedgerEntry& e) { return e.name == name; });
+  ledger_.addresses.push_back(LedgerEntry{State::kIntent, 0, name, attrs, {}, {},
+                                          os::rfc3339(wallClock_()), bootClock_(), {}});
+  if (auto s = save(); !s) {
+    return s;
+  }
+  const auto forget = [&] {
+    std::erase_if(ledger_.addresses, [&](const LedgerEntry& e) { return e.name == name; });
+    return save();
+  };
+  auto outcome = be.claim(ClaimKind::kAddress, cluster_.pool, name, node_, attrs);
+  if (outcome && outcome->state == ClaimState::kHeldByOther && outcome->holder.lapsed) {
+    // Its holder may be gone for good (a StatefulSet pod recreated after its node was deleted).
+    outcome = be.takeOver(ClaimKind::kAddress, cluster_.pool, name, node_, outcome->holder, attrs);
+  }
+  if (!outcome) {
+    if (!retryable(outcome.error())) {
+      (void)forget();
+    }
+    return std::unexpected(backendError(outcome.error(), "claiming " + what + " " + name));
+  }
+  if (outcome->state == ClaimState::kHeldByOther) {
+    (void)forget();
+    const auto& h = outcome->holder;
+    return cni::fail(cni::Errc::kTryAgainLater,
+                     what + " " + name + " is held in pool " + cni::quoted(cluster_.pool) + " by node " + h.node +
+                         (h.attrs.pod.empty() ? "" : " for pod " + h.attrs.pod) + " (" + h.attrs.owner +
+                         "); it is given out once that attachment is deleted (that node's agent gives it back) or "
+                         "that node is gone (its Node deleted)");
+  }
+  LedgerEntry* e = address(name);
+  e->state = State::kOwned;
+  e->identity = outcome->holder.identity;
+  e->version = outcome->holder.version;
+  if (auto s = save(); !s) {
+    return s;
+  }
+  return stillDefined(be, ClaimKind::kAddress, name, attrs.owner);
+}
+
+cni::Error ClusterPool::exhausted(std::size_t set) {
+  std::string mine;
+  std::size_t count = 0;
+  for (const auto& e : ledger_.blocks) {
+    if (e.state == State::kOwned && e.set == set) {
+      auto b = grid_.byKey(e.name);
+      mine += (mine.empty() ? "" : ", ") + (b ? b->describe() : e.name);
+      ++count;
+    }
+  }
+  const auto& rs = config_.rangeSets.at(set);
+  const std::string head = "no free address in pool " + cni::quoted(cluster_.pool) + " (" + rs.path + " = " +
+                           rs.describe() + "): node " + node_ + " holds " + std::to_string(count) + " block(s) of " +
+                           std::to_string(grid_.blockSize()) + " addresses" + (mine.empty() ? "" : " (" + mine + ")") +
+                           ", all in use, and none of the pool's " + toDecimal(grid_.count(set)) + " blocks is free";
+  if (asked_) {
+    return cni::Error{cni::Errc::kTryAgainLater,
+                      head + "; the nodes holding blocks were asked to give back empty ones or lend addresses (their "
+                             "agents do within one reconcileInterval): the runtime's retry gets one",
+                      {}};
+  }
+  return cni::Error{kIpamExhausted,
+                    head + ", and the nodes holding blocks had none to give back or lend since they were asked " +
+                        std::to_string(cluster_.leaseDuration.count()) +
+                        " s ago and more: the pool is full. `ibcni-ipam pools` lists the blocks and their holders; "
+                        "to make the pool larger see ipam/README.md \"Changing a pool\"",
+                    {}};
+}
+
+}  // namespace ibcni::ipam

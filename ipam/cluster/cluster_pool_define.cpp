@@ -1,0 +1,287 @@
+// SPDX-License-Identifier: Apache-2.0
+// ClusterPool: the pool's definition (I5 of ipam/README.md "Cluster safety"): recorded once in the
+// backend, checked against every network's configuration, never overlapping another pool's, and
+// replaced only when the pool is drained (`ibcni-ipam pools --redefine`).
+#include <algorithm>
+#include <functional>
+
+#include "ipam/cluster/cluster_definition.h"
+#include "ipam/cluster/cluster_pool.h"
+#include "lib/log/log.h"
+
+namespace ibcni::ipam {
+
+// I5/I6: the configuration must give the pool's definition; anything else is refused with the
+// field, both networks, and a way that never makes two pools over the same addresses.
+cni::Result<void> ClusterPool::checkDefinition() const {
+  if (!ledger_.definition) {
+    return {};
+  }
+  auto diff = compareDefinitions(fields_, ledger_.definition->fields);
+  if (!diff) {
+    return {};
+  }
+  const std::string field = diff->field == "blockSize" ? "ipam.cluster.blockSize" : "ipam." + diff->field;
+  return cni::fail(cni::Errc::kInvalidConfig,
+                   field + " of network " + cni::quoted(network_) + " is " + diff->mine +
+                       ", but pool " + cni::quoted(cluster_.pool) + " (" + cluster_.poolPath + ") was defined by " +
+                       ledger_.definition->origin + " with " + diff->theirs +
+                       ": every network of a pool gives the same ranges, blockSize, reservations and exclude. Give "
+                       "this network the pool's values, or change the pool as ipam/README.md \"Changing a pool\" "
+                       "says (drain it, then `ibcni-ipam pools CONFIG --redefine`); a new pool name over the same "
+                       "addresses is refused");
+}
+
+cni::Result<void> ClusterPool::define(BlockBackend& be) {
+  if (ledger_.definition) {
+    return {};
+  }
+  PoolDefinition def{cluster_.pool, fields_, "network " + network_ + " on node " + node_, {}, {}};
+  auto stored = be.definePool(def);
+  if (!stored) {
+    return std::unexpected(backendError(stored.error(), "recording the definition"));
+  }
+  if (stored->closed) {
+    return cni::fail(cni::Errc::kTryAgainLater, "pool " + cni::quoted(cluster_.pool) +
+                                                    " is being redefined or retired (`ibcni-ipam pools --redefine`, `--retire`): try "
+                                                    "again");
+  }
+  ledger_.definition = LedgerDefinition{stored->fields, stored->identity, stored->origin};
+  if (auto c = checkDefinition(); !c) {
+    ledger_.definition.reset();
+    return c;
+  }
+  // I5: no two pools over one address: the pool is in the pools' registry, entered after a check
+  // against every other pool there, by compare-and-swap.
+  if (auto r = registerPool(be, stored->fields); !r) {
+    ledger_.definition.reset();
+    return r;
+  }
+  return save();
+}
+
+// One compare-and-swap change of the pools' registry: `edit` changes what was read and says whether
+// there is anything to write (or fails); a write that lost to another node's reads it again.
+// `change` names it in the error when the registry kept changing ("entered in it").
+cni::Result<void> ClusterPool::changeRegistry(BlockBackend& be, const std::string& change,
+                                              const std::function<cni::Result<bool>(PoolRegistry&)>& edit) {
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    auto reg = be.registry();
+    if (!reg) {
+      return std::unexpected(backendError(reg.error(), "reading the pools' registry"));
+    }
+    auto changed = edit(*reg);
+    if (!changed || !*changed) {
+      return changed ? cni::Result<void>() : std::unexpected(changed.error());
+    }
+    auto written = be.writeRegistry(*reg);
+    if (!written) {
+      return std::unexpected(backendError(written.error(), "writing the pools' registry"));
+    }
+    if (*written) {
+      return {};
+    }
+  }
+  return cni::fail(cni::Errc::kTryAgainLater, "the pools' registry kept changing while pool " +
+                                                  cni::quoted(cluster_.pool) + " was " + change + ": try again");
+}
+
+cni::Result<void> ClusterPool::registerPool(BlockBackend& be, const std::string& fields) {
+  return changeRegistry(be, "entered in it", [&](PoolRegistry& reg) -> cni::Result<bool> {
+    if (auto mine = reg.pools.find(cluster_.pool); mine != reg.pools.end() && mine->second == fields) {
+      return false;
+    }
+    for (const auto& [other, otherFields] : reg.pools) {
+      auto overlap = other == cluster_.pool ? std::nullopt : overlapOf(fields, otherFields);
+      if (overlap) {
+        return cni::fail(cni::Errc::kInvalidConfig,
+                         "pool " + cni::quoted(cluster_.pool) + " (" + cluster_.poolPath + ", network " +
+                             cni::quoted(network_) + ") overlaps pool " + cni::quoted(other) +
+                             ": both could hand out " + *overlap + "; give this network ipam.cluster.pool " +
+                             cni::quoted(other) + " with that pool's ranges, or ranges no other pool has");
+      }
+    }
+    reg.pools[cluster_.pool] = fields;
+    return true;
+  });
+}
+
+cni::Result<void> ClusterPool::refreshDefinition() {
+  auto b = backend();
+  if (!b) {
+    return std::unexpected(b.error());
+  }
+  auto d = (*b)->definition(cluster_.pool);
+  if (!d) {
+    return std::unexpected(backendError(d.error(), "reading the definition"));
+  }
+  if (!*d || (**d).closed || (**d).identity != ledger_.definition->identity) {
+    ledger_.definition = *d && !(**d).closed
+                             ? std::optional(LedgerDefinition{(**d).fields, (**d).identity, (**d).origin})
+                             : std::nullopt;
+    return save();
+  }
+  return {};
+}
+
+// A claim made under the definition this node knows stands only if that definition still stands
+// (a redefinition closes it first, then checks that the pool holds no claim): else it is given
+// back at once, before anything is handed out from it.
+cni::Result<void> ClusterPool::stillDefined(BlockBackend& be, ClaimKind kind, const std::string& name,
+                                            const std::string& owner) {
+  auto d = be.definition(cluster_.pool);
+  if (!d) {
+    return std::unexpected(backendError(d.error(), "reading the definition"));
+  }
+  if (*d && !(**d).closed && ledger_.definition && (**d).identity == ledger_.definition->identity) {
+    return {};
+  }
+  auto r = be.release(kind, cluster_.pool, name, node_, owner);
+  auto& list = kind == ClaimKind::kBlock ? ledger_.blocks : ledger_.addresses;
+  if (r) {
+    std::erase_if(list, [&](const LedgerEntry& e) { return e.name == name; });
+  }
+  ledger_.definition.reset();
+  if (auto s = save(); !s) {
+    return s;
+  }
+  recompute();
+  return cni::fail(cni::Errc::kTryAgainLater, "pool " + cni::quoted(cluster_.pool) +
+                                                  " was redefined or retired while this node claimed " + name + ": try again");
+}
+
+cni::Result<void> ClusterPool::unregisterPool(BlockBackend& be) {
+  return changeRegistry(be, "taken out of it",
+                        [&](PoolRegistry& reg) -> cni::Result<bool> { return reg.pools.erase(cluster_.pool) != 0; });
+}
+
+// Closed first: from now on no node claims under it (a claim made meanwhile is given back by
+// stillDefined); then the pool must hold no claim. On any failure the definition is reopened.
+cni::Result<PoolDefinition> ClusterPool::closeDrained(BlockBackend& be, const PoolDefinition& current,
+                                                      const std::string& option) {
+  PoolDefinition closing = current;
+  closing.closed = true;
+  auto closed = be.replaceDefinition(closing, current.identity);
+  if (!closed || !*closed) {
+    return !closed ? std::unexpected(backendError(closed.error(), "closing the definition"))
+                   : cni::fail(cni::Errc::kTryAgainLater, "pool " + cni::quoted(cluster_.pool) +
+                                                              "'s definition changed meanwhile: try again");
+  }
+  std::string left;
+  std::optional<cni::Error> failed;
+  for (auto kind : {ClaimKind::kBlock, ClaimKind::kAddress}) {
+    auto claims = be.list(kind, cluster_.pool, std::nullopt);
+    if (!claims) {
+      failed = backendError(claims.error(), "listing the claims");
+      break;
+    }
+    for (const auto& c : *claims) {
+      left += (left.empty() ? "" : ", ") + std::string(claimKindName(kind)) + " " + c.name + " (" + c.holder.node + ")";
+    }
+  }
+  if (!failed && !left.empty()) {
+    failed = cni::Error{cni::Errc::kInvalidConfig,
+                        "pool " + cni::quoted(cluster_.pool) + " is not drained: " + left +
+                            "; delete its pods first (idle nodes give their blocks back after "
+                            "releaseAfterSeconds), then " + option + " again",
+                        {}};
+  }
+  if (failed) {
+    return reopen(be, current, (**closed).identity, option, std::move(*failed));
+  }
+  return **closed;
+}
+
+std::unexpected<cni::Error> ClusterPool::reopen(BlockBackend& be, const PoolDefinition& current, const std::string& closedIdentity,
+                                    const std::string& option, cni::Error why) {
+  PoolDefinition open = current;
+  open.closed = false;
+  if (auto r = be.replaceDefinition(open, closedIdentity); !r || !*r) {
+    log::warn("pool {}: its definition could not be reopened: try {} again", cluster_.pool, option);
+  }
+  return std::unexpected(std::move(why));
+}
+
+cni::Result<PoolDefinition> ClusterPool::redefine() {
+  auto b = backend();
+  if (!b) {
+    return std::unexpected(b.error());
+  }
+  BlockBackend& be = **b;
+  auto current = be.definition(cluster_.pool);
+  if (!current) {
+    return std::unexpected(backendError(current.error(), "reading the definition"));
+  }
+  PoolDefinition next{cluster_.pool, fields_, "network " + network_ + " on node " + node_ + " (redefined)", {}, {}};
+  if (!*current) {
+    ledger_.definition.reset();
+    if (auto d = define(be); !d) {
+      return std::unexpected(d.error());
+    }
+    return next;
+  }
+  auto closed = closeDrained(be, **current, "--redefine");
+  if (!closed) {
+    return std::unexpected(closed.error());
+  }
+  if (auto r = registerPool(be, fields_); !r) {
+    return reopen(be, **current, closed->identity, "--redefine", r.error());
+  }
+  auto stored = be.replaceDefinition(next, closed->identity);
+  if (!stored || !*stored) {
+    (void)registerPool(be, (**current).fields);  // the registry names the old ranges again
+    return reopen(be, **current, closed->identity, "--redefine",
+                  !stored ? backendError(stored.error(), "writing the new definition")
+                          : cni::Error{cni::Errc::kTryAgainLater, "the definition changed meanwhile: try again", {}});
+  }
+  ledger_.definition = LedgerDefinition{(**stored).fields, (**stored).identity, (**stored).origin};
+  if (auto s = save(); !s) {
+    return std::unexpected(s.error());
+  }
+  log::info("pool {} redefined: {}", cluster_.pool, (**stored).fields);
+  return **stored;
+}
+
+// Closed, drained, out of the registry (its ranges free for another pool), then its definition
+// removed. Once out of the registry it is never reopened: another pool may already have taken its
+// ranges, and a closed definition is one no node claims under; a failure after that point leaves
+// it closed and --retire again finishes it. A network that still names the pool defines it anew
+// on its next ADD (entered in the registry again, or refused if another pool has the ranges).
+cni::Result<void> ClusterPool::retire() {
+  auto b = backend();
+  if (!b) {
+    return std::unexpected(b.error());
+  }
+  BlockBackend& be = **b;
+  auto current = be.definition(cluster_.pool);
+  if (!current) {
+    return std::unexpected(backendError(current.error(), "reading the definition"));
+  }
+  if (*current) {
+    auto closed = closeDrained(be, **current, "--retire");
+    if (!closed) {
+      return std::unexpected(closed.error());
+    }
+    if (auto u = unregisterPool(be); !u) {
+      return u;
+    }
+    auto removed = be.removeDefinition(cluster_.pool, closed->identity);
+    if (!removed || !*removed) {
+      return cni::fail(cni::Errc::kTryAgainLater,
+                       "pool " + cni::quoted(cluster_.pool) + " is closed and out of the registry, but its definition " +
+                           (!removed ? "could not be removed: " + backendError(removed.error(), "removing it").msg
+                                     : std::string("changed meanwhile or is kept by finalizers")) +
+                           ": run --retire again");
+    }
+  } else if (auto u = unregisterPool(be); !u) {
+    return u;
+  }
+  ledger_.definition.reset();
+  if (auto s = save(); !s) {
+    return s;
+  }
+  log::info("pool {} retired: its ranges are free for another pool", cluster_.pool);
+  return {};
+}
+
+}  // namespace ibcni::ipam

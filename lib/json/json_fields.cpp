@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "lib/json/json_fields.h"
+
+#include <limits>
+
+#include "lib/result/json_codec.h"
+
+namespace ibcni::config::fields {
+
+using result::shortDump;
+
+cni::Result<json> parseObject(std::string_view text) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    // Where and why: bytes that are not UTF-8 or a raw control character in a string are the usual
+    // reasons besides plain syntax errors. The parser's text quotes the input: shown escaped.
+    return cni::fail(cni::Errc::kDecodingFailure,
+                     "the network configuration on stdin is not valid JSON (at byte " + std::to_string(e.byte) +
+                         "): send one UTF-8 JSON object",
+                     cni::quoted(e.what(), 300));
+  } catch (const json::exception& e) {
+    // Valid syntax the parser still refuses: a number beyond a double's range (1e999).
+    return cni::fail(cni::Errc::kDecodingFailure,
+                     "the network configuration on stdin cannot be read: a number in it is out of range "
+                     "(numbers must fit a 64-bit integer or a double): send one UTF-8 JSON object",
+                     cni::quoted(e.what(), 300));
+  }
+  if (!j.is_object()) {
+    return cni::fail(cni::Errc::kDecodingFailure,
+                     "the network configuration on stdin must be a JSON object, got " + shortDump(j));
+  }
+  return j;
+}
+
+std::unexpected<cni::Error> invalid(const std::string& field, const json& value, const std::string& accepted) {
+  return cni::fail(kBad, "invalid " + field + " = " + shortDump(value) + ": " + accepted);
+}
+
+std::unexpected<cni::Error> invalid(const std::string& field, const std::string& value, const std::string& accepted,
+                                    std::size_t maxShown) {
+  return cni::fail(kBad, "invalid " + field + " = " + cni::quoted(value, maxShown) + ": " + accepted);
+}
+
+cni::Result<std::optional<std::string>> stringField(const json& obj, const char* key, const std::string& path) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) {
+    return std::optional<std::string>();
+  }
+  if (!it->is_string()) {
+    return invalid(path, *it, "must be a string");
+  }
+  return std::optional<std::string>(it->get<std::string>());
+}
+
+cni::Result<std::optional<std::uint32_t>> u32Field(const json& obj, const char* key, const std::string& path) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) {
+    return std::optional<std::uint32_t>();
+  }
+  if (!it->is_number_integer() || it->get<std::int64_t>() < 0 ||
+      it->get<std::int64_t>() > std::numeric_limits<std::uint32_t>::max()) {
+    return invalid(path, *it, "must be an integer from 0 to 4294967295");
+  }
+  return std::optional<std::uint32_t>(static_cast<std::uint32_t>(it->get<std::int64_t>()));
+}
+
+cni::Result<std::optional<net::IpAddress>> addressField(const json& obj, const char* key, const std::string& path,
+                                                        const std::string& example) {
+  std::optional<std::string> s;
+  IBCNI_TRY_ASSIGN(s, stringField(obj, key, path));
+  if (!s) {
+    return std::optional<net::IpAddress>();
+  }
+  auto ip = net::IpAddress::parse(*s);
+  if (!ip) {
+    return invalid(path, *s, "must be an IP address such as \"" + example + "\"");
+  }
+  return std::optional<net::IpAddress>(*ip);
+}
+
+cni::Result<std::optional<net::PciAddress>> pciField(const json& obj, const char* key, const std::string& path) {
+  std::optional<std::string> s;
+  IBCNI_TRY_ASSIGN(s, stringField(obj, key, path));
+  if (!s) {
+    return std::optional<net::PciAddress>();
+  }
+  auto pci = net::PciAddress::parse(*s);
+  if (!pci) {
+    return invalid(path, *s, "must be a PCI address such as \"0000:af:06.1\"");
+  }
+  return std::optional<net::PciAddress>(*pci);
+}
+
+cni::Result<std::vector<std::string>> stringList(const json& obj, const char* key, const std::string& path) {
+  std::vector<std::string> out;
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) {
+    return out;
+  }
+  if (!it->is_array()) {
+    return invalid(path, *it, "must be a list of strings");
+  }
+  for (std::size_t i = 0; i < it->size(); ++i) {
+    if (!(*it)[i].is_string()) {
+      return invalid(path + "[" + std::to_string(i) + "]", (*it)[i], "must be a string");
+    }
+    out.push_back((*it)[i].get<std::string>());
+  }
+  return out;
+}
+
+cni::Result<std::vector<net::IpPrefix>> ipList(const json& obj, const char* key, const std::string& path) {
+  std::vector<net::IpPrefix> out;
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) {
+    return out;
+  }
+  if (!it->is_array()) {
+    return invalid(path, *it, "must be a list of IP addresses such as [\"10.1.2.3/24\"]");
+  }
+  for (std::size_t i = 0; i < it->size(); ++i) {
+    const auto& e = (*it)[i];
+    std::string p = path + "[" + std::to_string(i) + "]";
+    if (!e.is_string()) {
+      return invalid(p, e, "must be a string such as \"10.1.2.3/24\"");
+    }
+    auto ip = net::IpPrefix::parse(e.get<std::string>(), /*allowBare=*/true);
+    if (!ip) {
+      return invalid(p, e.get<std::string>(), "must be an IP address, optionally with a prefix (10.1.2.3/24)");
+    }
+    out.push_back(*ip);
+  }
+  return out;
+}
+
+cni::Result<cni::Dns> dnsObject(const json& j, const std::string& path, cni::Dns base) {
+  if (!j.is_object()) {
+    return invalid(path, j,
+                   "must be an object {\"nameservers\": [...], \"domain\": ..., \"search\": [...], "
+                   "\"options\": [...]}");
+  }
+  std::vector<std::string> ns;
+  IBCNI_TRY_ASSIGN(ns, stringList(j, "nameservers", path + ".nameservers"));
+  for (std::size_t i = 0; i < ns.size(); ++i) {
+    if (!net::IpAddress::parse(ns[i])) {
+      return invalid(path + ".nameservers[" + std::to_string(i) + "]", ns[i],
+                     "must be an IP address such as \"10.96.0.10\"");
+    }
+  }
+  std::optional<std::string> domain;
+  IBCNI_TRY_ASSIGN(domain, stringField(j, "domain", path + ".domain"));
+  std::vector<std::string> search;
+  IBCNI_TRY_ASSIGN(search, stringList(j, "search", path + ".search"));
+  std::vector<std::string> options;
+  IBCNI_TRY_ASSIGN(options, stringList(j, "options", path + ".options"));
+  if (!ns.empty()) {
+    base.nameservers = std::move(ns);
+  }
+  if (domain) {
+    base.domain = *domain;
+  }
+  if (!search.empty()) {
+    base.search = std::move(search);
+  }
+  if (!options.empty()) {
+    base.options = std::move(options);
+  }
+  return base;
+}
+
+cni::Result<std::vector<cni::AttachmentKey>> attachmentList(const json& j, const std::string& path) {
+  if (!j.is_array()) {
+    return invalid(path, j, "must be a list of {\"containerID\": ..., \"ifname\": ...}");
+  }
+  std::vector<cni::AttachmentKey> out;
+  for (std::size_t i = 0; i < j.size(); ++i) {
+    std::string p = path + "[" + std::to_string(i) + "]";
+    const auto& e = j[i];
+    if (!e.is_object()) {
+      return invalid(p, e, "must be an object {\"containerID\": ..., \"ifname\": ...}");
+    }
+    std::optional<std::string> cid;
+    IBCNI_TRY_ASSIGN(cid, stringField(e, "containerID", p + ".containerID"));
+    std::optional<std::string> ifn;
+    IBCNI_TRY_ASSIGN(ifn, stringField(e, "ifname", p + ".ifname"));
+    if (!cid || !ifn) {
+      return invalid(p, e, "needs both containerID and ifname");
+    }
+    out.push_back({*cid, *ifn});
+  }
+  return out;
+}
+
+}  // namespace ibcni::config::fields

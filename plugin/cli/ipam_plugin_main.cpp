@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: Apache-2.0
+// ibcni-ipam: the embedded IPAM as a standalone CNI IPAM plugin, so that any CNI plugin (macvlan,
+// host-device, ipoib-cni, ...) can use it in place of host-local. Wiring only, like main.cpp.
+//
+//   ibcni-ipam                    a CNI IPAM plugin: CNI_COMMAND and the configuration on stdin
+//   ibcni-ipam gc CONFIG_FILE     frees the addresses of pods whose network namespace is gone, for
+//                                 the network (or conflist) in CONFIG_FILE; prints what it freed
+//   ibcni-ipam pools CONFIG_FILE [--json]
+//                                 cluster mode: the pool's blocks, their holders, fill and age
+//   ibcni-ipam forget-node CONFIG_FILE NODE
+//                                 cluster mode, etcd: NODE is gone for good; the other nodes' agents
+//                                 take over its claims
+//   ibcni-ipam version            one line: release and CNI spec versions
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <unistd.h>
+
+#include "ipam/backends/production_backends.h"
+#include "plugin/dispatch.h"
+#include "ipam/embedded_ipam.h"
+#include "ibcni/config/net_conf.h"
+#include "ibcni/os/file_io.h"
+#include "plugin/cli/process_main.h"
+#include "lib/result/result_json.h"
+#include "lib/version/version.h"
+
+namespace {
+
+using nlohmann::json;
+
+int reclaimCommand(const std::string& path) {
+  auto text = ibcni::os::readFile(path, std::size_t{1} << 20);
+  auto conf = text ? ibcni::config::parseIpamNetworkFile(*text)
+                   : ibcni::cni::Result<ibcni::config::NetConf>(ibcni::cni::fail(
+                         ibcni::cni::Errc::kDecodingFailure, "is not a readable JSON network configuration"));
+  if (!conf && conf.error().code == ibcni::cni::Errc::kDecodingFailure) {
+    std::fprintf(stderr, "ibcni-ipam gc: %s %s\n", path.c_str(), conf.error().msg.c_str());
+    return 2;
+  }
+  if (!conf) {
+    std::printf("%s\n", ibcni::result::printError(conf.error(), "").c_str());
+    return 1;
+  }
+  ibcni::ipam::EmbeddedIpam ipam(ibcni::plugin::clusterCapable());
+  const ibcni::cni::CmdArgs args;
+  const ibcni::cni::CniArgs cniArgs;
+  auto released = ipam.reclaim(ibcni::ipam::Request{*conf, args, cniArgs, {}});
+  if (!released) {
+    std::printf("%s\n", ibcni::result::printError(released.error(), "").c_str());
+    return 1;
+  }
+  json out = json::array();
+  for (const auto& r : *released) {
+    out.push_back({{"containerID", r.containerId}, {"ifname", r.ifName}, {"pod", r.pod}, {"netns", r.netns},
+                   {"addresses", r.addresses}});
+  }
+  std::printf("%s\n", json{{"network", conf->name}, {"released", out}}.dump().c_str());
+  return 0;
+}
+
+constexpr const char* kPoolsUsage =
+    "usage: ibcni-ipam pools CONFIG_FILE [--json] [--redefine | --retire]\n"
+    "  For a network whose ipam has \"cluster\" (ibcni-ipam's cluster mode): the pool's blocks as\n"
+    "  the backend lists them (one list call), each with its holder node, how many of its addresses\n"
+    "  are in use (known only for this node's blocks; other nodes keep theirs locally), when it was\n"
+    "  claimed and last renewed (the kubernetes backend; etcd renews the node's lease instead),\n"
+    "  this node's ledger state (owned/intent, empty since), the addresses pods named, and the\n"
+    "  totals: blocks in the pool, claimed, free, per node. Changes nothing.\n"
+    "  CONFIG_FILE: the network config or conflist (as for `ibcni-ipam gc`).\n"
+    "  --json  print the report as JSON\n"
+    "  --redefine  replace the pool's definition (ranges, blockSize, reservations, exclude) with\n"
+    "          CONFIG_FILE's, once the pool holds no claim (its pods deleted, its blocks given back);\n"
+    "          refused, naming what is left, otherwise\n"
+    "  --retire  once the pool holds no claim, take it out of the pools' registry and remove its\n"
+    "          definition: its ranges are free for another pool (a network that still names it\n"
+    "          defines it again on its next ADD)\n"
+    "  exit status: 0 listed; 1 the backend or the node-local store could not be read (a CNI error,\n"
+    "  naming the endpoint); 2 usage, an unreadable CONFIG_FILE, or a network without ipam.cluster\n";
+
+int poolsCommand(const std::string& path, bool asJson, const std::string& change) {
+  auto text = ibcni::os::readFile(path, std::size_t{1} << 20);
+  auto conf = text ? ibcni::config::parseIpamNetworkFile(*text)
+                   : ibcni::cni::Result<ibcni::config::NetConf>(ibcni::cni::fail(
+                         ibcni::cni::Errc::kDecodingFailure, "is not a readable JSON network configuration"));
+  if (!conf && conf.error().code == ibcni::cni::Errc::kDecodingFailure) {
+    std::fprintf(stderr, "ibcni-ipam pools: %s %s\n", path.c_str(), conf.error().msg.c_str());
+    return 2;
+  }
+  if (conf && conf->embeddedIpam && *conf->embeddedIpam && !(**conf->embeddedIpam).cluster) {
+    std::fprintf(stderr,
+                 "ibcni-ipam pools: network %s in %s has no ipam.cluster: its pool is node-local, so there are no "
+                 "blocks to list (see its allocations under its dataDir; `ibcni-ipam gc` frees the dead ones)\n",
+                 conf->name.c_str(), path.c_str());
+    return 2;
+  }
+  auto fail = [&](const ibcni::cni::Error& e) {
+    if (asJson) {
+      std::printf("%s\n", ibcni::result::printError(e, "").c_str());
+    } else {
+      std::fprintf(stderr, "ibcni-ipam pools: %s%s [CNI error %d]\n", e.msg.c_str(),
+                   e.details.empty() ? "" : (" (" + e.details + ")").c_str(), static_cast<int>(e.code));
+    }
+    return 1;
+  };
+  if (!conf) {
+    return fail(conf.error());
+  }
+  ibcni::ipam::EmbeddedIpam ipam(ibcni::plugin::clusterCapable());
+  const ibcni::cni::CmdArgs args;
+  const ibcni::cni::CniArgs cniArgs;
+  if (change == "--retire") {
+    if (auto r = ipam.retirePool(ibcni::ipam::Request{*conf, args, cniArgs, {}}); !r) {
+      return fail(r.error());
+    }
+    std::printf("%s\n", json{{"pool", conf->embeddedIpam && *conf->embeddedIpam
+                                           ? (**conf->embeddedIpam).cluster->pool
+                                           : conf->name},
+                             {"retired", true}}
+                             .dump()
+                             .c_str());
+    return 0;
+  }
+  if (change == "--redefine") {
+    auto d = ipam.redefinePool(ibcni::ipam::Request{*conf, args, cniArgs, {}});
+    if (!d) {
+      return fail(d.error());
+    }
+    std::printf("%s\n", json{{"pool", d->pool}, {"redefined", json::parse(d->fields, nullptr, false)}}.dump().c_str());
+    return 0;
+  }
+  auto report = ipam.pools(ibcni::ipam::Request{*conf, args, cniArgs, {}});
+  if (!report) {
+    return fail(report.error());
+  }
+  const std::string out = asJson ? ibcni::ipam::printPoolReport(*report) + "\n"
+                                 : ibcni::ipam::renderPoolReport(*report, std::chrono::system_clock::now());
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return 0;
+}
+
+constexpr const char* kForgetUsage =
+    "usage: ibcni-ipam forget-node CONFIG_FILE NODE\n"
+    "  Cluster mode with the etcd backend: declares NODE gone for good (drained, its pods gone, its\n"
+    "  agent stopped), so that the other nodes' agents take over its blocks and addresses at their\n"
+    "  next pass. Refused while NODE's liveness lasts (its agent renewed within\n"
+    "  leaseDurationSeconds). With the kubernetes backend, delete the Node object instead.\n"
+    "  exit status: 0 forgotten; 1 refused or the backend could not be reached (a CNI error on\n"
+    "  stdout); 2 usage or an unreadable CONFIG_FILE\n";
+
+int forgetNodeCommand(const std::string& path, const std::string& node) {
+  auto text = ibcni::os::readFile(path, std::size_t{1} << 20);
+  auto conf = text ? ibcni::config::parseIpamNetworkFile(*text)
+                   : ibcni::cni::Result<ibcni::config::NetConf>(ibcni::cni::fail(
+                         ibcni::cni::Errc::kDecodingFailure, "is not a readable JSON network configuration"));
+  if (!conf && conf.error().code == ibcni::cni::Errc::kDecodingFailure) {
+    std::fprintf(stderr, "ibcni-ipam forget-node: %s %s\n", path.c_str(), conf.error().msg.c_str());
+    return 2;
+  }
+  ibcni::ipam::EmbeddedIpam ipam(ibcni::plugin::clusterCapable());
+  const ibcni::cni::CmdArgs args;
+  const ibcni::cni::CniArgs cniArgs;
+  auto done = conf ? ipam.forgetNode(ibcni::ipam::Request{*conf, args, cniArgs, {}}, node)
+                   : ibcni::cni::Result<void>(std::unexpected(conf.error()));
+  if (!done) {
+    std::printf("%s\n", ibcni::result::printError(done.error(), "").c_str());
+    return 1;
+  }
+  std::printf("%s\n", json{{"forgotten", node}}.dump().c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (ibcni::plugin::isVersionRequest(argc, argv)) {
+    std::puts(ibcni::plugin::versionLine("ibcni-ipam").c_str());
+    return 0;
+  }
+  if (argc >= 2 && std::string(argv[1]) == "gc") {
+    if (argc != 3) {
+      std::fputs("usage: ibcni-ipam gc CONFIG_FILE\n", stderr);
+      return 2;
+    }
+    try {
+      return reclaimCommand(argv[2]);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ibcni-ipam gc: %s\n", e.what());
+      return 1;
+    }
+  }
+  if (argc >= 2 && std::string(argv[1]) == "pools") {
+    std::string file;
+    bool asJson = false;
+    std::string change;  // --redefine or --retire
+    bool ok = true;
+    for (int i = 2; i < argc; ++i) {
+      const std::string a = argv[i];
+      if (a == "--json" && !asJson) {
+        asJson = true;
+      } else if ((a == "--redefine" || a == "--retire") && change.empty()) {
+        change = a;
+      } else if (a == "--help" || a == "-h") {
+        std::fputs(kPoolsUsage, stdout);
+        return 0;
+      } else if (file.empty() && !a.empty() && a[0] != '-') {
+        file = a;
+      } else {
+        ok = false;
+      }
+    }
+    if (!ok || file.empty()) {
+      std::fputs(kPoolsUsage, stderr);
+      return 2;
+    }
+    try {
+      return poolsCommand(file, asJson, change);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ibcni-ipam pools: %s\n", e.what());
+      return 1;
+    }
+  }
+  if (argc >= 2 && std::string(argv[1]) == "forget-node") {
+    if (argc != 4) {
+      std::fputs(kForgetUsage, stderr);
+      return 2;
+    }
+    try {
+      return forgetNodeCommand(argv[2], argv[3]);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ibcni-ipam forget-node: %s\n", e.what());
+      return 1;
+    }
+  }
+  return ibcni::plugin::runMain([](const ibcni::plugin::Getenv& getenv, std::string_view input, bool inputOk) {
+    ibcni::ipam::EmbeddedIpam ipam(ibcni::plugin::clusterCapable());
+    ibcni::plugin::IpamVerbs verbs(ipam);
+    return ibcni::plugin::dispatch(getenv, input, inputOk, verbs);
+  });
+}

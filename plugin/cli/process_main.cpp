@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "plugin/cli/process_main.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <string>
+#include <unistd.h>
+
+#include "ibcni/os/file_io.h"
+#include "lib/log/log.h"
+#include "lib/log/timing.h"
+#include "lib/result/result_json.h"
+
+namespace ibcni::plugin {
+
+int runMain(const Entry& entry) {
+  log::timing::start();
+  auto input = os::readAllFd(STDIN_FILENO, std::size_t{16} << 20, "stdin");
+  log::timing::lap("stdin");
+  Outcome out;
+  try {
+    out = entry(
+        [](const char* name) -> std::optional<std::string> {
+          const char* v = std::getenv(name);
+          return v != nullptr ? std::optional<std::string>(v) : std::nullopt;
+        },
+        input ? std::string_view(*input) : std::string_view(), input.has_value());
+  } catch (const std::exception& e) {  // only bad_alloc or a bug can get here
+    out = {result::printError({cni::Errc::kInternal, "unexpected exception", e.what()}, ""), 1};
+  }
+  log::timing::lap("finish");
+  log::timing::report();
+  log::flush();
+  if (!out.stdoutText.empty()) {
+    std::fwrite(out.stdoutText.data(), 1, out.stdoutText.size(), stdout);
+  }
+  if (std::fflush(stdout) != 0) {
+    return 1;
+  }
+  return out.exitCode;
+}
+
+}  // namespace ibcni::plugin

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "plugin/cli/production_deps.h"
+
+#include <ctime>
+#include <unistd.h>
+
+#include "ipam/backends/production_backends.h"
+#include "ipam/embedded_ipam.h"
+#include "ibcni/os/file_io.h"
+#include "ibcni/os/time_text.h"
+#include "plugin/delegate/delegate_ipam.h"
+#include "plugin/delegate/ipam_router.h"
+#include "plugin/netlink/libnl_netlink.h"
+#include "lib/os/system_netns.h"
+#include "plugin/rdma/mnl_rdma_netlink.h"
+#include "plugin/verbs/dlopen_verbs_probe.h"
+#include "plugin/state/file_attachment_store.h"
+#include "plugin/state/file_device_info.h"
+#include "plugin/sysfs/sysfs_devices.h"
+
+extern char** environ;
+
+namespace ibcni::plugin {
+
+namespace {
+
+std::vector<std::string> processEnvironment() {
+  std::vector<std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    env.emplace_back(*e);
+  }
+  return env;
+}
+
+std::string nowRfc3339() { return os::rfc3339(std::chrono::system_clock::now()); }
+
+// The kernel's random identity of this boot.
+std::string bootId() {
+  auto text = os::readFile("/proc/sys/kernel/random/boot_id", 64);
+  if (!text) {
+    return {};
+  }
+  while (!text->empty() && text->back() == '\n') {
+    text->pop_back();
+  }
+  return *text;
+}
+
+}  // namespace
+
+struct ProductionDeps::Impl {
+  nl::LibnlNetlink netlink;
+  os::SystemNetnsProvider netns;
+  sysfs::SysfsDevices devices{"/sys"};
+  rdma::MnlRdmaNetlink rdma;
+  verbs::DlopenVerbsProbe verbs;
+  state::FileDeviceInfoFiles deviceInfo;
+  delegate::DelegateIpam delegated{processEnvironment()};
+  ipam::EmbeddedIpam embedded{clusterCapable()};
+  delegate::IpamRouter ipam{embedded, delegated};
+};
+
+ProductionDeps::ProductionDeps() : impl_(std::make_unique<Impl>()) {
+  deps_ = std::make_unique<Deps>(Deps{
+      impl_->netlink,
+      impl_->netns,
+      impl_->devices,
+      impl_->rdma,
+      impl_->ipam,
+      [](const std::string& dir) -> std::unique_ptr<state::AttachmentStore> {
+        return std::make_unique<state::FileAttachmentStore>(dir);
+      },
+      std::chrono::seconds(30),
+      nowRfc3339,
+      bootId,
+  });
+  deps_->verbs = &impl_->verbs;
+  deps_->deviceInfo = &impl_->deviceInfo;
+}
+
+ProductionDeps::~ProductionDeps() = default;
+
+}  // namespace ibcni::plugin
