@@ -73,7 +73,7 @@ struct NodeIdentity {
 /// writable: the message names the file), 6/7 (configuration; the message names the field path),
 /// 11 (lock busy past the timeout, or a requested/reserved address is held by a live attachment),
 /// 50 (STATUS: cannot allocate), 107 (CHECK: no addresses held), 108 (a range set is exhausted).
-class EmbeddedIpam final : public Ipam {
+class EmbeddedIpam final : public Ipam, public IpamUpkeep {
  public:
   explicit EmbeddedIpam(EmbeddedIpamOptions options = {});
 
@@ -95,7 +95,7 @@ class EmbeddedIpam final : public Ipam {
   /// cannot be checked are kept.
   /// `dryRun`: release nothing, only say what would be released.
   [[nodiscard]] cni::Result<std::vector<ReleasedAllocation>> reclaim(const Request& request,
-                                                                     bool dryRun = false) override;
+                                                                     bool dryRun = false);
   /// reclaim(), with what the periodic pass did to a cluster pool's blocks (renewed, given back,
   /// lost, adopted).
   [[nodiscard]] cni::Result<ReclaimOutcome> reclaimPool(const Request& request, bool dryRun) override;

@@ -41,6 +41,9 @@ struct Deps {
   /// Reads and writes the device-info files of runtimeConfig.CNIDeviceInfoFile; null: ibcni writes
   /// none (the device plugin's copy is still read by config/).
   state::DeviceInfoFiles* deviceInfo = nullptr;
+  /// The upkeep of the embedded IPAM's pools on this node (`ibcni reconcile`); null: reconcile
+  /// reclaims no pool and says why.
+  ipam::IpamUpkeep* ipamUpkeep = nullptr;
 };
 
 }  // namespace ibcni::plugin

@@ -209,7 +209,7 @@ void reclaimPool(const std::string& dataDir, const std::filesystem::path& poolDi
   (*conf->embeddedIpam)->dataDir = dataDir;  // the pool found here, wherever the file says
   const cni::CmdArgs args;
   const cni::CniArgs cniArgs;
-  auto outcome = deps.ipam.reclaimPool(ipam::Request{*conf, args, cniArgs, {}}, options.dryRun);
+  auto outcome = deps.ipamUpkeep->reclaimPool(ipam::Request{*conf, args, cniArgs, {}}, options.dryRun);
   if (!outcome) {
     report.errors.push_back((cluster ? "cluster pool " + dirName : "pool " + conf->name) + " in " + dataDir + ": " +
                             outcome.error().msg);
@@ -228,6 +228,10 @@ void reclaimPool(const std::string& dataDir, const std::filesystem::path& poolDi
 // Every pool directory under `dataDir`: the node-local ones (<dataDir>/<network>) and the cluster
 // ones (<dataDir>/.cluster/<pool>).
 void reclaimPools(const std::string& dataDir, const ReconcileOptions& options, Deps& deps, ReconcileReport& report) {
+  if (deps.ipamUpkeep == nullptr) {
+    report.errors.push_back("ipam data directory " + dataDir + ": this program has no embedded IPAM to reclaim its pools");
+    return;
+  }
   auto dir = os::openDirectory(dataDir, os::DirPolicy{.trustedOwners = true, .create = false});
   if (!dir) {
     if (dir.error().err != ENOENT) {

@@ -76,6 +76,7 @@ ProductionDeps::ProductionDeps() : impl_(std::make_unique<Impl>()) {
   });
   deps_->verbs = &impl_->verbs;
   deps_->deviceInfo = &impl_->deviceInfo;
+  deps_->ipamUpkeep = &impl_->embedded;
 }
 
 ProductionDeps::~ProductionDeps() = default;

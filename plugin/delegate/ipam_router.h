@@ -20,12 +20,6 @@ class IpamRouter final : public ipam::Ipam {
   cni::Result<void> check(const Request& r) override { return pick(r).check(r); }
   cni::Result<void> gc(const Request& r) override { return pick(r).gc(r); }
   cni::Result<void> status(const Request& r) override { return pick(r).status(r); }
-  cni::Result<std::vector<ipam::ReleasedAllocation>> reclaim(const Request& r, bool dryRun) override {
-    return pick(r).reclaim(r, dryRun);
-  }
-  cni::Result<ipam::ReclaimOutcome> reclaimPool(const Request& r, bool dryRun) override {
-    return pick(r).reclaimPool(r, dryRun);
-  }
 
  private:
   Ipam& pick(const Request& r) { return r.conf.ipamType == config::kEmbeddedIpamType ? embedded_ : delegated_; }

@@ -13,7 +13,7 @@ namespace ibcni::testing {
 
 /// An IPAM plugin in memory: hands out a fixed result, tracks allocations per
 /// (containerID, ifname), records every call and fails a verb on request.
-class FakeIpam final : public ipam::Ipam {
+class FakeIpam final : public ipam::Ipam, public ipam::IpamUpkeep {
  public:
   FakeIpam() {
     result.ips.push_back({*net::IpPrefix::parse("10.1.2.3/24"), net::IpAddress::parse("10.1.2.1"), std::nullopt});
@@ -63,16 +63,16 @@ class FakeIpam final : public ipam::Ipam {
     return {};
   }
   /// Answers `reclaimed` (a dry run the same), recording "RECLAIM <network> <dataDir> [dry]".
-  cni::Result<std::vector<ipam::ReleasedAllocation>> reclaim(const ipam::Request& r, bool dryRun) override {
+  cni::Result<ipam::ReclaimOutcome> reclaimPool(const ipam::Request& r, bool dryRun) override {
     const auto& parsed = r.conf.embeddedIpam;
     const std::string dir = parsed && *parsed ? (*parsed)->dataDir : "";
     calls.push_back("RECLAIM " + r.conf.name + " " + dir + (dryRun ? " dry" : ""));
     if (auto it = failures.find("RECLAIM"); it != failures.end()) {
       return std::unexpected(it->second);
     }
-    return reclaimed;
+    return ipam::ReclaimOutcome{reclaimed, std::nullopt};
   }
-  std::vector<ipam::ReleasedAllocation> reclaimed;  ///< what reclaim() answers
+  std::vector<ipam::ReleasedAllocation> reclaimed;  ///< what reclaimPool() answers
 
  private:
   std::optional<cni::Error> record(const std::string& verb, const ipam::Request& r) {

@@ -40,6 +40,7 @@ class PluginTest : public ::testing::Test {
     // /var/run/k8s.cni.cncf.io/devinfo/ in production).
     deviceInfo_ = std::make_unique<state::FileDeviceInfoFiles>(std::vector<std::string>{devinfoRoot()});
     deps_.deviceInfo = deviceInfo_.get();
+    deps_.ipamUpkeep = &ipam_;
     pod_ = netns_.addNetns(kPodPath);
     nl::Link vf;
     vf.name = "vf0";

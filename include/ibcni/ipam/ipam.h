@@ -66,22 +66,17 @@ class Ipam {
   [[nodiscard]] virtual cni::Result<void> check(const Request& request) = 0;
   [[nodiscard]] virtual cni::Result<void> gc(const Request& request) = 0;
   [[nodiscard]] virtual cni::Result<void> status(const Request& request) = 0;
-  /// Releases every allocation of the network whose pod's network namespace is gone (`dryRun`:
-  /// only lists them), for `ibcni reconcile`. Only the embedded IPAM keeps what this needs; any
-  /// other answers error 4 (a delegated plugin has no such verb).
-  [[nodiscard]] virtual cni::Result<std::vector<ReleasedAllocation>> reclaim(const Request& request, bool dryRun) {
-    (void)dryRun;
-    return cni::fail(cni::Errc::kInvalidEnvironment,
-                     "ipam.type = " + cni::quoted(request.conf.ipamType) + " cannot reclaim: only ibcni-ipam can");
-  }
-  /// reclaim(), with what the pass did to a cluster pool's blocks. By default: reclaim() alone.
-  [[nodiscard]] virtual cni::Result<ReclaimOutcome> reclaimPool(const Request& request, bool dryRun) {
-    auto released = reclaim(request, dryRun);
-    if (!released) {
-      return std::unexpected(released.error());
-    }
-    return ReclaimOutcome{std::move(*released), std::nullopt};
-  }
+};
+
+/// The upkeep of the IPAM pools kept on this node, for `ibcni reconcile`. Only the embedded IPAM
+/// keeps what it needs: a delegated plugin has no such verb.
+class IpamUpkeep {
+ public:
+  virtual ~IpamUpkeep() = default;
+  /// Releases every allocation of the request's pool whose pod's network namespace is gone
+  /// (`dryRun`: only lists them) and, for a cluster pool, does its periodic pass (renewed, given
+  /// back, lost, adopted).
+  [[nodiscard]] virtual cni::Result<ReclaimOutcome> reclaimPool(const Request& request, bool dryRun) = 0;
 };
 
 }  // namespace ibcni::ipam

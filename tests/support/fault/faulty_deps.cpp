@@ -196,6 +196,7 @@ FaultyDeps::FaultyDeps(plugin::Deps& real, FaultPlan& plan)
             real.bootId,
             real.settleTimeout,
             real.verbs,
-            real.deviceInfo} {}
+            real.deviceInfo,
+            real.ipamUpkeep} {}
 
 }  // namespace ibcni::fault

@@ -236,6 +236,20 @@ TEST_F(ReconcileTest, EachPoolThatKeepsItsConfigurationIsReclaimed) {
   EXPECT_EQ(dry.allocations.at(0).action, "would-release");
 }
 
+TEST_F(ReconcileTest, WithoutAnEmbeddedIpamNoPoolIsTouchedAndTheReportSaysWhy) {
+  const std::string data = stateDir_ + "/ipam";
+  std::filesystem::create_directories(data + "/poolnet");
+  std::ofstream(data + "/poolnet/network.json")
+      << R"({"cniVersion":"1.0.0","name":"poolnet","ipam":{"type":"ibcni-ipam","ranges":[[{"subnet":"10.7.0.0/24"}]]}})";
+  deps_.ipamUpkeep = nullptr;
+  const auto calls = ipam_.calls.size();
+  auto r = pass(false, {data});
+  EXPECT_EQ(ipam_.calls.size(), calls) << "no IPAM call";
+  EXPECT_TRUE(r.failed());
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_NE(r.errors[0].find("no embedded IPAM"), std::string::npos) << r.errors[0];
+}
+
 TEST_F(ReconcileTest, AMissingStateOrDataDirectoryIsNothingToDo) {
   plugin::ReconcileOptions o;
   o.stateDirs = {stateDir_ + "/none"};
