@@ -3,20 +3,84 @@
 # Holds the code to the layer order written in plugin/README.md ("Layers"): a file may include
 # files of its own unit and of the layers below it, never a layer above, and never a sibling unit
 # of its own layer. Every source file under include/, lib/, ipam/ and plugin/ must belong to a unit.
-#   scripts/check-layers.sh [ROOT]     exit 0 when every include goes down, 1 (listing each
-#                                      offending include) otherwise
+# The table itself is checked too: its layers are grouped in the wings, top first, [plugin]
+# (plugin/), [ipam] (ipam/), [interfaces] (include/ibcni/) and [lib] (lib/, with its headers in
+# include/ibcni/), each unit lies in its wing's folder, and every unit names a folder or files that
+# exist; so lib/ includes nothing of ipam/ or plugin/, and ipam/ nothing of plugin/, whatever the
+# rows say. The layer descriptions below the block name every layer, in the block's order.
+#   scripts/check-layers.sh [ROOT]     exit 0 when the table holds and every include goes down,
+#                                      1 (listing each offence) otherwise
 set -euo pipefail
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 cd "$root"
 
-# The table: the fenced ```layers block of plugin/README.md, top layer first; each line is
-# "<layer>: <unit> [<unit> ...]". A unit is a path prefix (a folder "plugin/modes/", or the files
-# "plugin/dispatch." of one name), or several joined by "+" (an interface folder of include/ with
-# the folder that implements it).
+# The table: the fenced ```layers block of plugin/README.md, top layer first: "[wing]" lines, and
+# under each "<layer>: <unit> [<unit> ...]" lines. A unit is a path prefix (a folder
+# "plugin/modes/", or the files "plugin/dispatch." of one name), or several joined by "+" (an
+# interface folder of include/ with the folder that implements it).
 table=$(awk '/^```layers$/ {on = 1; next} on && /^```$/ {exit} on && NF {print}' plugin/README.md)
 if [[ -z $table ]]; then
   echo "check-layers: no \`\`\`layers block in plugin/README.md" >&2
   exit 2
+fi
+# The first column of the descriptions' table (| Layer | What it is |) below the block.
+described=$(awk '/^```layers$/ {on = 1} on && /^\| *Layer *\|/ {t = 1; next} t && /^\|---/ {next}
+  t && /^\|/ {split($0, c, "|"); print c[2]; next} t {exit}' plugin/README.md)
+
+# The table's own faults: wings out of order, a unit outside its wing's folder or naming nothing,
+# a layer the descriptions leave out or name out of order.
+table_faults=$(
+  wing=
+  order="plugin ipam interfaces lib"
+  seen=
+  layers=()
+  while read -r row; do
+    if [[ $row =~ ^\[([a-z]+)\]$ ]]; then
+      wing=${BASH_REMATCH[1]}
+      seen="$seen $wing"
+      continue
+    fi
+    [[ -n $wing ]] || { echo "plugin/README.md layers: \"$row\" comes before the first [wing] line"; continue; }
+    layer=${row%%:*}
+    layers+=("$layer")
+    for unit in ${row#*:}; do
+      IFS=+ read -ra prefixes <<<"$unit"
+      for prefix in "${prefixes[@]}"; do
+        case $wing/$prefix in
+          plugin/plugin/* | ipam/ipam/* | interfaces/include/ibcni/* | lib/lib/* | lib/include/ibcni/*) ;;
+          *) echo "plugin/README.md layers: $prefix (layer $layer) is not in the $wing wing's folder" ;;
+        esac
+        compgen -G "$prefix*" >/dev/null || echo "plugin/README.md layers: $prefix (layer $layer) names nothing that exists"
+      done
+    done
+  done <<<"$table"
+  [[ ${seen# } == "$order" ]] ||
+    echo "plugin/README.md layers: the wings are [${seen# }], not [$order] (top first, each once)"
+  # Each description row names one layer, several ("a, b, c") or a run of them ("a ... b").
+  i=0
+  while IFS= read -r cell; do
+    cell=$(sed 's/^ *//; s/ *$//' <<<"$cell")
+    if [[ $cell == *" ... "* ]]; then
+      first=${cell%% ... *} last=${cell##* ... }
+      [[ ${layers[i]:-} == "$first" ]] || { echo "plugin/README.md descriptions: \"$cell\" should start at ${layers[i]:-the end}"; break; }
+      while ((i < ${#layers[@]})) && [[ ${layers[i]} != "$last" ]]; do i=$((i + 1)); done
+      ((i < ${#layers[@]})) || { echo "plugin/README.md descriptions: \"$cell\" ends at no layer"; break; }
+      i=$((i + 1))
+    else
+      IFS=, read -ra names <<<"$cell"
+      for name in "${names[@]}"; do
+        name=$(sed 's/^ *//; s/ *$//' <<<"$name")
+        [[ ${layers[i]:-} == "$name" ]] || { echo "plugin/README.md descriptions: \"$name\" where the layers block has ${layers[i]:-nothing more}"; break 2; }
+        i=$((i + 1))
+      done
+    fi
+  done <<<"$described"
+  ((i == ${#layers[@]})) || echo "plugin/README.md descriptions: layer ${layers[i]} and those below it are not described"
+)
+if [[ -n $table_faults ]]; then
+  echo "$table_faults"
+  echo "check-layers: the layers block of plugin/README.md does not hold (above)"
+  exit 1
 fi
 
 # Every quoted include of every source file, as "file<TAB>line<TAB>included path", then resolved
@@ -45,12 +109,16 @@ find include lib ipam plugin -type f \( -name '*.h' -o -name '*.cpp' \) -print0 
     BEGIN {
       n = split(table, rows, "\n")
       for (r = 1; r <= n; r++) {
-        row = rows[r]; layer = row; sub(/:.*/, "", layer); sub(/^[^:]*:/, "", row)
+        row = rows[r]
+        if (row ~ /^\[[a-z]+\]$/) { wing = substr(row, 2, length(row) - 2); continue }
+        layer = row; sub(/:.*/, "", layer); sub(/^[^:]*:/, "", row)
         m = split(row, units, " ")
         for (u = 1; u <= m; u++) {
           if (units[u] == "") continue
           k = split(units[u], prefixes, "+")
-          for (p = 1; p <= k; p++) { unitName[prefixes[p]] = units[u]; rank[prefixes[p]] = r; layerOf[prefixes[p]] = layer }
+          for (p = 1; p <= k; p++) {
+            unitName[prefixes[p]] = units[u]; rank[prefixes[p]] = r; layerOf[prefixes[p]] = layer; wingOf[prefixes[p]] = wing
+          }
         }
       }
     }
@@ -70,7 +138,10 @@ find include lib ipam plugin -type f \( -name '*.h' -o -name '*.cpp' \) -print0 
       if (target == "") next  # a system or generated header
       tu = unitOf(target)
       if (tu == "" || unitName[tu] == unitName[fu]) next  # an unplaced target is reported on its own
-      if (rank[tu] < rank[fu]) {
+      if (rank[tu] < rank[fu] && wingOf[tu] != wingOf[fu]) {
+        printf "%s:%s: includes \"%s\" (%s, layer %s) from layer %s: the %s wing is above the %s wing\n", file, line, inc, unitName[tu], layerOf[tu], layerOf[fu], wingOf[tu], wingOf[fu]
+        bad++
+      } else if (rank[tu] < rank[fu]) {
         printf "%s:%s: includes \"%s\" (%s, layer %s) from layer %s, which is below it\n", file, line, inc, unitName[tu], layerOf[tu], layerOf[fu]
         bad++
       } else if (rank[tu] == rank[fu]) {

@@ -1,28 +1,46 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # scripts/check-layers.sh fails, naming the include, on each way of breaking the layer order: an
-# include that goes up, one between siblings, a file in no layer; and passes a tree whose includes
-# all go down. Last, the real tree with one upward include added (netlink -> commands) fails.
+# include that goes up, one between siblings, a file in no layer; and on each fault of the table:
+# wings out of order, a unit outside its wing's folder, a row naming nothing, descriptions that
+# differ from the layers; and passes a tree whose includes all go down. Last, the real tree with one
+# upward include added (netlink -> commands) fails, and with lib/ including ipam/.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 check=$repo/scripts/check-layers.sh
 work=$(mktemp -d /tmp/ibcni-layers.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 fails=0
-pass() { echo "PASS $*"; }
+passes=0
+pass() { echo "PASS $*"; passes=$((passes + 1)); }
 fail() { echo "FAIL $*"; fails=$((fails + 1)); }
 
-# A small tree: commands above modes; netlink and rdma siblings; os at the bottom.
+# A small tree: commands above modes; netlink and rdma siblings; ipam's store; os at the bottom.
 mini=$work/mini
-mkdir -p "$mini"/plugin/{commands,modes,netlink,rdma} "$mini"/lib/os "$mini"/include/ibcni/os "$mini"/ipam
-cat >"$mini/plugin/README.md" <<'MD'
-```layers
+mkdir -p "$mini"/plugin/{commands,modes,netlink,rdma} "$mini"/lib/os "$mini"/include/ibcni/os "$mini"/ipam/store
+table() {
+  cat >"$mini/plugin/README.md" <<MD
+\`\`\`layers
+${1:-[plugin]}
 commands: plugin/commands/
 modes: plugin/modes/
 adapters: plugin/netlink/ plugin/rdma/
+${2:-[ipam]}
+ipam-store: ipam/store/
+[interfaces]
+[lib]
 os: include/ibcni/os/+lib/os/
-```
+\`\`\`
+
+| Layer | What it is |
+|---|---|
+| commands ... adapters | the plugin |
+| ipam-store | the store |
+${3:-| os | the bottom |}
 MD
+}
+table
+echo '#pragma once' >"$mini/ipam/store/store.h"
 echo '#pragma once' >"$mini/include/ibcni/os/fd.h"
 printf '#include "ibcni/os/fd.h"\n' >"$mini/lib/os/fd.cpp"
 printf '#pragma once\n#include "ibcni/os/fd.h"\n' >"$mini/plugin/netlink/nl.h"
@@ -54,6 +72,27 @@ printf '#include "ibcni/os/fd.h"\n' >"$mini/ipam/orphan.cpp"
 run "$mini"
 [[ $rc -eq 1 ]] && grep -q '^ipam/orphan.cpp: in no layer' <<<"$out" && pass "a file in no layer fails" ||
   fail "an unplaced file was not reported (rc $rc): $out"
+rm "$mini/ipam/orphan.cpp"
+
+# The table itself: wings out of order, a unit outside its wing's folder, a layer left undescribed.
+table "[ipam]" "[plugin]"
+run "$mini"
+[[ $rc -eq 1 ]] && grep -q 'plugin/commands/ (layer commands) is not in the ipam wing' <<<"$out" &&
+  grep -q 'the wings are \[ipam plugin interfaces lib\]' <<<"$out" && pass "wings out of order fail" ||
+  fail "wings out of order were not reported (rc $rc): $out"
+table "[plugin]" "[ipam]" "| yaml | not a layer |"
+run "$mini"
+[[ $rc -eq 1 ]] && grep -q 'descriptions: "yaml" where the layers block has os' <<<"$out" &&
+  pass "a description table that differs from the layers fails" ||
+  fail "a wrong description table was not reported (rc $rc): $out"
+table
+rmdir "$mini/plugin/rdma" 2>/dev/null || rm -r "$mini/plugin/rdma"
+run "$mini"
+[[ $rc -eq 1 ]] && grep -q 'plugin/rdma/ (layer adapters) names nothing that exists' <<<"$out" &&
+  pass "a row naming a folder that is gone fails" || fail "a stale row was not reported (rc $rc): $out"
+mkdir -p "$mini/plugin/rdma" && printf '#pragma once\n' >"$mini/plugin/rdma/rdma.h"
+run "$mini"
+[[ $rc -eq 0 ]] || fail "the mini tree did not pass again: $out"
 
 # The real tree, with one include that goes up from the netlink adapter to the verbs.
 real=$work/real
@@ -70,5 +109,14 @@ else
   fail "the real tree's added upward include was not reported (rc $rc): $out"
 fi
 
-echo "$((5 - fails)) passed, $fails failed"
+# The real tree, with lib/ including the IPAM: the folder direction, named as such.
+printf '#include "ipam/store/file_store.h"\n' >>"$real/lib/os/text.cpp"
+run "$real"
+if [[ $rc -eq 1 ]] && grep -q '^lib/os/text.cpp:[0-9]*: includes "ipam/store/file_store.h" .*the ipam wing is above the lib wing' <<<"$out"; then
+  pass "the real tree with lib/ including ipam/ fails, naming the wings"
+else
+  fail "lib/ including ipam/ was not reported (rc $rc): $out"
+fi
+
+echo "$passes passed, $fails failed"
 [[ $fails -eq 0 ]]
