@@ -179,15 +179,8 @@ void keepNetworkFile(const std::string& dir, const std::string& text) {
   if (auto now = os::readFile(path, std::size_t{1} << 20); now && *now == text) {
     return;
   }
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  os::UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
-  if (!fd) {
-    log::warn("cannot write {}: {}", tmp, std::strerror(errno));
-    return;
-  }
-  if (auto w = os::writeAll(fd.get(), text, tmp); !w || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    log::warn("cannot write {}: {}", path, w ? std::strerror(errno) : w.error().describe());
-    ::unlink(tmp.c_str());
+  if (auto w = os::writeFileAtomic(path, text); !w) {
+    log::warn("cannot write {}: {}", path, w.error().describe());
   }
 }
 

@@ -221,21 +221,7 @@ os::SysResult<void> writeLedger(const std::string& dir, const Ledger& l) {
     j["addresses"].push_back(entryJson(e, false));
   }
   const std::string path = dir + "/" + kLedgerFileName;
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  auto fd = os::UniqueFd::open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
-  if (!fd) {
-    return std::unexpected(fd.error());
-  }
-  if (auto w = os::writeAll(fd->get(), j.dump(1) + "\n", tmp); !w) {
-    ::unlink(tmp.c_str());
-    return w;
-  }
-  if (::fsync(fd->get()) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    return std::unexpected(os::SysError{err, "write " + path, {}});
-  }
-  return os::fsyncDirectory(dir);
+  return os::writeFileAtomic(path, j.dump(1) + "\n");
 }
 
 os::SysResult<std::string> setLedgerAside(const std::string& dir) {

@@ -159,32 +159,9 @@ os::SysResult<std::vector<std::string>> FileStore::listDir(const std::string& pa
 
 os::SysResult<void> FileStore::writeAtomic(int dirFd, const std::string& dirPath, const std::string& name,
                                            const std::string& data) {
-  std::string tmpName = name + "." + std::to_string(::getpid());
-  std::string tmpPath = options_.dir + "/tmp/" + tmpName;
-  int fd = ::openat(tmpFd_.get(), tmpName.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) {
-    return os::sysFail(errno, "create " + tmpPath);
-  }
-  os::UniqueFd owned(fd);
-  auto undo = [&](os::SysError e) {
-    ::unlinkat(tmpFd_.get(), tmpName.c_str(), 0);
-    return std::unexpected(std::move(e));
-  };
-  if (auto w = os::writeAll(fd, data, tmpPath); !w) {
-    return undo(w.error());
-  }
-  if (auto s = syncFd(fd, tmpPath); !s) {
-    return undo(s.error());
-  }
-  if (auto c = owned.close(); !c) {
-    return undo(os::SysError{c.error().err, "close " + tmpPath, {}});
-  }
-  // rename() replaces the old file in one step: a reader (or a process killed here) sees the old
-  // content or the new, never a mix.
-  if (::renameat(tmpFd_.get(), tmpName.c_str(), dirFd, name.c_str()) != 0) {
-    return undo(os::SysError{errno, "rename " + tmpPath + " to " + dirPath + "/" + name, {}});
-  }
-  return syncFd(dirFd, dirPath);
+  const std::string tmpName = name + "." + std::to_string(::getpid());
+  return os::writeFileAtomicAt({tmpFd_.get(), tmpName, options_.dir + "/tmp/" + tmpName},
+                               {dirFd, name, dirPath + "/" + name}, data);
 }
 
 std::optional<std::size_t> FileStore::setOf(const net::IpAddress& ip) const {

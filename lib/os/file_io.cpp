@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <filesystem>
+
 #include "ibcni/os/unique_fd.h"
 
 namespace ibcni::os {
@@ -62,6 +64,49 @@ SysResult<void> fsyncDirectory(const std::string& dir) {
     return sysFail(errno, "fsync " + dir);
   }
   return {};
+}
+
+SysResult<void> writeFileAtomicAt(const FileAt& temp, const FileAt& target, std::string_view data, bool durable) {
+  int raw = ::openat(temp.dirFd, temp.name.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (raw < 0) {
+    return sysFail(errno, "create " + temp.shown);
+  }
+  UniqueFd fd(raw);
+  auto fail = [&](int err, const std::string& what) -> SysResult<void> {
+    ::unlinkat(temp.dirFd, temp.name.c_str(), 0);
+    return sysFail(err, what);
+  };
+  if (auto w = writeAll(fd.get(), data, temp.shown); !w) {
+    return fail(w.error().err, w.error().op);
+  }
+  if (durable && ::fsync(fd.get()) != 0) {
+    return fail(errno, "fsync " + temp.shown);
+  }
+  if (auto c = fd.close(); !c) {
+    return fail(c.error().err, "close " + temp.shown);
+  }
+  // rename() replaces the old file in one step: a reader (or a process killed here) sees the old
+  // content or the new, never a mix.
+  if (::renameat(temp.dirFd, temp.name.c_str(), target.dirFd, target.name.c_str()) != 0) {
+    return fail(errno, "rename " + temp.shown + " to " + target.shown);
+  }
+  if (durable && ::fsync(target.dirFd) != 0) {
+    return sysFail(errno, "fsync the directory of " + target.shown);
+  }
+  return {};
+}
+
+SysResult<void> writeFileAtomic(const std::string& path, std::string_view data, const AtomicWrite& how) {
+  const std::filesystem::path p(path);
+  const std::string dir = p.has_parent_path() ? p.parent_path().string() : ".";
+  auto dirFd = UniqueFd::open(dir, O_RDONLY | O_DIRECTORY);
+  if (!dirFd) {
+    return std::unexpected(dirFd.error());
+  }
+  const std::string name = p.filename().string();
+  const std::string tmpName = name + (how.tmpSuffix.empty() ? ".tmp." + std::to_string(::getpid()) : how.tmpSuffix);
+  return writeFileAtomicAt({dirFd->get(), tmpName, dir + "/" + tmpName}, {dirFd->get(), name, path}, data,
+                           how.durable);
 }
 
 }  // namespace ibcni::os

@@ -200,43 +200,20 @@ os::SysResult<void> FileAttachmentStore::write(const AttachmentRecord& record, b
   std::string path = pathOf(record.network, record.containerId, record.ifName);
   std::string dir = fs::path(path).parent_path();
   std::error_code ec;
-  // Write a temporary file next to the record, flush it (when durable), then rename over the
-  // record: a reader sees the old record or the new one, never a torn one, even across a crash.
-  std::string tmp = path + ".tmp";
-  os::SysResult<os::UniqueFd> fd = os::sysFail(ENOENT, "open " + tmp);
+  // A temporary file next to the record, flushed (when durable), renamed over the record: a reader
+  // sees the old record or the new one, never a torn one, even across a crash.
+  const std::string data = encode(record);
+  os::SysResult<void> written = os::sysFail(ENOENT, "open " + dir);
   // A DEL of another attachment of the same container removes the directory with its last record:
-  // when it does so between mkdir and open, make it again.
-  for (int attempt = 0; attempt < 3 && !fd && fd.error().err == ENOENT; ++attempt) {
+  // when it does so before the rename, make it again.
+  for (int attempt = 0; attempt < 3 && !written && written.error().err == ENOENT; ++attempt) {
     fs::create_directories(dir, ec);
     if (ec) {
       return os::sysFail(ec.value(), "create state directory " + dir);
     }
-    // O_NOFOLLOW: never truncate whatever a symbolic link in the state directory points to.
-    fd = os::UniqueFd::open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
+    written = os::writeFileAtomic(path, data, {.durable = durable, .tmpSuffix = ".tmp"});
   }
-  if (!fd) {
-    return std::unexpected(fd.error());
-  }
-  auto data = encode(record);
-  if (auto w = os::writeAll(fd->get(), data, tmp); !w) {
-    ::unlink(tmp.c_str());
-    return w;
-  }
-  if (durable && ::fsync(fd->get()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    return os::sysFail(err, "fsync " + tmp);
-  }
-  if (auto c = fd->close(); !c) {
-    ::unlink(tmp.c_str());
-    return c;
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    return os::sysFail(err, "rename " + tmp + " to " + path);
-  }
-  return durable ? os::fsyncDirectory(dir) : os::SysResult<void>{};
+  return written;
 }
 
 os::SysResult<std::optional<AttachmentRecord>> FileAttachmentStore::load(const std::string& network,

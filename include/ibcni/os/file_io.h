@@ -24,4 +24,31 @@ namespace ibcni::os {
 /// fsync(2) of a directory, so that a rename or an unlink in it is durable.
 [[nodiscard]] SysResult<void> fsyncDirectory(const std::string& dir);
 
+/// A name in a directory open as `dirFd`; `shown` is the path errors name.
+struct FileAt {
+  int dirFd;
+  std::string name;
+  std::string shown;
+};
+
+/// How writeFileAtomic makes a file: `durable` (the default) flushes the file before its rename
+/// and the directory after it, so that the new content survives a crash of the machine; without
+/// it, a crash of the process still leaves the old content or the new, never a mix.
+struct AtomicWrite {
+  bool durable = true;
+  /// The temporary file next to the target: its name plus this (default ".tmp.<pid>").
+  std::string tmpSuffix = {};
+};
+
+/// Replaces the file `target` with `data` in one step: writes the temporary file `temp` (created
+/// 0600, O_NOFOLLOW: never through a symbolic link), fsyncs it, renames it over `target` and
+/// fsyncs `target`'s directory. A reader sees the old content or the new one, never a torn file.
+/// On failure the temporary file is removed and `target` is as it was.
+[[nodiscard]] SysResult<void> writeFileAtomicAt(const FileAt& temp, const FileAt& target, std::string_view data,
+                                                bool durable = true);
+
+/// writeFileAtomicAt for a path: the temporary file is in the same directory.
+[[nodiscard]] SysResult<void> writeFileAtomic(const std::string& path, std::string_view data,
+                                              const AtomicWrite& how = {});
+
 }  // namespace ibcni::os
