@@ -10,6 +10,7 @@
 
 #include "ipam/backends/backend_support.h"
 #include "ibcni/os/file_io.h"
+#include "ibcni/os/time_text.h"
 
 namespace ibcni::ipam::k8s {
 
@@ -317,66 +318,14 @@ BackendResult<LeaseView> parseLease(const Answer& a) {
     v.transitions = spec["leaseTransitions"].get<std::int64_t>();
   }
   if (auto t = stringAt(spec, "acquireTime"); !t.empty()) {
-    v.acquireTime = parseMicroTime(t);
+    v.acquireTime = os::parseRfc3339(t);
   }
   if (auto t = stringAt(spec, "renewTime"); !t.empty()) {
-    v.renewTime = parseMicroTime(t);
+    v.renewTime = os::parseRfc3339(t);
   }
   return v;
 }
 
-std::string microTime(SysClock::time_point t) {
-  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
-  std::int64_t secs = us / 1000000;
-  std::int64_t frac = us % 1000000;
-  if (frac < 0) {
-    frac += 1000000;
-    --secs;
-  }
-  const auto tt = static_cast<std::time_t>(secs);
-  std::tm tm{};
-  gmtime_r(&tt, &tm);
-  char buf[48];
-  const auto n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  char out[64];
-  std::snprintf(out, sizeof out, "%.*s.%06lldZ", static_cast<int>(n), buf, static_cast<long long>(frac));
-  return out;
-}
-
-std::optional<SysClock::time_point> parseMicroTime(const std::string& s) {
-  std::tm tm{};
-  const char* p = strptime(s.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
-  if (p == nullptr) {
-    return std::nullopt;
-  }
-  std::int64_t micros = 0;
-  if (*p == '.') {
-    ++p;
-    int digits = 0;
-    for (; *p >= '0' && *p <= '9'; ++p, ++digits) {
-      if (digits < 6) {
-        micros = micros * 10 + (*p - '0');
-      }
-    }
-    for (; digits < 6; ++digits) {
-      micros *= 10;
-    }
-  }
-  std::int64_t offset = 0;
-  if (*p == 'Z' || *p == 'z') {
-    ++p;
-  } else if ((*p == '+' || *p == '-') && std::strlen(p) == 6 && p[3] == ':') {
-    const int sign = *p == '-' ? -1 : 1;
-    offset = sign * (((p[1] - '0') * 10 + (p[2] - '0')) * 3600 + ((p[4] - '0') * 10 + (p[5] - '0')) * 60);
-    p += 6;
-  } else {
-    return std::nullopt;
-  }
-  if (*p != '\0') {
-    return std::nullopt;
-  }
-  return SysClock::from_time_t(timegm(&tm) - offset) + std::chrono::microseconds(micros);
-}
 
 std::string encodeName(std::string_view s) {
   static constexpr char kHex[] = "0123456789abcdef";

@@ -112,11 +112,6 @@ class Call {
 /// The Lease read from a 2xx answer; a bad answer when it is not one.
 [[nodiscard]] BackendResult<LeaseView> parseLease(const Answer& a);
 
-/// A MicroTime: RFC 3339 UTC with exactly six fractional digits.
-[[nodiscard]] std::string microTime(SysClock::time_point t);
-/// RFC 3339 (any fractional digits, Z or an offset), to the microsecond.
-[[nodiscard]] std::optional<SysClock::time_point> parseMicroTime(const std::string& s);
-
 /// The name encoding of Lease names: injective, output in [a-z0-9.-], never "--", never starting
 /// or ending with '.' or '-', never ".-", "-." or "..".
 [[nodiscard]] std::string encodeName(std::string_view s);

@@ -11,6 +11,7 @@
 #include "ipam/backends/backend_support.h"
 #include "ipam/backends/k8s_api.h"
 #include "ipam/backends/kubeconfig.h"
+#include "ibcni/os/time_text.h"
 
 namespace ibcni::ipam {
 
@@ -67,7 +68,7 @@ json labels(std::string_view pool, const std::string& kind, std::string_view nod
 /// The body of a new Lease held by `node`.
 json newLease(const std::string& name, const std::string& ns, json lbls, json annotations, std::string_view node,
               std::chrono::seconds duration) {
-  const std::string t = k8s::microTime(SysClock::now());
+  const std::string t = os::rfc3339Micros(SysClock::now());
   json spec{{"acquireTime", t}, {"renewTime", t}, {"leaseTransitions", 0}, {"leaseDurationSeconds", duration.count()}};
   if (!node.empty()) {
     spec["holderIdentity"] = node;
@@ -400,7 +401,7 @@ BackendResult<RenewOutcome> KubernetesBlockBackend::renew(std::string_view node,
         break;
       }
       json body = updateOf(**cur, options_.namespace_);
-      body["spec"]["renewTime"] = k8s::microTime(SysClock::now());
+      body["spec"]["renewTime"] = os::rfc3339Micros(SysClock::now());
       body["spec"]["leaseDurationSeconds"] = options_.leaseDuration.count();
       auto put = s.call.putLease(*name, body);
       if (!put) {
@@ -469,7 +470,7 @@ BackendResult<ClaimOutcome> KubernetesBlockBackend::takeOver(ClaimKind kind, std
     return ClaimOutcome{ClaimState::kHeldByOther, holderOf(v, options_.leaseDuration)};
   }
   json body = updateOf(v, options_.namespace_);
-  const std::string t = k8s::microTime(SysClock::now());
+  const std::string t = os::rfc3339Micros(SysClock::now());
   body["metadata"]["labels"] = labels(pool, kindLabel(kind), node);
   body["metadata"]["annotations"] = claimAnnotations(pool, key, attrs);
   body["spec"]["holderIdentity"] = node;
@@ -758,7 +759,7 @@ BackendResult<void> KubernetesBlockBackend::demand(std::string_view pool, std::s
     }
     json body = updateOf(**cur, options_.namespace_);
     body["metadata"]["annotations"] = annotations;
-    body["spec"]["renewTime"] = k8s::microTime(SysClock::now());
+    body["spec"]["renewTime"] = os::rfc3339Micros(SysClock::now());
     auto put = s.call.putLease(name, body);
     if (!put) {
       return std::unexpected(put.error());

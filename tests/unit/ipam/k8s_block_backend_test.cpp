@@ -29,6 +29,7 @@
 #include "lib/http/curl_http_client.h"
 #include "ipam/backends/k8s_api.h"
 #include "ipam/backends/k8s_block_backend.h"
+#include "ibcni/os/time_text.h"
 #include "support/etcd_cluster.h"
 #include "support/k8s_emulator.h"
 
@@ -183,7 +184,7 @@ class K8sBlockBackendTest : public ::testing::Test {
   /// Lease `name` as its holder left it `ago` ago: its renewTime (and acquireTime) moved back.
   json age(const std::string& name, std::chrono::seconds ago = 1h) {
     json l = lease(name);
-    const std::string t = k8s::microTime(SysClock::now() - ago);
+    const std::string t = os::rfc3339Micros(SysClock::now() - ago);
     l["spec"]["renewTime"] = t;
     l["spec"]["acquireTime"] = t;
     return putLease(l);
@@ -509,7 +510,7 @@ TEST_F(K8sBlockBackendTest, TakeOverNeedsTheLeaseLapsedAndTheNodeAbsent) {
   EXPECT_EQ(l["spec"]["leaseTransitions"], 1);
   EXPECT_EQ(l["spec"]["leaseDurationSeconds"], 300);
   EXPECT_EQ(l["metadata"]["labels"]["ibcni.io/node"], "node-b");
-  EXPECT_LT(std::chrono::abs(SysClock::now() - *k8s::parseMicroTime(l["spec"]["renewTime"].get<std::string>())), 60s);
+  EXPECT_LT(std::chrono::abs(SysClock::now() - *os::parseRfc3339(l["spec"]["renewTime"].get<std::string>())), 60s);
   EXPECT_EQ(namesOf(must(b.list(ClaimKind::kBlock, "p0", "node-b"), "list node-b")), Strings{"b1@node-b"});
 
   // The old holder's renewal now reports the block lost.
