@@ -18,9 +18,6 @@ struct EnvRule {
   bool requiredFor[6];  // indexed by cni::Command: ADD, DEL, CHECK, VERSION, GC, STATUS
 };
 
-// The spec's identifier rule sets no length; 200 keeps "<containerID>:<ifname>" a valid file name
-// (ibcni-ipam's records) with room to spare. Kubernetes runtimes send 64 hex digits.
-constexpr std::size_t kMaxContainerId = 200;
 constexpr std::size_t kMaxNetnsPath = 4096;  // PATH_MAX, with its terminating NUL
 
 // The spec's per-verb requirements. STATUS requires nothing (the Go skel's demand for CNI_PATH
@@ -89,10 +86,11 @@ cni::Result<cni::CmdArgs> readEnvironment(const Getenv& getenv, cni::Command com
   args.path = splitPath(value("CNI_PATH"));
   // The container ID and the interface name become file names in ibcni's state directory and in
   // ibcni-ipam's store: the spec's character set keeps them single path components.
-  if (!cni::isValidIdentifier(args.containerId) || args.containerId.size() > kMaxContainerId) {
+  if (!cni::isValidContainerId(args.containerId)) {
     return cni::fail(cni::Errc::kInvalidEnvironment,
-                     "invalid CNI_CONTAINERID=" + cni::quoted(args.containerId) +
-                         ": must be 1-200 letters, digits, '_', '.' and '-', starting with a letter or digit");
+                     "invalid CNI_CONTAINERID=" + cni::quoted(args.containerId) + ": must be 1-" +
+                         std::to_string(cni::kMaxContainerIdLength) +
+                         " letters, digits, '_', '.' and '-', starting with a letter or digit");
   }
   if (!net::isValidIfName(args.ifName)) {
     return cni::fail(cni::Errc::kInvalidEnvironment,

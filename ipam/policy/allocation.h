@@ -62,8 +62,4 @@ struct Allocation {
   bool operator==(const Allocation&) const = default;
 };
 
-/// Whether `containerId` can be a store key: the CNI spec's rule for container IDs
-/// (^[a-zA-Z0-9][a-zA-Z0-9_.-]*$), at most 200 bytes so that file names stay short.
-[[nodiscard]] bool isValidContainerId(const std::string& containerId);
-
 }  // namespace ibcni::ipam

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "ibcni/cni/cmd_args.h"
 #include "ibcni/net/ip.h"
 
 namespace ibcni::ipam::codec {
@@ -176,7 +177,7 @@ os::SysResult<Allocation> decodeRecord(const std::string& text, const Attachment
 }
 
 bool isValidKey(const AttachmentKey& key) {
-  return isValidContainerId(key.containerId) && net::isValidIfName(key.ifName);
+  return cni::isValidContainerId(key.containerId) && net::isValidIfName(key.ifName);
 }
 
 std::string recordName(const AttachmentKey& key) { return key.containerId + ":" + key.ifName; }

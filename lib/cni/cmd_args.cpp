@@ -36,6 +36,8 @@ bool isValidIdentifier(std::string_view s) {
   return true;
 }
 
+bool isValidContainerId(std::string_view s) { return s.size() <= kMaxContainerIdLength && isValidIdentifier(s); }
+
 namespace {
 
 // cni::quoted is called qualified here: for a std::string argument, argument-dependent lookup

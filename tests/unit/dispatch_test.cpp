@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The protocol layer: environment table, version negotiation, error objects.
+#include "ibcni/cni/cmd_args.h"
 #include "unit/plugin_fixture.h"
 
 namespace ibcni::testing {
@@ -76,6 +77,19 @@ TEST_F(DispatchTest, MalformedVariablesAre4) {
     EXPECT_NE(e["msg"].get<std::string>().find(var), std::string::npos) << e["msg"];
   }
   EXPECT_TRUE(nl_.calls().empty()) << "nothing was touched";
+}
+
+// The one container-ID rule (cni::isValidContainerId): the spec's characters, at most 200 bytes,
+// the bound the message states; the same rule keeps ibcni-ipam's store keys.
+TEST_F(DispatchTest, AContainerIdOver200BytesIs4NamingTheBound) {
+  auto out = run("ADD", config(), {{"CNI_CONTAINERID", std::string(201, 'a')}});
+  EXPECT_EQ(errorOf(out)["code"], 4) << out.stdoutText;
+  EXPECT_NE(errorOf(out)["msg"].get<std::string>().find("must be 1-200 letters"), std::string::npos) << out.stdoutText;
+  EXPECT_TRUE(nl_.calls().empty()) << "nothing was touched";
+  EXPECT_TRUE(cni::isValidContainerId(std::string(200, 'a')));
+  EXPECT_FALSE(cni::isValidContainerId(std::string(201, 'a')));
+  EXPECT_FALSE(cni::isValidContainerId("-a"));
+  EXPECT_FALSE(cni::isValidContainerId(""));
 }
 
 TEST_F(DispatchTest, KubernetesCniArgsAreAccepted) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <compare>
+#include <cstddef>
 #include <map>
 #include <string>
 #include <string_view>
@@ -53,6 +54,15 @@ struct CniArgs {
 /// The spec's rule for container IDs and network names: a letter or digit, then letters, digits,
 /// '_', '.' and '-'. (Hand-written: compiling a std::regex costs more than the rest of an IPAM ADD.)
 [[nodiscard]] bool isValidIdentifier(std::string_view s);
+
+/// The longest container ID ibcni takes. The spec's identifier rule sets no length; 200 keeps
+/// "<containerID>:<ifname>" a valid file name (ibcni's records, ibcni-ipam's store) with room to
+/// spare. Kubernetes runtimes send 64 hex digits.
+inline constexpr std::size_t kMaxContainerIdLength = 200;
+
+/// The one container-ID rule, for CNI_CONTAINERID and every store key made of it: the spec's
+/// identifier rule (isValidIdentifier), at most kMaxContainerIdLength bytes.
+[[nodiscard]] bool isValidContainerId(std::string_view s);
 
 /// Parses CNI_ARGS ("K=V;K2=V2"). A pair without '=', a bad IP/MAC value, or an unknown key without
 /// IgnoreUnknown=1|true is error 4 naming CNI_ARGS, the key and the value.
