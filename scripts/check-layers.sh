@@ -7,7 +7,8 @@
 # (plugin/), [ipam] (ipam/), [interfaces] (include/ibcni/) and [lib] (lib/, with its headers in
 # include/ibcni/), each unit lies in its wing's folder, and every unit names a folder or files that
 # exist; so lib/ includes nothing of ipam/ or plugin/, and ipam/ nothing of plugin/, whatever the
-# rows say. The layer descriptions below the block name every layer, in the block's order.
+# rows say. The layer descriptions below the block name every layer, in the block's order. And each
+# library is included only in the folders the ```libraries block gives it.
 #   scripts/check-layers.sh [ROOT]     exit 0 when the table holds and every include goes down,
 #                                      1 (listing each offence) otherwise
 set -euo pipefail
@@ -80,6 +81,37 @@ table_faults=$(
 if [[ -n $table_faults ]]; then
   echo "$table_faults"
   echo "check-layers: the layers block of plugin/README.md does not hold (above)"
+  exit 1
+fi
+
+# The libraries block: each library's include prefix ("nlohmann/", "yaml.h") and the folders
+# whose files may include it.
+libraries=$(awk '/^```libraries$/ {on = 1; next} on && /^```$/ {exit} on && NF {print}' plugin/README.md)
+library_faults=$(
+  find include lib ipam plugin -type f \( -name '*.h' -o -name '*.cpp' \) -print0 | sort -z |
+    xargs -0 grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*<' /dev/null |
+    awk -v table="$libraries" '
+      BEGIN {
+        n = split(table, rows, "\n")
+        for (r = 1; r <= n; r++) {
+          lib = rows[r]; sub(/:.*/, "", lib); dirs = rows[r]; sub(/^[^:]*: */, "", dirs); sub(/ *$/, "", dirs)
+          allowed[lib] = " " dirs " "; shown[lib] = dirs
+        }
+      }
+      {
+        split($0, parts, ":"); file = parts[1]; line = parts[2]
+        inc = $0; sub(/^[^<]*</, "", inc); sub(/>.*$/, "", inc)
+        dir = file; sub(/[^\/]*$/, "", dir)
+        for (lib in allowed) {
+          if (index(inc, lib) == 1 && index(allowed[lib], " " dir " ") == 0) {
+            printf "%s:%s: includes <%s>, which only %s may include (plugin/README.md, libraries)\n", file, line, inc, shown[lib]
+          }
+        }
+      }'
+)
+if [[ -n $library_faults ]]; then
+  echo "$library_faults"
+  echo "check-layers: a library is included outside the folders the libraries block of plugin/README.md gives it"
   exit 1
 fi
 

@@ -4,7 +4,8 @@
 # include that goes up, one between siblings, a file in no layer; and on each fault of the table:
 # wings out of order, a unit outside its wing's folder, a row naming nothing, descriptions that
 # differ from the layers; and passes a tree whose includes all go down. Last, the real tree with one
-# upward include added (netlink -> commands) fails, and with lib/ including ipam/.
+# upward include added (netlink -> commands) fails, and with lib/ including ipam/, and with a C
+# library included outside the folders the libraries block gives it.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 check=$repo/scripts/check-layers.sh
@@ -116,6 +117,18 @@ if [[ $rc -eq 1 ]] && grep -q '^lib/os/text.cpp:[0-9]*: includes "ipam/store/fil
   pass "the real tree with lib/ including ipam/ fails, naming the wings"
 else
   fail "lib/ including ipam/ was not reported (rc $rc): $out"
+fi
+
+# The real tree, with libcurl included by a verb: each library only where the libraries block says.
+cp "$repo/plugin/netlink/"*.cpp "$real/plugin/netlink/"  # undo the upward include above
+sed -i '$d' "$real/lib/os/text.cpp"  # and lib/ -> ipam/
+verb=$real/plugin/commands/add.cpp
+printf '#include <curl/curl.h>\n' >>"$verb"
+run "$real"
+if [[ $rc -eq 1 ]] && grep -q "^plugin/commands/add.cpp:$(wc -l <"$verb"): includes <curl/curl.h>, which only lib/http/ may include" <<<"$out"; then
+  pass "the real tree with a C library included outside its folder fails"
+else
+  fail "a C library included outside its folder was not reported (rc $rc): $out"
 fi
 
 echo "$passes passed, $fails failed"
