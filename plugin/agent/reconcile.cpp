@@ -18,7 +18,7 @@ namespace ibcni::plugin {
 
 namespace {
 
-std::string deviceOf(const state::AttachmentRecord& r) { return r.pciAddress.empty() ? r.hostName : r.pciAddress; }
+std::string deviceOf(const state::AttachmentRecord& r) { return r.pciAddress ? r.pciAddress->text : r.hostName; }
 
 AttachmentOutcome outcome(std::string action, const std::string& stateDir, const state::AttachmentRecord& r,
                           std::string detail) {

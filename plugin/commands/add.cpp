@@ -32,7 +32,7 @@ std::optional<cni::Error> busyError(const Invocation& inv, Deps& deps, const cni
   const state::AttachmentRecord* uncheckable = nullptr;
   const state::AttachmentRecord* stale = nullptr;
   for (const auto& r : *records) {
-    const bool same = inv.conf.deviceId ? r.pciAddress == inv.conf.deviceId->text : r.hostName == inv.conf.device;
+    const bool same = inv.conf.deviceId ? r.pciAddress == inv.conf.deviceId : r.hostName == inv.conf.device;
     if (!same) {
       continue;
     }
@@ -65,7 +65,7 @@ std::optional<cni::Error> busyError(const Invocation& inv, Deps& deps, const cni
   if (stale != nullptr) {
     cni::Error e = notFound;
     e.msg += "; it was last seen attached to " + where(*stale) + ", whose netns is gone (the pod ended without a DEL)" +
-             (stale->pciAddress.empty()
+             (!stale->pciAddress
                   ? ": a device without a PCI function (veth, macvlan, ...) is destroyed with its namespace and does not "
                     "come back; `ibcni reconcile` (run by the ibcni DaemonSet) removes the stale record"
                   : ": the kernel returns it to the host when that namespace ends, and `ibcni reconcile` (run by the "
@@ -235,7 +235,7 @@ cni::Result<cni::AddResult> cmdAdd(const Invocation& inv, Deps& deps) {
   cni::AddResult result = conf.prevResult.value_or(cni::AddResult{});
   const int ourIndex = static_cast<int>(result.interfaces.size());
   result.interfaces.push_back(cni::Interface{inv.args.ifName, podLink->mac.text, inv.args.netns, podLink->mtu,
-                                             record.pciAddress, {}});
+                                             record.pciAddress ? record.pciAddress->text : "", {}});
   for (auto ip : ipamResult.ips) {
     ip.interface = ourIndex;
     result.ips.push_back(std::move(ip));

@@ -39,25 +39,24 @@ cni::Result<bool> deviceInfoToWrite(const Invocation& inv, Deps& deps) {
 cni::Result<void> writeDeviceInfo(const Invocation& inv, Deps& deps, state::AttachmentRecord& record,
                                   os::Rollback& rollback) {
   const std::string& path = inv.conf.runtime.deviceInfoFile;
-  state::DeviceInfo info;
-  info.pciAddress = record.pciAddress;
-  if (info.pciAddress.empty() && inv.conf.mode == config::Mode::kIpoib) {
+  std::optional<net::PciAddress> pci = record.pciAddress;
+  if (!pci && inv.conf.mode == config::Mode::kIpoib) {
     // The child's traffic goes through its parent's function (and its RDMA device).
-    if (auto pci = deps.devices.pciOfNetdev(record.hostName, record.hostIndex); pci && *pci) {
-      info.pciAddress = (*pci)->text;
+    if (auto parent = deps.devices.pciOfNetdev(record.hostName, record.hostIndex); parent) {
+      pci = *parent;
     }
   }
-  if (info.pciAddress.empty()) {
+  if (!pci) {
     log::warn("{} has no PCI function: no device-info file written at {} (the spec requires pci-address)",
               record.hostName, path);
     return {};
   }
+  state::DeviceInfo info;
+  info.pciAddress = *pci;
   info.pfPciAddress = record.pfPci;
-  if (info.pfPciAddress.empty()) {
-    if (auto pci = net::PciAddress::parse(info.pciAddress)) {
-      if (auto fn = deps.devices.pciFunction(*pci); fn && fn->physfn) {
-        info.pfPciAddress = fn->physfn->text;
-      }
+  if (!info.pfPciAddress) {
+    if (auto fn = deps.devices.pciFunction(*pci); fn && fn->physfn) {
+      info.pfPciAddress = fn->physfn;
     }
   }
   info.rdmaDevice = record.rdmaDevice;
@@ -71,7 +70,7 @@ cni::Result<void> writeDeviceInfo(const Invocation& inv, Deps& deps, state::Atta
   }
   record.deviceInfoFile = path;
   rollback.add("remove the device-info file " + path, [&deps, path] { return deps.deviceInfo->remove(path); });
-  log::info("wrote the device-info file {} ({}{})", path, info.pciAddress,
+  log::info("wrote the device-info file {} ({}{})", path, info.pciAddress.text,
             info.rdmaDevice.empty() ? std::string() : ", RDMA device " + info.rdmaDevice);
   return {};
 }

@@ -20,7 +20,7 @@ namespace ibcni::plugin {
 
 /// An SR-IOV VF's place on its PF, where its settings (GUIDs, link state) are made.
 struct VfPlace {
-  std::string pfPci;
+  net::PciAddress pfPci;
   std::uint32_t vfIndex = 0;
   nl::Link pfLink;                ///< the PF's netdev in the host; index 0 when it has none
   std::optional<nl::VfInfo> info; ///< what the PF reports about the VF, when it does
@@ -39,7 +39,7 @@ struct RdmaPlace {
 /// The device a mode will attach, as found in the host before anything changed.
 struct HostDevice {
   std::string deviceKey;   ///< lock name: "pci-<addr>" or "netdev-<name>"
-  std::string pciAddress;  ///< empty when the netdev has no PCI function
+  std::optional<net::PciAddress> pciAddress;  ///< none when the netdev has no PCI function
   nl::Link link;
   std::optional<VfPlace> vf;      ///< set when the PCI function is an SR-IOV VF
   std::optional<RdmaPlace> rdma;  ///< set when an RDMA device belongs to it

@@ -88,16 +88,16 @@ std::optional<nl::Link> findInHost(const ModeContext& ctx, const state::Attachme
     if (l.alias == mark || (record.hostIndex != 0 && l.index == record.hostIndex)) {
       return true;
     }
-    if (!record.pciAddress.empty()) {
+    if (record.pciAddress) {
       auto pci = ctx.deps.devices.pciOfNetdev(l.name, l.index);
-      return pci && *pci && (*pci)->text == record.pciAddress;
+      return pci && *pci == record.pciAddress;
     }
     return false;
   };
   if (auto l = nl.linkByName(ctx.host, record.hostName); l && ours(*l)) {
     return *l;
   }
-  if (auto pci = net::PciAddress::parse(record.pciAddress)) {
+  if (const auto& pci = record.pciAddress) {
     if (auto names = ctx.deps.devices.netdevsOfPci(*pci); names) {
       for (const auto& n : *names) {
         if (auto l = nl.linkByName(ctx.host, n); l) {
@@ -203,7 +203,7 @@ cni::Result<HostDevice> SriovNetdevMode::resolve(const ModeContext& ctx) {
                                       link.error()));
     }
     dev.link = *link;
-    dev.pciAddress = pci;
+    dev.pciAddress = conf.deviceId;
   } else {
     auto link = nl.linkByName(ctx.host, conf.device);
     if (!link) {
@@ -217,7 +217,7 @@ cni::Result<HostDevice> SriovNetdevMode::resolve(const ModeContext& ctx) {
     }
     dev.link = *link;
     if (auto pci = ctx.deps.devices.pciOfNetdev(link->name, link->index); pci && *pci) {
-      dev.pciAddress = (*pci)->text;
+      dev.pciAddress = *pci;
       if (auto f = ctx.deps.devices.pciFunction(**pci); f) {
         fn = std::move(*f);
       }
@@ -229,7 +229,7 @@ cni::Result<HostDevice> SriovNetdevMode::resolve(const ModeContext& ctx) {
   if (auto r = refuseNodeDevice(ctx, dev, fn ? &*fn : nullptr); !r) {
     return std::unexpected(r.error());
   }
-  dev.deviceKey = dev.pciAddress.empty() ? "netdev-" + dev.link.name : "pci-" + dev.pciAddress;
+  dev.deviceKey = dev.pciAddress ? "pci-" + dev.pciAddress->text : "netdev-" + dev.link.name;
   if (auto r = resolveVf(ctx, fn ? &*fn : nullptr, dev); !r) {
     return std::unexpected(r.error());
   }
@@ -288,7 +288,7 @@ cni::Result<nl::Link> SriovNetdevMode::setUp(const ModeContext& ctx, const HostD
   }
 
   log::info("moving {} ({}) into netns {} as {}", hostName,
-            device.pciAddress.empty() ? "no PCI function" : device.pciAddress, pod.path(), ifName);
+            device.pciAddress ? device.pciAddress->text : "no PCI function", pod.path(), ifName);
   if (link.adminUp) {
     if (auto r = nl.setLinkUp(host, link.index, false); !r) {
       return std::unexpected(sysError(cni::Errc::kNetlinkFailure, "cannot bring " + hostName + " down", r.error()));
@@ -355,7 +355,7 @@ cni::Result<nl::Link> SriovNetdevMode::setUp(const ModeContext& ctx, const HostD
 }
 
 bool SriovNetdevMode::awaitsReturn(const ModeContext& ctx, const state::AttachmentRecord& record) {
-  auto pci = net::PciAddress::parse(record.pciAddress);
+  const auto& pci = record.pciAddress;
   if (!pci || findInHost(ctx, record)) {
     return false;  // a netdev without a PCI function is virtual: destroyed with its namespace
   }

@@ -53,8 +53,8 @@ const char* linkStateName(nl::VfLinkState s) {
   return "auto";
 }
 
-std::string vfName(const std::string& pfPci, std::uint32_t vf, const std::string& pfName) {
-  return "VF " + std::to_string(vf) + " of PF " + pfPci + (pfName.empty() ? "" : " (" + pfName + ")");
+std::string vfName(const net::PciAddress& pfPci, std::uint32_t vf, const std::string& pfName) {
+  return "VF " + std::to_string(vf) + " of PF " + pfPci.text + (pfName.empty() ? "" : " (" + pfName + ")");
 }
 
 struct Guids {
@@ -129,16 +129,11 @@ std::optional<rdma::Port> rdmaDeviceIn(const ModeContext& ctx, const os::Netns& 
 
 // Rebinds the VF and waits for its netdev, then gives that netdev the name, MTU and state of
 // `original` (a rebind makes the netdev anew, with the driver's defaults).
-std::vector<cni::Error> rebindAndRestore(const ModeContext& ctx, const std::string& pci, const nl::Link* original,
+std::vector<cni::Error> rebindAndRestore(const ModeContext& ctx, const net::PciAddress& pci, const nl::Link* original,
                                          const std::string& preferName) {
   std::vector<cni::Error> errors;
-  auto parsed = net::PciAddress::parse(pci);
-  if (!parsed) {
-    errors.push_back(cni::Error{Errc::kInternal, "not a PCI address: " + pci, {}});
-    return errors;
-  }
-  if (auto r = ctx.deps.devices.rebind(*parsed); !r) {
-    errors.push_back(sysError(Errc::kNetlinkFailure, "cannot rebind " + pci + " to its driver", r.error()));
+  if (auto r = ctx.deps.devices.rebind(pci); !r) {
+    errors.push_back(sysError(Errc::kNetlinkFailure, "cannot rebind " + pci.text + " to its driver", r.error()));
     return errors;
   }
   auto link = waitForNetdev(ctx, pci, original != nullptr ? original->name : preferName);
@@ -182,7 +177,7 @@ std::vector<cni::Error> rebindAndRestore(const ModeContext& ctx, const std::stri
 // Sets `node`/`port` on the VF (an all-zero GUID is written as all ones, as ib-sriov-cni does: the
 // kernel refuses zero, and all ones is what mlx5 shows for "no GUID") and rebinds it.
 std::vector<cni::Error> restoreGuids(const ModeContext& ctx, int pfIndex, std::uint32_t vf, net::Guid node,
-                                     net::Guid port, const std::string& pci, const nl::Link* original,
+                                     net::Guid port, const net::PciAddress& pci, const nl::Link* original,
                                      const std::string& preferName = {}) {
   if (node.value == 0) {
     node.value = kAllOnes;
@@ -200,12 +195,8 @@ std::vector<cni::Error> restoreGuids(const ModeContext& ctx, int pfIndex, std::u
 }
 
 // The PF's netdev in the host, found from its PCI address.
-std::optional<nl::Link> pfLinkOf(const ModeContext& ctx, const std::string& pfPci) {
-  auto pci = net::PciAddress::parse(pfPci);
-  if (!pci) {
-    return std::nullopt;
-  }
-  auto names = ctx.deps.devices.netdevsOfPci(*pci);
+std::optional<nl::Link> pfLinkOf(const ModeContext& ctx, const net::PciAddress& pfPci) {
+  auto names = ctx.deps.devices.netdevsOfPci(pfPci);
   if (!names) {
     return std::nullopt;
   }
@@ -271,7 +262,7 @@ cni::Result<void> resolveVf(const ModeContext& ctx, const sysfs::PciFunction* fn
 
   if (fn != nullptr && fn->physfn) {
     VfPlace vf;
-    vf.pfPci = fn->physfn->text;
+    vf.pfPci = *fn->physfn;
     vf.vfIndex = fn->vfIndex.value_or(0);
     if (auto pf = pfLinkOf(ctx, vf.pfPci)) {
       vf.pfLink = *pf;
@@ -291,7 +282,7 @@ cni::Result<void> resolveVf(const ModeContext& ctx, const sysfs::PciFunction* fn
       }
     } else if (*guid || conf.linkState) {
       return cni::fail(Errc::kDeviceNotFound,
-                       subject + ": its PF " + vf.pfPci +
+                       subject + ": its PF " + vf.pfPci.text +
                            " has no netdev in the host namespace, and VF GUIDs and link state are set through it");
     }
     vf.guid = *guid;
@@ -370,11 +361,7 @@ cni::Result<void> resolveVf(const ModeContext& ctx, const sysfs::PciFunction* fn
   return {};
 }
 
-cni::Result<nl::Link> waitForNetdev(const ModeContext& ctx, const std::string& pci, const std::string& preferName) {
-  auto parsed = net::PciAddress::parse(pci);
-  if (!parsed) {
-    return cni::fail(Errc::kInternal, "not a PCI address: " + pci);
-  }
+cni::Result<nl::Link> waitForNetdev(const ModeContext& ctx, const net::PciAddress& pci, const std::string& preferName) {
   // A new netdev may be renamed by udev right after it appears: take it once it has the name it
   // had before, or once its name has stayed the same for a while.
   constexpr auto kStable = std::chrono::milliseconds(300);
@@ -382,7 +369,7 @@ cni::Result<nl::Link> waitForNetdev(const ModeContext& ctx, const std::string& p
   std::optional<nl::Link> seen;
   auto seenSince = Clock::now();
   for (;;) {
-    if (auto names = ctx.deps.devices.netdevsOfPci(*parsed); names && !names->empty()) {
+    if (auto names = ctx.deps.devices.netdevsOfPci(pci); names && !names->empty()) {
       if (auto l = ctx.deps.netlink.linkByName(ctx.host, names->front()); l) {
         if (l->name == preferName || preferName.empty()) {
           return *l;
@@ -404,12 +391,13 @@ cni::Result<nl::Link> waitForNetdev(const ModeContext& ctx, const std::string& p
     return *seen;
   }
   return cni::fail(Errc::kDeviceNotFound,
-                   "PCI function " + pci + " has no netdev " +
+                   "PCI function " + pci.text + " has no netdev " +
                        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(ctx.deps.settleTimeout).count()) +
                        " ms after its driver was rebound or its RDMA device moved");
 }
 
-cni::Result<void> checkVfPkey(const ModeContext& ctx, const RdmaPlace& rdma, net::Pkey pkey, const std::string& pci) {
+cni::Result<void> checkVfPkey(const ModeContext& ctx, const RdmaPlace& rdma, net::Pkey pkey,
+                              const std::optional<net::PciAddress>& pci) {
   auto table = ctx.deps.devices.pkeys(rdma.name, rdma.port);
   if (!table) {
     return std::unexpected(sysError(Errc::kDeviceNotFound,
@@ -427,7 +415,8 @@ cni::Result<void> checkVfPkey(const ModeContext& ctx, const RdmaPlace& rdma, net
   }
   return cni::fail(Errc::kInvalidConfig,
                    "pkey = " + pkey.hex() + ": " + rdma.name + " port " + std::to_string(rdma.port) +
-                       " (deviceID " + pci + ") is not a member of it (its pkey table holds " +
+                       (pci ? " (deviceID " + pci->text + ")" : std::string()) +
+                       " is not a member of it (its pkey table holds " +
                        (list.empty() ? std::string("nothing") : list) +
                        "). The subnet manager assigns partitions: add the VF's GUID to that partition (e.g. in "
                        "OpenSM's partitions.conf or UFM) or use a pkey the VF has");
@@ -438,7 +427,7 @@ cni::Result<nl::Link> applyVfSettings(const ModeContext& ctx, const HostDevice& 
   const auto& conf = ctx.inv.conf;
   auto& nl = ctx.deps.netlink;
   const os::Netns& host = ctx.host;
-  const std::string pci = device.pciAddress;
+  const std::optional<net::PciAddress>& pci = device.pciAddress;
   nl::Link current = device.link;
   // A rebind makes the RDMA device anew too, possibly under another name (mlx5_N): `rdmaNow` is
   // the one to check and move.
@@ -452,6 +441,10 @@ cni::Result<nl::Link> applyVfSettings(const ModeContext& ctx, const HostDevice& 
     record.pfPci = vf.pfPci;
     record.vfIndex = vf.vfIndex;
     const std::string what = vfName(vf.pfPci, vf.vfIndex, vf.pfLink.name);
+    if (!pci) {
+      return cni::fail(Errc::kInternal, what + " was found without its PCI address");
+    }
+    const net::PciAddress& vfPci = *pci;
 
     const std::optional<net::Guid>& guid = vf.guid;  // validated by resolveVf
     auto cur = currentGuids(device);
@@ -476,30 +469,30 @@ cni::Result<nl::Link> applyVfSettings(const ModeContext& ctx, const HostDevice& 
                                         r.error()));
       }
       rollback.add("restore the GUIDs of " + what,
-                   [&ctx, pfIndex = vf.pfLink.index, vfIndex = vf.vfIndex, oldNode, oldPort, pci,
+                   [&ctx, pfIndex = vf.pfLink.index, vfIndex = vf.vfIndex, oldNode, oldPort, vfPci,
                     original = device.link]() -> os::SysResult<void> {
-                     auto errors = restoreGuids(ctx, pfIndex, vfIndex, oldNode, oldPort, pci, &original);
+                     auto errors = restoreGuids(ctx, pfIndex, vfIndex, oldNode, oldPort, vfPci, &original);
                      if (!errors.empty()) {
                        return os::sysFail(EIO, combine(errors).msg);
                      }
                      return {};
                    });
       // mlx5 applies a VF's new GUIDs when the VF is next bound to its driver.
-      if (auto r = ctx.deps.devices.rebind(*net::PciAddress::parse(pci)); !r) {
+      if (auto r = ctx.deps.devices.rebind(vfPci); !r) {
         return std::unexpected(sysError(Errc::kNetlinkFailure,
-                                        "cannot rebind " + pci + " to its driver so that its new GUID takes effect",
+                                        "cannot rebind " + vfPci.text + " to its driver so that its new GUID takes effect",
                                         r.error()));
       }
-      auto fresh = waitForNetdev(ctx, pci, device.link.name);
+      auto fresh = waitForNetdev(ctx, vfPci, device.link.name);
       if (!fresh) {
         return std::unexpected(fresh.error());
       }
       current = *fresh;
       if (rdmaNow) {
-        auto fn = ctx.deps.devices.pciFunction(*net::PciAddress::parse(pci));
+        auto fn = ctx.deps.devices.pciFunction(vfPci);
         auto found = findRdma(ctx, fn ? &*fn : nullptr, current);
         if (!found || (rdmaNow->isolate && !found->visible)) {
-          return cni::fail(Errc::kDeviceNotFound, "the RDMA device of " + pci + " (" + rdmaNow->name +
+          return cni::fail(Errc::kDeviceNotFound, "the RDMA device of " + vfPci.text + " (" + rdmaNow->name +
                                                       ") did not come back after the VF was rebound");
         }
         if (found->name != rdmaNow->name) {
@@ -565,7 +558,11 @@ cni::Result<nl::Link> applyVfSettings(const ModeContext& ctx, const HostDevice& 
       return ctx.deps.rdma.moveDevice(pod, inPod->deviceIndex, ctx.host);
     });
     // Moving an RDMA device re-creates its IPoIB netdev in the host namespace.
-    auto fresh = waitForNetdev(ctx, pci, current.name);
+    if (!pci) {
+      return cni::fail(Errc::kInternal, "RDMA device " + r.name + " moved, but its interface " + current.name +
+                                            " has no PCI function to wait for");
+    }
+    auto fresh = waitForNetdev(ctx, *pci, current.name);
     if (!fresh) {
       return std::unexpected(fresh.error());
     }
@@ -583,16 +580,16 @@ std::vector<cni::Error> restoreVfSettings(const ModeContext& ctx, const state::A
       if (auto r = ctx.deps.rdma.moveDevice(*pod, inPod->deviceIndex, ctx.host); !r) {
         errors.push_back(sysError(Errc::kNetlinkFailure,
                                   "cannot move RDMA device " + record.rdmaDevice + " back to the host", r.error()));
-      } else if (!record.pciAddress.empty()) {
+      } else if (record.pciAddress) {
         // Its IPoIB netdev is made anew in the host: wait for it before going on.
-        (void)waitForNetdev(ctx, record.pciAddress, record.hostName);
+        (void)waitForNetdev(ctx, *record.pciAddress, record.hostName);
       }
     }
   }
-  if (record.pfPci.empty() || !record.vfIndex || (record.guid.empty() && !record.oldLinkState)) {
+  if (!record.pfPci || !record.vfIndex || (record.guid.empty() && !record.oldLinkState)) {
     return errors;
   }
-  const std::string what = vfName(record.pfPci, *record.vfIndex, "");
+  const std::string what = vfName(*record.pfPci, *record.vfIndex, "");
   if (!record.bootId.empty() && ctx.deps.bootId && ctx.deps.bootId() != record.bootId) {
     log::info("the node rebooted since ADD: the settings of {} were reset then; leaving them alone", what);
     return errors;
@@ -609,9 +606,9 @@ std::vector<cni::Error> restoreVfSettings(const ModeContext& ctx, const state::A
       }
     }
   }
-  auto pf = pfLinkOf(ctx, record.pfPci);
+  auto pf = pfLinkOf(ctx, *record.pfPci);
   if (!pf) {
-    log::info("PF {} is gone: nothing to restore on {}", record.pfPci, what);
+    log::info("PF {} is gone: nothing to restore on {}", record.pfPci->text, what);
     return errors;
   }
   if (record.oldLinkState) {
@@ -625,13 +622,15 @@ std::vector<cni::Error> restoreVfSettings(const ModeContext& ctx, const state::A
   if (!record.guid.empty()) {
     auto node = net::Guid::parse(record.oldNodeGuid);
     auto port = net::Guid::parse(record.oldPortGuid);
-    if (node && port) {
+    if (!record.pciAddress) {
+      errors.push_back(cni::Error{Errc::kInternal, "the record of " + what + " has no PCI address: its GUIDs cannot be restored", {}});
+    } else if (node && port) {
       auto current = ctx.deps.netlink.vfInfo(ctx.host, pf->index, *record.vfIndex);
       const bool already = current && current->nodeGuid && current->portGuid &&
                            current->nodeGuid->value == node->value && current->portGuid->value == port->value;
       if (!already) {
         log::info("restoring the GUIDs of {} to {} / {}", what, node->toString(), port->toString());
-        auto more = restoreGuids(ctx, pf->index, *record.vfIndex, *node, *port, record.pciAddress, nullptr,
+        auto more = restoreGuids(ctx, pf->index, *record.vfIndex, *node, *port, *record.pciAddress, nullptr,
                                  record.hostName);
         errors.insert(errors.end(), more.begin(), more.end());
       }

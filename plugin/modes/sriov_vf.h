@@ -31,14 +31,14 @@ namespace ibcni::plugin {
 
 /// Waits (up to deps.settleTimeout) for PCI function `pci` to have a netdev in the host again,
 /// preferring the name `preferName` (udev may rename a new netdev right after it appears).
-[[nodiscard]] cni::Result<nl::Link> waitForNetdev(const ModeContext& ctx, const std::string& pci,
+[[nodiscard]] cni::Result<nl::Link> waitForNetdev(const ModeContext& ctx, const net::PciAddress& pci,
                                                   const std::string& preferName);
 
 /// The VF's RDMA port `rdma` has partition `pkey` (without the membership bit) in its pkey table.
 /// ADD checks it after setting the GUID (the subnet manager assigns partitions by GUID).
 /// @return error 7 listing the table and saying partitions are the SM's job; 100 when unreadable.
 [[nodiscard]] cni::Result<void> checkVfPkey(const ModeContext& ctx, const RdmaPlace& rdma, net::Pkey pkey,
-                                            const std::string& pci);
+                                            const std::optional<net::PciAddress>& pci);
 
 /// ADD's VF steps before the netdev moves: GUIDs (then a driver rebind), link state, pkey check,
 /// RDMA device move. Each change is written to `record` with the value it replaces and saved

@@ -82,8 +82,8 @@ std::string described(const RdmaFacts& f) {
   if (!f.netdev.empty()) {
     what += "netdev " + f.netdev;
   }
-  if (!f.pciAddress.empty()) {
-    what += (what.empty() ? "" : ", ") + std::string("PCI ") + f.pciAddress + ", driver " +
+  if (f.pciAddress) {
+    what += (what.empty() ? "" : ", ") + std::string("PCI ") + f.pciAddress->text + ", driver " +
             (f.driver.empty() ? std::string("none") : f.driver);
   } else {
     what += (what.empty() ? "" : ", ") + std::string("no PCI function");
@@ -93,8 +93,8 @@ std::string described(const RdmaFacts& f) {
 
 }  // namespace
 
-RdmaFacts rdmaFacts(Deps& deps, const os::Netns& host, const Invocation& inv, const std::string& pciAddress,
-                    const nl::Link& netdev, const std::string& rdmaDevice, bool rdmaMoved) {
+RdmaFacts rdmaFacts(Deps& deps, const os::Netns& host, const Invocation& inv,
+                    const std::optional<net::PciAddress>& pciAddress, const nl::Link& netdev, const std::string& rdmaDevice, bool rdmaMoved) {
   const auto& conf = inv.conf;
   RdmaFacts f;
   f.mode = conf.mode;
@@ -126,16 +126,16 @@ RdmaFacts rdmaFacts(Deps& deps, const os::Netns& host, const Invocation& inv, co
     }
   }
   // A finding follows: what it names (the function, its driver, its PF).
-  if (conf.mode == config::Mode::kIpoib && f.pciAddress.empty() && !netdev.name.empty()) {
-    if (auto pci = deps.devices.pciOfNetdev(netdev.name, netdev.index); pci && *pci) {
-      f.pciAddress = (*pci)->text;
+  if (conf.mode == config::Mode::kIpoib && !f.pciAddress && !netdev.name.empty()) {
+    if (auto pci = deps.devices.pciOfNetdev(netdev.name, netdev.index); pci) {
+      f.pciAddress = *pci;
     }
   }
-  if (auto pci = net::PciAddress::parse(f.pciAddress); pci) {
-    if (auto fn = deps.devices.pciFunction(*pci); fn) {
+  if (f.pciAddress) {
+    if (auto fn = deps.devices.pciFunction(*f.pciAddress); fn) {
       f.driver = fn->driver;
       if (fn->physfn) {
-        f.pfPci = fn->physfn->text;
+        f.pfPci = fn->physfn;
         if (auto pf = deps.devices.pciFunction(*fn->physfn); pf) {
           f.pfRdmaDevices = pf->rdmaDevices;
           for (const auto& n : pf->netdevs) {
@@ -177,11 +177,11 @@ std::optional<VerbsFinding> judgeRdmaPresence(const RdmaFacts& f) {
                         "set rdmaDevice and port to the HCA port behind the parent (`rdma link` shows each port's "
                         "netdev), and check that the HCA's RDMA driver (mlx5_ib) is loaded"};
   }
-  const bool pfRdma = !f.pfPci.empty() && (f.pfInfiniband || !f.pfRdmaDevices.empty());
+  const bool pfRdma = f.pfPci && (f.pfInfiniband || !f.pfRdmaDevices.empty());
   if (f.infiniband || pfRdma) {
     std::string why;
-    if (!f.pfPci.empty()) {
-      why = "it is a VF of PF " + f.pfPci + ", which is " +
+    if (f.pfPci) {
+      why = "it is a VF of PF " + f.pfPci->text + ", which is " +
             (f.pfInfiniband ? std::string("InfiniBand") : std::string("RDMA-capable")) +
             (f.pfRdmaDevices.empty() ? std::string() : " (RDMA device " + os::joinText(f.pfRdmaDevices, ", ") + ")") +
             ", so the VF should have an RDMA device of its own";
@@ -194,12 +194,12 @@ std::optional<VerbsFinding> judgeRdmaPresence(const RdmaFacts& f) {
         "load the VF's RDMA driver (`modprobe mlx5_ib`; for other HCAs their *_ib driver) and bind the VF to its "
         "vendor driver (mlx5 VFs: mlx5_core" +
             (f.driver.empty() || f.driver == "mlx5_core" ? std::string() : "; it is bound to " + f.driver) +
-            "); `rdma dev` must then list a device for " + (f.pciAddress.empty() ? f.netdev : f.pciAddress)};
+            "); `rdma dev` must then list a device for " + (f.pciAddress ? f.pciAddress->text : f.netdev)};
   }
   return VerbsFinding{
       "no RDMA device",
       described(f) + " is not an RDMA-capable device: it has no RDMA device" +
-          (f.pfPci.empty() ? std::string() : ", and neither has its PF " + f.pfPci),
+          (f.pfPci ? ", and neither has its PF " + f.pfPci->text : std::string()),
       "the pod was given the wrong device: point the network's resourceName at the device plugin's RDMA resource, "
       "and set \"isRdma\": true in that resource's selectors (SR-IOV network device plugin) so that it hands out "
       "RDMA functions and mounts their /dev/infiniband devices into the pod"};

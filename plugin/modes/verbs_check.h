@@ -43,9 +43,9 @@ struct RdmaFacts {
   std::string subject;        ///< how the config named the device: deviceID = "...", device = "...", the parent
   std::string netdev;         ///< its netdev in the host (ipoib: the parent)
   bool infiniband = false;    ///< that netdev is an IPoIB link
-  std::string pciAddress;     ///< its PCI function; empty: none
+  std::optional<net::PciAddress> pciAddress;  ///< its PCI function, if it has one
   std::string driver;         ///< the function's bound driver
-  std::string pfPci;          ///< an SR-IOV VF's PF
+  std::optional<net::PciAddress> pfPci;       ///< an SR-IOV VF's PF
   bool pfInfiniband = false;  ///< the PF's netdev is an IPoIB link
   std::vector<std::string> pfRdmaDevices;
   std::string rdmaDevice;     ///< the interface's RDMA device; empty: none was found
@@ -55,11 +55,11 @@ struct RdmaFacts {
 
 /// Gathers RdmaFacts from sysfs and RDMA netlink in `host`. `pciAddress` and `netdev` are the
 /// device's as resolve() found them (ipoib: the parent, whose PCI function is looked up when
-/// `pciAddress` is empty); `rdmaDevice`/`rdmaMoved` what the mode found and did. Looks up only what
+/// `pciAddress` is none); `rdmaDevice`/`rdmaMoved` what the mode found and did. Looks up only what
 /// judgeRdmaPresence reads for that case (ADD's hot path): nothing when the RDMA device moved with
 /// the interface, the netns mode when it stays in the host, the function and its PF for a finding.
 [[nodiscard]] RdmaFacts rdmaFacts(Deps& deps, const os::Netns& host, const Invocation& inv,
-                                  const std::string& pciAddress, const nl::Link& netdev,
+                                  const std::optional<net::PciAddress>& pciAddress, const nl::Link& netdev,
                                   const std::string& rdmaDevice, bool rdmaMoved);
 
 /// The rule for "the pod has no RDMA device behind this interface", one per cause ibcni can tell

@@ -38,6 +38,24 @@ std::string FileAttachmentStore::pathOf(const std::string& network, const std::s
   return dir_ + "/attachments/" + network + "/" + relativePath(containerId, ifName);
 }
 
+namespace {
+
+// A PCI address the record keeps as text: none when empty, canonical once read.
+os::SysResult<std::optional<net::PciAddress>> pciOf(const std::string& text, const char* field,
+                                                    const std::string& origin) {
+  if (text.empty()) {
+    return std::optional<net::PciAddress>{};
+  }
+  auto pci = net::PciAddress::parse(text);
+  if (!pci) {
+    return os::sysFail(EINVAL, "decode attachment record " + origin + ": " + field + " \"" + text +
+                                   "\" is not a PCI address");
+  }
+  return pci;
+}
+
+}  // namespace
+
 std::string FileAttachmentStore::encode(const AttachmentRecord& r) {
   json j = {
       {"format", r.format},
@@ -48,7 +66,7 @@ std::string FileAttachmentStore::encode(const AttachmentRecord& r) {
       {"mode", r.mode},
       {"deviceKey", r.deviceKey},
       {"host",
-       {{"pciAddress", r.pciAddress},
+       {{"pciAddress", r.pciAddress ? r.pciAddress->text : ""},
         {"name", r.hostName},
         {"index", r.hostIndex},
         {"mtu", r.hostMtu},
@@ -77,8 +95,8 @@ std::string FileAttachmentStore::encode(const AttachmentRecord& r) {
   }
   // The VF settings on the PF (and the RDMA device), present only for what ADD touched.
   json vf = json::object();
-  if (!r.pfPci.empty()) {
-    vf["pfPciAddress"] = r.pfPci;
+  if (r.pfPci) {
+    vf["pfPciAddress"] = r.pfPci->text;
   }
   if (r.vfIndex) {
     vf["index"] = *r.vfIndex;
@@ -128,7 +146,11 @@ os::SysResult<AttachmentRecord> FileAttachmentStore::decode(const std::string& t
     r.mode = j.value("mode", "sriov");
     r.deviceKey = j.value("deviceKey", "");
     const json& h = j.at("host");
-    r.pciAddress = h.value("pciAddress", "");
+    if (auto pci = pciOf(h.value("pciAddress", ""), "host.pciAddress", origin); pci) {
+      r.pciAddress = *pci;
+    } else {
+      return std::unexpected(pci.error());
+    }
     r.hostName = h.at("name").get<std::string>();
     r.hostIndex = h.value("index", 0);
     r.hostMtu = h.value("mtu", 0u);
@@ -150,7 +172,11 @@ os::SysResult<AttachmentRecord> FileAttachmentStore::decode(const std::string& t
       r.cniPath = inv->value("cniPath", std::vector<std::string>{});
     }
     if (auto vf = j.find("vf"); vf != j.end() && vf->is_object()) {
-      r.pfPci = vf->value("pfPciAddress", "");
+      if (auto pci = pciOf(vf->value("pfPciAddress", ""), "vf.pfPciAddress", origin); pci) {
+        r.pfPci = *pci;
+      } else {
+        return std::unexpected(pci.error());
+      }
       if (auto i = vf->find("index"); i != vf->end()) {
         r.vfIndex = i->get<std::uint32_t>();
       }

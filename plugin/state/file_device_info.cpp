@@ -74,9 +74,9 @@ os::SysResult<DeviceInfoFiles::Presence> presenceAt(int dirFd, const std::string
 
 std::string FileDeviceInfoFiles::encode(const DeviceInfo& info) {
   ordered_json pci = ordered_json::object();
-  pci["pci-address"] = info.pciAddress;
-  if (!info.pfPciAddress.empty()) {
-    pci["pf-pci-address"] = info.pfPciAddress;
+  pci["pci-address"] = info.pciAddress.text;
+  if (info.pfPciAddress) {
+    pci["pf-pci-address"] = info.pfPciAddress->text;
   }
   if (!info.rdmaDevice.empty()) {
     pci["rdma-device"] = info.rdmaDevice;

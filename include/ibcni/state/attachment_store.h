@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ibcni/cni/result.h"
+#include "ibcni/net/ip.h"
 #include "ibcni/net/pkey.h"
 #include "ibcni/os/sys_error.h"
 
@@ -30,7 +31,7 @@ struct AttachmentRecord {
   std::string deviceKey;  ///< lock name of the device: "pci-<addr>" or "netdev-<ifindex>"
 
   // The device in the host before ADD.
-  std::string pciAddress;  ///< empty for netdevs without a PCI function
+  std::optional<net::PciAddress> pciAddress;  ///< none for netdevs without a PCI function
   std::string hostName;
   int hostIndex = 0;
   std::uint32_t hostMtu = 0;
@@ -40,7 +41,7 @@ struct AttachmentRecord {
   std::string bootId;      ///< the boot ADD ran in (/proc/sys/kernel/random/boot_id)
 
   // SR-IOV VF settings ADD changed on the PF, and how they were (empty/unset: not changed).
-  std::string pfPci;                      ///< the VF's PF, when the device is a VF
+  std::optional<net::PciAddress> pfPci;   ///< the VF's PF, when the device is a VF
   std::optional<std::uint32_t> vfIndex;   ///< the VF's number on its PF
   std::string guid;                       ///< the node and port GUID ADD set
   std::string oldNodeGuid;                ///< the GUIDs before, restored by DEL

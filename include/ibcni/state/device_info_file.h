@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "ibcni/net/ip.h"
 #include "ibcni/os/sys_error.h"
 
 namespace ibcni::state {
@@ -27,8 +28,8 @@ inline const std::vector<std::string>& defaultDeviceInfoRoots() {
 /// A "type": "pci" document: what the pod's interface is backed by. Empty fields are left out
 /// (pci-address alone is required by the spec).
 struct DeviceInfo {
-  std::string pciAddress;    ///< "pci-address": the function in the pod (the VF; ipoib: the parent's)
-  std::string pfPciAddress;  ///< "pf-pci-address": its PF, when it is a VF
+  net::PciAddress pciAddress;                   ///< "pci-address": the function in the pod (the VF; ipoib: the parent's)
+  std::optional<net::PciAddress> pfPciAddress;  ///< "pf-pci-address": its PF, when it is a VF
   std::string rdmaDevice;    ///< "rdma-device": the RDMA device as the pod sees it
 };
 

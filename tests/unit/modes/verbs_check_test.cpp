@@ -223,9 +223,9 @@ RdmaFacts vfFacts() {
   f.subject = "deviceID = \"0000:3b:00.3\"";
   f.netdev = "ibp59s0v2";
   f.infiniband = true;
-  f.pciAddress = "0000:3b:00.3";
+  f.pciAddress = net::PciAddress::parse("0000:3b:00.3");
   f.driver = "mlx5_core";
-  f.pfPci = "0000:3b:00.0";
+  f.pfPci = net::PciAddress::parse("0000:3b:00.0");
   f.pfInfiniband = true;
   f.pfRdmaDevices = {"mlx5_0"};
   f.rdmaDevice = "mlx5_3";
@@ -269,7 +269,7 @@ TEST(JudgeRdmaPresence, AFunctionWithNothingRdmaIsTheWrongResource) {
   RdmaFacts f;
   f.subject = "deviceID = \"0000:00:04.0\"";
   f.netdev = "eth1";
-  f.pciAddress = "0000:00:04.0";
+  f.pciAddress = net::PciAddress::parse("0000:00:04.0");
   f.driver = "virtio-pci";
   f.netnsMode = rdma::NetnsMode::kShared;
   auto v = judgeRdmaPresence(f);
@@ -281,7 +281,7 @@ TEST(JudgeRdmaPresence, AFunctionWithNothingRdmaIsTheWrongResource) {
   EXPECT_NE(v->fix.find("resourceName"), std::string::npos) << v->fix;
   EXPECT_NE(v->fix.find("\"isRdma\": true"), std::string::npos) << v->fix;
   // A VF whose PF has nothing RDMA either (an Ethernet NIC's VF).
-  f.pfPci = "0000:00:03.0";
+  f.pfPci = net::PciAddress::parse("0000:00:03.0");
   v = judgeRdmaPresence(f);
   ASSERT_TRUE(v);
   EXPECT_NE(v->problem.find("and neither has its PF 0000:00:03.0"), std::string::npos) << v->problem;
@@ -314,7 +314,7 @@ TEST(JudgeRdmaPresence, Ipoib) {
   f.subject = "the IPoIB parent master = \"ibp59s0\"";
   f.netdev = "ibp59s0";
   f.infiniband = true;
-  f.pciAddress = "0000:3b:00.0";
+  f.pciAddress = net::PciAddress::parse("0000:3b:00.0");
   f.driver = "mlx5_core";
   f.rdmaDevice = "mlx5_0";
   f.netnsMode = rdma::NetnsMode::kShared;

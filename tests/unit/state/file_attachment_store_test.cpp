@@ -29,7 +29,7 @@ class StoreTest : public ::testing::Test {
     r.netns = "/var/run/netns/p";
     r.mode = "sriov";
     r.deviceKey = "pci-0000:af:06.1";
-    r.pciAddress = "0000:af:06.1";
+    r.pciAddress = net::PciAddress::parse("0000:af:06.1");
     r.hostName = "ib2";
     r.hostIndex = 7;
     r.hostMtu = 2044;
@@ -39,7 +39,7 @@ class StoreTest : public ::testing::Test {
     r.podIndex = 9;
     r.podMtu = 4092;
     r.ipamType = "host-local";
-    r.result.interfaces.push_back({ifName, "", r.netns, 4092, r.pciAddress, ""});
+    r.result.interfaces.push_back({ifName, "", r.netns, 4092, r.pciAddress->text, ""});
     r.result.ips.push_back({*net::IpPrefix::parse("10.1.2.3/24"), std::nullopt, 0});
     return r;
   }
@@ -141,6 +141,35 @@ TEST_F(StoreTest, NewerFormatIsRefusedClearly) {
   auto r = FileAttachmentStore::decode(text, "x");
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().op.find("newer"), std::string::npos);
+}
+
+// PCI addresses are typed once read: the record keeps them as text, and text that is not one makes
+// the record unreadable, named with its field (never a device that no one can find later).
+TEST_F(StoreTest, PciAddressesAreReadTypedAndABadOneIsRefusedByName) {
+  auto rec = record("c1", "net1");
+  rec.pfPci = net::PciAddress::parse("AF:00.0");  // the short form, any case: kept canonical
+  rec.vfIndex = 3;
+  auto back = FileAttachmentStore::decode(FileAttachmentStore::encode(rec), "x");
+  ASSERT_TRUE(back) << back.error().describe();
+  EXPECT_EQ(back->pciAddress, net::PciAddress::parse("0000:af:06.1"));
+  ASSERT_TRUE(back->pfPci);
+  EXPECT_EQ(back->pfPci->text, "0000:af:00.0");
+  for (const auto& [from, field] : std::vector<std::pair<std::string, std::string>>{
+           {"\"pciAddress\": \"0000:af:06.1\"", "host.pciAddress"}, {"\"pfPciAddress\": \"0000:af:00.0\"", "vf.pfPciAddress"}}) {
+    auto text = FileAttachmentStore::encode(rec);
+    auto pos = text.find(from);
+    ASSERT_NE(pos, std::string::npos) << from << " in " << text;
+    text.replace(pos, from.size(), from.substr(0, from.find(':') + 2) + "\"af:06\"");
+    auto bad = FileAttachmentStore::decode(text, "x");
+    ASSERT_FALSE(bad) << field;
+    EXPECT_NE(bad.error().op.find(field + " \"af:06\" is not a PCI address"), std::string::npos) << bad.error().op;
+  }
+  rec.pciAddress.reset();
+  rec.pfPci.reset();
+  back = FileAttachmentStore::decode(FileAttachmentStore::encode(rec), "x");
+  ASSERT_TRUE(back) << back.error().describe();
+  EXPECT_FALSE(back->pciAddress);
+  EXPECT_FALSE(back->pfPci);
 }
 
 TEST_F(StoreTest, ReadsTheVersion1FormatAsWritten) {

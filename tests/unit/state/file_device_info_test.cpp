@@ -51,7 +51,7 @@ class FileDeviceInfoTest : public ::testing::Test {
   std::unique_ptr<FileDeviceInfoFiles> files_;
 };
 
-const DeviceInfo kVfInfo{"0000:3b:00.3", "0000:3b:00.0", "mlx5_3"};
+const DeviceInfo kVfInfo{*net::PciAddress::parse("0000:3b:00.3"), net::PciAddress::parse("0000:3b:00.0"), "mlx5_3"};
 
 // Spec section 3: "type" (required) "pci"; "version" (required) "1.1.0"; "pci" (required for type
 // pci) with "pci-address" (required, dddd:BB:DD.f), "rdma-device" and "pf-pci-address" (optional).
@@ -85,7 +85,7 @@ TEST_F(FileDeviceInfoTest, DocumentFollowsTheSpecFieldByField) {
 
 TEST_F(FileDeviceInfoTest, OptionalFieldsAreLeftOutWhenUnknown) {
   const std::string path = cniFile();
-  ASSERT_TRUE(files_->create(path, DeviceInfo{"0000:5e:00.0", "", ""}).value_or(false));
+  ASSERT_TRUE(files_->create(path, DeviceInfo{*net::PciAddress::parse("0000:5e:00.0"), std::nullopt, ""}).value_or(false));
   const json doc = json::parse(slurp(path));
   EXPECT_EQ(doc.at("pci"), json({{"pci-address", "0000:5e:00.0"}})) << doc.dump();
 }
