@@ -6,7 +6,7 @@
 # libraries they call instrumented for coverage, and the fuzz_smoke test that runs them.
 option(IBCNI_SANITIZE "Build everything with AddressSanitizer and UndefinedBehaviorSanitizer" OFF)
 
-# -O0 (after the build type's -O3, so it wins): with clang, instrumented code at -O1 took four
+# -O0 (after the build type's -O2, so it wins): with clang, instrumented code at -O1 took four
 # times as long to compile (46.7 against 12.7 s for the largest test file) and the tree's tests ran
 # only 10% faster; the libraries the fuzz targets call get -O1 back (tests/fuzz). -g1: line
 # tables, so that reports name file and line, at little cost in build time.
