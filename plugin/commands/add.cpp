@@ -113,8 +113,103 @@ cni::Result<void> configureAddresses(const Invocation& inv, Deps& deps, const os
   return {};
 }
 
+// The device the mode resolves; when it finds none, the busy error if another attachment holds it.
+cni::Result<HostDevice> resolveDevice(const Invocation& inv, Deps& deps, AttachmentMode& mode, const ModeContext& ctx) {
+  auto device = mode.resolve(ctx);
+  if (!device && device.error().code == cni::Errc::kDeviceNotFound) {
+    if (auto busy = busyError(inv, deps, device.error())) {
+      return std::unexpected(*busy);
+    }
+  }
+  return device;
+}
+
+// An ADD of an attachment that exists already (ADD twice without DEL) changes nothing.
+cni::Result<void> refuseSecondAdd(const Invocation& inv, state::AttachmentStore& store) {
+  auto existing = store.load(inv.conf.name, inv.args.containerId, inv.args.ifName);
+  if (existing && *existing) {
+    return cni::fail(cni::Errc::kIfNameExists,
+                     "container " + inv.args.containerId + " already has " + inv.args.ifName + " on network " +
+                         inv.conf.name + " (ADD twice without DEL)");
+  }
+  return {};
+}
+
+// The IPAM's addresses and routes on the pod's interface (nothing without an IPAM); each undone on
+// failure, the allocation released.
+cni::Result<cni::AddResult> allocateAddresses(const Invocation& inv, Deps& deps, const os::Netns& pod, int index,
+                                              os::Rollback& rollback) {
+  if (inv.conf.ipamType.empty()) {
+    return cni::AddResult{};
+  }
+  auto request = ipamRequest(inv);
+  auto allocated = deps.ipam.add(request);
+  if (!allocated) {
+    return std::unexpected(allocated.error());
+  }
+  log::timing::lap("ipam");
+  rollback.add("release the IPAM allocation", [&deps, request]() -> os::SysResult<void> {
+    if (auto r = deps.ipam.del(request); !r) {
+      return os::sysFail(EIO, "ipam DEL: " + r.error().msg);
+    }
+    return {};
+  });
+  if (auto r = configureAddresses(inv, deps, pod, index, *allocated, rollback); !r) {
+    return std::unexpected(r.error());
+  }
+  log::timing::lap("addr");
+  return allocated;
+}
+
+// The verbs check, from inside the pod's netns, once the interface is complete. An interface
+// without an RDMA device is judged too: require means RDMA.
+cni::Result<void> checkVerbs(const Invocation& inv, Deps& deps, const os::Netns& host, const HostDevice& device,
+                             const state::AttachmentRecord& record, const cni::AddResult& addresses) {
+  const auto& conf = inv.conf;
+  if (conf.verbsCheck.mode == config::VerbsCheck::Mode::kOff) {
+    return {};
+  }
+  const RdmaFacts facts = rdmaFacts(deps, host, inv, device.pciAddress, device.link, record.rdmaDevice, record.rdmaMoved);
+  VerbsExpectations want;
+  want.device = record.rdmaDevice;
+  want.port = record.rdmaPort;
+  want.pkey = record.pkey ? record.pkey : conf.pkey;
+  for (const auto& ip : addresses.ips) {
+    want.ips.push_back(ip.address.address);
+  }
+  want.qpProbe = conf.verbsCheck.qpProbe;
+  return runVerbsCheck(inv, deps, inv.args.netns, facts, want);
+}
+
+// The result: a chained prevResult passed through with ibcni's interface appended, and the IPAM's
+// addresses (on that interface), routes and DNS (else the configuration's).
+cni::AddResult addResult(const Invocation& inv, const nl::Link& podLink, const state::AttachmentRecord& record,
+                         const cni::AddResult& addresses) {
+  cni::AddResult result = inv.conf.prevResult.value_or(cni::AddResult{});
+  const int ourIndex = static_cast<int>(result.interfaces.size());
+  result.interfaces.push_back(cni::Interface{inv.args.ifName, podLink.mac.text, inv.args.netns, podLink.mtu,
+                                             record.pciAddress ? record.pciAddress->text : "", {}});
+  for (auto ip : addresses.ips) {
+    ip.interface = ourIndex;
+    result.ips.push_back(std::move(ip));
+  }
+  for (const auto& rt : addresses.routes) {
+    result.routes.push_back(rt);
+  }
+  if (!addresses.dns.empty()) {
+    result.dns = addresses.dns;
+  } else if (result.dns.empty()) {
+    result.dns = inv.conf.dns;
+  }
+  return result;
+}
+
 }  // namespace
 
+// ADD: open the namespaces, refuse what cannot be done before anything changes, resolve and lock
+// the device (and resolve it again under the lock), set it up in the pod, give it addresses, check
+// RDMA, write the device-info file and the record. Every change registers its undo on `rollback`,
+// which undoes them all unless the record is written.
 cni::Result<cni::AddResult> cmdAdd(const Invocation& inv, Deps& deps) {
   const auto& conf = inv.conf;
   auto namespaces = openNamespaces(inv, deps);
@@ -135,21 +230,13 @@ cni::Result<cni::AddResult> cmdAdd(const Invocation& inv, Deps& deps) {
     return std::unexpected(r.error());
   }
   auto store = deps.makeStore(conf.stateDir);
-  auto existing = store->load(conf.name, inv.args.containerId, inv.args.ifName);
-  if (existing && *existing) {
-    return cni::fail(cni::Errc::kIfNameExists,
-                     "container " + inv.args.containerId + " already has " + inv.args.ifName + " on network " +
-                         conf.name + " (ADD twice without DEL)");
+  if (auto r = refuseSecondAdd(inv, *store); !r) {
+    return std::unexpected(r.error());
   }
   log::timing::lap("state-read");
 
-  auto device = mode.resolve(ctx);
+  auto device = resolveDevice(inv, deps, mode, ctx);
   if (!device) {
-    if (device.error().code == cni::Errc::kDeviceNotFound) {
-      if (auto busy = busyError(inv, deps, device.error())) {
-        return std::unexpected(*busy);
-      }
-    }
     return std::unexpected(device.error());
   }
   auto lock = lockDevice(inv, deps, device->deviceKey);
@@ -157,16 +244,10 @@ cni::Result<cni::AddResult> cmdAdd(const Invocation& inv, Deps& deps) {
     return std::unexpected(lock.error());
   }
   // Resolve again under the lock: another ADD may have taken the device while this one waited.
-  device = mode.resolve(ctx);
+  device = resolveDevice(inv, deps, mode, ctx);
   if (!device) {
-    if (device.error().code == cni::Errc::kDeviceNotFound) {
-      if (auto busy = busyError(inv, deps, device.error())) {
-        return std::unexpected(*busy);
-      }
-    }
     return std::unexpected(device.error());
   }
-
   if (auto clash = deps.netlink.linkByName(pod, inv.args.ifName); clash) {
     return cni::fail(cni::Errc::kIfNameExists,
                      "CNI_IFNAME=" + inv.args.ifName + " already exists in netns " + inv.args.netns +
@@ -178,77 +259,25 @@ cni::Result<cni::AddResult> cmdAdd(const Invocation& inv, Deps& deps) {
   state::AttachmentRecord record = recordFor(inv);
   record.netnsInode = static_cast<std::uint64_t>(pod.inode());
   record.ipamType = conf.ipamType;
-
   auto podLink = mode.setUp(ctx, *device, pod, rollback, record);
   if (!podLink) {
     return std::unexpected(podLink.error());
   }
   log::timing::lap("link");
-
-  cni::AddResult ipamResult;
-  if (!conf.ipamType.empty()) {
-    auto request = ipamRequest(inv);
-    auto allocated = deps.ipam.add(request);
-    if (!allocated) {
-      return std::unexpected(allocated.error());
-    }
-    ipamResult = std::move(*allocated);
-    log::timing::lap("ipam");
-    rollback.add("release the IPAM allocation", [&deps, request]() -> os::SysResult<void> {
-      if (auto r = deps.ipam.del(request); !r) {
-        return os::sysFail(EIO, "ipam DEL: " + r.error().msg);
-      }
-      return {};
-    });
-    if (auto r = configureAddresses(inv, deps, pod, podLink->index, ipamResult, rollback); !r) {
-      return std::unexpected(r.error());
-    }
-    log::timing::lap("addr");
+  auto addresses = allocateAddresses(inv, deps, pod, podLink->index, rollback);
+  if (!addresses) {
+    return std::unexpected(addresses.error());
   }
-
-  // The verbs check, from inside the pod's netns, once the interface is complete. An interface
-  // without an RDMA device is judged too: require means RDMA.
-  if (conf.verbsCheck.mode != config::VerbsCheck::Mode::kOff) {
-    const RdmaFacts facts =
-        rdmaFacts(deps, host, inv, device->pciAddress, device->link, record.rdmaDevice, record.rdmaMoved);
-    VerbsExpectations want;
-    want.device = record.rdmaDevice;
-    want.port = record.rdmaPort;
-    want.pkey = record.pkey ? record.pkey : conf.pkey;
-    for (const auto& ip : ipamResult.ips) {
-      want.ips.push_back(ip.address.address);
-    }
-    want.qpProbe = conf.verbsCheck.qpProbe;
-    if (auto r = runVerbsCheck(inv, deps, inv.args.netns, facts, want); !r) {
-      return std::unexpected(r.error());
-    }
+  if (auto r = checkVerbs(inv, deps, host, *device, record, *addresses); !r) {
+    return std::unexpected(r.error());
   }
-
   // The device-info file for Multus' network-status, when the runtime asked and no file is there.
   if (*writeInfo) {
     if (auto r = writeDeviceInfo(inv, deps, record, rollback); !r) {
       return std::unexpected(r.error());
     }
   }
-
-  // The result: a chained prevResult is passed through with ibcni's interface appended.
-  cni::AddResult result = conf.prevResult.value_or(cni::AddResult{});
-  const int ourIndex = static_cast<int>(result.interfaces.size());
-  result.interfaces.push_back(cni::Interface{inv.args.ifName, podLink->mac.text, inv.args.netns, podLink->mtu,
-                                             record.pciAddress ? record.pciAddress->text : "", {}});
-  for (auto ip : ipamResult.ips) {
-    ip.interface = ourIndex;
-    result.ips.push_back(std::move(ip));
-  }
-  for (const auto& rt : ipamResult.routes) {
-    result.routes.push_back(rt);
-  }
-  if (!ipamResult.dns.empty()) {
-    result.dns = ipamResult.dns;
-  } else if (result.dns.empty()) {
-    result.dns = conf.dns;
-  }
-
+  cni::AddResult result = addResult(inv, *podLink, record, *addresses);
   log::timing::lap("result");
   record.result = result;
   record.createdAt = deps.now ? deps.now() : "";

@@ -10,6 +10,95 @@
 
 namespace ibcni::plugin {
 
+namespace {
+
+// Our interface in prevResult: by name and sandbox, not by position (later plugins may add some).
+cni::Result<int> ourInterface(const Invocation& inv, const cni::AddResult& prev) {
+  int ourIndex = -1;
+  for (std::size_t i = 0; i < prev.interfaces.size(); ++i) {
+    if (prev.interfaces[i].name == inv.args.ifName && prev.interfaces[i].sandbox == inv.args.netns) {
+      ourIndex = static_cast<int>(i);
+    }
+  }
+  if (ourIndex < 0) {
+    return cni::fail(cni::Errc::kCheckFailed,
+                     "prevResult has no interface " + inv.args.ifName + " with sandbox " + inv.args.netns);
+  }
+  return ourIndex;
+}
+
+// prevResult's addresses on our interface and the record's routes are all in the pod.
+cni::Result<void> checkAddressesAndRoutes(const Invocation& inv, Deps& deps, const os::Netns& pod, const nl::Link& link,
+                                          const cni::AddResult& prev, int ourIndex,
+                                          const state::AttachmentRecord& record) {
+  const auto& ifName = inv.args.ifName;
+  auto addrs = deps.netlink.listAddresses(pod, link.index);
+  if (!addrs) {
+    return std::unexpected(sysError(cni::Errc::kNetlinkFailure, "cannot list the addresses of " + ifName, addrs.error()));
+  }
+  for (const auto& ip : prev.ips) {
+    if (ip.interface != ourIndex) {
+      continue;
+    }
+    bool present = std::any_of(addrs->begin(), addrs->end(),
+                               [&](const nl::Address& a) { return a.prefix == ip.address; });
+    if (!present) {
+      return cni::fail(cni::Errc::kCheckFailed,
+                       "address " + ip.address.toString() + " is missing from " + ifName);
+    }
+  }
+  auto routes = deps.netlink.listRoutes(pod, 0);
+  if (!routes) {
+    return std::unexpected(sysError(cni::Errc::kNetlinkFailure, "cannot list the routes of netns " + inv.args.netns,
+                                    routes.error()));
+  }
+  for (const auto& rt : record.result.routes) {
+    bool present = std::any_of(routes->begin(), routes->end(), [&](const nl::Route& r) {
+      return r.dst.network() == rt.dst.network() && (!rt.gw || (r.gw && *r.gw == *rt.gw));
+    });
+    if (!present) {
+      return cni::fail(cni::Errc::kCheckFailed, "route " + rt.dst.toString() +
+                                                    (rt.gw ? " via " + rt.gw->toString() : "") +
+                                                    " is missing from netns " + inv.args.netns);
+    }
+  }
+  return {};
+}
+
+// The verbs check; an interface without an RDMA device is judged too: require means RDMA.
+cni::Result<void> checkVerbs(const Invocation& inv, Deps& deps, const os::Netns& host, const nl::Link& link,
+                             const cni::AddResult& prev, int ourIndex, const state::AttachmentRecord& rec) {
+  const auto& conf = inv.conf;
+  if (conf.verbsCheck.mode == config::VerbsCheck::Mode::kOff) {
+    return {};
+  }
+  // The device as the host knows it: its name there and its link type (ipoib: the parent).
+  nl::Link hostSide = link;
+  hostSide.name = rec.hostName;
+  hostSide.index = 0;
+  if (conf.mode == config::Mode::kIpoib) {
+    if (auto parent = deps.netlink.linkByName(host, rec.hostName); parent) {
+      hostSide = *parent;
+    }
+  }
+  const RdmaFacts facts = rdmaFacts(deps, host, inv, rec.pciAddress, hostSide, rec.rdmaDevice, rec.rdmaMoved);
+  VerbsExpectations want;
+  want.device = rec.rdmaDevice;
+  want.port = rec.rdmaPort;
+  want.pkey = rec.pkey ? rec.pkey : conf.pkey;
+  for (const auto& ip : prev.ips) {
+    if (ip.interface == ourIndex) {
+      want.ips.push_back(ip.address.address);
+    }
+  }
+  want.qpProbe = conf.verbsCheck.qpProbe;
+  return runVerbsCheck(inv, deps, inv.args.netns, facts, want);
+}
+
+}  // namespace
+
+// CHECK: the record, our interface in prevResult and in the pod, what the mode set up, the
+// addresses and routes, the IPAM's own CHECK, the verbs check.
 cni::Result<void> cmdCheck(const Invocation& inv, Deps& deps) {
   const auto& conf = inv.conf;
   const auto& ifName = inv.args.ifName;
@@ -35,27 +124,18 @@ cni::Result<void> cmdCheck(const Invocation& inv, Deps& deps) {
     return cni::fail(cni::Errc::kCheckFailed, "ibcni has no record of attaching " + ifName + " to container " +
                                                   inv.args.containerId + " on network " + conf.name);
   }
-
-  // Our interface in prevResult: by name and sandbox, not by position (later plugins may add some).
   const auto& prev = *conf.prevResult;
-  int ourIndex = -1;
-  for (std::size_t i = 0; i < prev.interfaces.size(); ++i) {
-    if (prev.interfaces[i].name == ifName && prev.interfaces[i].sandbox == inv.args.netns) {
-      ourIndex = static_cast<int>(i);
-    }
+  auto ourIndex = ourInterface(inv, prev);
+  if (!ourIndex) {
+    return std::unexpected(ourIndex.error());
   }
-  if (ourIndex < 0) {
-    return cni::fail(cni::Errc::kCheckFailed,
-                     "prevResult has no interface " + ifName + " with sandbox " + inv.args.netns);
-  }
-
   auto link = deps.netlink.linkByName(pod, ifName);
   if (!link) {
     return std::unexpected(sysError(cni::Errc::kCheckFailed, "interface " + ifName + " is missing from netns " +
                                                                  inv.args.netns,
                                     link.error()));
   }
-  const auto& ours = prev.interfaces[static_cast<std::size_t>(ourIndex)];
+  const auto& ours = prev.interfaces[static_cast<std::size_t>(*ourIndex)];
   if (!ours.mac.empty() && ours.mac != link->mac.text) {
     return cni::fail(cni::Errc::kCheckFailed,
                      ifName + " has mac " + link->mac.text + ", prevResult says " + ours.mac);
@@ -73,70 +153,15 @@ cni::Result<void> cmdCheck(const Invocation& inv, Deps& deps) {
   if (auto r = modeFor(conf.mode).check(ctx, expected, pod, *link); !r) {
     return r;
   }
-
-  auto addrs = deps.netlink.listAddresses(pod, link->index);
-  if (!addrs) {
-    return std::unexpected(sysError(cni::Errc::kNetlinkFailure, "cannot list the addresses of " + ifName, addrs.error()));
+  if (auto r = checkAddressesAndRoutes(inv, deps, pod, *link, prev, *ourIndex, **record); !r) {
+    return r;
   }
-  for (const auto& ip : prev.ips) {
-    if (ip.interface != ourIndex) {
-      continue;
-    }
-    bool present = std::any_of(addrs->begin(), addrs->end(),
-                               [&](const nl::Address& a) { return a.prefix == ip.address; });
-    if (!present) {
-      return cni::fail(cni::Errc::kCheckFailed,
-                       "address " + ip.address.toString() + " is missing from " + ifName);
-    }
-  }
-  auto routes = deps.netlink.listRoutes(pod, 0);
-  if (!routes) {
-    return std::unexpected(sysError(cni::Errc::kNetlinkFailure, "cannot list the routes of netns " + inv.args.netns,
-                                    routes.error()));
-  }
-  for (const auto& rt : (*record)->result.routes) {
-    bool present = std::any_of(routes->begin(), routes->end(), [&](const nl::Route& r) {
-      return r.dst.network() == rt.dst.network() && (!rt.gw || (r.gw && *r.gw == *rt.gw));
-    });
-    if (!present) {
-      return cni::fail(cni::Errc::kCheckFailed, "route " + rt.dst.toString() +
-                                                    (rt.gw ? " via " + rt.gw->toString() : "") +
-                                                    " is missing from netns " + inv.args.netns);
-    }
-  }
-
   if (!conf.ipamType.empty()) {
     if (auto r = deps.ipam.check(ipamRequest(inv)); !r) {
       return r;
     }
   }
-
-  // The verbs check; an interface without an RDMA device is judged too: require means RDMA.
-  if (conf.verbsCheck.mode != config::VerbsCheck::Mode::kOff) {
-    const state::AttachmentRecord& rec = **record;
-    // The device as the host knows it: its name there and its link type (ipoib: the parent).
-    nl::Link hostSide = *link;
-    hostSide.name = rec.hostName;
-    hostSide.index = 0;
-    if (conf.mode == config::Mode::kIpoib) {
-      if (auto parent = deps.netlink.linkByName(host, rec.hostName); parent) {
-        hostSide = *parent;
-      }
-    }
-    const RdmaFacts facts = rdmaFacts(deps, host, inv, rec.pciAddress, hostSide, rec.rdmaDevice, rec.rdmaMoved);
-    VerbsExpectations want;
-    want.device = (*record)->rdmaDevice;
-    want.port = (*record)->rdmaPort;
-    want.pkey = (*record)->pkey ? (*record)->pkey : conf.pkey;
-    for (const auto& ip : prev.ips) {
-      if (ip.interface == ourIndex) {
-        want.ips.push_back(ip.address.address);
-      }
-    }
-    want.qpProbe = conf.verbsCheck.qpProbe;
-    return runVerbsCheck(inv, deps, inv.args.netns, facts, want);
-  }
-  return {};
+  return checkVerbs(inv, deps, host, *link, prev, *ourIndex, **record);
 }
 
 }  // namespace ibcni::plugin
