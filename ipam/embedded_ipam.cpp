@@ -22,6 +22,7 @@
 #include "ibcni/os/safe_path.h"
 #include "ibcni/os/time_text.h"
 #include "ibcni/os/unique_fd.h"
+#include "lib/json/json_fields.h"
 #include "lib/log/log.h"
 
 namespace ibcni::ipam {
@@ -137,18 +138,6 @@ cni::Result<std::unique_ptr<Session>> openSession(const Request& request, const 
   return s;
 }
 
-// The first line of `path`, without surrounding blanks; empty when it cannot be read.
-std::string firstLine(const std::string& path) {
-  auto text = os::readFile(path, 4096);
-  if (!text) {
-    return {};
-  }
-  std::string line = text->substr(0, text->find('\n'));
-  const auto b = line.find_first_not_of(" \t\r");
-  const auto e = line.find_last_not_of(" \t\r");
-  return b == std::string::npos ? std::string() : line.substr(b, e - b + 1);
-}
-
 // The addresses an attachment asks for: one source, the most specific one (runtimeConfig > args >
 // CNI_ARGS), each without its prefix length (the range an address falls in decides it).
 void requestedAddresses(const Request& request, AddRequest& req) {
@@ -184,6 +173,35 @@ void keepNetworkFile(const std::string& dir, const std::string& text) {
   }
 }
 
+// The DNS of an ADD's result, as host-local gives it: ipam.resolvConf read now (at ADD only: a
+// resolv.conf that went away never fails DEL, CHECK or GC), each field ipam.dns sets replacing
+// the file's. A regular file only: a FIFO would block ADD, and a device node may act when opened.
+cni::Result<cni::Dns> resultDns(const IpamConfig& conf) {
+  if (conf.resolvConf.empty()) {
+    return conf.dns;
+  }
+  auto text = os::readRegularFile(conf.resolvConf, std::size_t{1} << 20);
+  if (!text) {
+    return config::fields::invalid("ipam.resolvConf", conf.resolvConf,
+                                   "cannot be read (" + text.error().describe() +
+                                       "); give the path of a readable resolv.conf file");
+  }
+  cni::Dns dns = config::parseResolvConf(*text);
+  if (!conf.dns.nameservers.empty()) {
+    dns.nameservers = conf.dns.nameservers;
+  }
+  if (conf.dnsDomainSet) {
+    dns.domain = conf.dns.domain;
+  }
+  if (!conf.dns.search.empty()) {
+    dns.search = conf.dns.search;
+  }
+  if (!conf.dns.options.empty()) {
+    dns.options = conf.dns.options;
+  }
+  return dns;
+}
+
 }  // namespace
 
 cni::Result<cni::AddResult> EmbeddedIpam::add(const Request& request) {
@@ -192,6 +210,10 @@ cni::Result<cni::AddResult> EmbeddedIpam::add(const Request& request) {
     return std::unexpected(s.error());
   }
   const IpamConfig& conf = (*s)->config;
+  auto dns = resultDns(conf);
+  if (!dns) {
+    return std::unexpected(dns.error());
+  }
   AddRequest req;
   req.key = {request.args.containerId, request.args.ifName};
   req.pod = {request.cniArgs.podNamespace, request.cniArgs.podName, request.cniArgs.podUid};
@@ -214,7 +236,7 @@ cni::Result<cni::AddResult> EmbeddedIpam::add(const Request& request) {
     result.ips.push_back(ip);
   }
   result.routes = conf.routes;
-  result.dns = conf.dns;
+  result.dns = std::move(*dns);
   return result;
 }
 
@@ -700,43 +722,6 @@ cni::Result<void> EmbeddedIpam::forgetNode(const Request& request, const std::st
   }
   log::info("node {} is forgotten: the other nodes' agents take over its claims", node);
   return {};
-}
-
-std::string clusterPoolDir(const std::string& dataDir, const std::string& pool) {
-  return dataDir + "/.cluster/" + pool;
-}
-
-cni::Result<NodeIdentity> clusterNodeIdentity(const config::ClusterConf& cluster, const std::string& nodeNameFile) {
-  if (!cluster.nodeName.empty()) {
-    return NodeIdentity{cluster.nodeName, "ipam.cluster.nodeName"};
-  }
-  std::string from = nodeNameFile;
-  std::string name = nodeNameFile.empty() ? std::string() : firstLine(nodeNameFile);
-  std::string source = nodeNameFile;
-  if (name.empty()) {
-    char host[256] = {};
-    if (::gethostname(host, sizeof host - 1) == 0) {
-      name = host;
-      std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-    }
-    from = "the host name";
-    source = "hostname";
-  }
-  if (!config::isNodeName(name)) {
-    return cni::fail(cni::Errc::kInvalidConfig,
-                     "ipam.cluster.nodeName is not set and " + from + " gives " + cni::quoted(name) +
-                         ", which is not a Kubernetes node name; set ipam.cluster.nodeName (the installer writes " +
-                         std::string(config::kNodeNameFile) + ")");
-  }
-  return NodeIdentity{name, source};
-}
-
-cni::Result<std::string> clusterNodeName(const config::ClusterConf& cluster, const std::string& nodeNameFile) {
-  auto id = clusterNodeIdentity(cluster, nodeNameFile);
-  if (!id) {
-    return std::unexpected(id.error());
-  }
-  return std::move(id->name);
 }
 
 }  // namespace ibcni::ipam

@@ -13,6 +13,7 @@
 #include "ibcni/config/ipam_conf.h"
 #include "ibcni/ipam/ipam.h"
 #include "ibcni/os/netns_checker.h"
+#include "ipam/cluster/node_identity.h"
 #include "ipam/cluster/cluster_pool.h"
 #include "ipam/cluster/pool_report.h"
 
@@ -37,25 +38,6 @@ struct EmbeddedIpamOptions {
   std::string nodeNameFile = std::string(config::kNodeNameFile);
 };
 
-/// Where the node-local state of cluster pool `pool` lives under a data directory: pools are shared
-/// by name across networks, so it is not a network's directory. ".cluster" cannot be a network
-/// name (those start with a letter or digit).
-[[nodiscard]] std::string clusterPoolDir(const std::string& dataDir, const std::string& pool);
-
-/// This node's name for cluster mode, and where it came from.
-struct NodeIdentity {
-  std::string name;
-  std::string source;  ///< "ipam.cluster.nodeName", the node-name file's path, or "hostname"
-};
-
-/// clusterNodeName(), saying where the name came from.
-[[nodiscard]] cni::Result<NodeIdentity> clusterNodeIdentity(const config::ClusterConf& cluster,
-                                                            const std::string& nodeNameFile);
-
-/// This node's name for cluster mode: ipam.cluster.nodeName, else the first line of `nodeNameFile`,
-/// else the host name (lowercased, as the kubelet does). Error 7 when none is a valid node name.
-[[nodiscard]] cni::Result<std::string> clusterNodeName(const config::ClusterConf& cluster,
-                                                       const std::string& nodeNameFile);
 
 
 /// The embedded IPAM: host-local's configuration and results, plus exclusions, per-pod

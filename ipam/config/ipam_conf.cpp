@@ -12,7 +12,6 @@
 #include "ipam/config/ipam_config.h"
 #include "ibcni/config/ipam_conf.h"
 #include "ibcni/net/address_math.h"
-#include "ibcni/os/file_io.h"
 #include "ibcni/os/safe_path.h"
 
 namespace ibcni::config {
@@ -342,12 +341,6 @@ cni::Result<void> validateAgainstRanges(IpamConfig& c) {
   return {};
 }
 
-// Reads a configuration side file (resolv.conf): at most 1 MiB, opened with O_CLOEXEC.
-// A regular file only: a FIFO would block every verb, and a device node may act when opened.
-os::SysResult<std::string> readSmallFile(const std::string& path) {
-  return os::readRegularFile(path, std::size_t{1} << 20);
-}
-
 }  // namespace
 
 cni::Result<IpamConfig> ipamObject(const json& j) {
@@ -419,19 +412,14 @@ cni::Result<IpamConfig> ipamObject(const json& j) {
     if (auto problem = os::pathSpellingProblem(c.resolvConf); !problem.empty()) {
       return invalid("ipam.resolvConf", *it, problem + ", e.g. \"/etc/resolv.conf\"");
     }
-    auto text = readSmallFile(c.resolvConf);
-    if (!text) {
-      return invalid("ipam.resolvConf", *it,
-                     "cannot be read (" + text.error().describe() + "); give the path of a readable resolv.conf file");
-    }
-    c.dns = parseResolvConf(*text);
   }
   if (auto it = j.find("dns"); it != j.end() && !it->is_null()) {
-    auto dns = dnsObject(*it, "ipam.dns", c.dns);
+    auto dns = dnsObject(*it, "ipam.dns");
     if (!dns) {
       return std::unexpected(dns.error());
     }
     c.dns = *dns;
+    c.dnsDomainSet = it->contains("domain") && !it->at("domain").is_null();
   }
   if (auto it = j.find("routes"); it != j.end() && !it->is_null()) {
     auto routes = parseRoutes(*it);

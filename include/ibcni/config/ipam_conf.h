@@ -118,11 +118,12 @@ struct IpamConfig {
   std::string type;                 ///< "ibcni-ipam"
   std::vector<RangeSet> rangeSets;  ///< legacy single-range keys first, then `ranges`
   std::vector<cni::Route> routes;
-  cni::Dns dns;         ///< from resolvConf, overridden field by field by `dns`
+  cni::Dns dns;         ///< ipam.dns as given: each field it sets replaces resolvConf's (resultDns)
+  bool dnsDomainSet = false;  ///< ipam.dns.domain was given (an empty domain replaces resolvConf's too)
   std::string dataDir;  ///< empty: the caller's default
   std::vector<Exclusion> exclude;
   std::vector<Reservation> reservations;  ///< sorted by pod
-  std::string resolvConf;
+  std::string resolvConf;  ///< ipam.resolvConf's path, read by ADD (resultDns), not by the parse
   std::vector<std::string> warnings;  ///< keys ignored, exclusions outside every range, ...
   /// {"cniVersion", "name", "ipam"} of the request, as JSON: what the pool's directory keeps
   /// (network.json), so that `ibcni reconcile` can reclaim the pool without the runtime's files.

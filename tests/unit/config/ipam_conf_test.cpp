@@ -121,25 +121,20 @@ TEST(IpamConfig, UnknownKeysAreWarnedAbout) {
   EXPECT_THAT(all, HasSubstr("ipam.exclude[0] = 192.168.0.0/24 is outside every range"));
 }
 
-TEST(IpamConfig, ResolvConfIsReadLikeHostLocalAndDnsOverridesIt) {
-  char path[] = "/tmp/ibcni-resolv-XXXXXX";
-  int fd = ::mkstemp(path);
-  ASSERT_GE(fd, 0);
-  ::close(fd);
-  {
-    std::ofstream out(path);
-    out << "# comment\nnameserver 10.0.0.10\nnameserver 10.0.0.11\ndomain example.com\nsearch a.example b.example\n"
-           "options ndots:2 edns0\n; other comment\nbogus\n";
-  }
-  auto c = parseOk(std::string(R"({"ranges": [[{"subnet": "10.1.0.0/16"}]], "resolvConf": ")") + path +
-                   R"(", "dns": {"domain": "override.example"}})");
-  EXPECT_EQ(c.dns.nameservers, (std::vector<std::string>{"10.0.0.10", "10.0.0.11"}));
-  EXPECT_EQ(c.dns.domain, "override.example");
-  EXPECT_EQ(c.dns.search, (std::vector<std::string>{"a.example", "b.example"}));
-  EXPECT_EQ(c.dns.options, (std::vector<std::string>{"ndots:2", "edns0"}));
-  std::filesystem::remove(path);
-  expectInvalid(std::string(R"({"ranges": [[{"subnet": "10.1.0.0/16"}]], "resolvConf": ")") + path + "\"}",
-                {"ipam.resolvConf", path, "cannot be read"});
+// The parse does no I/O: ipam.resolvConf is kept as a path (its spelling checked), read by the
+// embedded IPAM's ADD (tests/unit/ipam/embedded_ipam_test.cpp), and ipam.dns kept as given.
+TEST(IpamConfig, ResolvConfIsAPathTheParseDoesNotReadAndDnsIsKeptAsGiven) {
+  auto c = parseOk(R"({"ranges": [[{"subnet": "10.1.0.0/16"}]], "resolvConf": "/nonexistent/resolv.conf",
+                       "dns": {"domain": "", "search": ["a.example"]}})");
+  EXPECT_EQ(c.resolvConf, "/nonexistent/resolv.conf");
+  EXPECT_TRUE(c.dnsDomainSet);
+  EXPECT_EQ(c.dns.domain, "");
+  EXPECT_EQ(c.dns.search, (std::vector<std::string>{"a.example"}));
+  EXPECT_TRUE(c.dns.nameservers.empty());
+  auto plain = parseOk(R"({"ranges": [[{"subnet": "10.1.0.0/16"}]], "dns": {"nameservers": ["10.0.0.1"]}})");
+  EXPECT_FALSE(plain.dnsDomainSet);
+  expectInvalid(R"({"ranges": [[{"subnet": "10.1.0.0/16"}]], "resolvConf": "relative/resolv.conf"})",
+                {"ipam.resolvConf", "relative/resolv.conf"});
 }
 
 TEST(IpamConfig, SubnetErrors) {

@@ -55,6 +55,37 @@ TEST_F(EmbeddedIpamTest, ResultIsWhatHostLocalReturns) {
   EXPECT_TRUE(fs::exists(tmp_.path() + "/net1/attachments/c1:net1"));
 }
 
+// ipam.resolvConf is read at ADD, as host-local reads it; each field ipam.dns sets replaces the
+// file's (an empty domain too). A resolv.conf that cannot be read fails ADD before anything is
+// allocated, and never DEL.
+TEST_F(EmbeddedIpamTest, ResolvConfIsReadAtAddAndDnsReplacesItFieldByField) {
+  const std::string path = tmp_.path() + "/resolv.conf";
+  std::ofstream(path) << "# comment\nnameserver 10.0.0.10\nnameserver 10.0.0.11\ndomain example.com\n"
+                         "search a.example b.example\noptions ndots:2 edns0\n; other comment\nbogus\n";
+  const std::string body = R"("ranges": [[{"subnet": "10.1.2.0/24"}]], "resolvConf": ")" + path + "\"";
+  auto r = ipam_->add(makeRequest(config(body + R"(, "dns": {"domain": "override.example"})"), "c1"));
+  ASSERT_TRUE(r) << r.error().msg;
+  EXPECT_EQ(r->dns.nameservers, (std::vector<std::string>{"10.0.0.10", "10.0.0.11"}));
+  EXPECT_EQ(r->dns.domain, "override.example");
+  EXPECT_EQ(r->dns.search, (std::vector<std::string>{"a.example", "b.example"}));
+  EXPECT_EQ(r->dns.options, (std::vector<std::string>{"ndots:2", "edns0"}));
+  auto emptied = ipam_->add(makeRequest(config(body + R"(, "dns": {"domain": "", "nameservers": ["10.9.9.9"]})"), "c2"));
+  ASSERT_TRUE(emptied) << emptied.error().msg;
+  EXPECT_EQ(emptied->dns.domain, "");
+  EXPECT_EQ(emptied->dns.nameservers, (std::vector<std::string>{"10.9.9.9"}));
+  EXPECT_EQ(emptied->dns.search, (std::vector<std::string>{"a.example", "b.example"}));
+
+  fs::remove(path);
+  auto gone = ipam_->add(makeRequest(config(body), "c3"));
+  ASSERT_FALSE(gone);
+  EXPECT_EQ(gone.error().code, cni::Errc::kInvalidConfig);
+  EXPECT_THAT(gone.error().msg, HasSubstr("ipam.resolvConf"));
+  EXPECT_THAT(gone.error().msg, HasSubstr("cannot be read"));
+  EXPECT_FALSE(fs::exists(tmp_.path() + "/net1/attachments/c3:net1")) << "nothing allocated";
+  EXPECT_TRUE(ipam_->del(makeRequest(config(body), "c1")));
+  EXPECT_FALSE(fs::exists(tmp_.path() + "/net1/attachments/c1:net1"));
+}
+
 TEST_F(EmbeddedIpamTest, LegacySubnetAndDefaultDataDir) {
   std::string conf = R"({"cniVersion": "0.4.0", "name": "legacy", "ipam": {"type": "ibcni-ipam",
                          "subnet": "10.9.0.0/16", "rangeStart": "10.9.1.10", "gateway": "10.9.0.1"}})";
