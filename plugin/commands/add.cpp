@@ -204,13 +204,11 @@ cni::AddResult addResult(const Invocation& inv, const nl::Link& podLink, const s
   return result;
 }
 
-}  // namespace
-
 // ADD: open the namespaces, refuse what cannot be done before anything changes, resolve and lock
 // the device (and resolve it again under the lock), set it up in the pod, give it addresses, check
 // RDMA, write the device-info file and the record. Every change registers its undo on `rollback`,
 // which undoes them all unless the record is written.
-cni::Result<cni::AddResult> cmdAdd(const Invocation& inv, Deps& deps) {
+cni::Result<cni::AddResult> attach(const Invocation& inv, Deps& deps) {
   const auto& conf = inv.conf;
   auto namespaces = openNamespaces(inv, deps);
   if (!namespaces) {
@@ -289,6 +287,16 @@ cni::Result<cni::AddResult> cmdAdd(const Invocation& inv, Deps& deps) {
   rollback.commit();
   log::info("attached {} as {} in {}", record.hostName, inv.args.ifName, inv.args.netns);
   return result;
+}
+
+}  // namespace
+
+cni::Result<cni::AddResult> cmdAdd(const Invocation& given, Deps& deps) {
+  auto inv = withDeviceFromInfoFile(given);
+  if (!inv) {
+    return std::unexpected(inv.error());
+  }
+  return attach(*inv, deps);
 }
 
 }  // namespace ibcni::plugin

@@ -5,6 +5,7 @@
 
 #include "plugin/commands/commands.h"
 #include "plugin/commands/common.h"
+#include "plugin/commands/device_info.h"
 #include "plugin/modes/verbs_check.h"
 #include "lib/log/log.h"
 
@@ -95,11 +96,9 @@ cni::Result<void> checkVerbs(const Invocation& inv, Deps& deps, const os::Netns&
   return runVerbsCheck(inv, deps, inv.args.netns, facts, want);
 }
 
-}  // namespace
-
 // CHECK: the record, our interface in prevResult and in the pod, what the mode set up, the
 // addresses and routes, the IPAM's own CHECK, the verbs check.
-cni::Result<void> cmdCheck(const Invocation& inv, Deps& deps) {
+cni::Result<void> checkAttachment(const Invocation& inv, Deps& deps) {
   const auto& conf = inv.conf;
   const auto& ifName = inv.args.ifName;
   if (!conf.prevResult) {
@@ -162,6 +161,16 @@ cni::Result<void> cmdCheck(const Invocation& inv, Deps& deps) {
     }
   }
   return checkVerbs(inv, deps, host, *link, prev, *ourIndex, **record);
+}
+
+}  // namespace
+
+cni::Result<void> cmdCheck(const Invocation& given, Deps& deps) {
+  auto inv = withDeviceFromInfoFile(given);
+  if (!inv) {
+    return std::unexpected(inv.error());
+  }
+  return checkAttachment(*inv, deps);
 }
 
 }  // namespace ibcni::plugin

@@ -3,6 +3,7 @@
 
 #include "ibcni/os/safe_path.h"
 #include "lib/log/log.h"
+#include "plugin/state/device_info_pci.h"
 
 namespace ibcni::plugin {
 
@@ -23,6 +24,38 @@ cni::Error pathError(const std::string& path, const os::SysError& err, const std
 }
 
 }  // namespace
+
+cni::Result<Invocation> withDeviceFromInfoFile(const Invocation& inv) {
+  Invocation out = inv;
+  auto& c = out.conf;
+  const std::string& path = c.runtime.deviceInfoFile;
+  if (path.empty()) {
+    return out;
+  }
+  const bool named = c.deviceId || c.mode == config::Mode::kIpoib || !c.device.empty();
+  auto fromFile = state::readDeviceInfoPci(path, !named);
+  if (!fromFile) {
+    return std::unexpected(fromFile.error());
+  }
+  if (!*fromFile || c.mode == config::Mode::kIpoib) {
+    return out;
+  }
+  if (c.deviceId && **fromFile != *c.deviceId) {
+    return cni::fail(cni::Errc::kInvalidConfig, "deviceID = \"" + c.deviceId->text + "\" but the device-info file " +
+                                                    cni::quoted(path, 256) + " (" + kField + ") names " +
+                                                    (*fromFile)->text +
+                                                    ": the device plugin and the configuration disagree");
+  }
+  if (!c.device.empty()) {
+    return cni::fail(cni::Errc::kInvalidConfig,
+                     "both deviceID = \"" + (*fromFile)->text + "\" (from the device-info file " + cni::quoted(path, 256) +
+                         ") and device = \"" + c.device +
+                         "\" are set: select the device one way only (deviceID is what Multus injects from the "
+                         "NetworkAttachmentDefinition's resourceName)");
+  }
+  c.deviceId = *fromFile;
+  return out;
+}
 
 cni::Result<bool> deviceInfoToWrite(const Invocation& inv, Deps& deps) {
   const std::string& path = inv.conf.runtime.deviceInfoFile;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The device-info file ADD writes for the pod (device-info spec v1.1.0, section 5.1.2) when the
-// runtime names one in runtimeConfig.CNIDeviceInfoFile and no file is there yet; DEL removes only
-// a file ADD wrote (the record's deviceInfoFile).
+// The device-info file (runtimeConfig.CNIDeviceInfoFile): ADD and CHECK read the device it names
+// (the parse reads no file); ADD writes one for the pod (device-info spec v1.1.0, section 5.1.2)
+// when the runtime names one and no file is there yet; DEL removes only a file ADD wrote (the
+// record's deviceInfoFile).
 #pragma once
 
 #include "plugin/deps.h"
@@ -11,6 +12,14 @@
 #include "plugin/invocation.h"
 
 namespace ibcni::plugin {
+
+/// ADD and CHECK: `inv` with the device its device-info file names, when there is a file. The file
+/// must name the device only when nothing else does (sriov mode without deviceID or device; ipoib
+/// mode makes its device); otherwise a file naming a PCI address only cross-checks deviceID.
+/// @return error 7 naming runtimeConfig.CNIDeviceInfoFile (unreadable or no PCI address when
+///         required, a special file), the file and deviceID disagreeing, or the file naming a
+///         device beside `device`.
+[[nodiscard]] cni::Result<Invocation> withDeviceFromInfoFile(const Invocation& inv);
 
 /// Before any change: whether this ADD is to write the device-info file (a path is given, ibcni
 /// can write one, and nothing is there). Looks only.

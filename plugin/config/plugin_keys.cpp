@@ -1,14 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // ibcni's own keys (role kPlugin): the mode, the device (deviceID, pciBusID, device,
-// runtimeConfig.deviceID, the device-info file), mtu, the VF settings, the IPoIB parent and child,
-// verbsCheck, dns, logging and stateDir. ibcni-ipam, run as an IPAM plugin, leaves these keys to
-// the plugin that delegated to it.
+// runtimeConfig.deviceID, the device-info file's path, which ADD and CHECK read), mtu, the VF
+// settings, the IPoIB parent and child, verbsCheck, dns, logging and stateDir. ibcni-ipam, run as an
+// IPAM plugin, leaves these keys to the plugin that delegated to it. The parse reads no file.
 #include <algorithm>
 #include <set>
 
 #include "lib/json/json_fields.h"
 #include "plugin/config/sections.h"
-#include "ibcni/os/file_io.h"
 #include "ibcni/os/safe_path.h"
 #include "lib/result/json_codec.h"
 
@@ -80,51 +79,6 @@ cni::Result<RuntimeConfig> parseRuntimeConfig(const json& j, Mode mode) {
   IBCNI_TRY_ASSIGN(info, stringField(j, "CNIDeviceInfoFile", "runtimeConfig.CNIDeviceInfoFile"));
   rc.deviceInfoFile = info.value_or("");
   return rc;
-}
-
-// Multus' device-info file (k8snetworkplumbingwg device-info-spec): {"type": "pci", "pci":
-// {"pci-address": "0000:af:06.1", ...}}. When `required` (nothing else names the device), a file
-// that cannot be read or names no PCI address is an error; otherwise it only cross-checks.
-cni::Result<std::optional<net::PciAddress>> readDeviceInfoFile(const std::string& path, bool required) {
-  const std::string field = "runtimeConfig.CNIDeviceInfoFile";
-  if (auto problem = os::pathSpellingProblem(path); !problem.empty()) {
-    return invalid(field, path, problem, 256);
-  }
-  // A regular file only: a FIFO would block ADD, and a device node may act when opened.
-  auto text = os::readRegularFile(path, 1 << 16);
-  if (!text) {
-    if (!required && !os::isRefusal(text.error())) {
-      return std::optional<net::PciAddress>{};
-    }
-    return invalid(field, path,
-                   "cannot read the device-info file (" + text.error().describe() +
-                       "); it is a regular file written by the device plugin for Multus",
-                   256);
-  }
-  json info = json::parse(*text, nullptr, false);
-  if (!info.is_object()) {
-    return invalid(field, path, "the device-info file is not a JSON object", 256);
-  }
-  auto pci = info.find("pci");
-  if (pci == info.end() || !pci->is_object()) {
-    if (!required) {
-      return std::optional<net::PciAddress>{};
-    }
-    const auto type = info.find("type");
-    return invalid(field, path,
-                   "the device-info file has no \"pci\" object (type " +
-                       (type != info.end() ? result::shortDump(*type) : std::string("none")) +
-                       "); ibcni attaches PCI functions",
-                   256);
-  }
-  auto addr = pciField(*pci, "pci-address", field + " pci.pci-address");
-  if (!addr) {
-    return std::unexpected(addr.error());
-  }
-  if (!*addr && required) {
-    return invalid(field, path, "the device-info file has no pci.pci-address", 256);
-  }
-  return *addr;
 }
 
 // sriov mode's VF settings: linkState (ib-sriov-cni's link_state also accepted), pkey,
@@ -307,9 +261,9 @@ const std::set<std::string>& knownKeys() {
 // The keys only ibcni itself reads. ibcni-ipam, run as an IPAM plugin, gets the configuration of
 // whatever plugin delegated to it (macvlan's "mode", host-device's "device", ...) and must leave
 // those keys alone.
-// Which device sriov mode moves: runtimeConfig.deviceID, deviceID, pciBusID, the device-info file,
-// or a host netdev by name.
-cni::Result<void> parseDeviceSelection(const json& j, NetConf& c, cni::Command command) {
+// Which device sriov mode moves: runtimeConfig.deviceID, deviceID, pciBusID, or a host netdev by
+// name; ADD and CHECK may take it from the device-info file (plugin/commands/device_info.cpp).
+cni::Result<void> parseDeviceSelection(const json& j, NetConf& c) {
   if (auto it = j.find("runtimeConfig"); it != j.end() && !it->is_null()) {
     IBCNI_TRY_ASSIGN(c.runtime, parseRuntimeConfig(*it, c.mode));
   }
@@ -320,23 +274,8 @@ cni::Result<void> parseDeviceSelection(const json& j, NetConf& c, cni::Command c
   // Multus injects deviceID (and pciBusID) at the top level; a runtimeConfig deviceID from the
   // capability is the most specific.
   c.deviceId = c.runtime.deviceId ? c.runtime.deviceId : (deviceId ? deviceId : pciBusId);
-  if (!c.runtime.deviceInfoFile.empty() && (command == cni::Command::kAdd || command == cni::Command::kCheck)) {
-    // The file must name the device only when nothing else does: ipoib mode creates its device,
-    // and `device` names a netdev. Otherwise a missing file is one ADD may write.
-    const auto device = j.find("device");
-    const bool named = c.deviceId.has_value() || c.mode == Mode::kIpoib || (device != j.end() && !device->is_null());
-    std::optional<net::PciAddress> fromFile;
-    IBCNI_TRY_ASSIGN(fromFile, readDeviceInfoFile(c.runtime.deviceInfoFile, !named));
-    if (fromFile && c.deviceId && *fromFile != *c.deviceId) {
-      return cni::fail(kBad, "deviceID = \"" + c.deviceId->text + "\" but the device-info file " +
-                                 cni::quoted(c.runtime.deviceInfoFile, 256) +
-                                 " (runtimeConfig.CNIDeviceInfoFile) names " + fromFile->text +
-                                 ": the device plugin and the configuration disagree");
-    }
-    if (fromFile && !c.deviceId && c.mode != Mode::kIpoib) {
-      c.deviceId = fromFile;
-    }
-  }
+  // The device-info file (runtimeConfig.CNIDeviceInfoFile) is read by ADD and CHECK, not here
+  // (plugin/commands/device_info.cpp, deviceFromInfoFile).
   std::optional<std::string> device;
   IBCNI_TRY_ASSIGN(device, stringField(j, "device", "device"));
   if (device) {
@@ -397,14 +336,15 @@ cni::Result<void> pluginKeys(const json& j, NetConf& c, cni::Command command) {
   if (mode && *mode == "ipoib") {
     c.mode = Mode::kIpoib;
   }
-  if (auto r = parseDeviceSelection(j, c, command); !r) {
+  if (auto r = parseDeviceSelection(j, c); !r) {
     return r;
   }
   if (c.mode == Mode::kIpoib) {
     if (auto r = parseIpoibKeys(j, c, command); !r) {
       return r;
     }
-  } else if ((command == cni::Command::kAdd || command == cni::Command::kCheck) && !c.deviceId && c.device.empty()) {
+  } else if ((command == cni::Command::kAdd || command == cni::Command::kCheck) && !c.deviceId && c.device.empty() &&
+             c.runtime.deviceInfoFile.empty()) {
     return cni::fail(kBad, "no device selected: set \"deviceID\" (the VF's PCI address, normally injected by "
                            "Multus from the resourceName annotation) or \"device\" (a host netdev name)");
   }

@@ -2,13 +2,19 @@
 // The device-info file ADD writes for Multus (device-info spec v1.1.0, section 5.1.2) over the
 // plugin fixture and a fake InfiniBand VF: written when runtimeConfig.CNIDeviceInfoFile names a
 // file that is not there, never when the device plugin's copy is; removed by DEL only when ADD wrote
-// it; a hostile path is error 7 before any change; a failed ADD leaves no file.
+// it; a hostile path is error 7 before any change; a failed ADD leaves no file. And the device the
+// runtime's file names, read by ADD and CHECK only (withDeviceFromInfoFile).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
+#include "ibcni/config/net_conf.h"
+#include "plugin/commands/device_info.h"
 #include "unit/plugin_fixture.h"
 
 namespace ibcni::testing {
@@ -206,6 +212,83 @@ TEST_F(DeviceInfoTest, AddFailingAfterTheFileWasWrittenLeavesNoFile) {
   EXPECT_FALSE(std::filesystem::exists(infoPath()));
   EXPECT_TRUE(std::filesystem::is_empty(devinfoRoot() + "cni")) << "no temporary file either";
   EXPECT_EQ(nodeState(), before);
+}
+
+// The device-info file is read by ADD and CHECK (withDeviceFromInfoFile), never by the parse: a
+// parse does no I/O, so a file that is missing, or a FIFO, never fails or blocks DEL, GC or STATUS.
+class DeviceFromInfoFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/ibcni-devinfo-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    file_ = dir_ + "/info.json";
+    std::ofstream(file_) << kDpCopy;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  // The invocation an ADD parses from `extra` keys over a sriov config naming the device-info file.
+  plugin::Invocation parsed(const json& extra, cni::Command command = cni::Command::kAdd) {
+    json c = {{"cniVersion", "1.1.0"}, {"name", "ibnet"}, {"type", "ibcni"},
+              {"runtimeConfig", {{"CNIDeviceInfoFile", file_}}}};
+    if (extra.is_object()) {
+      c.update(extra);
+    }
+    auto conf = config::parseNetConf(c.dump(), command);
+    EXPECT_TRUE(conf) << conf.error().msg;
+    plugin::Invocation inv;
+    if (conf) {
+      inv.conf = std::move(*conf);
+    }
+    return inv;
+  }
+  std::string dir_;
+  std::string file_;
+};
+
+TEST_F(DeviceFromInfoFileTest, AddTakesTheDeviceTheFileNamesWhenNothingElseDoes) {
+  const auto inv = parsed({});
+  EXPECT_FALSE(inv.conf.deviceId) << "the parse read the file";
+  auto done = plugin::withDeviceFromInfoFile(inv);
+  ASSERT_TRUE(done) << done.error().msg;
+  ASSERT_TRUE(done->conf.deviceId);
+  EXPECT_EQ(done->conf.deviceId->text, kVf);
+}
+
+TEST_F(DeviceFromInfoFileTest, AMissingOrSpecialFileFailsOnlyTheVerbThatReadsIt) {
+  std::filesystem::remove(file_);
+  ASSERT_EQ(::mkfifo(file_.c_str(), 0600), 0);
+  const auto start = std::chrono::steady_clock::now();
+  for (auto command : {cni::Command::kAdd, cni::Command::kCheck, cni::Command::kDel}) {
+    (void)parsed({}, command);  // the parse succeeds and never opens the FIFO
+  }
+  auto fifo = plugin::withDeviceFromInfoFile(parsed({}));
+  ASSERT_FALSE(fifo);
+  EXPECT_EQ(fifo.error().code, cni::Errc::kInvalidConfig);
+  EXPECT_NE(fifo.error().msg.find("runtimeConfig.CNIDeviceInfoFile"), std::string::npos) << fifo.error().msg;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5)) << "something opened the FIFO";
+  std::filesystem::remove(file_);
+  auto missing = plugin::withDeviceFromInfoFile(parsed({}));
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().msg.find("cannot read the device-info file"), std::string::npos) << missing.error().msg;
+  // Not required when deviceID names the device: a missing file is one ADD may write.
+  auto named = plugin::withDeviceFromInfoFile(parsed({{"deviceID", kVf}}));
+  ASSERT_TRUE(named) << named.error().msg;
+  EXPECT_EQ(named->conf.deviceId->text, kVf);
+}
+
+TEST_F(DeviceFromInfoFileTest, TheFileDisagreeingWithDeviceIdOrBesideDeviceIsSeven) {
+  auto other = plugin::withDeviceFromInfoFile(parsed({{"deviceID", kPf}}));
+  ASSERT_FALSE(other);
+  EXPECT_EQ(other.error().code, cni::Errc::kInvalidConfig);
+  EXPECT_NE(other.error().msg.find("the device plugin and the configuration disagree"), std::string::npos)
+      << other.error().msg;
+  auto beside = plugin::withDeviceFromInfoFile(parsed({{"device", "ib0"}}));
+  ASSERT_FALSE(beside);
+  EXPECT_NE(beside.error().msg.find("both deviceID"), std::string::npos) << beside.error().msg;
+  // ipoib mode makes its device: the file names nothing it uses.
+  auto ipoib = plugin::withDeviceFromInfoFile(parsed({{"mode", "ipoib"}, {"master", "ib0"}, {"pkey", "0x8001"}}));
+  ASSERT_TRUE(ipoib) << ipoib.error().msg;
+  EXPECT_FALSE(ipoib->conf.deviceId);
 }
 
 }  // namespace
