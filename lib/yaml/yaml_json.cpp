@@ -73,6 +73,25 @@ json resolvePlain(const std::string& s) {
   return s;
 }
 
+/// Why a plain scalar is read differently by YAML 1.1 (Kubernetes' reader, go-yaml) than by the
+/// core schema of YAML 1.2 (this reader), or "" when both read it alike.
+std::string yaml11Reading(const std::string& s) {
+  static const std::regex bool11("y|Y|yes|Yes|YES|n|N|no|No|NO|on|On|ON|off|Off|OFF");
+  static const std::regex octal11("[-+]?0[0-7]+");
+  static const std::regex underscored("[-+]?[0-9][0-9_]*_[0-9_]*(\\.[0-9_]*)?");
+  static const std::regex sexagesimal("[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+(\\.[0-9_]*)?");
+  if (std::regex_match(s, bool11)) {
+    return "a boolean in YAML 1.1, a string in YAML 1.2";
+  }
+  if (std::regex_match(s, octal11)) {
+    return "an octal number in YAML 1.1, a decimal one in YAML 1.2";
+  }
+  if (std::regex_match(s, underscored) || std::regex_match(s, sexagesimal)) {
+    return "a number in YAML 1.1, a string in YAML 1.2";
+  }
+  return {};
+}
+
 /// One open collection: the value being built and, for a mapping, the key waiting for its value.
 struct Frame {
   json value;
@@ -90,7 +109,10 @@ class Converter {
   Converter(const Converter&) = delete;
   Converter& operator=(const Converter&) = delete;
 
-  std::expected<std::string, YamlError> run() {
+  /// The first document (`all` false) or every one, each with the line its content starts on.
+  std::expected<std::vector<YamlDocument>, YamlError> run(bool all, bool strict = false) {
+    all_ = all;
+    strict_ = strict;
     bool inDocument = false;
     bool done = false;
     while (!done) {
@@ -104,7 +126,11 @@ class Converter {
         return std::unexpected(std::move(r.error()));
       }
     }
-    return result_.dump();
+    if (!all_) {
+      documents_.clear();
+      documents_.push_back(YamlDocument{rootLine_, result_.dump()});
+    }
+    return std::move(documents_);
   }
 
  private:
@@ -133,6 +159,13 @@ class Converter {
     return {};
   }
 
+  /// Notes where the document's root node starts (its first node event).
+  void noteRoot(const yaml_event_t& event) {
+    if (stack_.empty() && !haveRoot_) {
+      rootLine_ = event.start_mark.line + 1;
+    }
+  }
+
   /// Puts a finished node into its parent (or makes it the document).
   std::expected<void, YamlError> add(const yaml_event_t& event, json value, const std::string& anchor) {
     if (!anchor.empty()) {
@@ -155,6 +188,9 @@ class Converter {
       top.key = value.is_string() ? value.get<std::string>() : value.dump();
       return {};
     }
+    if (strict_ && top.value.contains(*top.key)) {
+      return std::unexpected(errorAt(event, "duplicate key " + *top.key));
+    }
     top.value[*top.key] = std::move(value);  // a repeated key: the last value
     top.key.reset();
     return {};
@@ -168,18 +204,27 @@ class Converter {
         done = true;
         return {};
       case YAML_DOCUMENT_START_EVENT:
-        if (haveRoot_) {
+        if (haveRoot_ && !all_) {
           done = true;  // only the first document
         }
         inDocument = true;
         return {};
       case YAML_DOCUMENT_END_EVENT:
         inDocument = false;
-        if (haveRoot_) {
+        if (haveRoot_ && !all_) {
           done = true;
+        } else if (all_) {
+          // A document holding nothing (comments only, or an empty "---") is dropped.
+          if (haveRoot_ && !result_.is_null()) {
+            documents_.push_back(YamlDocument{rootLine_, result_.dump()});
+          }
+          result_ = nullptr;
+          haveRoot_ = false;
+          anchors_.clear();
         }
         return {};
       case YAML_ALIAS_EVENT: {
+        noteRoot(event);
         const auto it = anchors_.find(text(event.data.alias.anchor));
         if (it == anchors_.end()) {
           return std::unexpected(errorAt(event, "unknown alias *" + text(event.data.alias.anchor)));
@@ -201,6 +246,7 @@ class Converter {
         return add(event, it->second, {});
       }
       case YAML_SCALAR_EVENT: {
+        noteRoot(event);
         if (auto c = count(event, 1); !c) {
           return c;
         }
@@ -208,6 +254,9 @@ class Converter {
         const std::string tag = text(event.data.scalar.tag);
         json v;
         if (event.data.scalar.style == YAML_PLAIN_SCALAR_STYLE && tag.empty()) {
+          if (std::string why = strict_ ? yaml11Reading(value) : std::string(); !why.empty()) {
+            return std::unexpected(errorAt(event, "plain " + value + " is " + why + ": quote it"));
+          }
           v = resolvePlain(value);
         } else if (tag == "tag:yaml.org,2002:int" || tag == "tag:yaml.org,2002:float" ||
                    tag == "tag:yaml.org,2002:bool" || tag == "tag:yaml.org,2002:null") {
@@ -218,12 +267,14 @@ class Converter {
         return add(event, std::move(v), text(event.data.scalar.anchor));
       }
       case YAML_SEQUENCE_START_EVENT:
+        noteRoot(event);
         if (auto c = count(event, 1); !c) {
           return c;
         }
         stack_.push_back(Frame{json::array(), std::nullopt, text(event.data.sequence_start.anchor)});
         return {};
       case YAML_MAPPING_START_EVENT:
+        noteRoot(event);
         if (auto c = count(event, 1); !c) {
           return c;
         }
@@ -246,6 +297,10 @@ class Converter {
   std::map<std::string, json> anchors_;
   json result_;
   bool haveRoot_ = false;
+  std::size_t rootLine_ = 0;
+  bool all_ = false;
+  bool strict_ = false;
+  std::vector<YamlDocument> documents_;
   std::size_t nodes_ = 0;
 };
 
@@ -260,7 +315,16 @@ std::string YamlError::describe() const {
 
 std::expected<std::string, YamlError> yamlToJson(std::string_view text) {
   Converter converter(text);
-  return converter.run();
+  auto docs = converter.run(false);
+  if (!docs) {
+    return std::unexpected(std::move(docs.error()));
+  }
+  return std::move(docs->front().json);
+}
+
+std::expected<std::vector<YamlDocument>, YamlError> yamlDocumentsToJson(std::string_view text, YamlReading reading) {
+  Converter converter(text);
+  return converter.run(true, reading == YamlReading::kAsKubernetesDoes);
 }
 
 }  // namespace ibcni::yaml

@@ -13,7 +13,7 @@
 #include "ibcni/cni/cmd_args.h"
 #include "ibcni/net/ip.h"
 #include "ibcni/config/net_conf.h"
-#include "yaml_lite.h"
+#include "ibcni/yaml/yaml_json.h"
 
 namespace ibcni::testing::examples {
 
@@ -211,18 +211,6 @@ std::expected<std::vector<NetworkElement>, std::string> parseNetworks(std::strin
   return out;
 }
 
-int firstContentLine(const yamlite::Document& doc) {
-  int no = doc.firstLine;
-  for (auto l : lines(doc.text)) {
-    std::string_view t = trim(l);
-    if (!t.empty() && t.front() != '#') {
-      return no;
-    }
-    ++no;
-  }
-  return doc.firstLine;
-}
-
 // The ibcni plugin configs of a NAD's config (a single config or a conflist's ibcni entries),
 // with the name and cniVersion libcni gives every plugin of a list.
 std::vector<json> pluginsOf(const json& cfg) {
@@ -318,27 +306,32 @@ std::expected<std::uint64_t, std::string> quantity(const json& v) {
 void addManifest(Catalog& catalog, const std::string& group, const std::string& where, std::string_view text,
                  int firstLine) {
   catalog.nadKindLines += countNadKindLines(text);
-  auto docs = yamlite::splitDocuments(text, firstLine);
+  // libyaml, as the product reads kubeconfigs (lib/yaml); its lines count from the text's first.
+  auto docs = yaml::yamlDocumentsToJson(text, yaml::YamlReading::kAsKubernetesDoes);
   if (!docs) {
-    catalog.problems.push_back(where + ": " + docs.error());
+    yaml::YamlError e = docs.error();
+    if (e.line != 0) {
+      e.line += static_cast<std::size_t>(firstLine - 1);
+    }
+    catalog.problems.push_back(where + ": " + e.describe());
     return;
   }
   for (const auto& doc : *docs) {
     Object o;
     o.group = group;
-    o.where = where + ":" + std::to_string(firstContentLine(doc));
-    auto tree = yamlite::parse(doc);
-    if (!tree) {
-      catalog.problems.push_back(where + ": " + tree.error());
+    o.where = where + ":" + std::to_string(static_cast<std::size_t>(firstLine - 1) + doc.line);
+    auto tree = json::parse(doc.json, nullptr, false);
+    if (tree.is_discarded()) {
+      catalog.problems.push_back(o.where + ": the YAML reader gave no JSON");
       continue;
     }
     ++catalog.documents;
     auto bad = [&](const std::string& what) { catalog.problems.push_back(o.where + ": " + what); };
-    if (!tree->is_object()) {
+    if (!tree.is_object()) {
       bad("the document is not a mapping (a Kubernetes object)");
       continue;
     }
-    o.tree = std::move(*tree);
+    o.tree = std::move(tree);
     o.kind = stringAt(o.tree, {"kind"});
     o.apiVersion = stringAt(o.tree, {"apiVersion"});
     o.name = stringAt(o.tree, {"metadata", "name"});

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The repository's example manifests (deploy/examples/, e2e/hw/manifests/ and the README's yaml
-// blocks holding a NetworkAttachmentDefinition), read with yaml_lite and checked the way a cluster
-// would use them: every ibcni config goes through the plugin's own parser as Multus delivers it,
+// blocks holding a NetworkAttachmentDefinition), read with libyaml (lib/yaml, as the product reads
+// kubeconfigs) and checked the way a cluster would use them: every ibcni config goes through the plugin's own parser as Multus delivers it,
 // every pod's networks annotation must name an existing network, and the objects that go with the
 // networks (device plugin config, nv-ipam IPPool, Services) must agree with them.
 //

@@ -5,6 +5,7 @@
 #include <expected>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ibcni::yaml {
 
@@ -25,5 +26,21 @@ struct YamlError {
 /// string. Aliases are expanded (a text whose expansion passes 1,000,000 nodes is refused); a
 /// text without a document is `null`. The text must be UTF-8 (libyaml's check).
 [[nodiscard]] std::expected<std::string, YamlError> yamlToJson(std::string_view text);
+
+/// One document of a YAML stream, as yamlToJson makes it.
+struct YamlDocument {
+  std::size_t line = 0;  ///< the line (from 1) its content starts on
+  std::string json;
+};
+
+/// How strictly a stream is read. kAsKubernetesDoes refuses what Kubernetes' reader (go-yaml, YAML
+/// 1.1) would read otherwise than YAML 1.2 does: plain yes/no/on/off/y/n, 0755, 1_000, 1:20 (quote
+/// them), and a key given twice in a mapping.
+enum class YamlReading { kPlain, kAsKubernetesDoes };
+
+/// Every document of a YAML stream ("---" separated, as Kubernetes manifests are), in order, read
+/// as yamlToJson reads one; documents holding nothing (comments only, an empty "---") are left out.
+[[nodiscard]] std::expected<std::vector<YamlDocument>, YamlError> yamlDocumentsToJson(
+    std::string_view text, YamlReading reading = YamlReading::kPlain);
 
 }  // namespace ibcni::yaml

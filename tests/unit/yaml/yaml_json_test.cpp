@@ -53,5 +53,46 @@ TEST(YamlJson, ErrorsCarryTheirPosition) {
   EXPECT_NE(b.error().message.find("nodes"), std::string::npos) << b.error().describe();
 }
 
+// Streams of Kubernetes manifests (the example test's reader): every document, each with the line
+// its content starts on; comment-only and empty documents left out.
+TEST(YamlDocuments, EveryDocumentWithTheLineItStartsOn) {
+  auto docs = yamlDocumentsToJson("# header\n---\na: 1\n---   # two\n\n# only a comment\n---\n\n  b: [2]\n...\n---\n");
+  ASSERT_TRUE(docs) << docs.error().describe();
+  ASSERT_EQ(docs->size(), 2u);
+  EXPECT_EQ((*docs)[0].line, 3u);
+  EXPECT_EQ(json::parse((*docs)[0].json), json::parse(R"({"a":1})"));
+  EXPECT_EQ((*docs)[1].line, 9u);
+  EXPECT_EQ(json::parse((*docs)[1].json), json::parse(R"({"b":[2]})"));
+  auto one = yamlDocumentsToJson("kind: Pod\nmetadata:\n  name: p\n");
+  ASSERT_TRUE(one);
+  ASSERT_EQ(one->size(), 1u);
+  EXPECT_EQ(one->front().line, 1u);
+  // Anchors are a document's own.
+  EXPECT_FALSE(yamlDocumentsToJson("a: &x 1\n---\nb: *x\n"));
+  auto bad = yamlDocumentsToJson("a: 1\n---\nb: 2\n  c: 3\n");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().line, 4u) << bad.error().describe();
+  EXPECT_TRUE(yamlDocumentsToJson("")->empty());
+}
+
+// Read as Kubernetes reads it: what YAML 1.1 (go-yaml) reads otherwise is refused, quoted is fine.
+TEST(YamlDocuments, AsKubernetesDoesRefusesWhatYaml11ReadsOtherwise) {
+  const auto strict = [](const std::string& text) { return yamlDocumentsToJson(text, YamlReading::kAsKubernetesDoes); };
+  for (const char* text : {"a: yes\n", "a: No\n", "a: on\n", "a: OFF\n", "y: 1\n", "mode: 0755\n", "n: 1_000\n",
+                           "t: 1:20\n", "a: 1\na: 2\n"}) {
+    auto r = strict(text);
+    ASSERT_FALSE(r) << text << " was accepted";
+    EXPECT_EQ(r.error().line, std::string(text).find("a: 2") != std::string::npos ? 2u : 1u) << text;
+    EXPECT_TRUE(r.error().message.find("quote it") != std::string::npos ||
+                r.error().message.find("duplicate key a") != std::string::npos)
+        << r.error().describe();
+  }
+  for (const char* text : {"a: \"yes\"\n", "mode: '0755'\n", "a: true\n", "b: 10\n", "c: 0.5\n", "d: 0x7fff\n",
+                           "e: fd00::1\n", "f: yesterday\n"}) {
+    EXPECT_TRUE(strict(text)) << text;
+  }
+  EXPECT_TRUE(yamlDocumentsToJson("a: yes\na: 2\n")) << "plain reading keeps YAML 1.2's rules and the last key";
+}
+
 }  // namespace
 }  // namespace ibcni::yaml
