@@ -149,9 +149,8 @@ cni::Result<Preamble> parsePreamble(std::string_view stdinText) {
 
 namespace {
 
-cni::Result<NetConf> netConfFromJson(const json& j, cni::Command command, Role role) {
-  NetConf c;
-
+// cniVersion, and whether it allows `command`.
+cni::Result<void> parseVersion(const json& j, cni::Command command, NetConf& c) {
   auto version = checkVersion(j, &c.version);
   if (!version) {
     return std::unexpected(version.error());
@@ -166,9 +165,12 @@ cni::Result<NetConf> netConfFromJson(const json& j, cni::Command command, Role r
                      std::string("config version \"") + c.cniVersion + "\" does not allow " +
                          cni::toString(command) + "; use 1.1.0");
   }
+  return {};
+}
 
-  // The one rule for the network name: ibcni's records and ibcni-ipam's store both keep it as a
-  // directory name.
+// The one rule for the network name: ibcni's records and ibcni-ipam's store both keep it as a
+// directory name.
+cni::Result<void> parseName(const json& j, NetConf& c) {
   auto name = stringField(j, "name", "name");
   if (!name) {
     return std::unexpected(name.error());
@@ -182,120 +184,135 @@ cni::Result<NetConf> netConfFromJson(const json& j, cni::Command command, Role r
                    "directories in stateDir)");
   }
   c.name = **name;
+  return {};
+}
 
-  auto type = stringField(j, "type", "type");
-  if (!type) {
-    return std::unexpected(type.error());
+// The embedded IPAM's `ipam` object. A mistake in it is reported when the embedded IPAM is called,
+// as a delegated IPAM plugin reports its own: DEL still puts the device back before that error.
+void parseEmbeddedIpam(const json& ipam, NetConf& c) {
+  c.embeddedIpam = ipamObject(ipam);
+  if (*c.embeddedIpam && (*c.embeddedIpam)->cluster && (*c.embeddedIpam)->cluster->pool.empty()) {
+    // The pool is shared by name: by default, every NAD with this network name is one pool.
+    auto& cluster = *(*c.embeddedIpam)->cluster;
+    if (!validPoolName(c.name)) {
+      c.embeddedIpam = cni::Result<IpamConfig>(invalid("ipam.cluster.pool", json(), "is needed: the network name " + cni::quoted(c.name) +
+                                                           " is not a pool name (1 to 63 lowercase letters, "
+                                                           "digits, '-' or '.'); set ipam.cluster.pool"));
+    } else {
+      cluster.pool = c.name;
+      cluster.poolPath = "the network name";
+    }
   }
-  c.type = type->value_or("");
+  if (*c.embeddedIpam) {
+    (*c.embeddedIpam)->networkFile = json{{"cniVersion", c.cniVersion}, {"name", c.name}, {"ipam", ipam}}.dump();
+  }
+}
 
+// `ipam`: its type (a plugin in CNI_PATH, or none for no addresses) and, for the embedded IPAM, its
+// object.
+cni::Result<void> parseIpam(const json& j, Role role, NetConf& c) {
+  auto it = j.find("ipam");
+  if (it == j.end() || it->is_null()) {
+    return {};
+  }
+  if (!it->is_object()) {
+    return invalid("ipam", *it, "must be an object: {} for no addresses, or {\"type\": \"<ipam plugin>\", ...}");
+  }
+  auto ipamType = stringField(*it, "type", "ipam.type");
+  if (!ipamType) {
+    return std::unexpected(ipamType.error());
+  }
+  if (!*ipamType && !it->empty()) {
+    return cni::fail(kBad, "ipam.type is missing: name an IPAM plugin found in CNI_PATH (e.g. \"host-local\"), "
+                           "or use \"ipam\": {} for no addresses");
+  }
+  if (*ipamType) {
+    const auto& t = **ipamType;
+    if (t.empty() || t.size() > 255 || t.find('/') != std::string::npos || t == "." || t == "..") {
+      return invalid("ipam.type", t, "must be the file name of an IPAM plugin in CNI_PATH, without '/'");
+    }
+    c.ipamType = t;
+  }
+  if (role == Role::kIpamPlugin || c.ipamType == kEmbeddedIpamType) {
+    parseEmbeddedIpam(*it, c);
+  }
+  return {};
+}
+
+// args.cni: the addresses asked for, and (ibcni itself) the VF's GUID.
+cni::Result<void> parseArgs(const json& j, Role role, NetConf& c) {
+  auto it = j.find("args");
+  if (it == j.end() || it->is_null()) {
+    return {};
+  }
+  if (!it->is_object()) {
+    return invalid("args", *it, "must be an object");
+  }
+  auto cniArgs = it->find("cni");
+  if (cniArgs == it->end() || !cniArgs->is_object()) {
+    return {};
+  }
+  IBCNI_TRY_ASSIGN(c.argsIps, ipList(*cniArgs, "ips", "args.cni.ips"));
+  if (role == Role::kPlugin) {
+    std::optional<std::string> guid;
+    IBCNI_TRY_ASSIGN(guid, stringField(*cniArgs, "guid", "args.cni.guid"));
+    if (guid) {
+      IBCNI_TRY_ASSIGN(c.argsGuid, parseVfGuid("args.cni.guid", *guid));
+    }
+  }
+  return {};
+}
+
+// prevResult, and GC's list of the attachments that stay.
+cni::Result<void> parseChainAndGc(const json& j, cni::Command command, NetConf& c) {
+  if (auto it = j.find("prevResult"); it != j.end() && !it->is_null()) {
+    IBCNI_TRY_ASSIGN(c.prevResult, result::resultFromJson(*it, kBad, "prevResult"));
+  }
+  if (command == cni::Command::kGc) {
+    // libcni >= 1.2.3 sends both keys; the spec-v1.1.0 text names the second.
+    for (const char* key : {"cni.dev/valid-attachments", "cni.dev/attachments"}) {
+      if (auto it = j.find(key); it != j.end() && !it->is_null()) {
+        IBCNI_TRY_ASSIGN(c.validAttachments, attachmentList(*it, key));
+        break;
+      }
+    }
+  }
+  return {};
+}
+
+// The request, section by section: version, name and type, ibcni's own keys (or, for ibcni-ipam
+// as an IPAM plugin, runtimeConfig's ips), ipam, args, prevResult and GC's attachments.
+cni::Result<NetConf> netConfFromJson(const json& j, cni::Command command, Role role) {
+  NetConf c;
+  if (auto r = parseVersion(j, command, c); !r) {
+    return std::unexpected(r.error());
+  }
+  if (auto r = parseName(j, c); !r) {
+    return std::unexpected(r.error());
+  }
+  std::optional<std::string> type;
+  IBCNI_TRY_ASSIGN(type, stringField(j, "type", "type"));
+  c.type = type.value_or("");
   if (role == Role::kPlugin) {
     if (auto r = pluginKeys(j, c, command); !r) {
       return std::unexpected(r.error());
     }
   } else if (auto it = j.find("runtimeConfig"); it != j.end() && it->is_object()) {
-    auto ips = ipList(*it, "ips", "runtimeConfig.ips");
-    if (!ips) {
-      return std::unexpected(ips.error());
-    }
-    c.runtime.ips = *ips;
+    IBCNI_TRY_ASSIGN(c.runtime.ips, ipList(*it, "ips", "runtimeConfig.ips"));
   }
-
-  if (auto it = j.find("ipam"); it != j.end() && !it->is_null()) {
-    if (!it->is_object()) {
-      return invalid("ipam", *it, "must be an object: {} for no addresses, or {\"type\": \"<ipam plugin>\", ...}");
-    }
-    auto ipamType = stringField(*it, "type", "ipam.type");
-    if (!ipamType) {
-      return std::unexpected(ipamType.error());
-    }
-    if (!*ipamType && !it->empty()) {
-      return cni::fail(kBad, "ipam.type is missing: name an IPAM plugin found in CNI_PATH (e.g. \"host-local\"), "
-                             "or use \"ipam\": {} for no addresses");
-    }
-    if (*ipamType) {
-      const auto& t = **ipamType;
-      if (t.empty() || t.size() > 255 || t.find('/') != std::string::npos || t == "." || t == "..") {
-        return invalid("ipam.type", t, "must be the file name of an IPAM plugin in CNI_PATH, without '/'");
-      }
-      c.ipamType = t;
-    }
-    // The embedded IPAM's object is read here, with everything else, but a mistake in it is
-    // reported when the embedded IPAM is called, as a delegated IPAM plugin reports its own: DEL
-    // still puts the device back before that error.
-    if (role == Role::kIpamPlugin || c.ipamType == kEmbeddedIpamType) {
-      c.embeddedIpam = ipamObject(*it);
-      if (*c.embeddedIpam && (*c.embeddedIpam)->cluster && (*c.embeddedIpam)->cluster->pool.empty()) {
-        // The pool is shared by name: by default, every NAD with this network name is one pool.
-        auto& cluster = *(*c.embeddedIpam)->cluster;
-        if (!validPoolName(c.name)) {
-          c.embeddedIpam = cni::Result<IpamConfig>(invalid("ipam.cluster.pool", json(), "is needed: the network name " + cni::quoted(c.name) +
-                                                               " is not a pool name (1 to 63 lowercase letters, "
-                                                               "digits, '-' or '.'); set ipam.cluster.pool"));
-        } else {
-          cluster.pool = c.name;
-          cluster.poolPath = "the network name";
-        }
-      }
-      if (*c.embeddedIpam) {
-        (*c.embeddedIpam)->networkFile = json{{"cniVersion", c.cniVersion}, {"name", c.name}, {"ipam", *it}}.dump();
-      }
-    }
+  if (auto r = parseIpam(j, role, c); !r) {
+    return std::unexpected(r.error());
   }
-
   if (role == Role::kIpamPlugin && c.ipamType.empty()) {
     return cni::fail(kBad, "ipam.type is missing: an IPAM plugin reads the \"ipam\" object; set \"ipam\": "
                            "{\"type\": \"ibcni-ipam\", ...}");
   }
-
-  if (auto it = j.find("args"); it != j.end() && !it->is_null()) {
-    if (!it->is_object()) {
-      return invalid("args", *it, "must be an object");
-    }
-    if (auto cniArgs = it->find("cni"); cniArgs != it->end() && cniArgs->is_object()) {
-      auto ips = ipList(*cniArgs, "ips", "args.cni.ips");
-      if (!ips) {
-        return std::unexpected(ips.error());
-      }
-      c.argsIps = *ips;
-      if (role == Role::kPlugin) {
-        auto guid = stringField(*cniArgs, "guid", "args.cni.guid");
-        if (!guid) {
-          return std::unexpected(guid.error());
-        }
-        if (*guid) {
-          auto g = parseVfGuid("args.cni.guid", **guid);
-          if (!g) {
-            return std::unexpected(g.error());
-          }
-          c.argsGuid = *g;
-        }
-      }
-    }
+  if (auto r = parseArgs(j, role, c); !r) {
+    return std::unexpected(r.error());
   }
-
-  if (auto it = j.find("prevResult"); it != j.end() && !it->is_null()) {
-    auto prev = result::resultFromJson(*it, kBad, "prevResult");
-    if (!prev) {
-      return std::unexpected(prev.error());
-    }
-    c.prevResult = *prev;
+  if (auto r = parseChainAndGc(j, command, c); !r) {
+    return std::unexpected(r.error());
   }
-
-  if (command == cni::Command::kGc) {
-    // libcni >= 1.2.3 sends both keys; the spec-v1.1.0 text names the second.
-    for (const char* key : {"cni.dev/valid-attachments", "cni.dev/attachments"}) {
-      if (auto it = j.find(key); it != j.end() && !it->is_null()) {
-        auto list = attachmentList(*it, key);
-        if (!list) {
-          return std::unexpected(list.error());
-        }
-        c.validAttachments = std::move(*list);
-        break;
-      }
-    }
-  }
-
   return c;
 }
 
