@@ -341,20 +341,9 @@ cni::Result<void> validateAgainstRanges(IpamConfig& c) {
   return {};
 }
 
-}  // namespace
-
-cni::Result<IpamConfig> ipamObject(const json& j) {
-  if (!j.is_object()) {
-    return invalid("ipam", j, "must be an object {\"type\": \"ibcni-ipam\", \"ranges\": [...], ...}");
-  }
-  IpamConfig c;
-  auto type = stringField(j, "type", "ipam.type");
-  if (!type) {
-    return std::unexpected(type.error());
-  }
-  c.type = type->value_or("");
-
-  // host-local's legacy single range: converted to the first range set.
+// The range sets: host-local's legacy single range (ipam.subnet, converted to the first set) and
+// ipam.ranges; at least one, none overlapping another.
+cni::Result<void> parseRangeSets(const json& j, IpamConfig& c) {
   auto legacySubnet = j.find("subnet");
   if (legacySubnet != j.end() && !legacySubnet->is_null()) {
     auto r = parseRange(j, "ipam", c.warnings, true);
@@ -403,7 +392,12 @@ cni::Result<IpamConfig> ipamObject(const json& j) {
       }
     }
   }
+  return {};
+}
 
+// What the result carries besides addresses, and where the store lives: resolvConf (a path, read by
+// ADD), dns, routes, dataDir.
+cni::Result<void> parseResultAndStore(const json& j, IpamConfig& c) {
   if (auto it = j.find("resolvConf"); it != j.end() && !it->is_null()) {
     if (!it->is_string() || it->get<std::string>().empty()) {
       return invalid("ipam.resolvConf", *it, "must be the path of a resolv.conf file, e.g. \"/etc/resolv.conf\"");
@@ -414,19 +408,11 @@ cni::Result<IpamConfig> ipamObject(const json& j) {
     }
   }
   if (auto it = j.find("dns"); it != j.end() && !it->is_null()) {
-    auto dns = dnsObject(*it, "ipam.dns");
-    if (!dns) {
-      return std::unexpected(dns.error());
-    }
-    c.dns = *dns;
+    IBCNI_TRY_ASSIGN(c.dns, dnsObject(*it, "ipam.dns"));
     c.dnsDomainSet = it->contains("domain") && !it->at("domain").is_null();
   }
   if (auto it = j.find("routes"); it != j.end() && !it->is_null()) {
-    auto routes = parseRoutes(*it);
-    if (!routes) {
-      return std::unexpected(routes.error());
-    }
-    c.routes = *routes;
+    IBCNI_TRY_ASSIGN(c.routes, parseRoutes(*it));
   }
   if (auto it = j.find("dataDir"); it != j.end() && !it->is_null()) {
     if (!it->is_string() || it->get<std::string>().empty() || it->get<std::string>().front() != '/') {
@@ -440,73 +426,100 @@ cni::Result<IpamConfig> ipamObject(const json& j) {
       c.dataDir.pop_back();
     }
   }
-  if (auto it = j.find("exclude"); it != j.end() && !it->is_null()) {
-    if (!it->is_array()) {
-      return invalid("ipam.exclude", *it,
-                     "must be a list of addresses and CIDRs, e.g. [\"10.1.2.5\", \"10.1.2.64/26\"]");
-    }
-    for (std::size_t i = 0; i < it->size(); ++i) {
-      std::string p = "ipam.exclude[" + std::to_string(i) + "]";
-      const auto& e = (*it)[i];
-      if (!e.is_string()) {
-        return invalid(p, e, "must be an address or CIDR string, e.g. \"10.1.2.5\" or \"10.1.2.64/26\"");
-      }
-      auto prefix = net::IpPrefix::parse(e.get<std::string>(), /*allowBare=*/true);
-      if (!prefix) {
-        return invalid(p, e, "must be an address or CIDR, e.g. \"10.1.2.5\" or \"10.1.2.64/26\"");
-      }
-      if (prefix->network() != *prefix) {
-        return invalid(p, e, "has host bits set (give \"" + prefix->network().toString() + "\" or a bare address)");
-      }
-      c.exclude.push_back({*prefix, p});
-    }
+  return {};
+}
+
+// ipam.exclude: addresses and CIDRs never handed out.
+cni::Result<void> parseExclude(const json& j, IpamConfig& c) {
+  auto it = j.find("exclude");
+  if (it == j.end() || it->is_null()) {
+    return {};
   }
-  if (auto it = j.find("reservations"); it != j.end() && !it->is_null()) {
-    if (!it->is_object()) {
-      return invalid("ipam.reservations", *it,
-                     "must be an object {\"namespace/name\": \"10.1.2.7\"} (or a list of addresses for dual stack)");
+  if (!it->is_array()) {
+    return invalid("ipam.exclude", *it, "must be a list of addresses and CIDRs, e.g. [\"10.1.2.5\", \"10.1.2.64/26\"]");
+  }
+  for (std::size_t i = 0; i < it->size(); ++i) {
+    std::string p = "ipam.exclude[" + std::to_string(i) + "]";
+    const auto& e = (*it)[i];
+    if (!e.is_string()) {
+      return invalid(p, e, "must be an address or CIDR string, e.g. \"10.1.2.5\" or \"10.1.2.64/26\"");
     }
-    for (const auto& [pod, value] : it->items()) {
-      std::string p = reservationPath(pod);
-      if (!validPodKey(pod)) {
-        return invalid("ipam.reservations", pod,
-                           "keys must be \"namespace/name\" of a pod (as K8S_POD_NAMESPACE/K8S_POD_NAME)");
-      }
-      Reservation res{pod, {}, p};
-      std::vector<json> items;
-      if (value.is_string()) {
-        items.push_back(value);
-      } else if (value.is_array() && !value.empty()) {
-        items.assign(value.begin(), value.end());
-      } else {
-        return invalid(p, value, "must be an address (\"10.1.2.7\") or a list of addresses, one per range set");
-      }
-      for (const auto& item : items) {
-        std::optional<net::IpAddress> ip;
-        if (item.is_string()) {
-          ip = net::IpAddress::parse(item.get<std::string>());
-        }
-        if (!ip) {
-          return invalid(p, item, "must be a bare IP address such as \"10.1.2.7\" (no prefix length)");
-        }
-        res.addresses.push_back(*ip);
-      }
-      c.reservations.push_back(std::move(res));
+    auto prefix = net::IpPrefix::parse(e.get<std::string>(), /*allowBare=*/true);
+    if (!prefix) {
+      return invalid(p, e, "must be an address or CIDR, e.g. \"10.1.2.5\" or \"10.1.2.64/26\"");
     }
-    std::sort(c.reservations.begin(), c.reservations.end(),
-              [](const Reservation& a, const Reservation& b) { return a.pod < b.pod; });
+    if (prefix->network() != *prefix) {
+      return invalid(p, e, "has host bits set (give \"" + prefix->network().toString() + "\" or a bare address)");
+    }
+    c.exclude.push_back({*prefix, p});
+  }
+  return {};
+}
+
+// ipam.reservations: {"namespace/name": address or one address per range set}, sorted by pod.
+cni::Result<void> parseReservations(const json& j, IpamConfig& c) {
+  auto it = j.find("reservations");
+  if (it == j.end() || it->is_null()) {
+    return {};
+  }
+  if (!it->is_object()) {
+    return invalid("ipam.reservations", *it,
+                   "must be an object {\"namespace/name\": \"10.1.2.7\"} (or a list of addresses for dual stack)");
+  }
+  for (const auto& [pod, value] : it->items()) {
+    std::string p = reservationPath(pod);
+    if (!validPodKey(pod)) {
+      return invalid("ipam.reservations", pod,
+                     "keys must be \"namespace/name\" of a pod (as K8S_POD_NAMESPACE/K8S_POD_NAME)");
+    }
+    Reservation res{pod, {}, p};
+    std::vector<json> items;
+    if (value.is_string()) {
+      items.push_back(value);
+    } else if (value.is_array() && !value.empty()) {
+      items.assign(value.begin(), value.end());
+    } else {
+      return invalid(p, value, "must be an address (\"10.1.2.7\") or a list of addresses, one per range set");
+    }
+    for (const auto& item : items) {
+      std::optional<net::IpAddress> ip;
+      if (item.is_string()) {
+        ip = net::IpAddress::parse(item.get<std::string>());
+      }
+      if (!ip) {
+        return invalid(p, item, "must be a bare IP address such as \"10.1.2.7\" (no prefix length)");
+      }
+      res.addresses.push_back(*ip);
+    }
+    c.reservations.push_back(std::move(res));
+  }
+  std::sort(c.reservations.begin(), c.reservations.end(),
+            [](const Reservation& a, const Reservation& b) { return a.pod < b.pod; });
+  return {};
+}
+
+}  // namespace
+
+// The `ipam` object, section by section; what it does not know is a warning, not an error.
+cni::Result<IpamConfig> ipamObject(const json& j) {
+  if (!j.is_object()) {
+    return invalid("ipam", j, "must be an object {\"type\": \"ibcni-ipam\", \"ranges\": [...], ...}");
+  }
+  IpamConfig c;
+  std::optional<std::string> type;
+  IBCNI_TRY_ASSIGN(type, stringField(j, "type", "ipam.type"));
+  c.type = type.value_or("");
+  for (auto section : {parseRangeSets, parseResultAndStore, parseExclude, parseReservations}) {
+    if (auto r = section(j, c); !r) {
+      return std::unexpected(r.error());
+    }
   }
   if (auto v = validateAgainstRanges(c); !v) {
     return std::unexpected(v.error());
   }
   if (auto it = j.find("cluster"); it != j.end() && !it->is_null()) {
-    auto cluster = clusterObject(*it, c);
-    if (!cluster) {
-      return std::unexpected(cluster.error());
-    }
-    c.cluster = std::move(*cluster);
+    IBCNI_TRY_ASSIGN(c.cluster, clusterObject(*it, c));
   }
-
   static const std::set<std::string> known = {"type",     "ranges",  "subnet",       "rangeStart",
                                               "rangeEnd", "gateway", "routes",       "dns",
                                               "dataDir",  "exclude", "reservations", "resolvConf",
