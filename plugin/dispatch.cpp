@@ -108,6 +108,38 @@ cni::Result<cni::CmdArgs> readEnvironment(const Getenv& getenv, cni::Command com
   return args;
 }
 
+// The verb itself, and its result or error printed as the configuration's version asks.
+Outcome runVerb(cni::Command command, const Invocation& inv, Verbs& verbs) {
+  switch (command) {
+    case cni::Command::kAdd: {
+      auto r = verbs.add(inv);
+      if (!r) {
+        return failure(r.error(), inv.conf.cniVersion);
+      }
+      return Outcome{result::printResult(*r, inv.conf.version), 0};
+    }
+    case cni::Command::kDel: {
+      auto r = verbs.del(inv);
+      return r ? Outcome{} : failure(r.error(), inv.conf.cniVersion);
+    }
+    case cni::Command::kCheck: {
+      auto r = verbs.check(inv);
+      return r ? Outcome{} : failure(r.error(), inv.conf.cniVersion);
+    }
+    case cni::Command::kGc: {
+      auto r = verbs.gc(inv);
+      return r ? Outcome{} : failure(r.error(), inv.conf.cniVersion);
+    }
+    case cni::Command::kStatus: {
+      auto r = verbs.status(inv);
+      return r ? Outcome{} : failure(r.error(), inv.conf.cniVersion);
+    }
+    case cni::Command::kVersion:
+      break;
+  }
+  return Outcome{};
+}
+
 }  // namespace
 
 cni::Result<cni::AddResult> PluginVerbs::add(const Invocation& inv) { return cmdAdd(inv, deps_); }
@@ -192,34 +224,7 @@ Outcome dispatch(const Getenv& getenv, std::string_view stdinText, bool stdinOk,
   log::timing::lap("parse");
   log::debug("{} network {} mode {}", cni::toString(*command), inv.conf.name, config::toString(inv.conf.mode));
 
-  switch (*command) {
-    case cni::Command::kAdd: {
-      auto r = verbs.add(inv);
-      if (!r) {
-        return failure(r.error(), inv.conf.cniVersion);
-      }
-      return Outcome{result::printResult(*r, inv.conf.version), 0};
-    }
-    case cni::Command::kDel: {
-      auto r = verbs.del(inv);
-      return r ? Outcome{} : failure(r.error(), inv.conf.cniVersion);
-    }
-    case cni::Command::kCheck: {
-      auto r = verbs.check(inv);
-      return r ? Outcome{} : failure(r.error(), inv.conf.cniVersion);
-    }
-    case cni::Command::kGc: {
-      auto r = verbs.gc(inv);
-      return r ? Outcome{} : failure(r.error(), inv.conf.cniVersion);
-    }
-    case cni::Command::kStatus: {
-      auto r = verbs.status(inv);
-      return r ? Outcome{} : failure(r.error(), inv.conf.cniVersion);
-    }
-    case cni::Command::kVersion:
-      break;
-  }
-  return Outcome{};
+  return runVerb(*command, inv, verbs);
 }
 
 }  // namespace ibcni::plugin
