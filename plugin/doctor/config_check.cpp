@@ -2,6 +2,7 @@
 #include "plugin/doctor/config_check.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <exception>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -297,6 +298,111 @@ void checkLease(const ConfigCheckInputs& in, const config::ClusterConf& c, const
   }
 }
 
+// Who this node claims blocks as (ipam.cluster.nodeName, or the installer's file).
+void checkNodeIdentity(const ConfigCheckInputs& in, const config::ClusterConf& c, const std::string& poolText,
+                       ClusterCheckReport& k, ConfigReport& r) {
+  if (auto id = ipam::clusterNodeIdentity(c, in.nodeNameFile); id) {
+    k.node = id->name;
+    k.nodeSource = id->source;
+    r.ok.push_back(poolText + ": this node claims blocks as " + cni::quoted(k.node) + " (from " + k.nodeSource + ")");
+  } else {
+    r.problems.push_back({errorText(id.error()), "set ipam.cluster.nodeName, or let the installer write " +
+                                                     std::string(config::kNodeNameFile) + " (spec.nodeName)"});
+  }
+}
+
+// Whether libcurl loads, when the inputs can tell.
+void checkLibcurl(const ConfigCheckInputs& in, ClusterCheckReport& k, ConfigReport& r) {
+  if (!in.libcurlProblem) {
+    return;
+  }
+  const std::string why = in.libcurlProblem();
+  k.libcurl = why.empty() ? "loads" : why;
+  if (why.empty()) {
+    r.ok.push_back("libcurl loads (cluster mode talks to the backend through it)");
+  } else {
+    r.problems.push_back({"libcurl cannot be loaded: " + why + "; cluster mode cannot reach the backend",
+                          "install libcurl (Debian/Ubuntu: libcurl4; RHEL: libcurl)"});
+  }
+}
+
+// Where the backend is: the kubeconfig's server (and whether the kubeconfig reads), or etcd's endpoints.
+void checkBackendEndpoint(const config::ClusterConf& c, ClusterCheckReport& k, ConfigReport& r) {
+  if (c.backend != config::ClusterBackend::kKubernetes) {
+    for (const auto& e : c.etcd.endpoints) {
+      k.endpoint += (k.endpoint.empty() ? "" : ",") + e;
+    }
+    return;
+  }
+  auto kc = ipam::loadKubeconfig(c.kubernetes.kubeconfig, c.kubernetes.context);
+  if (kc) {
+    k.kubeconfig = "reads";
+    k.endpoint = kc->server;
+    r.ok.push_back("kubeconfig " + c.kubernetes.kubeconfig + " reads (context " + kc->context + ", server " +
+                   kc->server + ", user " + kc->user + ")");
+  } else {
+    k.kubeconfig = kc.error().describe();
+    r.problems.push_back({"ipam.cluster.kubernetes.kubeconfig: " + kc.error().describe(),
+                          "the ibcni DaemonSet's installer writes " + std::string(config::kDefaultKubeconfig) +
+                              " from its ServiceAccount; check that it runs, or point kubeconfig at a readable one"});
+  }
+}
+
+// The pool's blocks could not be listed: why, and what to check.
+void unlistedBlocks(const cni::Error& e, const std::string& poolText, ClusterCheckReport& k, ConfigReport& r) {
+  k.error = errorText(e);
+  const bool down = e.code == cni::Errc::kTryAgainLater;
+  r.problems.push_back({"this node cannot list " + poolText + "'s blocks: " + k.error,
+                        down ? "check that " + (k.endpoint.empty() ? std::string("the backend") : k.endpoint) +
+                                   " is reachable from this node (address, port, firewall) and up; ADDs that "
+                                   "need a new block fail until it is"
+                             : "fix what the message names (credentials, CA, endpoint, configuration)"});
+}
+
+// The pool's blocks as listed: the backend's view, this node's holds by the backend and by its
+// ledger, and where the two disagree.
+void listedBlocks(const ipam::PoolReport& report, const std::string& poolText, ClusterCheckReport& k,
+                  ConfigReport& r) {
+  k.reachable = true;
+  k.listMs = report.listTime.count();
+  if (!report.endpoint.empty()) {
+    k.endpoint = report.endpoint;
+  }
+  for (const auto& b : report.blocks) {
+    if (b.mine) {
+      k.backendBlocks.push_back(b.cidr.empty() ? b.key : b.cidr);
+    }
+    if (b.ledgerState == "owned") {
+      k.ledgerBlocks.push_back(b.cidr.empty() ? b.key : b.cidr);
+    }
+  }
+  k.agree = report.disagreements.empty();
+  r.ok.push_back("reaches " + k.endpoint + ": the pool's blocks listed in " + std::to_string(k.listMs) + " ms (" +
+                 report.totalBlocks + " blocks of " + std::to_string(report.blockSize) + ", " +
+                 std::to_string(report.claimedBlocks) + " claimed by " + std::to_string(report.perNode.size()) +
+                 " node(s), " + report.freeBlocks + " free)");
+  std::string held;
+  for (const auto& b : k.backendBlocks) {
+    held += (held.empty() ? "" : ", ") + b;
+  }
+  if (k.agree) {
+    r.ok.push_back(k.backendBlocks.empty()
+                       ? "this node holds no block of the pool yet (its first ADD claims one)"
+                       : "this node holds " + std::to_string(k.backendBlocks.size()) + " block(s): " + held +
+                             " (its ledger and the backend agree)");
+  }
+  for (const auto& d : report.disagreements) {
+    r.problems.push_back({"claim " + d.block + " of " + poolText + ": this node's ledger says " + d.ledger +
+                              ", the backend says " + d.backend,
+                          "the next `ibcni reconcile` pass (or ADD) settles it: a block the backend gives another "
+                          "node is no longer used here, one it lists as this node's is adopted",
+                          true});
+  }
+  for (const auto& w : report.warnings) {
+    r.problems.push_back({poolText + ": " + w, "see the message", true});
+  }
+}
+
 // ipam.cluster: who this node is, whether it can talk to the backend (libcurl, kubeconfig, one
 // timed list call), which blocks it holds by its ledger and by the backend, and whether its holds
 // are kept confirmed within the lease.
@@ -310,98 +416,96 @@ void checkCluster(const ConfigCheckInputs& in, const plugin::Invocation& inv, Co
   k.pool = c.pool;
   k.backend = std::string(config::clusterBackendName(c.backend));
   const std::string poolText = "cluster pool " + cni::quoted(c.pool) + " (" + k.backend + ")";
-  if (auto id = ipam::clusterNodeIdentity(c, in.nodeNameFile); id) {
-    k.node = id->name;
-    k.nodeSource = id->source;
-    r.ok.push_back(poolText + ": this node claims blocks as " + cni::quoted(k.node) + " (from " + k.nodeSource + ")");
-  } else {
-    r.problems.push_back({errorText(id.error()), "set ipam.cluster.nodeName, or let the installer write " +
-                                                     std::string(config::kNodeNameFile) + " (spec.nodeName)"});
-  }
-  if (in.libcurlProblem) {
-    const std::string why = in.libcurlProblem();
-    k.libcurl = why.empty() ? "loads" : why;
-    if (why.empty()) {
-      r.ok.push_back("libcurl loads (cluster mode talks to the backend through it)");
+  checkNodeIdentity(in, c, poolText, k, r);
+  checkLibcurl(in, k, r);
+  checkBackendEndpoint(c, k, r);
+  if (in.clusterPools) {
+    auto report = in.clusterPools(ipam::Request{inv.conf, inv.args, inv.cniArgs, inv.rawStdin});
+    if (!report) {
+      unlistedBlocks(report.error(), poolText, k, r);
     } else {
-      r.problems.push_back({"libcurl cannot be loaded: " + why + "; cluster mode cannot reach the backend",
-                            "install libcurl (Debian/Ubuntu: libcurl4; RHEL: libcurl)"});
+      listedBlocks(*report, poolText, k, r);
+      checkLease(in, c, *report, poolText, r);
     }
   }
-  if (c.backend == config::ClusterBackend::kKubernetes) {
-    auto kc = ipam::loadKubeconfig(c.kubernetes.kubeconfig, c.kubernetes.context);
-    if (kc) {
-      k.kubeconfig = "reads";
-      k.endpoint = kc->server;
-      r.ok.push_back("kubeconfig " + c.kubernetes.kubeconfig + " reads (context " + kc->context + ", server " +
-                     kc->server + ", user " + kc->user + ")");
-    } else {
-      k.kubeconfig = kc.error().describe();
-      r.problems.push_back({"ipam.cluster.kubernetes.kubeconfig: " + kc.error().describe(),
-                            "the ibcni DaemonSet's installer writes " + std::string(config::kDefaultKubeconfig) +
-                                " from its ServiceAccount; check that it runs, or point kubeconfig at a readable one"});
-    }
-  } else {
-    for (const auto& e : c.etcd.endpoints) {
-      k.endpoint += (k.endpoint.empty() ? "" : ",") + e;
-    }
+  r.cluster = std::move(k);
+}
+
+// The config as ADD parses it; when the device plugin picks the device (`pick`), with a stand-in
+// deviceID where Multus would put the one it picked, taken out again once parsed.
+std::optional<config::NetConf> parseAsAdd(const std::string& config, bool pick, ConfigReport& r) {
+  std::string asAdd = config;
+  if (pick) {
+    json j = json::parse(config);
+    j["deviceID"] = kStandInPci;
+    asAdd = j.dump();
   }
-  if (!in.clusterPools) {
-    r.cluster = std::move(k);
-    return;
+  auto conf = config::parseNetConf(asAdd, cni::Command::kAdd);
+  if (!conf) {
+    r.problems.push_back({"ADD would refuse the config: " + errorText(conf.error()),
+                          "fix the field the message names in the NetworkAttachmentDefinition's config"});
+    return std::nullopt;
   }
-  auto report = in.clusterPools(ipam::Request{inv.conf, inv.args, inv.cniArgs, inv.rawStdin});
-  if (!report) {
-    k.error = errorText(report.error());
-    const bool down = report.error().code == cni::Errc::kTryAgainLater;
-    r.problems.push_back({"this node cannot list " + poolText + "'s blocks: " + k.error,
-                          down ? "check that " + (k.endpoint.empty() ? std::string("the backend") : k.endpoint) +
-                                     " is reachable from this node (address, port, firewall) and up; ADDs that "
-                                     "need a new block fail until it is"
-                               : "fix what the message names (credentials, CA, endpoint, configuration)"});
-    r.cluster = std::move(k);
-    return;
+  if (pick) {
+    conf->deviceId.reset();
   }
-  k.reachable = true;
-  k.listMs = report->listTime.count();
-  if (!report->endpoint.empty()) {
-    k.endpoint = report->endpoint;
+  return std::move(*conf);
+}
+
+// The ADD the doctor imagines for the config.
+plugin::Invocation doctorInvocation(const ConfigCheckInputs& in, config::NetConf conf, const std::string& rawConfig) {
+  plugin::Invocation inv;
+  inv.args.command = cni::Command::kAdd;
+  inv.args.containerId = "ibcni-doctor";
+  inv.args.ifName = "net1";
+  inv.args.path = in.cniPath;
+  inv.conf = std::move(conf);
+  inv.rawStdin = rawConfig;
+  return inv;
+}
+
+// Every VF the device plugin could hand out, each tried as ADD would try it.
+void tryNodeVfs(const ConfigCheckInputs& in, const plugin::Invocation& inv, ConfigReport& r) {
+  auto vfs = nodeVfs(in);
+  if (vfs.empty()) {
+    r.problems.push_back(
+        {"no SR-IOV VF on this node for a device plugin to hand out" +
+             (r.resourceName.empty() ? std::string() : " as " + r.resourceName),
+         "enable VFs on the InfiniBand PF (echo N > /sys/class/net/<pf>/device/sriov_numvfs, or the NIC "
+         "operator's policy) and run the SR-IOV device plugin with a resource for them"});
   }
-  for (const auto& b : report->blocks) {
-    if (b.mine) {
-      k.backendBlocks.push_back(b.cidr.empty() ? b.key : b.cidr);
-    }
-    if (b.ledgerState == "owned") {
-      k.ledgerBlocks.push_back(b.cidr.empty() ? b.key : b.cidr);
-    }
+  for (auto& [pci, label] : vfs) {
+    plugin::Invocation one = inv;
+    one.conf.deviceId = pci;
+    r.candidates.push_back(tryDevice(in, std::move(one), std::move(label)));
   }
-  k.agree = report->disagreements.empty();
-  r.ok.push_back("reaches " + k.endpoint + ": the pool's blocks listed in " + std::to_string(k.listMs) + " ms (" +
-                 report->totalBlocks + " blocks of " + std::to_string(report->blockSize) + ", " +
-                 std::to_string(report->claimedBlocks) + " claimed by " + std::to_string(report->perNode.size()) +
-                 " node(s), " + report->freeBlocks + " free)");
-  std::string held;
-  for (const auto& b : k.backendBlocks) {
-    held += (held.empty() ? "" : ", ") + b;
-  }
-  if (k.agree) {
-    r.ok.push_back(k.backendBlocks.empty()
-                       ? "this node holds no block of the pool yet (its first ADD claims one)"
-                       : "this node holds " + std::to_string(k.backendBlocks.size()) + " block(s): " + held +
-                             " (its ledger and the backend agree)");
-  }
-  for (const auto& d : report->disagreements) {
-    r.problems.push_back({"claim " + d.block + " of " + poolText + ": this node's ledger says " + d.ledger +
-                              ", the backend says " + d.backend,
-                          "the next `ibcni reconcile` pass (or ADD) settles it: a block the backend gives another "
-                          "node is no longer used here, one it lists as this node's is adopted",
+  if (!vfs.empty() && r.resourceName.empty()) {
+    r.problems.push_back({"the config names no device and no resourceName annotation was found: nothing "
+                          "will hand the pod a VF",
+                          "add the annotation k8s.v1.cni.cncf.io/resourceName (the device plugin's resource) to "
+                          "the NetworkAttachmentDefinition",
                           true});
   }
-  for (const auto& w : report->warnings) {
-    r.problems.push_back({poolText + ": " + w, "see the message", true});
+}
+
+// How the config names its device.
+std::string configuredDevice(const config::NetConf& conf) {
+  return conf.mode == config::Mode::kIpoib
+             ? (conf.master.empty() ? "rdmaDevice " + conf.rdmaDevice + " port " + std::to_string(conf.port)
+                                    : "master " + conf.master)
+             : (conf.deviceId ? "deviceID " + conf.deviceId->text : "device " + conf.device);
+}
+
+// The verdict over the candidates; the number that would be accepted.
+std::ptrdiff_t judgeCandidates(bool pick, ConfigReport& r) {
+  const auto good = std::count_if(r.candidates.begin(), r.candidates.end(), [](const auto& c) { return c.works; });
+  if (!r.candidates.empty() && good == 0) {
+    r.problems.push_back({"no device would be accepted: " + r.candidates.front().problem,
+                          "each device's line above says why; fix those, or the config"});
+  } else if (pick && good > 0) {
+    r.ok.push_back(std::to_string(good) + " of " + std::to_string(r.candidates.size()) + " VFs would be accepted");
   }
-  checkLease(in, c, *report, poolText, r);
-  r.cluster = std::move(k);
+  return good;
 }
 
 }  // namespace
@@ -416,71 +520,21 @@ ConfigReport checkConfig(std::string_view text, const std::string& file, const C
     }
     r.resourceName = ex->resourceName;
     const bool pick = devicePluginPicks(ex->config);
-    // Parsed as ADD parses it; when the device plugin picks the device, with a stand-in deviceID
-    // where Multus would put the one it picked.
-    std::string asAdd = ex->config;
-    if (pick) {
-      json j = json::parse(ex->config);
-      j["deviceID"] = kStandInPci;
-      asAdd = j.dump();
-    }
-    auto conf = config::parseNetConf(asAdd, cni::Command::kAdd);
+    auto conf = parseAsAdd(ex->config, pick, r);
     if (!conf) {
-      r.problems.push_back({"ADD would refuse the config: " + errorText(conf.error()),
-                            "fix the field the message names in the NetworkAttachmentDefinition's config"});
       return r;
-    }
-    if (pick) {
-      conf->deviceId.reset();
     }
     r.name = conf->name;
     r.mode = config::toString(conf->mode);
     r.ok.push_back("the config is valid (cniVersion " + conf->cniVersion + ", mode " + r.mode + ")");
 
-    plugin::Invocation inv;
-    inv.args.command = cni::Command::kAdd;
-    inv.args.containerId = "ibcni-doctor";
-    inv.args.ifName = "net1";
-    inv.args.path = in.cniPath;
-    inv.conf = std::move(*conf);
-    inv.rawStdin = ex->config;
-
+    const plugin::Invocation inv = doctorInvocation(in, std::move(*conf), ex->config);
     if (pick) {
-      auto vfs = nodeVfs(in);
-      if (vfs.empty()) {
-        r.problems.push_back(
-            {"no SR-IOV VF on this node for a device plugin to hand out" +
-                 (r.resourceName.empty() ? std::string() : " as " + r.resourceName),
-             "enable VFs on the InfiniBand PF (echo N > /sys/class/net/<pf>/device/sriov_numvfs, or the NIC "
-             "operator's policy) and run the SR-IOV device plugin with a resource for them"});
-      }
-      for (auto& [pci, label] : vfs) {
-        plugin::Invocation one = inv;
-        one.conf.deviceId = pci;
-        r.candidates.push_back(tryDevice(in, std::move(one), std::move(label)));
-      }
-      if (!vfs.empty() && r.resourceName.empty()) {
-        r.problems.push_back({"the config names no device and no resourceName annotation was found: nothing "
-                              "will hand the pod a VF",
-                              "add the annotation k8s.v1.cni.cncf.io/resourceName (the device plugin's resource) to "
-                              "the NetworkAttachmentDefinition",
-                              true});
-      }
+      tryNodeVfs(in, inv, r);
     } else {
-      std::string label = inv.conf.mode == config::Mode::kIpoib
-                              ? (inv.conf.master.empty() ? "rdmaDevice " + inv.conf.rdmaDevice + " port " +
-                                                                std::to_string(inv.conf.port)
-                                                          : "master " + inv.conf.master)
-                              : (inv.conf.deviceId ? "deviceID " + inv.conf.deviceId->text : "device " + inv.conf.device);
-      r.candidates.push_back(tryDevice(in, inv, std::move(label)));
+      r.candidates.push_back(tryDevice(in, inv, configuredDevice(inv.conf)));
     }
-    const auto good = std::count_if(r.candidates.begin(), r.candidates.end(), [](const auto& c) { return c.works; });
-    if (!r.candidates.empty() && good == 0) {
-      r.problems.push_back({"no device would be accepted: " + r.candidates.front().problem,
-                            "each device's line above says why; fix those, or the config"});
-    } else if (pick && good > 0) {
-      r.ok.push_back(std::to_string(good) + " of " + std::to_string(r.candidates.size()) + " VFs would be accepted");
-    }
+    const auto good = judgeCandidates(pick, r);
     checkStatus(in, inv, r);
     checkCluster(in, inv, r);
     r.works = good > 0 && std::none_of(r.problems.begin(), r.problems.end(),

@@ -245,6 +245,117 @@ void collectSriov(const DoctorInputs& in, const std::vector<nl::Link>& links, Do
   }
 }
 
+// The RDMA netns mode; false when the kernel has no RDMA netlink to ask.
+bool readRdmaNetnsMode(const DoctorInputs& in, DoctorReport& r) {
+  auto mode = in.rdma.netnsMode(in.hostNetns);
+  if (mode) {
+    r.rdmaNetnsMode = *mode == rdma::NetnsMode::kExclusive ? "exclusive" : "shared";
+  } else {
+    r.rdmaNetnsMode = "unknown";
+  }
+  return static_cast<bool>(mode);
+}
+
+// libibverbs: one probe without a device tells whether it loads at all.
+void probeVerbsLibrary(const DoctorInputs& in, DoctorReport& r) {
+  if (in.verbs == nullptr) {
+    r.verbsUnavailableReason = "no verbs probe";
+    return;
+  }
+  verbs::ProbeRequest req;
+  req.timeout = kProbeTimeout;
+  req.netnsPath = in.verbsNetnsPath;
+  auto res = in.verbs->probe(req);
+  if (res) {
+    r.verbsAvailable = res->available;
+    r.verbsUnavailableReason = res->unavailableReason;
+  } else {
+    r.verbsUnavailableReason = res.error().describe();
+  }
+}
+
+// GPUDirect RDMA: whether the NVIDIA driver has its peer-memory module beside it.
+std::string gpuDirectState(const std::function<bool(const std::string&)>& moduleLoaded) {
+  return !moduleLoaded("nvidia")          ? "no NVIDIA driver"
+         : moduleLoaded("nvidia_peermem") ? "enabled"
+                                          : "disabled";
+}
+
+// Devices and ports, in the kernel's order.
+void listDevicesAndPorts(const DoctorInputs& in, DoctorReport& r) {
+  auto ports = in.rdma.ports(in.hostNetns);
+  if (!ports) {
+    problem(r, "cannot list RDMA ports: " + ports.error().describe(), "run rdma link show to compare");
+    return;
+  }
+  for (const auto& p : *ports) {
+    auto dev = std::find_if(r.devices.begin(), r.devices.end(),
+                            [&](const DeviceReport& d) { return d.index == p.deviceIndex && d.name == p.deviceName; });
+    if (dev == r.devices.end()) {
+      r.devices.push_back(DeviceReport{p.deviceName, p.deviceIndex, {}, {}});
+      dev = r.devices.end() - 1;
+    }
+    PortReport port;
+    port.port = p.port;
+    port.netdev = p.netdevName;
+    port.netdevIndex = p.netdevIndex;
+    dev->ports.push_back(std::move(port));
+  }
+}
+
+// Each port: its verbs probe, its P_Key table (from sysfs when verbs gave none), its problems.
+void examinePorts(const DoctorInputs& in, DoctorReport& r) {
+  for (auto& dev : r.devices) {
+    for (auto& port : dev.ports) {
+      if (in.verbs != nullptr && r.verbsAvailable) {
+        probePort(in, r, dev, port);
+      }
+      if (port.pkeys.empty()) {
+        if (auto pk = in.devices.pkeys(dev.name, port.port); pk) {
+          port.pkeys = *pk;
+        }
+      }
+      checkPort(r, dev, port);
+    }
+  }
+}
+
+// The problems of the node as a whole: no devices, no libibverbs, no uverbs, GPUDirect, netns mode.
+std::vector<Problem> nodeProblems(const DoctorReport& r, bool rdmaNetlink) {
+  std::vector<Problem> node;
+  if (r.devices.empty()) {
+    node.push_back({rdmaNetlink ? "no RDMA devices: RDMA netlink lists none"
+                                : "no RDMA devices: the kernel has no RDMA netlink (ib_core is not loaded)",
+                    "load the NIC's RDMA driver (mlx5_ib for ConnectX, or rdma_rxe for a test: rdma link add "
+                    "rxe0 type rxe netdev eth0) and check rdma link show",
+                    false});
+  }
+  if (!r.verbsAvailable) {
+    node.push_back({"libibverbs is not loadable: " + r.verbsUnavailableReason,
+                    "install rdma-core's libibverbs1 and the provider of your NIC (ibverbs-providers), so that "
+                    "libibverbs.so.1 loads",
+                    false});
+  }
+  if (!r.devices.empty() && r.uverbsDevices.empty()) {
+    node.push_back({"no /dev/infiniband/uverbs*: user-space verbs cannot open any device",
+                    "modprobe ib_uverbs (and check that udev made /dev/infiniband)", false});
+  }
+  if (r.gpuDirect == "disabled" && !r.devices.empty()) {
+    node.push_back({"GPUDirect RDMA is off: the NVIDIA driver is loaded but nvidia_peermem is not, so RDMA goes "
+                    "through host memory (NCCL over InfiniBand runs at a fraction of its bandwidth)",
+                    "modprobe nvidia-peermem (load it after the NIC driver; GPU Operator: driver.rdma.enabled=true; "
+                    "reload it after an OFED/DOCA driver upgrade, which unloads it)",
+                    false});
+  }
+  if (r.rdmaNetnsMode == "shared") {
+    node.push_back({"RDMA netns mode is shared: every namespace sees every RDMA device",
+                    "rdmaIsolation needs exclusive mode: rdma system set netns exclusive (persist it with "
+                    "options ib_core netns_mode=0)",
+                    true});
+  }
+  return node;
+}
+
 std::string renderConfig(const ConfigReport& c) {
   std::string s = "\nNetwork config " + c.file + ": ";
   if (!c.name.empty()) {
@@ -292,112 +403,25 @@ std::vector<std::string> listDirectory(const std::string& dir, const std::string
 
 DoctorReport collect(const DoctorInputs& in) {
   DoctorReport r;
-
-  // RDMA netns mode.
-  auto mode = in.rdma.netnsMode(in.hostNetns);
-  bool rdmaNetlink = static_cast<bool>(mode);
-  if (mode) {
-    r.rdmaNetnsMode = *mode == rdma::NetnsMode::kExclusive ? "exclusive" : "shared";
-  } else {
-    r.rdmaNetnsMode = "unknown";
-  }
-
-  // libibverbs: one probe without a device tells whether it loads at all.
-  if (in.verbs != nullptr) {
-    verbs::ProbeRequest req;
-    req.timeout = kProbeTimeout;
-    req.netnsPath = in.verbsNetnsPath;
-    auto res = in.verbs->probe(req);
-    if (res) {
-      r.verbsAvailable = res->available;
-      r.verbsUnavailableReason = res->unavailableReason;
-    } else {
-      r.verbsUnavailableReason = res.error().describe();
-    }
-  } else {
-    r.verbsUnavailableReason = "no verbs probe";
-  }
-
+  const bool rdmaNetlink = readRdmaNetnsMode(in, r);
+  probeVerbsLibrary(in, r);
   if (in.listUverbs) {
     r.uverbsDevices = in.listUverbs();
   }
   if (in.moduleLoaded) {
-    r.gpuDirect = !in.moduleLoaded("nvidia")          ? "no NVIDIA driver"
-                  : in.moduleLoaded("nvidia_peermem") ? "enabled"
-                                                      : "disabled";
+    r.gpuDirect = gpuDirectState(in.moduleLoaded);
   }
-
-  // Devices and ports, in the kernel's order.
   if (rdmaNetlink) {
-    auto ports = in.rdma.ports(in.hostNetns);
-    if (!ports) {
-      problem(r, "cannot list RDMA ports: " + ports.error().describe(), "run rdma link show to compare");
-    } else {
-      for (const auto& p : *ports) {
-        auto dev = std::find_if(r.devices.begin(), r.devices.end(),
-                                [&](const DeviceReport& d) { return d.index == p.deviceIndex && d.name == p.deviceName; });
-        if (dev == r.devices.end()) {
-          r.devices.push_back(DeviceReport{p.deviceName, p.deviceIndex, {}, {}});
-          dev = r.devices.end() - 1;
-        }
-        PortReport port;
-        port.port = p.port;
-        port.netdev = p.netdevName;
-        port.netdevIndex = p.netdevIndex;
-        dev->ports.push_back(std::move(port));
-      }
-    }
+    listDevicesAndPorts(in, r);
   }
-  for (auto& dev : r.devices) {
-    for (auto& port : dev.ports) {
-      if (in.verbs != nullptr && r.verbsAvailable) {
-        probePort(in, r, dev, port);
-      }
-      if (port.pkeys.empty()) {
-        if (auto pk = in.devices.pkeys(dev.name, port.port); pk) {
-          port.pkeys = *pk;
-        }
-      }
-      checkPort(r, dev, port);
-    }
-  }
+  examinePorts(in, r);
 
   auto links = hostLinks(in);
   collectIpoib(links, r);
   collectSriov(in, links, r);
 
   // Node-wide problems, first in the list.
-  std::vector<Problem> node;
-  if (r.devices.empty()) {
-    node.push_back({rdmaNetlink ? "no RDMA devices: RDMA netlink lists none"
-                                : "no RDMA devices: the kernel has no RDMA netlink (ib_core is not loaded)",
-                    "load the NIC's RDMA driver (mlx5_ib for ConnectX, or rdma_rxe for a test: rdma link add "
-                    "rxe0 type rxe netdev eth0) and check rdma link show",
-                    false});
-  }
-  if (!r.verbsAvailable) {
-    node.push_back({"libibverbs is not loadable: " + r.verbsUnavailableReason,
-                    "install rdma-core's libibverbs1 and the provider of your NIC (ibverbs-providers), so that "
-                    "libibverbs.so.1 loads",
-                    false});
-  }
-  if (!r.devices.empty() && r.uverbsDevices.empty()) {
-    node.push_back({"no /dev/infiniband/uverbs*: user-space verbs cannot open any device",
-                    "modprobe ib_uverbs (and check that udev made /dev/infiniband)", false});
-  }
-  if (r.gpuDirect == "disabled" && !r.devices.empty()) {
-    node.push_back({"GPUDirect RDMA is off: the NVIDIA driver is loaded but nvidia_peermem is not, so RDMA goes "
-                    "through host memory (NCCL over InfiniBand runs at a fraction of its bandwidth)",
-                    "modprobe nvidia-peermem (load it after the NIC driver; GPU Operator: driver.rdma.enabled=true; "
-                    "reload it after an OFED/DOCA driver upgrade, which unloads it)",
-                    false});
-  }
-  if (r.rdmaNetnsMode == "shared") {
-    node.push_back({"RDMA netns mode is shared: every namespace sees every RDMA device",
-                    "rdmaIsolation needs exclusive mode: rdma system set netns exclusive (persist it with "
-                    "options ib_core netns_mode=0)",
-                    true});
-  }
+  const std::vector<Problem> node = nodeProblems(r, rdmaNetlink);
   r.problems.insert(r.problems.begin(), node.begin(), node.end());
   return r;
 }

@@ -27,11 +27,9 @@ json problemList(const std::vector<doctor::Problem>& list) {
   return a;
 }
 
-}  // namespace
-
-std::string printDoctorReport(const doctor::DoctorReport& r) {
+json devicesJson(const std::vector<doctor::DeviceReport>& list) {
   json devices = json::array();
-  for (const auto& d : r.devices) {
+  for (const auto& d : list) {
     json ports = json::array();
     for (const auto& p : d.ports) {
       ports.push_back({{"port", p.port},
@@ -48,8 +46,12 @@ std::string printDoctorReport(const doctor::DoctorReport& r) {
     }
     devices.push_back({{"name", d.name}, {"index", d.index}, {"nodeGuid", orNull(d.nodeGuid)}, {"ports", ports}});
   }
+  return devices;
+}
+
+json ipoibJson(const std::vector<doctor::IpoibLinkReport>& links) {
   json ipoib = json::array();
-  for (const auto& l : r.ipoibLinks) {
+  for (const auto& l : links) {
     ipoib.push_back({{"name", l.name},
                      {"index", l.index},
                      {"role", l.parentIndex == 0 ? "parent" : "child"},
@@ -60,8 +62,12 @@ std::string printDoctorReport(const doctor::DoctorReport& r) {
                      {"up", l.adminUp},
                      {"mtu", l.mtu}});
   }
+  return ipoib;
+}
+
+json sriovJson(const std::vector<doctor::PfReport>& list) {
   json pfs = json::array();
-  for (const auto& pf : r.sriovPfs) {
+  for (const auto& pf : list) {
     json vfs = json::array();
     for (const auto& v : pf.vfs) {
       vfs.push_back({{"vf", v.vf},
@@ -77,49 +83,61 @@ std::string printDoctorReport(const doctor::DoctorReport& r) {
                    {"rdmaDevices", pf.rdmaDevices},
                    {"vfs", vfs}});
   }
-  json problems = problemList(r.problems);
+  return pfs;
+}
+
+json clusterJson(const doctor::ClusterCheckReport& k) {
+  return {{"pool", k.pool},
+          {"backend", k.backend},
+          {"endpoint", orNull(k.endpoint)},
+          {"node", orNull(k.node)},
+          {"nodeSource", orNull(k.nodeSource)},
+          {"libcurl", orNull(k.libcurl)},
+          {"kubeconfig", orNull(k.kubeconfig)},
+          {"reachable", k.reachable},
+          {"listMs", k.listMs < 0 ? json(nullptr) : json(k.listMs)},
+          {"error", orNull(k.error)},
+          {"backendBlocks", k.backendBlocks},
+          {"ledgerBlocks", k.ledgerBlocks},
+          {"agree", k.agree}};
+}
+
+json configJson(const doctor::ConfigReport& c) {
+  json candidates = json::array();
+  for (const auto& d : c.candidates) {
+    candidates.push_back({{"device", d.device},
+                          {"works", d.works},
+                          {"needsGuid", d.needsGuid},
+                          {"problem", orNull(d.problem)},
+                          {"warnings", d.warnings}});
+  }
+  json out = {{"file", c.file},
+              {"name", orNull(c.name)},
+              {"mode", orNull(c.mode)},
+              {"resourceName", orNull(c.resourceName)},
+              {"works", c.works},
+              {"ok", c.ok},
+              {"candidates", candidates},
+              {"problems", problemList(c.problems)}};
+  if (c.cluster) {
+    out["cluster"] = clusterJson(*c.cluster);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string printDoctorReport(const doctor::DoctorReport& r) {
   json out = {{"rdmaNetnsMode", r.rdmaNetnsMode},
               {"libibverbs", {{"available", r.verbsAvailable}, {"reason", orNull(r.verbsUnavailableReason)}}},
               {"uverbsDevices", r.uverbsDevices},
               {"gpuDirect", r.gpuDirect},
-              {"devices", devices},
-              {"ipoibLinks", ipoib},
-              {"sriovPfs", pfs},
-              {"problems", problems}};
+              {"devices", devicesJson(r.devices)},
+              {"ipoibLinks", ipoibJson(r.ipoibLinks)},
+              {"sriovPfs", sriovJson(r.sriovPfs)},
+              {"problems", problemList(r.problems)}};
   if (r.config) {
-    const auto& c = *r.config;
-    json candidates = json::array();
-    for (const auto& d : c.candidates) {
-      candidates.push_back({{"device", d.device},
-                            {"works", d.works},
-                            {"needsGuid", d.needsGuid},
-                            {"problem", orNull(d.problem)},
-                            {"warnings", d.warnings}});
-    }
-    out["config"] = {{"file", c.file},
-                     {"name", orNull(c.name)},
-                     {"mode", orNull(c.mode)},
-                     {"resourceName", orNull(c.resourceName)},
-                     {"works", c.works},
-                     {"ok", c.ok},
-                     {"candidates", candidates},
-                     {"problems", problemList(c.problems)}};
-    if (c.cluster) {
-      const auto& k = *c.cluster;
-      out["config"]["cluster"] = {{"pool", k.pool},
-                                  {"backend", k.backend},
-                                  {"endpoint", orNull(k.endpoint)},
-                                  {"node", orNull(k.node)},
-                                  {"nodeSource", orNull(k.nodeSource)},
-                                  {"libcurl", orNull(k.libcurl)},
-                                  {"kubeconfig", orNull(k.kubeconfig)},
-                                  {"reachable", k.reachable},
-                                  {"listMs", k.listMs < 0 ? json(nullptr) : json(k.listMs)},
-                                  {"error", orNull(k.error)},
-                                  {"backendBlocks", k.backendBlocks},
-                                  {"ledgerBlocks", k.ledgerBlocks},
-                                  {"agree", k.agree}};
-    }
+    out["config"] = configJson(*r.config);
   }
   return out.dump(2);
 }
