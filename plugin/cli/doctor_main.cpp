@@ -12,6 +12,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ipam/backends/production_backends.h"
@@ -52,54 +53,130 @@ std::vector<std::string> splitPath(const std::string& s) {
   return out;
 }
 
-}  // namespace
-
-int runDoctor(int argc, char** argv) {
+// `ibcni doctor`'s command line.
+struct DoctorArgs {
   bool json = false;
   std::optional<std::string> configFile;
   std::optional<std::string> cniPath;
   std::optional<std::string> agentInterval;
+};
+
+// The command line; nullopt (the usage said) when it is not one doctor takes.
+std::optional<DoctorArgs> parseDoctorArgs(int argc, char** argv) {
+  DoctorArgs a;
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--json" && !json) {
-      json = true;
-    } else if (arg == "--config" && !configFile && i + 1 < argc) {
-      configFile = argv[++i];
-    } else if (arg == "--cni-path" && !cniPath && i + 1 < argc) {
-      cniPath = argv[++i];
-    } else if (arg == "--agent-interval" && !agentInterval && i + 1 < argc) {
-      agentInterval = argv[++i];
+    if (arg == "--json" && !a.json) {
+      a.json = true;
+    } else if (arg == "--config" && !a.configFile && i + 1 < argc) {
+      a.configFile = argv[++i];
+    } else if (arg == "--cni-path" && !a.cniPath && i + 1 < argc) {
+      a.cniPath = argv[++i];
+    } else if (arg == "--agent-interval" && !a.agentInterval && i + 1 < argc) {
+      a.agentInterval = argv[++i];
     } else {
       std::fputs(kUsage, stderr);
-      return 2;
+      return std::nullopt;
     }
   }
-  if ((cniPath || agentInterval) && !configFile) {
+  if ((a.cniPath || a.agentInterval) && !a.configFile) {
     std::fputs(kUsage, stderr);
-    return 2;
+    return std::nullopt;
   }
-  std::string intervalSource = "--agent-interval";
-  if (!agentInterval) {
+  return a;
+}
+
+// The node agent's interval in seconds and where it came from (--agent-interval, the agent's
+// environment, the chart's default); nullopt (said on stderr) when it is not a number of seconds.
+std::optional<std::pair<long long, std::string>> resolveAgentInterval(std::optional<std::string> given) {
+  std::string source = "--agent-interval";
+  if (!given) {
     const char* env = std::getenv("IBCNI_RECONCILE_INTERVAL");
-    agentInterval = env != nullptr && *env != '\0' ? env : "60";
-    intervalSource = env != nullptr && *env != '\0' ? "IBCNI_RECONCILE_INTERVAL" : "the chart's default reconcileInterval";
+    given = env != nullptr && *env != '\0' ? env : "60";
+    source = env != nullptr && *env != '\0' ? "IBCNI_RECONCILE_INTERVAL" : "the chart's default reconcileInterval";
   }
   char* end = nullptr;
-  const long long interval = std::strtoll(agentInterval->c_str(), &end, 10);
-  if (end == agentInterval->c_str() || *end != '\0' || interval < 0) {
-    std::fprintf(stderr, "ibcni doctor: %s %s is not a number of seconds\n", intervalSource.c_str(),
-                 agentInterval->c_str());
+  const long long interval = std::strtoll(given->c_str(), &end, 10);
+  if (end == given->c_str() || *end != '\0' || interval < 0) {
+    std::fprintf(stderr, "ibcni doctor: %s %s is not a number of seconds\n", source.c_str(), given->c_str());
+    return std::nullopt;
+  }
+  return std::make_pair(interval, std::move(source));
+}
+
+// The text of --config FILE; nullopt (said on stderr) when it cannot be read.
+std::optional<std::string> readConfigFile(const std::string& file) {
+  std::ifstream f(file);
+  std::stringstream s;
+  if (!f || !(s << f.rdbuf())) {
+    std::fprintf(stderr, "ibcni doctor: cannot read --config %s\n", file.c_str());
+    return std::nullopt;
+  }
+  return s.str();
+}
+
+// The node's facts as this host shows them: /sys/class/net, /dev/infiniband, /sys/module.
+doctor::DoctorInputs hostInputs(Deps& deps, const os::Netns& host) {
+  doctor::DoctorInputs in{deps.netlink, deps.devices, deps.rdma, deps.verbs, host, "/proc/self/ns/net", {}, {}, {}};
+  in.listNetdevs = [] { return doctor::listDirectory("/sys/class/net", ""); };
+  in.listUverbs = [] { return doctor::listDirectory("/dev/infiniband", "uverbs"); };
+  in.moduleLoaded = [](const std::string& name) {
+    std::error_code ec;
+    return std::filesystem::exists("/sys/module/" + name, ec);
+  };
+  return in;
+}
+
+// Whether libcurl loads: a request to a closed loopback port (the library is loaded before
+// anything is sent); empty when it does.
+std::string libcurlProblem() {
+  http::CurlHttpClient client;
+  http::Request probe;
+  probe.url = "http://127.0.0.1:1/";
+  probe.timeout = std::chrono::milliseconds(500);
+  auto res = client.send(probe);
+  return !res && res.error().kind == http::ErrorKind::kUnavailable ? res.error().message : std::string();
+}
+
+// --config: whether the config would work on this node, judged against the node's report.
+doctor::ConfigReport checkConfigFile(Deps& deps, const os::Netns& host, const doctor::DoctorReport& report,
+                                     const DoctorArgs& a, const std::string& configText,
+                                     const std::pair<long long, std::string>& interval) {
+  std::string cniPath;
+  if (a.cniPath) {
+    cniPath = *a.cniPath;
+  } else {
+    const char* env = std::getenv("CNI_PATH");
+    cniPath = env != nullptr && *env != '\0' ? env : "/opt/cni/bin";
+  }
+  doctor::ConfigCheckInputs cin{deps, host, report, splitPath(cniPath), "/proc/self/ns/net"};
+  cin.agentInterval = interval.first;
+  cin.agentIntervalSource = interval.second;
+  // Cluster mode: the pool's report as `ibcni-ipam pools` makes it, and whether libcurl loads.
+  auto clusterIpam = std::make_shared<ipam::EmbeddedIpam>(clusterCapable());
+  cin.clusterPools = [clusterIpam](const ipam::Request& r) { return clusterIpam->pools(r); };
+  cin.libcurlProblem = libcurlProblem;
+  return doctor::checkConfig(configText, *a.configFile, cin);
+}
+
+}  // namespace
+
+int runDoctor(int argc, char** argv) {
+  const auto args = parseDoctorArgs(argc, argv);
+  if (!args) {
+    return 2;
+  }
+  const auto interval = resolveAgentInterval(args->agentInterval);
+  if (!interval) {
     return 2;
   }
   std::string configText;
-  if (configFile) {
-    std::ifstream f(*configFile);
-    std::stringstream s;
-    if (!f || !(s << f.rdbuf())) {
-      std::fprintf(stderr, "ibcni doctor: cannot read --config %s\n", configFile->c_str());
+  if (args->configFile) {
+    auto text = readConfigFile(*args->configFile);
+    if (!text) {
       return 2;
     }
-    configText = s.str();
+    configText = std::move(*text);
   }
   try {
     ProductionDeps production;
@@ -109,37 +186,11 @@ int runDoctor(int argc, char** argv) {
       std::fprintf(stderr, "ibcni doctor: %s\n", host.error().describe().c_str());
       return 1;
     }
-    doctor::DoctorInputs in{deps.netlink, deps.devices, deps.rdma, deps.verbs, *host, "/proc/self/ns/net", {}, {}, {}};
-    in.listNetdevs = [] { return doctor::listDirectory("/sys/class/net", ""); };
-    in.listUverbs = [] { return doctor::listDirectory("/dev/infiniband", "uverbs"); };
-    in.moduleLoaded = [](const std::string& name) {
-      std::error_code ec;
-      return std::filesystem::exists("/sys/module/" + name, ec);
-    };
-    doctor::DoctorReport report = doctor::collect(in);
-    if (configFile) {
-      if (!cniPath) {
-        const char* env = std::getenv("CNI_PATH");
-        cniPath = env != nullptr && *env != '\0' ? env : "/opt/cni/bin";
-      }
-      doctor::ConfigCheckInputs cin{deps, *host, report, splitPath(*cniPath), "/proc/self/ns/net"};
-      cin.agentInterval = interval;
-      cin.agentIntervalSource = intervalSource;
-      // Cluster mode: the pool's report as `ibcni-ipam pools` makes it, and whether libcurl loads
-      // (a request to a closed loopback port: the library is loaded before anything is sent).
-      auto clusterIpam = std::make_shared<ipam::EmbeddedIpam>(clusterCapable());
-      cin.clusterPools = [clusterIpam](const ipam::Request& r) { return clusterIpam->pools(r); };
-      cin.libcurlProblem = [] {
-        http::CurlHttpClient client;
-        http::Request probe;
-        probe.url = "http://127.0.0.1:1/";
-        probe.timeout = std::chrono::milliseconds(500);
-        auto res = client.send(probe);
-        return !res && res.error().kind == http::ErrorKind::kUnavailable ? res.error().message : std::string();
-      };
-      report.config = doctor::checkConfig(configText, *configFile, cin);
+    doctor::DoctorReport report = doctor::collect(hostInputs(deps, *host));
+    if (args->configFile) {
+      report.config = checkConfigFile(deps, *host, report, *args, configText, *interval);
     }
-    const std::string out = json ? doctor::printDoctorReport(report) + "\n" : doctor::renderText(report);
+    const std::string out = args->json ? doctor::printDoctorReport(report) + "\n" : doctor::renderText(report);
     std::fwrite(out.data(), 1, out.size(), stdout);
     std::fflush(stdout);
     return doctor::exitStatus(report);
