@@ -126,6 +126,138 @@ std::string FileAttachmentStore::encode(const AttachmentRecord& r) {
   return j.dump(2) + "\n";
 }
 
+namespace {
+
+// The record's format, refused when newer than this ibcni.
+os::SysResult<void> decodeFormat(const json& j, const std::string& origin, AttachmentRecord& r) {
+  r.format = j.at("format").get<int>();
+  if (r.format < 1 || r.format > AttachmentRecord::kCurrentFormat) {
+    return os::sysFail(EINVAL, "decode attachment record " + origin + ": format " + std::to_string(r.format) +
+                                   " is newer than this ibcni understands (" +
+                                   std::to_string(AttachmentRecord::kCurrentFormat) + ")");
+  }
+  return {};
+}
+
+// "host": the device as it was on the host before ADD.
+os::SysResult<void> decodeHost(const json& h, const std::string& origin, AttachmentRecord& r) {
+  if (auto pci = pciOf(h.value("pciAddress", ""), "host.pciAddress", origin); pci) {
+    r.pciAddress = *pci;
+  } else {
+    return std::unexpected(pci.error());
+  }
+  r.hostName = h.at("name").get<std::string>();
+  r.hostIndex = h.value("index", 0);
+  r.hostMtu = h.value("mtu", 0u);
+  r.hostUp = h.value("up", false);
+  r.hostAlias = h.value("alias", "");
+  r.hostMac = h.value("mac", "");
+  return {};
+}
+
+// "pod": the interface in the pod.
+void decodePod(const json& p, AttachmentRecord& r) {
+  r.podIndex = p.value("index", 0);
+  r.podMac = p.value("mac", "");
+  if (auto m = p.find("mtu"); m != p.end() && m->is_number_unsigned()) {
+    r.podMtu = m->get<std::uint32_t>();
+  }
+}
+
+// "invocation": what ADD was given, for an undo without the runtime's request.
+void decodeInvocation(const json& inv, AttachmentRecord& r) {
+  r.config = inv.value("config", "");
+  r.cniArgs = inv.value("cniArgs", "");
+  r.cniPath = inv.value("cniPath", std::vector<std::string>{});
+}
+
+// "vf": the VF settings on the PF (and the RDMA device) that ADD touched.
+os::SysResult<void> decodeVf(const json& vf, const std::string& origin, AttachmentRecord& r) {
+  if (auto pci = pciOf(vf.value("pfPciAddress", ""), "vf.pfPciAddress", origin); pci) {
+    r.pfPci = *pci;
+  } else {
+    return std::unexpected(pci.error());
+  }
+  if (auto i = vf.find("index"); i != vf.end()) {
+    r.vfIndex = i->get<std::uint32_t>();
+  }
+  r.guid = vf.value("guid", "");
+  r.oldNodeGuid = vf.value("oldNodeGuid", "");
+  r.oldPortGuid = vf.value("oldPortGuid", "");
+  if (auto ls = vf.find("oldLinkState"); ls != vf.end()) {
+    r.oldLinkState = ls->get<std::uint32_t>();
+  }
+  r.rdmaDevice = vf.value("rdmaDevice", "");
+  r.rdmaPort = vf.value("rdmaPort", 1u);
+  r.rdmaMoved = vf.value("rdmaMoved", false);
+  return {};
+}
+
+// "ipoib": the IPoIB child's partition key and settings.
+os::SysResult<void> decodeIpoib(const json& ib, const std::string& origin, AttachmentRecord& r) {
+  if (auto k = ib.find("pkey"); k != ib.end()) {
+    // The key alone, as ADD writes it: a value with the membership bit or beyond 16 bits is
+    // no record ibcni wrote.
+    const auto key = k->get<std::uint32_t>();
+    if (key > net::Pkey::kKeyMask) {
+      return os::sysFail(EINVAL, "decode attachment record " + origin + ": ipoib.pkey " + std::to_string(key) +
+                                     " is not a partition key without the membership bit");
+    }
+    r.pkey = net::Pkey::fromWire(static_cast<std::uint16_t>(key));
+  }
+  r.ipoibMode = ib.value("mode", "");
+  r.umcast = ib.value("umcast", false);
+  r.tempName = ib.value("tempName", "");
+  return {};
+}
+
+// The record's fields; nlohmann reports a missing or mistyped field by exception.
+os::SysResult<void> decodeFields(const json& j, const std::string& origin, AttachmentRecord& r) {
+  if (auto ok = decodeFormat(j, origin, r); !ok) {
+    return std::unexpected(ok.error());
+  }
+  r.network = j.at("network").get<std::string>();
+  r.containerId = j.at("containerID").get<std::string>();
+  r.ifName = j.at("ifname").get<std::string>();
+  r.netns = j.value("netns", "");
+  r.mode = j.value("mode", "sriov");
+  r.deviceKey = j.value("deviceKey", "");
+  if (auto ok = decodeHost(j.at("host"), origin, r); !ok) {
+    return std::unexpected(ok.error());
+  }
+  if (auto p = j.find("pod"); p != j.end() && p->is_object()) {
+    decodePod(*p, r);
+  }
+  r.bootId = j.value("bootID", "");
+  r.netnsInode = j.value("netnsInode", std::uint64_t{0});
+  if (auto inv = j.find("invocation"); inv != j.end() && inv->is_object()) {
+    decodeInvocation(*inv, r);
+  }
+  if (auto vf = j.find("vf"); vf != j.end() && vf->is_object()) {
+    if (auto ok = decodeVf(*vf, origin, r); !ok) {
+      return std::unexpected(ok.error());
+    }
+  }
+  if (auto ib = j.find("ipoib"); ib != j.end() && ib->is_object()) {
+    if (auto ok = decodeIpoib(*ib, origin, r); !ok) {
+      return std::unexpected(ok.error());
+    }
+  }
+  r.ipamType = j.value("ipamType", "");
+  r.deviceInfoFile = j.value("deviceInfoFile", "");
+  r.createdAt = j.value("createdAt", "");
+  if (auto res = j.find("result"); res != j.end()) {
+    auto parsed = result::resultFromJson(*res, cni::Errc::kStateFailure, "record.result");
+    if (!parsed) {
+      return os::sysFail(EINVAL, "decode attachment record " + origin + ": " + parsed.error().msg);
+    }
+    r.result = *parsed;
+  }
+  return {};
+}
+
+}  // namespace
+
 os::SysResult<AttachmentRecord> FileAttachmentStore::decode(const std::string& text, const std::string& origin) {
   json j = json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
@@ -133,87 +265,8 @@ os::SysResult<AttachmentRecord> FileAttachmentStore::decode(const std::string& t
   }
   AttachmentRecord r;
   try {
-    r.format = j.at("format").get<int>();
-    if (r.format < 1 || r.format > AttachmentRecord::kCurrentFormat) {
-      return os::sysFail(EINVAL, "decode attachment record " + origin + ": format " + std::to_string(r.format) +
-                                     " is newer than this ibcni understands (" +
-                                     std::to_string(AttachmentRecord::kCurrentFormat) + ")");
-    }
-    r.network = j.at("network").get<std::string>();
-    r.containerId = j.at("containerID").get<std::string>();
-    r.ifName = j.at("ifname").get<std::string>();
-    r.netns = j.value("netns", "");
-    r.mode = j.value("mode", "sriov");
-    r.deviceKey = j.value("deviceKey", "");
-    const json& h = j.at("host");
-    if (auto pci = pciOf(h.value("pciAddress", ""), "host.pciAddress", origin); pci) {
-      r.pciAddress = *pci;
-    } else {
-      return std::unexpected(pci.error());
-    }
-    r.hostName = h.at("name").get<std::string>();
-    r.hostIndex = h.value("index", 0);
-    r.hostMtu = h.value("mtu", 0u);
-    r.hostUp = h.value("up", false);
-    r.hostAlias = h.value("alias", "");
-    r.hostMac = h.value("mac", "");
-    if (auto p = j.find("pod"); p != j.end() && p->is_object()) {
-      r.podIndex = p->value("index", 0);
-      r.podMac = p->value("mac", "");
-      if (auto m = p->find("mtu"); m != p->end() && m->is_number_unsigned()) {
-        r.podMtu = m->get<std::uint32_t>();
-      }
-    }
-    r.bootId = j.value("bootID", "");
-    r.netnsInode = j.value("netnsInode", std::uint64_t{0});
-    if (auto inv = j.find("invocation"); inv != j.end() && inv->is_object()) {
-      r.config = inv->value("config", "");
-      r.cniArgs = inv->value("cniArgs", "");
-      r.cniPath = inv->value("cniPath", std::vector<std::string>{});
-    }
-    if (auto vf = j.find("vf"); vf != j.end() && vf->is_object()) {
-      if (auto pci = pciOf(vf->value("pfPciAddress", ""), "vf.pfPciAddress", origin); pci) {
-        r.pfPci = *pci;
-      } else {
-        return std::unexpected(pci.error());
-      }
-      if (auto i = vf->find("index"); i != vf->end()) {
-        r.vfIndex = i->get<std::uint32_t>();
-      }
-      r.guid = vf->value("guid", "");
-      r.oldNodeGuid = vf->value("oldNodeGuid", "");
-      r.oldPortGuid = vf->value("oldPortGuid", "");
-      if (auto ls = vf->find("oldLinkState"); ls != vf->end()) {
-        r.oldLinkState = ls->get<std::uint32_t>();
-      }
-      r.rdmaDevice = vf->value("rdmaDevice", "");
-      r.rdmaPort = vf->value("rdmaPort", 1u);
-      r.rdmaMoved = vf->value("rdmaMoved", false);
-    }
-    if (auto ib = j.find("ipoib"); ib != j.end() && ib->is_object()) {
-      if (auto k = ib->find("pkey"); k != ib->end()) {
-        // The key alone, as ADD writes it: a value with the membership bit or beyond 16 bits is
-        // no record ibcni wrote.
-        const auto key = k->get<std::uint32_t>();
-        if (key > net::Pkey::kKeyMask) {
-          return os::sysFail(EINVAL, "decode attachment record " + origin + ": ipoib.pkey " + std::to_string(key) +
-                                         " is not a partition key without the membership bit");
-        }
-        r.pkey = net::Pkey::fromWire(static_cast<std::uint16_t>(key));
-      }
-      r.ipoibMode = ib->value("mode", "");
-      r.umcast = ib->value("umcast", false);
-      r.tempName = ib->value("tempName", "");
-    }
-    r.ipamType = j.value("ipamType", "");
-    r.deviceInfoFile = j.value("deviceInfoFile", "");
-    r.createdAt = j.value("createdAt", "");
-    if (auto res = j.find("result"); res != j.end()) {
-      auto parsed = result::resultFromJson(*res, cni::Errc::kStateFailure, "record.result");
-      if (!parsed) {
-        return os::sysFail(EINVAL, "decode attachment record " + origin + ": " + parsed.error().msg);
-      }
-      r.result = *parsed;
+    if (auto decoded = decodeFields(j, origin, r); !decoded) {
+      return std::unexpected(decoded.error());
     }
   } catch (const json::exception& e) {
     // nlohmann reports a missing or mistyped field by exception; it stops at this layer.
