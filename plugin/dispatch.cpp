@@ -108,6 +108,11 @@ cni::Result<cni::CmdArgs> readEnvironment(const Getenv& getenv, cni::Command com
   return args;
 }
 
+// A verb that prints nothing when it succeeds: nothing, or its error.
+Outcome silentOutcome(const cni::Result<void>& r, const Invocation& inv) {
+  return r ? Outcome{} : failure(r.error(), inv.conf.cniVersion);
+}
+
 // The verb itself, and its result or error printed as the configuration's version asks.
 Outcome runVerb(cni::Command command, const Invocation& inv, Verbs& verbs) {
   switch (command) {
@@ -118,22 +123,10 @@ Outcome runVerb(cni::Command command, const Invocation& inv, Verbs& verbs) {
       }
       return Outcome{result::printResult(*r, inv.conf.version), 0};
     }
-    case cni::Command::kDel: {
-      auto r = verbs.del(inv);
-      return r ? Outcome{} : failure(r.error(), inv.conf.cniVersion);
-    }
-    case cni::Command::kCheck: {
-      auto r = verbs.check(inv);
-      return r ? Outcome{} : failure(r.error(), inv.conf.cniVersion);
-    }
-    case cni::Command::kGc: {
-      auto r = verbs.gc(inv);
-      return r ? Outcome{} : failure(r.error(), inv.conf.cniVersion);
-    }
-    case cni::Command::kStatus: {
-      auto r = verbs.status(inv);
-      return r ? Outcome{} : failure(r.error(), inv.conf.cniVersion);
-    }
+    case cni::Command::kDel: return silentOutcome(verbs.del(inv), inv);
+    case cni::Command::kCheck: return silentOutcome(verbs.check(inv), inv);
+    case cni::Command::kGc: return silentOutcome(verbs.gc(inv), inv);
+    case cni::Command::kStatus: return silentOutcome(verbs.status(inv), inv);
     case cni::Command::kVersion:
       break;
   }
