@@ -12,6 +12,17 @@
 
 namespace ibcni::config {
 
+cni::Result<const json*> objectField(const json& j, const char* key, const char* accepted) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) {
+    return nullptr;
+  }
+  if (!it->is_object()) {
+    return invalid(key, *it, accepted);
+  }
+  return &*it;
+}
+
 namespace {
 
 // The longest network name: a Kubernetes object name, and a single file name component.
@@ -211,18 +222,17 @@ void parseEmbeddedIpam(const json& ipam, NetConf& c) {
 // `ipam`: its type (a plugin in CNI_PATH, or none for no addresses) and, for the embedded IPAM, its
 // object.
 cni::Result<void> parseIpam(const json& j, Role role, NetConf& c) {
-  auto it = j.find("ipam");
-  if (it == j.end() || it->is_null()) {
+  const json* section = nullptr;
+  IBCNI_TRY_ASSIGN(section, objectField(j, "ipam",
+                                  "must be an object: {} for no addresses, or {\"type\": \"<ipam plugin>\", ...}"));
+  if (section == nullptr) {
     return {};
   }
-  if (!it->is_object()) {
-    return invalid("ipam", *it, "must be an object: {} for no addresses, or {\"type\": \"<ipam plugin>\", ...}");
-  }
-  auto ipamType = stringField(*it, "type", "ipam.type");
+  auto ipamType = stringField(*section, "type", "ipam.type");
   if (!ipamType) {
     return std::unexpected(ipamType.error());
   }
-  if (!*ipamType && !it->empty()) {
+  if (!*ipamType && !section->empty()) {
     return cni::fail(kBad, "ipam.type is missing: name an IPAM plugin found in CNI_PATH (e.g. \"host-local\"), "
                            "or use \"ipam\": {} for no addresses");
   }
@@ -234,22 +244,20 @@ cni::Result<void> parseIpam(const json& j, Role role, NetConf& c) {
     c.ipamType = t;
   }
   if (role == Role::kIpamPlugin || c.ipamType == kEmbeddedIpamType) {
-    parseEmbeddedIpam(*it, c);
+    parseEmbeddedIpam(*section, c);
   }
   return {};
 }
 
 // args.cni: the addresses asked for, and (ibcni itself) the VF's GUID.
 cni::Result<void> parseArgs(const json& j, Role role, NetConf& c) {
-  auto it = j.find("args");
-  if (it == j.end() || it->is_null()) {
+  const json* args = nullptr;
+  IBCNI_TRY_ASSIGN(args, objectField(j, "args", "must be an object"));
+  if (args == nullptr) {
     return {};
   }
-  if (!it->is_object()) {
-    return invalid("args", *it, "must be an object");
-  }
-  auto cniArgs = it->find("cni");
-  if (cniArgs == it->end() || !cniArgs->is_object()) {
+  auto cniArgs = args->find("cni");
+  if (cniArgs == args->end() || !cniArgs->is_object()) {
     return {};
   }
   IBCNI_TRY_ASSIGN(c.argsIps, ipList(*cniArgs, "ips", "args.cni.ips"));

@@ -206,14 +206,12 @@ cni::Result<void> parseIpoibKeys(const json& j, NetConf& c, cni::Command command
 
 // verbsCheck: {"mode": "off"|"warn"|"require", "timeoutMs": 1-60000, "probe": "none"|"qp"}.
 cni::Result<void> parseVerbsCheck(const json& j, NetConf& c) {
-  auto it = j.find("verbsCheck");
-  if (it == j.end() || it->is_null()) {
+  const json* vc = nullptr;
+  IBCNI_TRY_ASSIGN(vc, objectField(j, "verbsCheck", "must be an object such as {\"mode\": \"require\"}"));
+  if (vc == nullptr) {
     return {};
   }
-  if (!it->is_object()) {
-    return invalid("verbsCheck", *it, "must be an object such as {\"mode\": \"require\"}");
-  }
-  auto mode = stringField(*it, "mode", "verbsCheck.mode");
+  auto mode = stringField(*vc, "mode", "verbsCheck.mode");
   if (!mode) {
     return std::unexpected(mode.error());
   }
@@ -229,13 +227,13 @@ cni::Result<void> parseVerbsCheck(const json& j, NetConf& c) {
                      "accepted values: \"off\", \"warn\" (log problems), \"require\" (fail ADD and CHECK on them)");
     }
   }
-  if (auto t = it->find("timeoutMs"); t != it->end() && !t->is_null()) {
+  if (auto t = vc->find("timeoutMs"); t != vc->end() && !t->is_null()) {
     if (!t->is_number_integer() || t->get<std::int64_t>() < 1 || t->get<std::int64_t>() > 60000) {
       return invalid("verbsCheck.timeoutMs", *t, "must be an integer from 1 to 60000 (milliseconds)");
     }
     c.verbsCheck.timeoutMs = t->get<std::uint32_t>();
   }
-  auto probe = stringField(*it, "probe", "verbsCheck.probe");
+  auto probe = stringField(*vc, "probe", "verbsCheck.probe");
   if (!probe) {
     return std::unexpected(probe.error());
   }
