@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <unistd.h>
@@ -33,23 +34,56 @@ namespace {
 
 using nlohmann::json;
 
-int reclaimCommand(const std::string& path) {
+// CONFIG_FILE as every subcommand reads it: nullopt when it cannot be read or is no JSON network
+// configuration (said on stderr for `command`: exit status 2); any other refusal is the
+// subcommand's to report.
+std::optional<ibcni::cni::Result<ibcni::config::NetConf>> readConfigFile(const char* command, const std::string& path) {
   auto text = ibcni::os::readFile(path, std::size_t{1} << 20);
   auto conf = text ? ibcni::config::parseIpamNetworkFile(*text)
                    : ibcni::cni::Result<ibcni::config::NetConf>(ibcni::cni::fail(
                          ibcni::cni::Errc::kDecodingFailure, "is not a readable JSON network configuration"));
   if (!conf && conf.error().code == ibcni::cni::Errc::kDecodingFailure) {
-    std::fprintf(stderr, "ibcni-ipam gc: %s %s\n", path.c_str(), conf.error().msg.c_str());
+    std::fprintf(stderr, "ibcni-ipam %s: %s %s\n", command, path.c_str(), conf.error().msg.c_str());
+    return std::nullopt;
+  }
+  return conf;
+}
+
+// The embedded IPAM as the subcommands call it: for a network read from a file, with no CNI_*
+// environment and no CNI_ARGS.
+struct FileIpam {
+  ibcni::ipam::EmbeddedIpam embedded{ibcni::plugin::clusterCapable()};
+  const ibcni::cni::CmdArgs args{};
+  const ibcni::cni::CniArgs cniArgs{};
+
+  [[nodiscard]] ibcni::ipam::Request request(const ibcni::config::NetConf& conf) const {
+    return ibcni::ipam::Request{conf, args, cniArgs, {}};
+  }
+};
+
+// Runs one subcommand: an exception ends it with exit status 1, said on stderr for `command`.
+template <typename Run>
+int guarded(const char* command, const Run& run) {
+  try {
+    return run();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ibcni-ipam %s: %s\n", command, e.what());
+    return 1;
+  }
+}
+
+int reclaimCommand(const std::string& path) {
+  const auto read = readConfigFile("gc", path);
+  if (!read) {
     return 2;
   }
+  const auto& conf = *read;
   if (!conf) {
     std::printf("%s\n", ibcni::result::printError(conf.error(), "").c_str());
     return 1;
   }
-  ibcni::ipam::EmbeddedIpam ipam(ibcni::plugin::clusterCapable());
-  const ibcni::cni::CmdArgs args;
-  const ibcni::cni::CniArgs cniArgs;
-  auto released = ipam.reclaim(ibcni::ipam::Request{*conf, args, cniArgs, {}});
+  FileIpam ipam;
+  auto released = ipam.embedded.reclaim(ipam.request(*conf));
   if (!released) {
     std::printf("%s\n", ibcni::result::printError(released.error(), "").c_str());
     return 1;
@@ -83,14 +117,11 @@ constexpr const char* kPoolsUsage =
     "  naming the endpoint); 2 usage, an unreadable CONFIG_FILE, or a network without ipam.cluster\n";
 
 int poolsCommand(const std::string& path, bool asJson, const std::string& change) {
-  auto text = ibcni::os::readFile(path, std::size_t{1} << 20);
-  auto conf = text ? ibcni::config::parseIpamNetworkFile(*text)
-                   : ibcni::cni::Result<ibcni::config::NetConf>(ibcni::cni::fail(
-                         ibcni::cni::Errc::kDecodingFailure, "is not a readable JSON network configuration"));
-  if (!conf && conf.error().code == ibcni::cni::Errc::kDecodingFailure) {
-    std::fprintf(stderr, "ibcni-ipam pools: %s %s\n", path.c_str(), conf.error().msg.c_str());
+  const auto read = readConfigFile("pools", path);
+  if (!read) {
     return 2;
   }
+  const auto& conf = *read;
   if (conf && conf->embeddedIpam && *conf->embeddedIpam && !(**conf->embeddedIpam).cluster) {
     std::fprintf(stderr,
                  "ibcni-ipam pools: network %s in %s has no ipam.cluster: its pool is node-local, so there are no "
@@ -110,11 +141,9 @@ int poolsCommand(const std::string& path, bool asJson, const std::string& change
   if (!conf) {
     return fail(conf.error());
   }
-  ibcni::ipam::EmbeddedIpam ipam(ibcni::plugin::clusterCapable());
-  const ibcni::cni::CmdArgs args;
-  const ibcni::cni::CniArgs cniArgs;
+  FileIpam ipam;
   if (change == "--retire") {
-    if (auto r = ipam.retirePool(ibcni::ipam::Request{*conf, args, cniArgs, {}}); !r) {
+    if (auto r = ipam.embedded.retirePool(ipam.request(*conf)); !r) {
       return fail(r.error());
     }
     std::printf("%s\n", json{{"pool", conf->embeddedIpam && *conf->embeddedIpam
@@ -126,14 +155,14 @@ int poolsCommand(const std::string& path, bool asJson, const std::string& change
     return 0;
   }
   if (change == "--redefine") {
-    auto d = ipam.redefinePool(ibcni::ipam::Request{*conf, args, cniArgs, {}});
+    auto d = ipam.embedded.redefinePool(ipam.request(*conf));
     if (!d) {
       return fail(d.error());
     }
     std::printf("%s\n", json{{"pool", d->pool}, {"redefined", json::parse(d->fields, nullptr, false)}}.dump().c_str());
     return 0;
   }
-  auto report = ipam.pools(ibcni::ipam::Request{*conf, args, cniArgs, {}});
+  auto report = ipam.embedded.pools(ipam.request(*conf));
   if (!report) {
     return fail(report.error());
   }
@@ -153,18 +182,13 @@ constexpr const char* kForgetUsage =
     "  stdout); 2 usage or an unreadable CONFIG_FILE\n";
 
 int forgetNodeCommand(const std::string& path, const std::string& node) {
-  auto text = ibcni::os::readFile(path, std::size_t{1} << 20);
-  auto conf = text ? ibcni::config::parseIpamNetworkFile(*text)
-                   : ibcni::cni::Result<ibcni::config::NetConf>(ibcni::cni::fail(
-                         ibcni::cni::Errc::kDecodingFailure, "is not a readable JSON network configuration"));
-  if (!conf && conf.error().code == ibcni::cni::Errc::kDecodingFailure) {
-    std::fprintf(stderr, "ibcni-ipam forget-node: %s %s\n", path.c_str(), conf.error().msg.c_str());
+  const auto read = readConfigFile("forget-node", path);
+  if (!read) {
     return 2;
   }
-  ibcni::ipam::EmbeddedIpam ipam(ibcni::plugin::clusterCapable());
-  const ibcni::cni::CmdArgs args;
-  const ibcni::cni::CniArgs cniArgs;
-  auto done = conf ? ipam.forgetNode(ibcni::ipam::Request{*conf, args, cniArgs, {}}, node)
+  const auto& conf = *read;
+  FileIpam ipam;
+  auto done = conf ? ipam.embedded.forgetNode(ipam.request(*conf), node)
                    : ibcni::cni::Result<void>(std::unexpected(conf.error()));
   if (!done) {
     std::printf("%s\n", ibcni::result::printError(done.error(), "").c_str());
@@ -186,12 +210,7 @@ int main(int argc, char** argv) {
       std::fputs("usage: ibcni-ipam gc CONFIG_FILE\n", stderr);
       return 2;
     }
-    try {
-      return reclaimCommand(argv[2]);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "ibcni-ipam gc: %s\n", e.what());
-      return 1;
-    }
+    return guarded("gc", [&] { return reclaimCommand(argv[2]); });
   }
   if (argc >= 2 && std::string(argv[1]) == "pools") {
     std::string file;
@@ -217,24 +236,14 @@ int main(int argc, char** argv) {
       std::fputs(kPoolsUsage, stderr);
       return 2;
     }
-    try {
-      return poolsCommand(file, asJson, change);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "ibcni-ipam pools: %s\n", e.what());
-      return 1;
-    }
+    return guarded("pools", [&] { return poolsCommand(file, asJson, change); });
   }
   if (argc >= 2 && std::string(argv[1]) == "forget-node") {
     if (argc != 4) {
       std::fputs(kForgetUsage, stderr);
       return 2;
     }
-    try {
-      return forgetNodeCommand(argv[2], argv[3]);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "ibcni-ipam forget-node: %s\n", e.what());
-      return 1;
-    }
+    return guarded("forget-node", [&] { return forgetNodeCommand(argv[2], argv[3]); });
   }
   return ibcni::plugin::runMain([](const ibcni::plugin::Getenv& getenv, std::string_view input, bool inputOk) {
     ibcni::ipam::EmbeddedIpam ipam(ibcni::plugin::clusterCapable());
