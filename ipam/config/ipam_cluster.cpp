@@ -13,20 +13,12 @@ std::string_view clusterBackendName(ClusterBackend backend) {
   return backend == ClusterBackend::kEtcd ? "etcd" : "kubernetes";
 }
 
-bool isNodeName(std::string_view s) {
-  if (s.empty() || s.size() > 253) {
-    return false;
-  }
-  for (char c : s) {
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.')) {
-      return false;
-    }
-  }
-  return s.front() != '-' && s.front() != '.' && s.back() != '-' && s.back() != '.';
-}
+namespace {
 
-bool validPoolName(std::string_view s) {
-  if (s.empty() || s.size() > 63) {
+// 1 to `maxLength` lowercase letters, digits, '-' and '.', starting and ending with a letter or
+// digit: a DNS-1123 subdomain when `maxLength` is 253.
+bool isSubdomainName(std::string_view s, std::size_t maxLength) {
+  if (s.empty() || s.size() > maxLength) {
     return false;
   }
   auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
@@ -40,6 +32,12 @@ bool validPoolName(std::string_view s) {
   }
   return true;
 }
+
+}  // namespace
+
+bool isNodeName(std::string_view s) { return isSubdomainName(s, 253); }
+
+bool validPoolName(std::string_view s) { return isSubdomainName(s, 63); }
 
 namespace {
 
@@ -189,14 +187,8 @@ cni::Result<EtcdClusterConf> etcdObject(const json& j, const std::string& path) 
   return e;
 }
 
-}  // namespace
-
-cni::Result<ClusterConf> clusterObject(const json& j, const IpamConfig& ipam) {
-  const std::string path = "ipam.cluster";
-  if (!j.is_object()) {
-    return invalid(path, j, "must be an object, e.g. {\"backend\": \"kubernetes\", \"blockSize\": 32}");
-  }
-  ClusterConf c;
+// ipam.cluster.backend: "kubernetes" (the default) or "etcd".
+cni::Result<void> clusterBackend(const json& j, const std::string& path, ClusterConf& c) {
   std::optional<std::string> s;
   IBCNI_TRY_ASSIGN(s, stringField(j, "backend", path + ".backend"));
   if (s) {
@@ -208,6 +200,11 @@ cni::Result<ClusterConf> clusterObject(const json& j, const IpamConfig& ipam) {
       return invalid(path + ".backend", *s, "must be \"kubernetes\" (Leases through the API server) or \"etcd\"");
     }
   }
+  return {};
+}
+
+cni::Result<void> clusterPool(const json& j, const std::string& path, ClusterConf& c) {
+  std::optional<std::string> s;
   IBCNI_TRY_ASSIGN(s, stringField(j, "pool", path + ".pool"));
   if (s) {
     if (!validPoolName(*s)) {
@@ -218,6 +215,10 @@ cni::Result<ClusterConf> clusterObject(const json& j, const IpamConfig& ipam) {
     c.pool = *s;
     c.poolPath = path + ".pool";
   }
+  return {};
+}
+
+cni::Result<void> clusterBlockSize(const json& j, const std::string& path, ClusterConf& c) {
   std::optional<std::int64_t> n;
   IBCNI_TRY_ASSIGN(n, boundedField(j, "blockSize", path + ".blockSize", 4, 65536, " (a power of two)"));
   if (n) {
@@ -226,6 +227,11 @@ cni::Result<ClusterConf> clusterObject(const json& j, const IpamConfig& ipam) {
     }
     c.blockSize = static_cast<std::uint32_t>(*n);
   }
+  return {};
+}
+
+cni::Result<void> clusterNodeName(const json& j, const std::string& path, ClusterConf& c) {
+  std::optional<std::string> s;
   IBCNI_TRY_ASSIGN(s, stringField(j, "nodeName", path + ".nodeName"));
   if (s) {
     if (!isNodeName(*s)) {
@@ -235,6 +241,13 @@ cni::Result<ClusterConf> clusterObject(const json& j, const IpamConfig& ipam) {
     }
     c.nodeName = *s;
   }
+  return {};
+}
+
+// How long to wait and hold, and how many blocks to keep: timeoutMs, releaseAfterSeconds,
+// leaseDurationSeconds, minBlocksPerNode.
+cni::Result<void> clusterTuning(const json& j, const std::string& path, ClusterConf& c) {
+  std::optional<std::int64_t> n;
   IBCNI_TRY_ASSIGN(n, boundedField(j, "timeoutMs", path + ".timeoutMs", 100, 600000, " (milliseconds)"));
   if (n) {
     c.timeout = std::chrono::milliseconds(*n);
@@ -251,6 +264,12 @@ cni::Result<ClusterConf> clusterObject(const json& j, const IpamConfig& ipam) {
   if (n) {
     c.minBlocksPerNode = static_cast<std::size_t>(*n);
   }
+  return {};
+}
+
+// ipam.cluster.kubernetes (always read) and ipam.cluster.etcd (read, and required, with the etcd
+// backend only).
+cni::Result<void> clusterBackendObjects(const json& j, const std::string& path, ClusterConf& c) {
   const json none;
   auto k8s = kubernetesObject(j.contains("kubernetes") ? j["kubernetes"] : none, path + ".kubernetes");
   if (!k8s) {
@@ -270,7 +289,11 @@ cni::Result<ClusterConf> clusterObject(const json& j, const IpamConfig& ipam) {
   if (!j.contains("backend") && j.contains("etcd")) {
     return invalid(path + ".backend", json(), "must be \"etcd\" when ipam.cluster.etcd is given");
   }
-  // Every range must hold whole blocks: a block is aligned on its size inside the subnet.
+  return {};
+}
+
+// Every range must hold whole blocks: a block is aligned on its size inside the subnet.
+cni::Result<void> checkBlocksFit(const json& j, const std::string& path, const ClusterConf& c, const IpamConfig& ipam) {
   for (const auto& set : ipam.rangeSets) {
     for (const auto& r : set.ranges) {
       const net::U128 size = net::lastOf(r.subnet) - net::firstOf(r.subnet) + 1;
@@ -280,6 +303,26 @@ cni::Result<ClusterConf> clusterObject(const json& j, const IpamConfig& ipam) {
                            " addresses); give a smaller power of two");
       }
     }
+  }
+  return {};
+}
+
+}  // namespace
+
+cni::Result<ClusterConf> clusterObject(const json& j, const IpamConfig& ipam) {
+  const std::string path = "ipam.cluster";
+  if (!j.is_object()) {
+    return invalid(path, j, "must be an object, e.g. {\"backend\": \"kubernetes\", \"blockSize\": 32}");
+  }
+  ClusterConf c;
+  for (auto section : {clusterBackend, clusterPool, clusterBlockSize, clusterNodeName, clusterTuning,
+                       clusterBackendObjects}) {
+    if (auto r = section(j, path, c); !r) {
+      return std::unexpected(r.error());
+    }
+  }
+  if (auto b = checkBlocksFit(j, path, c, ipam); !b) {
+    return std::unexpected(b.error());
   }
   if (auto u = unknownKeys(j, path,
                            {"backend", "pool", "blockSize", "nodeName", "timeoutMs", "releaseAfterSeconds",

@@ -3,6 +3,7 @@
 // network configuration into IpamConfig. The plugin's parser (plugin/config/) calls it.
 #pragma once
 
+#include <string>
 #include <string_view>
 
 #include "ibcni/config/ipam_conf.h"
@@ -25,6 +26,17 @@ using fields::u32Field;
 
 /// ipam_conf.cpp: the embedded IPAM's `ipam` object.
 [[nodiscard]] cni::Result<IpamConfig> ipamObject(const fields::json& j);
+/// The member `key` of `j`, or nullptr when it is absent or null (a key not given).
+[[nodiscard]] const fields::json* memberGiven(const fields::json& j, const char* key);
+/// "IPv4" or "IPv6" (AF_INET, AF_INET6), for messages.
+[[nodiscard]] std::string familyName(int family);
+
+/// ipam_range_sets.cpp: the range sets (ipam.ranges, or the legacy ipam.subnet) into `c`: at least
+/// one, none overlapping another.
+[[nodiscard]] cni::Result<void> parseRangeSets(const fields::json& j, IpamConfig& c);
+/// The checks that need every range of `c`: exclusions (a warning for one outside every range),
+/// reservations, and a range set with nothing left to hand out.
+[[nodiscard]] cni::Result<void> validateAgainstRanges(IpamConfig& c);
 
 /// ipam_cluster.cpp: ipam.cluster, checked against the parsed ranges of `ipam`.
 [[nodiscard]] cni::Result<ClusterConf> clusterObject(const fields::json& j, const IpamConfig& ipam);

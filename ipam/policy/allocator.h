@@ -165,11 +165,47 @@ class Allocator final : public LoanBook {
     std::string reason;  // "the gateway of ipam.ranges[0][0]"
   };
 
+  /// One address (or none yet) per range set, in range-set order.
+  using SetAddresses = std::vector<std::optional<net::IpAddress>>;
+  /// What an attachment's record lists: the address it holds in each range set, and the addresses
+  /// it lists that nobody holds (a process died mid-ADD).
+  struct Recorded {
+    SetAddresses held;
+    std::vector<net::IpAddress> unheld;
+  };
+
   cni::Result<StoreLock> lockStore();
   std::optional<std::size_t> setOf(const net::IpAddress& ip) const;
   Lease leaseOf(const net::IpAddress& ip, std::size_t set) const;
   cni::Result<void> checkRequestable(const net::IpAddress& ip, const std::string& what, const PodRef& pod) const;
   cni::Result<void> takeFrom(const net::IpAddress& ip, const AttachmentKey& key, const std::string& what);
+
+  // ADD's steps (allocator_add.cpp).
+  /// What `rec` (the attachment `key`'s record, if any) lists, split by who holds it.
+  cni::Result<Recorded> recordedOf(const std::optional<Allocation>& rec, const AttachmentKey& key);
+  /// The requested addresses by range set: each must fall in a range set, at most one per set.
+  cni::Result<SetAddresses> wantedPerSet(const AddRequest& req) const;
+  /// The address range set `set` gets by name: the pod's reservation, else the requested address
+  /// (which must be requestable); taken for the attachment and, in cluster mode, claimed.
+  /// nullopt when neither names one.
+  cni::Result<std::optional<net::IpAddress>> takeNamed(std::size_t set, const AddRequest& req,
+                                                       const Reservation* reservation,
+                                                       const std::optional<net::IpAddress>& wanted);
+  /// After a process died mid-ADD: the address of range set `set` the attachment was about to get,
+  /// when it may still have it.
+  std::optional<net::IpAddress> resumable(std::size_t set, const std::vector<net::IpAddress>& unheld,
+                                          const PodRef& pod) const;
+  /// Round-robin's next free address of range set `set`, growing the node's blocks in cluster mode
+  /// and releasing dead pods' allocations (not `key`'s) before giving up.
+  cni::Result<net::IpAddress> freeAddress(std::size_t set, const AttachmentKey& key);
+  /// The error for range set `set` having no free address (108).
+  cni::Error noFreeAddress(std::size_t set);
+  /// Records `chosen` as the attachment's allocation (keeping `existing`'s creation time) and saves
+  /// the index.
+  cni::Result<void> recordAllocation(const AddRequest& req, const std::optional<Allocation>& existing,
+                                     const SetAddresses& chosen);
+  std::vector<Lease> leasesOf(const SetAddresses& chosen) const;
+
   cni::Result<std::optional<net::IpAddress>> roundRobin(std::size_t set);
   cni::Result<std::optional<net::IpAddress>> firstFreeOwned(std::size_t set, std::size_t range, U128 lo, U128 hi);
   cni::Result<std::vector<Allocation>> releaseDead(const AttachmentKey* except, bool dryRun);

@@ -40,11 +40,17 @@ os::SysResult<std::string> readAt(int dirFd, const std::string& name, const std:
   return text;
 }
 
-os::SysResult<void> syncFd(int fd, const std::string& path) {
-  if (::fsync(fd) != 0) {
-    return os::sysFail(errno, "fsync " + path);
+// The addresses of `allocation`, then those `old` listed that it drops.
+std::vector<net::IpAddress> withDropped(const Allocation& allocation, const std::optional<Allocation>& old) {
+  std::vector<net::IpAddress> listed = allocation.addresses;
+  if (old) {
+    for (const auto& a : old->addresses) {
+      if (std::find(listed.begin(), listed.end(), a) == listed.end()) {
+        listed.push_back(a);
+      }
+    }
   }
-  return {};
+  return listed;
 }
 
 os::SysResult<os::UniqueFd> openDir(const std::string& path) {
@@ -367,7 +373,7 @@ os::SysResult<void> FileStore::removeClaims(const std::vector<net::IpAddress>& i
       return os::sysFail(errno, "remove " + claimPath(ip));
     }
   }
-  return syncFd(ipsFd_.get(), options_.dir + "/ips");
+  return os::fsyncFd(ipsFd_.get(), options_.dir + "/ips");
 }
 
 os::SysResult<void> FileStore::writeRecord(const Allocation& a) {
@@ -375,43 +381,20 @@ os::SysResult<void> FileStore::writeRecord(const Allocation& a) {
                      codec::encodeRecord(a));
 }
 
-os::SysResult<void> FileStore::reserve(const Allocation& allocation) {
-  if (auto l = requireLock(); !l) {
-    return std::unexpected(l.error());
-  }
-  const AttachmentKey& key = allocation.key;
-  if (!codec::isValidKey(key)) {
-    return badKey(key);
-  }
-  auto old = find(key);
-  if (!old) {
-    return std::unexpected(old.error());
-  }
-  // Load every index this touches first, so that a corrupt index fails before anything changes.
-  std::vector<net::IpAddress> listed = allocation.addresses;
-  if (*old) {
-    for (const auto& a : (*old)->addresses) {
-      if (std::find(listed.begin(), listed.end(), a) == listed.end()) {
-        listed.push_back(a);
-      }
-    }
-  }
-  for (const auto& a : listed) {
+os::SysResult<void> FileStore::loadIndexesOf(const std::vector<net::IpAddress>& ips) {
+  for (const auto& a : ips) {
     if (auto set = setOf(a)) {
       if (auto idx = loadIndex(*set); !idx) {
         return std::unexpected(idx.error());
       }
     }
   }
+  return {};
+}
 
-  // 1. The record first, listing old and new addresses: every claim of `key` is always listed by
-  //    its record, so DEL finds all of them whenever this process dies.
-  Allocation intent = allocation;
-  intent.addresses = listed;
-  if (auto w = writeRecord(intent); !w) {
-    return w;
-  }
-  // 2. The claims: symlink() creates the name or fails, atomically.
+os::SysResult<std::vector<net::IpAddress>> FileStore::createClaims(const Allocation& allocation,
+                                                                   const std::optional<Allocation>& old) {
+  const AttachmentKey& key = allocation.key;
   std::string target = std::string(kClaimPrefix) + codec::recordName(key);
   std::vector<net::IpAddress> created;
   for (const auto& a : allocation.addresses) {
@@ -431,27 +414,35 @@ os::SysResult<void> FileStore::reserve(const Allocation& allocation) {
         failure.op += ": address " + a.toString() + " is held by " + (*owner)->toString();
       }
     }
-    // Undo this call: its claims, then the record.
-    for (const auto& c : created) {
-      ::unlinkat(ipsFd_.get(), c.toString().c_str(), 0);
-    }
-    (void)syncFd(ipsFd_.get(), options_.dir + "/ips");
-    if (*old) {
-      (void)writeRecord(**old);
-    } else {
-      ::unlinkat(attachmentsFd_.get(), codec::recordName(key).c_str(), 0);
-      (void)syncFd(attachmentsFd_.get(), options_.dir + "/attachments");
-    }
+    undoClaims(created, key, old);
     return std::unexpected(std::move(failure));
   }
   if (!created.empty()) {
-    if (auto s = syncFd(ipsFd_.get(), options_.dir + "/ips"); !s) {
-      return s;
+    if (auto s = os::fsyncFd(ipsFd_.get(), options_.dir + "/ips"); !s) {
+      return std::unexpected(s.error());
     }
   }
-  // 3. The index: bits after their claims (a crash in between leaves a claim without its bit,
-  //    which firstFree() repairs). Written at commit().
-  for (const auto& a : allocation.addresses) {
+  return created;
+}
+
+void FileStore::undoClaims(const std::vector<net::IpAddress>& created, const AttachmentKey& key,
+                           const std::optional<Allocation>& old) {
+  // Undo this call: its claims, then the record.
+  for (const auto& c : created) {
+    ::unlinkat(ipsFd_.get(), c.toString().c_str(), 0);
+  }
+  (void)os::fsyncFd(ipsFd_.get(), options_.dir + "/ips");
+  if (old) {
+    (void)writeRecord(*old);
+  } else {
+    ::unlinkat(attachmentsFd_.get(), codec::recordName(key).c_str(), 0);
+    (void)os::fsyncFd(attachmentsFd_.get(), options_.dir + "/attachments");
+  }
+}
+
+os::SysResult<void> FileStore::markClaimed(const std::vector<net::IpAddress>& held,
+                                           const std::vector<net::IpAddress>& created) {
+  for (const auto& a : held) {
     if (auto m = markBit(a, true); !m) {
       return m;
     }
@@ -461,30 +452,69 @@ os::SysResult<void> FileStore::reserve(const Allocation& allocation) {
       sets_[*set].setCursor(a);
     }
   }
+  return {};
+}
+
+os::SysResult<void> FileStore::releaseDropped(const Allocation& allocation, const std::vector<net::IpAddress>& listed) {
+  std::vector<net::IpAddress> drop;
+  for (std::size_t i = allocation.addresses.size(); i < listed.size(); ++i) {
+    auto owner = ownerOf(listed[i]);
+    if (!owner) {
+      return std::unexpected(owner.error());
+    }
+    if (*owner && **owner == allocation.key) {
+      drop.push_back(listed[i]);
+      if (auto m = markBit(listed[i], false); !m) {
+        return m;
+      }
+    }
+  }
+  if (auto f = flushIndexes(); !f) {
+    return f;
+  }
+  if (auto r = removeClaims(drop); !r) {
+    return r;
+  }
+  return writeRecord(allocation);
+}
+
+os::SysResult<void> FileStore::reserve(const Allocation& allocation) {
+  if (auto l = requireLock(); !l) {
+    return std::unexpected(l.error());
+  }
+  const AttachmentKey& key = allocation.key;
+  if (!codec::isValidKey(key)) {
+    return badKey(key);
+  }
+  auto old = find(key);
+  if (!old) {
+    return std::unexpected(old.error());
+  }
+  // Load every index this touches first, so that a corrupt index fails before anything changes.
+  const std::vector<net::IpAddress> listed = withDropped(allocation, *old);
+  if (auto l = loadIndexesOf(listed); !l) {
+    return l;
+  }
+  // 1. The record first, listing old and new addresses: every claim of `key` is always listed by
+  //    its record, so DEL finds all of them whenever this process dies.
+  Allocation intent = allocation;
+  intent.addresses = listed;
+  if (auto w = writeRecord(intent); !w) {
+    return w;
+  }
+  // 2. The claims: symlink() creates the name or fails, atomically.
+  auto created = createClaims(allocation, *old);
+  if (!created) {
+    return std::unexpected(created.error());
+  }
+  // 3. The index: bits after their claims (a crash in between leaves a claim without its bit,
+  //    which firstFree() repairs). Written at commit().
+  if (auto m = markClaimed(allocation.addresses, *created); !m) {
+    return m;
+  }
   // 4. Addresses the old record held that the new one drops: released like DEL does.
   if (listed.size() != allocation.addresses.size()) {
-    std::vector<net::IpAddress> drop;
-    for (std::size_t i = allocation.addresses.size(); i < listed.size(); ++i) {
-      auto owner = ownerOf(listed[i]);
-      if (!owner) {
-        return std::unexpected(owner.error());
-      }
-      if (*owner && **owner == key) {
-        drop.push_back(listed[i]);
-        if (auto m = markBit(listed[i], false); !m) {
-          return m;
-        }
-      }
-    }
-    if (auto f = flushIndexes(); !f) {
-      return f;
-    }
-    if (auto r = removeClaims(drop); !r) {
-      return r;
-    }
-    if (auto w = writeRecord(allocation); !w) {
-      return w;
-    }
+    return releaseDropped(allocation, listed);
   }
   return {};
 }
@@ -526,7 +556,7 @@ os::SysResult<bool> FileStore::release(const AttachmentKey& key) {
   if (::unlinkat(attachmentsFd_.get(), codec::recordName(key).c_str(), 0) != 0 && errno != ENOENT) {
     return os::sysFail(errno, "remove " + recordPath(key));
   }
-  if (auto s = syncFd(attachmentsFd_.get(), options_.dir + "/attachments"); !s) {
+  if (auto s = os::fsyncFd(attachmentsFd_.get(), options_.dir + "/attachments"); !s) {
     return std::unexpected(s.error());
   }
   return true;

@@ -106,6 +106,21 @@ class FileStore final : public Store {
   /// cleared bits first.
   os::SysResult<void> removeClaims(const std::vector<net::IpAddress>& ips);
   os::SysResult<void> writeRecord(const Allocation& a);
+  // reserve()'s steps, in its write order.
+  /// Loads the index of every range set holding one of `ips`.
+  os::SysResult<void> loadIndexesOf(const std::vector<net::IpAddress>& ips);
+  /// Claims the addresses of `allocation` and makes the new claims durable. @return the claims
+  /// created (not those it held already). On failure, undoes them and puts `old` back.
+  os::SysResult<std::vector<net::IpAddress>> createClaims(const Allocation& allocation,
+                                                          const std::optional<Allocation>& old);
+  /// Removes `created` and restores the record of `key` to `old` (none: no record), best effort.
+  void undoClaims(const std::vector<net::IpAddress>& created, const AttachmentKey& key,
+                  const std::optional<Allocation>& old);
+  /// Sets the bits of `held` and moves the round-robin cursor past `created`.
+  os::SysResult<void> markClaimed(const std::vector<net::IpAddress>& held, const std::vector<net::IpAddress>& created);
+  /// Releases what `listed` holds past the addresses of `allocation` (the old record's, dropped
+  /// now) and writes the record without them.
+  os::SysResult<void> releaseDropped(const Allocation& allocation, const std::vector<net::IpAddress>& listed);
   os::SysResult<void> writeAtomic(int dirFd, const std::string& dirPath, const std::string& name,
                                   const std::string& data);
   os::SysResult<std::vector<std::string>> listDir(const std::string& path) const;

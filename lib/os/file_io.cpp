@@ -55,15 +55,19 @@ SysResult<void> writeAll(int fd, std::string_view data, const std::string& what)
   return {};
 }
 
+SysResult<void> fsyncFd(int fd, const std::string& what) {
+  if (::fsync(fd) != 0) {
+    return sysFail(errno, "fsync " + what);
+  }
+  return {};
+}
+
 SysResult<void> fsyncDirectory(const std::string& dir) {
   auto fd = UniqueFd::open(dir, O_RDONLY | O_DIRECTORY);
   if (!fd) {
     return std::unexpected(fd.error());
   }
-  if (::fsync(fd->get()) != 0) {
-    return sysFail(errno, "fsync " + dir);
-  }
-  return {};
+  return fsyncFd(fd->get(), dir);
 }
 
 SysResult<void> writeFileAtomicAt(const FileAt& temp, const FileAt& target, std::string_view data, bool durable) {
@@ -79,8 +83,10 @@ SysResult<void> writeFileAtomicAt(const FileAt& temp, const FileAt& target, std:
   if (auto w = writeAll(fd.get(), data, temp.shown); !w) {
     return fail(w.error().err, w.error().op);
   }
-  if (durable && ::fsync(fd.get()) != 0) {
-    return fail(errno, "fsync " + temp.shown);
+  if (durable) {
+    if (auto s = fsyncFd(fd.get(), temp.shown); !s) {
+      return fail(s.error().err, s.error().op);
+    }
   }
   if (auto c = fd.close(); !c) {
     return fail(c.error().err, "close " + temp.shown);
@@ -90,8 +96,8 @@ SysResult<void> writeFileAtomicAt(const FileAt& temp, const FileAt& target, std:
   if (::renameat(temp.dirFd, temp.name.c_str(), target.dirFd, target.name.c_str()) != 0) {
     return fail(errno, "rename " + temp.shown + " to " + target.shown);
   }
-  if (durable && ::fsync(target.dirFd) != 0) {
-    return sysFail(errno, "fsync the directory of " + target.shown);
+  if (durable) {
+    return fsyncFd(target.dirFd, "the directory of " + target.shown);
   }
   return {};
 }

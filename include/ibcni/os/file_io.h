@@ -21,6 +21,9 @@ namespace ibcni::os {
 /// Writes all of `data` to `fd`, retrying on EINTR and short writes.
 [[nodiscard]] SysResult<void> writeAll(int fd, std::string_view data, const std::string& what);
 
+/// fsync(2) of an open file or directory; errors name it as `what` ("fsync <what>").
+[[nodiscard]] SysResult<void> fsyncFd(int fd, const std::string& what);
+
 /// fsync(2) of a directory, so that a rename or an unlink in it is durable.
 [[nodiscard]] SysResult<void> fsyncDirectory(const std::string& dir);
 
