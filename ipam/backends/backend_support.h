@@ -6,6 +6,7 @@
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ibcni/cni/error.h"
 #include "ibcni/ipam/block_backend.h"
@@ -55,6 +56,21 @@ namespace ibcni::ipam::backend {
     if (!validName(n)) {
       return std::unexpected(invalid(cni::quoted(n) + " is not a valid pool, claim or node name (1-253 printable "
                                                       "bytes, no blanks or '/')"));
+    }
+  }
+  return {};
+}
+
+/// Refuses (kInvalidArgument) a renewal whose pool, node or the name of a claim it holds is not
+/// validName().
+[[nodiscard]] inline BackendResult<void> checkRenewal(std::string_view pool, std::string_view node,
+                                                      const std::vector<HeldClaim>& held) {
+  if (auto v = checkNames({pool, node}); !v) {
+    return v;
+  }
+  for (const auto& h : held) {
+    if (auto v = checkNames({h.name}); !v) {
+      return v;
     }
   }
   return {};

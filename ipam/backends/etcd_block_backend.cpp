@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
+// The etcd block backend's options, the node's lease and its claims (claim, list, release, renew,
+// takeOver, removeGone); etcd_block_backend_pools.cpp has the pools' definitions, registry and
+// demands, etcd_kv_codec.h the keys and values.
 #include "ipam/backends/etcd_block_backend.h"
 
-#include <charconv>
-#include <cstdio>
+#include <algorithm>
 #include <optional>
 #include <set>
 #include <string>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "ipam/backends/backend_support.h"
+#include "ipam/backends/etcd_kv_codec.h"
 #include "ibcni/os/time_text.h"
 
 namespace ibcni::ipam {
@@ -19,83 +22,20 @@ namespace {
 
 using backend::checkNames;
 using backend::excerpt;
-using backend::ours;
 using backend::invalid;
+using backend::ours;
 using backend::printable;
 using backend::validName;
 using etcd::json;
 using etcd::Kv;
-using SysClock = std::chrono::system_clock;
+using etcd_kv::claimValue;
+using etcd_kv::holderOf;
+using etcd_kv::nodeValue;
+using etcd_kv::nowText;
+using etcd_kv::revisionOf;
 
 /// Claims read back in one renewal transaction (etcd refuses more than --max-txn-ops, 128).
 constexpr std::size_t kRenewChunk = 100;
-
-std::string nowText() { return os::rfc3339(SysClock::now()); }
-
-std::string claimValue(std::string_view node, const ClaimAttrs& attrs, const std::string& claimedAt) {
-  json v{{"node", node}, {"claimedAt", claimedAt}};
-  for (auto [key, field] : {std::pair{"owner", &attrs.owner}, std::pair{"pod", &attrs.pod},
-                            std::pair{"lender", &attrs.lender}}) {
-    if (!field->empty()) {
-      v[key] = *field;
-    }
-  }
-  return v.dump();
-}
-
-std::string nodeValue(std::string_view node, const char* when) {
-  return json{{"node", node}, {when, nowText()}}.dump();
-}
-
-/// The holder a claim's value names; identity and version from the key's revisions.
-BackendResult<Holder> holderOf(const Kv& kv, const etcd::Call& call) {
-  const json doc = json::parse(kv.value, nullptr, false);
-  if (!doc.is_object() || !doc.contains("node") || !doc["node"].is_string()) {
-    return std::unexpected(call.bad("key " + cni::quoted(kv.key) + " holds " + excerpt(kv.value) +
-                                    ", not {\"node\":...}"));
-  }
-  Holder h;
-  h.node = doc["node"].get<std::string>();
-  const auto str = [&doc](const char* k) {
-    return doc.contains(k) && doc[k].is_string() ? doc[k].get<std::string>() : std::string();
-  };
-  h.attrs = ClaimAttrs{str("owner"), str("pod"), str("lender")};
-  if (auto at = str("claimedAt"); !at.empty()) {
-    h.claimedAt = os::parseRfc3339(at);
-  }
-  h.identity = std::to_string(kv.createRevision);
-  h.version = std::to_string(kv.modRevision);
-  return h;
-}
-
-std::optional<std::int64_t> revisionOf(std::string_view text) {
-  std::int64_t v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size() || v <= 0) {
-    return std::nullopt;
-  }
-  return v;
-}
-
-
-BackendResult<PoolDefinition> definitionOf(const Kv& kv, std::string_view pool, const etcd::Call& call) {
-  const json doc = json::parse(kv.value, nullptr, false);
-  if (!doc.is_object() || !doc.contains("fields") || !doc["fields"].is_string()) {
-    return std::unexpected(call.bad("definition of pool " + cni::quoted(pool) + " is not {\"fields\": ...}: " +
-                                    excerpt(kv.value)));
-  }
-  return PoolDefinition{std::string(pool), doc["fields"].get<std::string>(), doc.value("origin", std::string()),
-                        std::to_string(kv.modRevision),
-                        doc.contains("closed") && doc["closed"].is_boolean() && doc["closed"].get<bool>()};
-}
-
-std::string definitionValue(const PoolDefinition& def) {
-  json v{{"fields", def.fields}, {"origin", def.origin}};
-  if (def.closed) {
-    v["closed"] = true;
-  }
-  return v.dump();
-}
 
 }  // namespace
 
@@ -142,22 +82,6 @@ BackendResult<void> EtcdBlockBackend::validate(const Options& options) {
 }
 
 etcd::Call EtcdBlockBackend::call() { return etcd::Call(client_, endpoints_, preferred_); }
-
-std::string EtcdBlockBackend::poolPrefix(std::string_view pool) const {
-  return options_.prefix + "pools/" + std::string(pool) + "/";
-}
-
-std::string EtcdBlockBackend::claimKey(ClaimKind kind, std::string_view pool, std::string_view name) const {
-  return poolPrefix(pool) + (kind == ClaimKind::kBlock ? "blocks/" : "addresses/") + std::string(name);
-}
-
-std::string EtcdBlockBackend::aliveKey(std::string_view node) const {
-  return options_.prefix + "nodes/" + std::string(node) + "/alive";
-}
-
-std::string EtcdBlockBackend::registeredKey(std::string_view node) const {
-  return options_.prefix + "nodes/" + std::string(node) + "/registered";
-}
 
 std::int64_t EtcdBlockBackend::leaseId() const {
   const std::lock_guard lock(leaseMutex_);
@@ -331,11 +255,7 @@ BackendResult<ReleaseOutcome> EtcdBlockBackend::release(ClaimKind kind, std::str
   // The holder is in the value, which a compare cannot read: read it, then delete on the
   // mod_revision read, so that the state judged ours is exactly the one deleted.
   for (int attempt = 0; attempt < 4; ++attempt) {
-    auto r = c.post("/v3/kv/range", json{{"key", os::base64Encode(key)}});
-    if (!r) {
-      return std::unexpected(std::move(r.error()));
-    }
-    auto kvs = etcd::kvsOf(*r, c);
+    auto kvs = etcd::range(c, key);
     if (!kvs) {
       return std::unexpected(std::move(kvs.error()));
     }
@@ -363,13 +283,8 @@ BackendResult<ReleaseOutcome> EtcdBlockBackend::release(ClaimKind kind, std::str
 
 BackendResult<RenewOutcome> EtcdBlockBackend::renew(std::string_view node, std::string_view pool,
                                                     const std::vector<HeldClaim>& held) {
-  if (auto v = checkNames({pool, node}); !v) {
+  if (auto v = backend::checkRenewal(pool, node, held); !v) {
     return std::unexpected(v.error());
-  }
-  for (const auto& h : held) {
-    if (auto v = checkNames({h.name}); !v) {
-      return std::unexpected(v.error());
-    }
   }
   auto c = call();
   RenewOutcome out;
@@ -499,246 +414,6 @@ BackendResult<ReleaseOutcome> EtcdBlockBackend::removeGone(ClaimKind kind, std::
     return std::unexpected(std::move(kvs.error()));
   }
   return kvs->empty() ? ReleaseOutcome::kGone : ReleaseOutcome::kNotOurs;
-}
-
-BackendResult<PoolDefinition> EtcdBlockBackend::definePool(const PoolDefinition& def) {
-  if (auto v = checkNames({def.pool}); !v) {
-    return std::unexpected(v.error());
-  }
-  auto c = call();
-  const std::string key = options_.prefix + "definitions/" + def.pool;
-  const std::string value = definitionValue(def);
-  auto t = etcd::txn(c, json::array({etcd::compareCreate(key, 0)}), json::array({etcd::putOp(key, value)}),
-                     json::array({etcd::rangeOp(key)}));
-  if (!t) {
-    return std::unexpected(std::move(t.error()));
-  }
-  if (t->succeeded) {
-    PoolDefinition stored = def;
-    stored.identity = std::to_string(t->revision);
-    return stored;
-  }
-  auto kvs = etcd::rangeResult(*t, 0, c);
-  if (!kvs) {
-    return std::unexpected(std::move(kvs.error()));
-  }
-  if (kvs->empty()) {
-    return std::unexpected(c.bad("the definition of pool " + cni::quoted(def.pool) + " vanished while it was read"));
-  }
-  return definitionOf(kvs->front(), def.pool, c);
-}
-
-BackendResult<std::optional<PoolDefinition>> EtcdBlockBackend::definition(std::string_view pool) {
-  if (auto v = checkNames({pool}); !v) {
-    return std::unexpected(v.error());
-  }
-  auto c = call();
-  auto r = c.post("/v3/kv/range", json{{"key", os::base64Encode(options_.prefix + "definitions/" + std::string(pool))}});
-  if (!r) {
-    return std::unexpected(std::move(r.error()));
-  }
-  auto kvs = etcd::kvsOf(*r, c);
-  if (!kvs) {
-    return std::unexpected(std::move(kvs.error()));
-  }
-  if (kvs->empty()) {
-    return std::optional<PoolDefinition>();
-  }
-  auto d = definitionOf(kvs->front(), pool, c);
-  if (!d) {
-    return std::unexpected(std::move(d.error()));
-  }
-  return std::optional<PoolDefinition>(std::move(*d));
-}
-
-BackendResult<PoolRegistry> EtcdBlockBackend::registry() {
-  auto c = call();
-  auto r = c.post("/v3/kv/range", json{{"key", os::base64Encode(options_.prefix + "registry")}});
-  if (!r) {
-    return std::unexpected(std::move(r.error()));
-  }
-  auto kvs = etcd::kvsOf(*r, c);
-  if (!kvs) {
-    return std::unexpected(std::move(kvs.error()));
-  }
-  PoolRegistry out;
-  if (kvs->empty()) {
-    return out;
-  }
-  const json doc = json::parse(kvs->front().value, nullptr, false);
-  if (!doc.is_object() || !doc.contains("pools") || !doc["pools"].is_object()) {
-    return std::unexpected(c.bad("the pools' registry is not {\"pools\": {...}}: " + excerpt(kvs->front().value)));
-  }
-  for (const auto& [pool, fields] : doc["pools"].items()) {
-    if (!fields.is_string()) {
-      return std::unexpected(c.bad("the pools' registry names pool " + cni::quoted(pool) + " without its fields"));
-    }
-    out.pools[pool] = fields.get<std::string>();
-  }
-  out.version = std::to_string(kvs->front().modRevision);
-  return out;
-}
-
-BackendResult<bool> EtcdBlockBackend::writeRegistry(const PoolRegistry& registry) {
-  auto c = call();
-  const std::string key = options_.prefix + "registry";
-  json pools = json::object();
-  for (const auto& [pool, fields] : registry.pools) {
-    pools[pool] = fields;
-  }
-  const auto version = registry.version.empty() ? std::optional<std::int64_t>(0) : revisionOf(registry.version);
-  if (!version) {
-    return std::unexpected(invalid("registry version " + cni::quoted(registry.version) + " is not an etcd mod_revision"));
-  }
-  const json compare = *version == 0 ? etcd::compareCreate(key, 0) : etcd::compareMod(key, *version);
-  auto t = etcd::txn(c, json::array({compare}), json::array({etcd::putOp(key, json{{"pools", pools}}.dump())}),
-                     json::array());
-  if (!t) {
-    return std::unexpected(std::move(t.error()));
-  }
-  return t->succeeded;
-}
-
-BackendResult<std::optional<PoolDefinition>> EtcdBlockBackend::replaceDefinition(const PoolDefinition& def,
-                                                                                  std::string_view seen) {
-  if (auto v = checkNames({def.pool}); !v) {
-    return std::unexpected(v.error());
-  }
-  const auto version = revisionOf(seen);
-  if (!version) {
-    return std::unexpected(invalid("definition version " + cni::quoted(seen) + " is not an etcd mod_revision"));
-  }
-  auto c = call();
-  const std::string key = options_.prefix + "definitions/" + def.pool;
-  auto t = etcd::txn(c, json::array({etcd::compareMod(key, *version)}),
-                     json::array({etcd::putOp(key, definitionValue(def)), etcd::rangeOp(key)}), json::array());
-  if (!t) {
-    return std::unexpected(std::move(t.error()));
-  }
-  if (!t->succeeded) {
-    return std::optional<PoolDefinition>();
-  }
-  auto kvs = etcd::rangeResult(*t, 1, c);
-  if (!kvs) {
-    return std::unexpected(std::move(kvs.error()));
-  }
-  if (kvs->empty()) {
-    return std::unexpected(c.bad("the definition of pool " + cni::quoted(def.pool) + " vanished while it was written"));
-  }
-  auto d = definitionOf(kvs->front(), def.pool, c);
-  if (!d) {
-    return std::unexpected(std::move(d.error()));
-  }
-  return std::optional<PoolDefinition>(std::move(*d));
-}
-
-BackendResult<bool> EtcdBlockBackend::removeDefinition(std::string_view pool, std::string_view seen) {
-  if (auto v = checkNames({pool}); !v) {
-    return std::unexpected(v.error());
-  }
-  const auto version = revisionOf(seen);
-  if (!version) {
-    return std::unexpected(invalid("definition version " + cni::quoted(seen) + " is not an etcd mod_revision"));
-  }
-  auto c = call();
-  const std::string key = options_.prefix + "definitions/" + std::string(pool);
-  auto t = etcd::txn(c, json::array({etcd::compareMod(key, *version)}), json::array({etcd::deleteOp(key)}),
-                     json::array());
-  if (!t) {
-    return std::unexpected(std::move(t.error()));
-  }
-  return t->succeeded;
-}
-
-BackendResult<void> EtcdBlockBackend::demand(std::string_view pool, std::string_view node, int wanted) {
-  if (auto v = checkNames({pool, node}); !v) {
-    return std::unexpected(v.error());
-  }
-  auto c = call();
-  const std::string key = poolPrefix(pool) + "demand/" + std::string(node);
-  const std::string value = json{{"node", node}, {"wanted", wanted}, {"requestedAt", nowText()}}.dump();
-  // On the node's lease: a node whose agent stopped asks for nothing.
-  std::int64_t lease = leaseId();
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    if (lease == 0 || attempt > 0) {
-      auto g = grantLease(c, lease);
-      if (!g) {
-        return std::unexpected(std::move(g.error()));
-      }
-      lease = *g;
-    }
-    auto t = etcd::txn(c, json::array(), json::array({etcd::putOp(key, value, lease)}), json::array());
-    if (t) {
-      return {};
-    }
-    if (!etcd::leaseNotFound(t.error())) {
-      return std::unexpected(std::move(t.error()));
-    }
-  }
-  return std::unexpected(c.bad("the node's lease kept expiring while its demand was recorded"));
-}
-
-BackendResult<std::vector<Demand>> EtcdBlockBackend::demands(std::string_view pool) {
-  if (auto v = checkNames({pool}); !v) {
-    return std::unexpected(v.error());
-  }
-  auto c = call();
-  const std::string prefix = poolPrefix(pool) + "demand/";
-  auto r = c.post("/v3/kv/range", etcd::rangePrefixBody(prefix));
-  if (!r) {
-    return std::unexpected(std::move(r.error()));
-  }
-  auto kvs = etcd::kvsOf(*r, c);
-  if (!kvs) {
-    return std::unexpected(std::move(kvs.error()));
-  }
-  std::vector<Demand> out;
-  for (const auto& kv : *kvs) {
-    const json doc = json::parse(kv.value, nullptr, false);
-    Demand d;
-    d.node = kv.key.substr(prefix.size());
-    if (doc.is_object()) {
-      d.wanted = doc.contains("wanted") && doc["wanted"].is_number_integer() ? doc["wanted"].get<int>() : 1;
-      if (doc.contains("requestedAt") && doc["requestedAt"].is_string()) {
-        d.requestedAt = os::parseRfc3339(doc["requestedAt"].get<std::string>());
-      }
-    }
-    d.lapsed = !d.requestedAt || *d.requestedAt + options_.leaseTtl < SysClock::now();
-    out.push_back(std::move(d));
-  }
-  return out;
-}
-
-BackendResult<void> EtcdBlockBackend::withdraw(std::string_view pool, std::string_view node) {
-  if (auto v = checkNames({pool, node}); !v) {
-    return std::unexpected(v.error());
-  }
-  auto c = call();
-  auto t = etcd::txn(c, json::array(), json::array({etcd::deleteOp(poolPrefix(pool) + "demand/" + std::string(node))}),
-                     json::array());
-  if (!t) {
-    return std::unexpected(std::move(t.error()));
-  }
-  return {};
-}
-
-BackendResult<void> EtcdBlockBackend::forgetNode(std::string_view node) {
-  if (auto v = checkNames({node}); !v) {
-    return std::unexpected(v.error());
-  }
-  auto c = call();
-  auto t = etcd::txn(c, json::array({etcd::compareCreate(aliveKey(node), 0)}),
-                     json::array({etcd::deleteOp(registeredKey(node))}), json::array());
-  if (!t) {
-    return std::unexpected(std::move(t.error()));
-  }
-  if (!t->succeeded) {
-    return std::unexpected(invalid("node " + cni::quoted(node) + " is alive: its agent renewed its lease less than " +
-                                   std::to_string(options_.leaseTtl.count()) +
-                                   " s (leaseDurationSeconds) ago; forget a node only once it is gone for good (its "
-                                   "agent stopped and its pods gone), after its lease has lapsed"));
-  }
-  return {};
 }
 
 }  // namespace ibcni::ipam

@@ -109,6 +109,9 @@ class EtcdBlockBackend final : public BlockBackend {
   [[nodiscard]] BackendResult<etcd::TxnAnswer> goneTxn(etcd::Call& call, const std::string& key, const Holder& seen,
                                                        nlohmann::json success);
   [[nodiscard]] std::string poolPrefix(std::string_view pool) const;
+  [[nodiscard]] std::string definitionKey(std::string_view pool) const;
+  [[nodiscard]] std::string registryKey() const;
+  [[nodiscard]] std::string demandKey(std::string_view pool, std::string_view node) const;
 
   http::HttpClient& client_;
   Options options_;

@@ -232,6 +232,26 @@ json rangePrefixOp(std::string_view prefix, bool keysOnly) {
   return json{{"request_range", rangePrefixBody(prefix, keysOnly)}};
 }
 
+namespace {
+
+BackendResult<std::vector<Kv>> rangeWith(Call& call, const json& body) {
+  auto r = call.post("/v3/kv/range", body);
+  if (!r) {
+    return std::unexpected(std::move(r.error()));
+  }
+  return kvsOf(*r, call);
+}
+
+}  // namespace
+
+BackendResult<std::vector<Kv>> range(Call& call, std::string_view key) {
+  return rangeWith(call, json{{"key", os::base64Encode(key)}});
+}
+
+BackendResult<std::vector<Kv>> rangePrefix(Call& call, std::string_view prefix) {
+  return rangeWith(call, rangePrefixBody(prefix));
+}
+
 BackendResult<TxnAnswer> txn(Call& call, json compare, json success, json failure) {
   const json body{{"compare", std::move(compare)}, {"success", std::move(success)}, {"failure", std::move(failure)}};
   auto r = call.post("/v3/kv/txn", body);

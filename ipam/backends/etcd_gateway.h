@@ -83,6 +83,11 @@ struct Kv {
 /// The body of a range of every key under `prefix` (for /v3/kv/range).
 [[nodiscard]] json rangePrefixBody(std::string_view prefix, bool keysOnly = false);
 
+/// The key-value of `key` (none or one), read by one range request.
+[[nodiscard]] BackendResult<std::vector<Kv>> range(Call& call, std::string_view key);
+/// Every key-value under `prefix` (which ends in '/'), read by one range request.
+[[nodiscard]] BackendResult<std::vector<Kv>> rangePrefix(Call& call, std::string_view prefix);
+
 /// A transaction's answer.
 struct TxnAnswer {
   bool succeeded = false;

@@ -148,6 +148,19 @@ BackendResult<Answer> Call::send(http::Method method, const std::string& path, c
   return a;
 }
 
+namespace {
+
+/// The Lease a 2xx answer holds, as found (getLease, createLease and putLease answer it so).
+BackendResult<std::optional<LeaseView>> foundLease(const Answer& a) {
+  auto v = parseLease(a);
+  if (!v) {
+    return std::unexpected(std::move(v.error()));
+  }
+  return std::optional<LeaseView>(std::move(*v));
+}
+
+}  // namespace
+
 BackendResult<std::optional<LeaseView>> Call::getLease(const std::string& name) {
   auto a = send(http::Method::kGet, leasesPath() + "/" + name, nullptr);
   if (!a) {
@@ -159,11 +172,7 @@ BackendResult<std::optional<LeaseView>> Call::getLease(const std::string& name) 
   if (a->status != 200) {
     return std::unexpected(a->unexpected("reading Lease " + name));
   }
-  auto v = parseLease(*a);
-  if (!v) {
-    return std::unexpected(std::move(v.error()));
-  }
-  return std::optional<LeaseView>(std::move(*v));
+  return foundLease(*a);
 }
 
 BackendResult<std::optional<LeaseView>> Call::createLease(const json& body) {
@@ -184,11 +193,7 @@ BackendResult<std::optional<LeaseView>> Call::createLease(const json& body) {
   if (a->status != 201 && a->status != 200) {
     return std::unexpected(a->unexpected("creating a Lease"));
   }
-  auto v = parseLease(*a);
-  if (!v) {
-    return std::unexpected(std::move(v.error()));
-  }
-  return std::optional<LeaseView>(std::move(*v));
+  return foundLease(*a);
 }
 
 BackendResult<std::optional<LeaseView>> Call::putLease(const std::string& name, const json& body) {
@@ -202,11 +207,7 @@ BackendResult<std::optional<LeaseView>> Call::putLease(const std::string& name, 
   if (a->status != 200) {
     return std::unexpected(a->unexpected("updating Lease " + name));
   }
-  auto v = parseLease(*a);
-  if (!v) {
-    return std::unexpected(std::move(v.error()));
-  }
-  return std::optional<LeaseView>(std::move(*v));
+  return foundLease(*a);
 }
 
 BackendResult<Call::Deleted> Call::deleteLease(const std::string& name, const std::string& uid,

@@ -58,6 +58,21 @@ struct Reader {
     return std::optional<json>();
   }
 
+  /// The entry named `name` of `list` as entry() finds it; `kind` and `missing` make the error
+  /// when there is none.
+  std::expected<json, KubeconfigError> required(const json& doc, const char* list, const char* key,
+                                                const std::string& name, KubeconfigErrc kind,
+                                                const std::string& missing) const {
+    auto found = entry(doc, list, key, name);
+    if (!found) {
+      return std::unexpected(std::move(found.error()));
+    }
+    if (!*found) {
+      return fail(kind, list, missing);
+    }
+    return std::move(**found);
+  }
+
   /// A string field of `obj` ("" when absent or null).
   std::expected<std::string, KubeconfigError> string(const json& obj, const std::string& path, const char* name) const {
     if (!obj.contains(name) || obj[name].is_null()) {
@@ -113,11 +128,13 @@ std::string KubeconfigError::describe() const {
   return out + ": " + message;
 }
 
-std::expected<Kubeconfig, KubeconfigError> loadKubeconfig(const std::string& path, std::string_view context) {
-  Reader r{path, {}};
-  const auto slash = path.rfind('/');
-  r.dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-  auto text = os::readFile(path, kMaxKubeconfigBytes);
+namespace {
+
+using Step = std::expected<void, KubeconfigError>;
+
+/// The kubeconfig's text read and parsed (YAML or JSON) into a mapping.
+std::expected<json, KubeconfigError> readDocument(const Reader& r) {
+  auto text = os::readFile(r.file, kMaxKubeconfigBytes);
   if (!text) {
     if (text.error().err == ENOENT) {
       return r.fail(KubeconfigErrc::kMissing, "", "no such file (the node agent writes it; give the path in "
@@ -129,37 +146,42 @@ std::expected<Kubeconfig, KubeconfigError> loadKubeconfig(const std::string& pat
   if (!converted) {
     return r.fail(KubeconfigErrc::kMalformed, "", "not YAML: " + converted.error().describe());
   }
-  const json doc = json::parse(*converted, nullptr, false);
+  json doc = json::parse(*converted, nullptr, false);
   if (!doc.is_object()) {
     return r.fail(KubeconfigErrc::kMalformed, "", "not a mapping (a kubeconfig has clusters, users and contexts)");
   }
+  return doc;
+}
 
-  Kubeconfig out;
-  out.file = path;
+/// The context asked for, else the file's current-context, into out.context.
+Step chooseContext(const Reader& r, const json& doc, std::string_view context, Kubeconfig& out) {
   if (!context.empty()) {
     out.context = std::string(context);
-  } else {
-    auto current = r.string(doc, "", "current-context");
-    if (!current) {
-      current.error().field = "current-context";
-      return std::unexpected(std::move(current.error()));
-    }
-    if (current->empty()) {
-      return r.fail(KubeconfigErrc::kNoContext, "current-context", "is not set and no context was asked for");
-    }
-    out.context = *current;
+    return {};
   }
-  auto ctx = r.entry(doc, "contexts", "context", out.context);
+  auto current = r.string(doc, "", "current-context");
+  if (!current) {
+    current.error().field = "current-context";
+    return std::unexpected(std::move(current.error()));
+  }
+  if (current->empty()) {
+    return r.fail(KubeconfigErrc::kNoContext, "current-context", "is not set and no context was asked for");
+  }
+  out.context = *current;
+  return {};
+}
+
+/// The context's entry: the names of its cluster and user, and its namespace.
+Step readContext(const Reader& r, const json& doc, Kubeconfig& out) {
+  auto ctx = r.required(doc, "contexts", "context", out.context, KubeconfigErrc::kNoContext,
+                        "no context named " + cni::quoted(out.context));
   if (!ctx) {
     return std::unexpected(std::move(ctx.error()));
   }
-  if (!*ctx) {
-    return r.fail(KubeconfigErrc::kNoContext, "contexts", "no context named " + cni::quoted(out.context));
-  }
   const std::string ctxPath = "contexts[" + out.context + "].context";
-  auto clusterName = r.string(**ctx, ctxPath, "cluster");
-  auto userName = r.string(**ctx, ctxPath, "user");
-  auto ns = r.string(**ctx, ctxPath, "namespace");
+  auto clusterName = r.string(*ctx, ctxPath, "cluster");
+  auto userName = r.string(*ctx, ctxPath, "user");
+  auto ns = r.string(*ctx, ctxPath, "namespace");
   for (auto* s : {&clusterName, &userName, &ns}) {
     if (!*s) {
       return std::unexpected(std::move(s->error()));
@@ -174,17 +196,13 @@ std::expected<Kubeconfig, KubeconfigError> loadKubeconfig(const std::string& pat
   }
   out.cluster = *clusterName;
   out.user = *userName;
+  return {};
+}
 
-  auto cluster = r.entry(doc, "clusters", "cluster", out.cluster);
-  if (!cluster) {
-    return std::unexpected(std::move(cluster.error()));
-  }
-  if (!*cluster) {
-    return r.fail(KubeconfigErrc::kNoCluster, "clusters", "no cluster named " + cni::quoted(out.cluster) +
-                                                              " (context " + cni::quoted(out.context) + ")");
-  }
-  const std::string clPath = "clusters[" + out.cluster + "].cluster";
-  auto server = r.string(**cluster, clPath, "server");
+/// The cluster's server URL (without trailing '/'), checked to be http(s)://.
+std::expected<std::string, KubeconfigError> readServer(const Reader& r, const json& cluster,
+                                                       const std::string& clPath) {
+  auto server = r.string(cluster, clPath, "server");
   if (!server) {
     return std::unexpected(std::move(server.error()));
   }
@@ -199,50 +217,46 @@ std::expected<Kubeconfig, KubeconfigError> loadKubeconfig(const std::string& pat
     return r.fail(KubeconfigErrc::kNoServer, clPath + ".server",
                   cni::quoted(*server) + " is not an http(s):// URL");
   }
+  return server;
+}
+
+/// The context's cluster: its server, its CA and insecure-skip-tls-verify.
+Step readCluster(const Reader& r, const json& doc, Kubeconfig& out) {
+  auto cluster = r.required(doc, "clusters", "cluster", out.cluster, KubeconfigErrc::kNoCluster,
+                            "no cluster named " + cni::quoted(out.cluster) + " (context " +
+                                cni::quoted(out.context) + ")");
+  if (!cluster) {
+    return std::unexpected(std::move(cluster.error()));
+  }
+  const std::string clPath = "clusters[" + out.cluster + "].cluster";
+  auto server = readServer(r, *cluster, clPath);
+  if (!server) {
+    return std::unexpected(std::move(server.error()));
+  }
   out.server = *server;
-  if (auto p = r.pem(**cluster, clPath, "certificate-authority", "certificate-authority-data", out.tls.caFile,
+  if (auto p = r.pem(*cluster, clPath, "certificate-authority", "certificate-authority-data", out.tls.caFile,
                      out.tls.caData);
       !p) {
     return std::unexpected(std::move(p.error()));
   }
-  if ((*cluster)->contains("insecure-skip-tls-verify")) {
-    const json& v = (**cluster)["insecure-skip-tls-verify"];
+  if (cluster->contains("insecure-skip-tls-verify")) {
+    const json& v = (*cluster)["insecure-skip-tls-verify"];
     if (!v.is_boolean() && !v.is_null()) {
       return r.fail(KubeconfigErrc::kBadValue, clPath + ".insecure-skip-tls-verify", "is not true or false");
     }
     out.tls.insecure = v.is_boolean() && v.get<bool>();
   }
+  return {};
+}
 
-  auto user = r.entry(doc, "users", "user", out.user);
-  if (!user) {
-    return std::unexpected(std::move(user.error()));
-  }
-  if (!*user) {
-    return r.fail(KubeconfigErrc::kNoUser, "users", "no user named " + cni::quoted(out.user) + " (context " +
-                                                        cni::quoted(out.context) + ")");
-  }
-  const std::string usPath = "users[" + out.user + "].user";
-  for (const char* unsupported : {"exec", "auth-provider", "username", "password"}) {
-    if ((*user)->contains(unsupported) && !(**user)[unsupported].is_null()) {
-      return r.fail(KubeconfigErrc::kBadValue, usPath + "." + unsupported,
-                    "is not supported: give the user a token, a tokenFile or a client certificate and key");
-    }
-  }
-  auto token = r.string(**user, usPath, "token");
-  auto tokenFile = r.string(**user, usPath, "tokenFile");
-  for (auto* s : {&token, &tokenFile}) {
-    if (!*s) {
-      return std::unexpected(std::move(s->error()));
-    }
-  }
-  out.token = *token;
-  out.tokenFile = r.resolve(*tokenFile);
-  if (auto p = r.pem(**user, usPath, "client-certificate", "client-certificate-data", out.tls.certFile,
+/// The user's client certificate and key: both or neither.
+Step readClientCertificate(const Reader& r, const json& user, const std::string& usPath, Kubeconfig& out) {
+  if (auto p = r.pem(user, usPath, "client-certificate", "client-certificate-data", out.tls.certFile,
                      out.tls.certData);
       !p) {
     return std::unexpected(std::move(p.error()));
   }
-  if (auto p = r.pem(**user, usPath, "client-key", "client-key-data", out.tls.keyFile, out.tls.keyData); !p) {
+  if (auto p = r.pem(user, usPath, "client-key", "client-key-data", out.tls.keyFile, out.tls.keyData); !p) {
     return std::unexpected(std::move(p.error()));
   }
   const bool cert = !out.tls.certFile.empty() || !out.tls.certData.empty();
@@ -250,6 +264,59 @@ std::expected<Kubeconfig, KubeconfigError> loadKubeconfig(const std::string& pat
   if (cert != key) {
     return r.fail(KubeconfigErrc::kBadValue, usPath + (cert ? ".client-key" : ".client-certificate"),
                   "is missing: a client certificate needs its key and the other way round");
+  }
+  return {};
+}
+
+/// The context's user: no unsupported auth method; its token, tokenFile, client certificate and key.
+Step readUser(const Reader& r, const json& doc, Kubeconfig& out) {
+  auto user = r.required(doc, "users", "user", out.user, KubeconfigErrc::kNoUser,
+                         "no user named " + cni::quoted(out.user) + " (context " + cni::quoted(out.context) + ")");
+  if (!user) {
+    return std::unexpected(std::move(user.error()));
+  }
+  const std::string usPath = "users[" + out.user + "].user";
+  for (const char* unsupported : {"exec", "auth-provider", "username", "password"}) {
+    if (user->contains(unsupported) && !(*user)[unsupported].is_null()) {
+      return r.fail(KubeconfigErrc::kBadValue, usPath + "." + unsupported,
+                    "is not supported: give the user a token, a tokenFile or a client certificate and key");
+    }
+  }
+  auto token = r.string(*user, usPath, "token");
+  auto tokenFile = r.string(*user, usPath, "tokenFile");
+  for (auto* s : {&token, &tokenFile}) {
+    if (!*s) {
+      return std::unexpected(std::move(s->error()));
+    }
+  }
+  out.token = *token;
+  out.tokenFile = r.resolve(*tokenFile);
+  return readClientCertificate(r, *user, usPath, out);
+}
+
+}  // namespace
+
+std::expected<Kubeconfig, KubeconfigError> loadKubeconfig(const std::string& path, std::string_view context) {
+  Reader r{path, {}};
+  const auto slash = path.rfind('/');
+  r.dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  auto doc = readDocument(r);
+  if (!doc) {
+    return std::unexpected(std::move(doc.error()));
+  }
+  Kubeconfig out;
+  out.file = path;
+  if (auto c = chooseContext(r, *doc, context, out); !c) {
+    return std::unexpected(std::move(c.error()));
+  }
+  if (auto c = readContext(r, *doc, out); !c) {
+    return std::unexpected(std::move(c.error()));
+  }
+  if (auto c = readCluster(r, *doc, out); !c) {
+    return std::unexpected(std::move(c.error()));
+  }
+  if (auto u = readUser(r, *doc, out); !u) {
+    return std::unexpected(std::move(u.error()));
   }
   return out;
 }
