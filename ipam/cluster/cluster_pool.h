@@ -115,7 +115,7 @@ class ClusterPool final : public BlockSource {
                                    const std::function<cni::Result<bool>(PoolRegistry&)>& edit);
   cni::Result<void> registerPool(BlockBackend& be, const std::string& fields);
   cni::Result<void> unregisterPool(BlockBackend& be);
-  // Where --redefine and --retire start: the backend, and the pool's definition it keeps now.
+  // The backend, and the pool's definition it keeps now (refreshDefinition, --redefine, --retire).
   struct StoredDefinition {
     BlockBackend* backend;
     std::optional<PoolDefinition> definition;  ///< nullopt: the pool has none

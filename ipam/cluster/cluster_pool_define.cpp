@@ -107,18 +107,14 @@ cni::Result<void> ClusterPool::registerPool(BlockBackend& be, const std::string&
 }
 
 cni::Result<void> ClusterPool::refreshDefinition() {
-  auto b = backend();
-  if (!b) {
-    return std::unexpected(b.error());
+  auto now = storedDefinition();
+  if (!now) {
+    return std::unexpected(now.error());
   }
-  auto d = (*b)->definition(cluster_.pool);
-  if (!d) {
-    return std::unexpected(backendError(d.error(), "reading the definition"));
-  }
-  if (!*d || (**d).closed || (**d).identity != ledger_.definition->identity) {
-    ledger_.definition = *d && !(**d).closed
-                             ? std::optional(LedgerDefinition{(**d).fields, (**d).identity, (**d).origin})
-                             : std::nullopt;
+  const std::optional<PoolDefinition>& d = now->definition;
+  if (!d || d->closed || d->identity != ledger_.definition->identity) {
+    ledger_.definition = d && !d->closed ? std::optional(LedgerDefinition{d->fields, d->identity, d->origin})
+                                         : std::nullopt;
     return save();
   }
   return {};
