@@ -2,25 +2,15 @@
 #include <fcntl.h>
 #include <unistd.h>
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <string>
 #include <filesystem>
-#include <map>
-#include <memory>
-#include <set>
-#include <ctime>
-#include <optional>
+#include <string>
 
 #include "ipam/embedded_ipam.h"
 
-#include "ipam/policy/allocator.h"
-#include "ipam/store/file_store.h"
+#include "ipam/embedded_ipam_session.h"
 #include "ipam/store/record_codec.h"
-#include "ipam/backends/kubeconfig.h"
 #include "ibcni/os/file_io.h"
 #include "ibcni/os/safe_path.h"
-#include "ibcni/os/time_text.h"
 #include "ibcni/os/unique_fd.h"
 #include "lib/json/json_fields.h"
 #include "lib/log/log.h"
@@ -28,16 +18,6 @@
 namespace ibcni::ipam {
 
 namespace {
-
-// One invocation's configuration, store and policy. Not movable: the allocator refers to the
-// configuration (the request's) and the store.
-struct Session {
-  const IpamConfig& config;
-  std::string dir;
-  std::unique_ptr<FileStore> store;
-  std::unique_ptr<Allocator> allocator;
-  std::unique_ptr<ClusterPool> pool;  ///< cluster mode only
-};
 
 ReleasedAllocation toReleased(const Allocation& a) {
   ReleasedAllocation r{a.key.containerId, a.key.ifName, a.pod.empty() ? "" : a.pod.toString(), a.netns, {}};
@@ -62,81 +42,6 @@ EmbeddedIpam::EmbeddedIpam(EmbeddedIpamOptions options) : options_(std::move(opt
 }
 
 namespace {
-
-// The store lives in <dataDir>/<name>. The configuration may come from someone with less power
-// than root, so the directory is reached and created (0700) under the rules of os/safe_path.h:
-// only root's symbolic links are followed, and every directory on the way is root's and writable
-// by no one else. A refusal is error 7; a failing system call is `ioCode`.
-cni::Result<void> prepareStoreDir(const std::string& dir, cni::Errc ioCode) {
-  auto fd = os::openDirectory(dir, os::DirPolicy{.trustedOwners = true, .create = true, .mode = 0700});
-  if (!fd) {
-    if (os::isRefusal(fd.error())) {
-      return cni::fail(cni::Errc::kInvalidConfig, "invalid ipam.dataDir: " + fd.error().op +
-                                                      "; use a directory only root can change, such as the default " +
-                                                      std::string(config::kDefaultIpamDataDir) +
-                                                      " (README \"Security model\")");
-    }
-    // `dir` passed the spelling rules (printable, bounded) and the network name is an identifier.
-    return cni::fail(ioCode, "ipam data directory " + dir + " cannot be opened or created", fd.error().describe());
-  }
-  return {};
-}
-
-cni::Result<std::unique_ptr<Session>> openSession(const Request& request, const EmbeddedIpamOptions& options,
-                                                  cni::Errc ioCode = cni::Errc::kIoFailure, bool create = true) {
-  const auto& parsed = request.conf.embeddedIpam;
-  if (!parsed) {
-    // config/ reads the ipam object for ipam.type "ibcni-ipam" and for ibcni-ipam's own role.
-    return cni::fail(cni::Errc::kInvalidConfig, "ipam.type = " + cni::quoted(request.conf.ipamType) +
-                                                    " is not served by the embedded IPAM: use \"ibcni-ipam\"");
-  }
-  if (!*parsed) {
-    return std::unexpected(parsed->error());
-  }
-  auto s = std::make_unique<Session>(Session{**parsed, {}, {}, {}, {}});
-  for (const auto& w : s->config.warnings) {
-    log::warn("{}", w);
-  }
-  std::string dataDir = s->config.dataDir.empty() ? options.defaultDataDir : s->config.dataDir;
-  std::string node;
-  if (s->config.cluster) {
-    if (!options.backends) {
-      return cni::fail(cni::Errc::kInvalidEnvironment,
-                       "ipam.cluster is not supported by this program: use ibcni or ibcni-ipam");
-    }
-    auto name = clusterNodeName(*s->config.cluster, options.nodeNameFile);
-    if (!name) {
-      return std::unexpected(name.error());
-    }
-    node = std::move(*name);
-    s->dir = clusterPoolDir(dataDir, s->config.cluster->pool);
-  } else {
-    s->dir = dataDir + "/" + request.conf.name;
-  }
-  if (!create) {
-    // Only reading: the directory is used when it is there (and passes the same rules).
-    std::error_code ec;
-    if (std::filesystem::is_directory(s->dir, ec)) {
-      auto fd = os::openDirectory(s->dir, os::DirPolicy{.trustedOwners = true, .create = false});
-      if (!fd) {
-        return cni::fail(os::isRefusal(fd.error()) ? cni::Errc::kInvalidConfig : ioCode,
-                         "ipam data directory " + s->dir + " cannot be opened", fd.error().describe());
-      }
-    }
-  } else if (auto r = prepareStoreDir(s->dir, ioCode); !r) {
-    return std::unexpected(r.error());
-  }
-  s->store = std::make_unique<FileStore>(FileStore::Options{s->dir, Allocator::spansOf(s->config), options.lockTimeout});
-  s->allocator = std::make_unique<Allocator>(s->config, *s->store, *options.netnsChecker, options.clock);
-  if (s->config.cluster) {
-    // The pool is cut from the allocator's view of what can be handed out; then the allocator
-    // hands out only inside the pool's blocks.
-    s->pool = std::make_unique<ClusterPool>(s->config, request.conf.name, node, s->dir, *s->allocator,
-                                            options.backends, options.bootClock, options.clock);
-    s->allocator->useBlocks(*s->pool);
-  }
-  return s;
-}
 
 // The addresses an attachment asks for: one source, the most specific one (runtimeConfig > args >
 // CNI_ARGS), each without its prefix length (the range an address falls in decides it).
@@ -173,6 +78,24 @@ void keepNetworkFile(const std::string& dir, const std::string& text) {
   }
 }
 
+// `base` with each field `over` sets in its place: a list that is not empty, the domain when
+// `overDomain` (an empty domain given replaces too).
+cni::Dns overlay(cni::Dns base, const cni::Dns& over, bool overDomain) {
+  if (!over.nameservers.empty()) {
+    base.nameservers = over.nameservers;
+  }
+  if (overDomain) {
+    base.domain = over.domain;
+  }
+  if (!over.search.empty()) {
+    base.search = over.search;
+  }
+  if (!over.options.empty()) {
+    base.options = over.options;
+  }
+  return base;
+}
+
 // The DNS of an ADD's result, as host-local gives it: ipam.resolvConf read now (at ADD only: a
 // resolv.conf that went away never fails DEL, CHECK or GC), each field ipam.dns sets replacing
 // the file's. A regular file only: a FIFO would block ADD, and a device node may act when opened.
@@ -186,20 +109,7 @@ cni::Result<cni::Dns> resultDns(const IpamConfig& conf) {
                                    "cannot be read (" + text.error().describe() +
                                        "); give the path of a readable resolv.conf file");
   }
-  cni::Dns dns = config::parseResolvConf(*text);
-  if (!conf.dns.nameservers.empty()) {
-    dns.nameservers = conf.dns.nameservers;
-  }
-  if (conf.dnsDomainSet) {
-    dns.domain = conf.dns.domain;
-  }
-  if (!conf.dns.search.empty()) {
-    dns.search = conf.dns.search;
-  }
-  if (!conf.dns.options.empty()) {
-    dns.options = conf.dns.options;
-  }
-  return dns;
+  return overlay(config::parseResolvConf(*text), conf.dns, conf.dnsDomainSet);
 }
 
 }  // namespace
@@ -453,275 +363,6 @@ cni::Result<ReclaimOutcome> EmbeddedIpam::reclaimPool(const Request& request, bo
                             kept->takenOver, kept->lent, kept->loansReturned};
   }
   return out;
-}
-
-namespace {
-
-// Where the backend is reached, for messages: the etcd endpoints, or the kubeconfig's server.
-std::string endpointOf(const config::ClusterConf& c) {
-  if (c.backend == config::ClusterBackend::kEtcd) {
-    std::string out;
-    for (const auto& e : c.etcd.endpoints) {
-      out += (out.empty() ? "" : ",") + e;
-    }
-    return out;
-  }
-  auto kc = loadKubeconfig(c.kubernetes.kubeconfig, c.kubernetes.context);
-  return kc ? kc->server : "kubeconfig " + c.kubernetes.kubeconfig;
-}
-
-}  // namespace
-
-namespace {
-
-// Where this node's ledger (`ledgerState`, "" when absent) and the backend (`holder`, "" when
-// absent) disagree about one claim. A claim this node is giving back, or knows it lost, agrees.
-std::optional<PoolDisagreement> disagreement(const std::string& name, const std::string& ledgerState,
-                                             const std::string& holder, const std::string& node) {
-  const bool mineThere = holder == node;
-  const bool holdsHere = ledgerState == "owned" || ledgerState == "releasing";
-  const bool agree = mineThere ? holdsHere : (ledgerState.empty() || ledgerState == "lost" ||
-                                              (holder.empty() && ledgerState == "releasing"));
-  if (agree) {
-    return std::nullopt;
-  }
-  return PoolDisagreement{name, ledgerState.empty() ? "absent" : ledgerState,
-                          holder.empty() ? "absent" : (mineThere ? "this node" : "node " + holder)};
-}
-
-}  // namespace
-
-cni::Result<PoolReport> EmbeddedIpam::pools(const Request& request) {
-  const auto& parsed = request.conf.embeddedIpam;
-  if (parsed && *parsed && !(**parsed).cluster) {
-    return cni::fail(cni::Errc::kInvalidConfig,
-                     "network " + cni::quoted(request.conf.name) +
-                         " has no ipam.cluster: its pool is node-local (every node allocates from the whole range on "
-                         "its own), so there are no blocks to list");
-  }
-  auto s = openSession(request, options_, cni::Errc::kIoFailure, /*create=*/false);
-  if (!s) {
-    return std::unexpected(s.error());
-  }
-  const IpamConfig& conf = (*s)->config;
-  const config::ClusterConf& cluster = *conf.cluster;
-  const ClusterPool& pool = *(*s)->pool;
-  const BlockGrid& grid = pool.grid();
-  PoolReport r;
-  r.network = request.conf.name;
-  r.pool = cluster.pool;
-  r.backend = std::string(config::clusterBackendName(cluster.backend));
-  r.endpoint = endpointOf(cluster);
-  r.node = pool.node();
-  if (auto id = clusterNodeIdentity(cluster, options_.nodeNameFile); id) {
-    r.nodeSource = id->source;
-  }
-  r.blockSize = grid.blockSize();
-  r.storeDir = (*s)->dir;
-  r.fingerprint = grid.fingerprint();
-  U128 total = 0;
-  for (std::size_t i = 0; i < conf.rangeSets.size(); ++i) {
-    r.rangeSets.push_back(conf.rangeSets[i].path + " = " + conf.rangeSets[i].describe());
-    const U128 n = grid.count(i);
-    r.setBlocks.push_back(toDecimal(n));
-    total = total + n < total ? ~U128{0} : total + n;
-  }
-  r.totalBlocks = toDecimal(total);
-
-  // This node's side: its ledger and its allocations (read under the store's lock).
-  Ledger ledger;
-  std::map<std::string, std::uint64_t> inUse;  // block key -> addresses held on this node
-  std::error_code ec;
-  if (std::filesystem::is_directory((*s)->dir, ec)) {
-    auto lock = StoreLock::acquire(*(*s)->store);
-    if (!lock) {
-      return std::unexpected(storeError(lock.error(), "cannot lock the ipam store"));
-    }
-    auto read = readLedger((*s)->dir);
-    if (!read) {
-      r.warnings.push_back("the block ledger cannot be read: " + read.error().describe());
-    } else if (*read) {
-      ledger = std::move(**read);
-      r.ledgerPresent = true;
-    }
-    auto held = (*s)->store->list();
-    if (!held) {
-      r.warnings.push_back("the allocations cannot be listed: " + held.error().describe());
-    } else {
-      for (const auto& a : *held) {
-        for (const auto& ip : a.addresses) {
-          if (auto blk = grid.blockOf(ip); blk) {
-            ++inUse[blk->key];
-          }
-        }
-      }
-    }
-  }
-  if (r.ledgerPresent && ledger.node != r.node) {
-    r.warnings.push_back("the ledger's blocks were claimed as node " + cni::quoted(ledger.node) + ", not " +
-                         cni::quoted(r.node) + ": ADD refuses this until ipam.cluster.nodeName is set back");
-  }
-
-  // The backend's side: one list of the blocks, one of the named addresses.
-  auto be = options_.backends(cluster, BackendContext{r.node, ledger.etcdLease, {}});
-  if (!be) {
-    return std::unexpected(be.error());
-  }
-  const std::string what = " of pool " + cni::quoted(cluster.pool) + " (ipam.cluster.backend " + r.backend + ")";
-  const auto t0 = std::chrono::steady_clock::now();
-  auto claims = (*be)->list(ClaimKind::kBlock, cluster.pool, std::nullopt);
-  r.listTime = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
-  if (!claims) {
-    return std::unexpected(toCniError(claims.error(), "listing the blocks" + what));
-  }
-  auto named = (*be)->list(ClaimKind::kAddress, cluster.pool, std::nullopt);
-  if (!named) {
-    return std::unexpected(toCniError(named.error(), "listing the named addresses" + what));
-  }
-
-  std::map<std::string, const LedgerEntry*> inLedger;
-  for (const auto& e : ledger.blocks) {
-    inLedger[e.name] = &e;
-  }
-  auto rowOf = [&](const std::string& key) {
-    PoolBlockRow row;
-    row.key = key;
-    row.size = grid.blockSize();
-    if (auto blk = grid.byKey(key); blk) {
-      row.cidr = blk->describe();
-      row.set = blk->set;
-    }
-    if (auto it = inLedger.find(key); it != inLedger.end()) {
-      row.ledgerState = ledgerStateName(it->second->state);
-      if (auto empty = os::elapsed(it->second->emptySince, os::bootNow()); empty) {
-        row.emptyForSeconds = std::chrono::duration_cast<std::chrono::seconds>(*empty).count();
-      }
-    }
-    return row;
-  };
-  std::set<std::string> listed;
-  for (const auto& c : *claims) {
-    PoolBlockRow row = rowOf(c.name);
-    row.holder = c.holder.node;
-    row.mine = c.holder.node == r.node;
-    row.claimedAt = c.holder.claimedAt;
-    row.renewedAt = c.holder.renewedAt;
-    if (row.mine || !row.ledgerState.empty()) {
-      row.inUse = inUse[c.name];
-    }
-    listed.insert(c.name);
-    if (row.set) {
-      ++r.claimedBlocks;
-    }
-    ++r.perNode[c.holder.node];
-    if (auto d = disagreement(c.name, row.ledgerState, c.holder.node, r.node)) {
-      r.disagreements.push_back(*d);
-    }
-    r.blocks.push_back(std::move(row));
-  }
-  for (const auto& e : ledger.blocks) {
-    if (listed.contains(e.name)) {
-      continue;
-    }
-    PoolBlockRow row = rowOf(e.name);
-    row.inUse = inUse[e.name];
-    if (auto t = os::parseRfc3339(e.claimedAt); t) {
-      row.claimedAt = *t;
-    }
-    if (auto d = disagreement(e.name, row.ledgerState, "", r.node)) {
-      r.disagreements.push_back(*d);
-    }
-    r.blocks.push_back(std::move(row));
-  }
-  std::set<std::string> namedListed;
-  for (const auto& c : *named) {
-    namedListed.insert(c.name);
-    const auto e = std::find_if(ledger.addresses.begin(), ledger.addresses.end(),
-                                [&](const auto& x) { return x.name == c.name; });
-    const std::string state = e == ledger.addresses.end() ? "" : ledgerStateName(e->state);
-    if (auto d = disagreement(c.name, state, c.holder.node, r.node)) {
-      r.disagreements.push_back(*d);
-    }
-  }
-  for (const auto& e : ledger.addresses) {
-    if (auto d = namedListed.contains(e.name) ? std::nullopt : disagreement(e.name, ledgerStateName(e.state), "", r.node)) {
-      r.disagreements.push_back(*d);
-    }
-  }
-  r.confirmedAgoSeconds = [&]() -> std::optional<std::int64_t> {
-    auto ago = os::elapsed(ledger.confirmed, os::bootNow());
-    if (!ago) {
-      return std::nullopt;
-    }
-    return std::chrono::duration_cast<std::chrono::seconds>(*ago).count();
-  }();
-  const U128 claimed = r.claimedBlocks;
-  r.freeBlocks = toDecimal(total > claimed ? total - claimed : 0);
-  for (const auto& c : *named) {
-    r.addresses.push_back(PoolAddressRow{c.name, c.holder.node, c.holder.attrs.owner, c.holder.attrs.pod,
-                                         c.holder.attrs.lender, c.holder.claimedAt});
-  }
-  return r;
-}
-
-namespace {
-
-// `ibcni-ipam pools --redefine` / `--retire`: `change` on the network's cluster pool, under the
-// store's lock.
-template <typename T, typename Change>
-cni::Result<T> changePool(const Request& request, const EmbeddedIpamOptions& options, const char* what,
-                          Change change) {
-  const auto& parsed = request.conf.embeddedIpam;
-  if (parsed && *parsed && !(**parsed).cluster) {
-    return cni::fail(cni::Errc::kInvalidConfig, "network " + cni::quoted(request.conf.name) +
-                                                    " has no ipam.cluster: there is no pool to " + what);
-  }
-  auto s = openSession(request, options);
-  if (!s) {
-    return std::unexpected(s.error());
-  }
-  auto lock = StoreLock::acquire(*(*s)->store);
-  if (!lock) {
-    return std::unexpected(storeError(lock.error(), "cannot lock the ipam store"));
-  }
-  if (auto b = (*s)->pool->begin(); !b) {
-    return std::unexpected(b.error());
-  }
-  return change(*(*s)->pool);
-}
-
-}  // namespace
-
-cni::Result<PoolDefinition> EmbeddedIpam::redefinePool(const Request& request) {
-  return changePool<PoolDefinition>(request, options_, "redefine", [](ClusterPool& p) { return p.redefine(); });
-}
-
-cni::Result<void> EmbeddedIpam::retirePool(const Request& request) {
-  return changePool<void>(request, options_, "retire", [](ClusterPool& p) { return p.retire(); });
-}
-
-cni::Result<void> EmbeddedIpam::forgetNode(const Request& request, const std::string& node) {
-  const auto& parsed = request.conf.embeddedIpam;
-  if (!parsed || !*parsed || !(**parsed).cluster) {
-    return cni::fail(cni::Errc::kInvalidConfig,
-                     "network " + cni::quoted(request.conf.name) + " has no ipam.cluster: no node holds anything of it");
-  }
-  if (!options_.backends) {
-    return cni::fail(cni::Errc::kInvalidEnvironment, "ipam.cluster is not supported by this program");
-  }
-  const config::ClusterConf& cluster = *(**parsed).cluster;
-  if (!config::isNodeName(node)) {
-    return cni::fail(cni::Errc::kInvalidConfig, "node " + cni::quoted(node) + " is not a Kubernetes node name");
-  }
-  auto be = options_.backends(cluster, BackendContext{node, 0, {}});
-  if (!be) {
-    return std::unexpected(be.error());
-  }
-  if (auto f = (*be)->forgetNode(node); !f) {
-    return std::unexpected(toCniError(f.error(), "forgetting node " + node));
-  }
-  log::info("node {} is forgotten: the other nodes' agents take over its claims", node);
-  return {};
 }
 
 }  // namespace ibcni::ipam

@@ -115,6 +115,12 @@ class ClusterPool final : public BlockSource {
                                    const std::function<cni::Result<bool>(PoolRegistry&)>& edit);
   cni::Result<void> registerPool(BlockBackend& be, const std::string& fields);
   cni::Result<void> unregisterPool(BlockBackend& be);
+  // The backend, and the pool's definition it keeps now (refreshDefinition, --redefine, --retire).
+  struct StoredDefinition {
+    BlockBackend* backend;
+    std::optional<PoolDefinition> definition;  ///< nullopt: the pool has none
+  };
+  cni::Result<StoredDefinition> storedDefinition();
   cni::Result<PoolDefinition> closeDrained(BlockBackend& be, const PoolDefinition& current, const std::string& option);
   std::unexpected<cni::Error> reopen(BlockBackend& be, const PoolDefinition& current, const std::string& closedIdentity,
                                      const std::string& option, cni::Error why);

@@ -107,18 +107,14 @@ cni::Result<void> ClusterPool::registerPool(BlockBackend& be, const std::string&
 }
 
 cni::Result<void> ClusterPool::refreshDefinition() {
-  auto b = backend();
-  if (!b) {
-    return std::unexpected(b.error());
+  auto now = storedDefinition();
+  if (!now) {
+    return std::unexpected(now.error());
   }
-  auto d = (*b)->definition(cluster_.pool);
-  if (!d) {
-    return std::unexpected(backendError(d.error(), "reading the definition"));
-  }
-  if (!*d || (**d).closed || (**d).identity != ledger_.definition->identity) {
-    ledger_.definition = *d && !(**d).closed
-                             ? std::optional(LedgerDefinition{(**d).fields, (**d).identity, (**d).origin})
-                             : std::nullopt;
+  const std::optional<PoolDefinition>& d = now->definition;
+  if (!d || d->closed || d->identity != ledger_.definition->identity) {
+    ledger_.definition = d && !d->closed ? std::optional(LedgerDefinition{d->fields, d->identity, d->origin})
+                                         : std::nullopt;
     return save();
   }
   return {};
@@ -202,35 +198,44 @@ std::unexpected<cni::Error> ClusterPool::reopen(BlockBackend& be, const PoolDefi
   return std::unexpected(std::move(why));
 }
 
-cni::Result<PoolDefinition> ClusterPool::redefine() {
+cni::Result<ClusterPool::StoredDefinition> ClusterPool::storedDefinition() {
   auto b = backend();
   if (!b) {
     return std::unexpected(b.error());
   }
-  BlockBackend& be = **b;
-  auto current = be.definition(cluster_.pool);
+  auto current = (*b)->definition(cluster_.pool);
   if (!current) {
     return std::unexpected(backendError(current.error(), "reading the definition"));
   }
+  return StoredDefinition{*b, std::move(*current)};
+}
+
+cni::Result<PoolDefinition> ClusterPool::redefine() {
+  auto now = storedDefinition();
+  if (!now) {
+    return std::unexpected(now.error());
+  }
+  BlockBackend& be = *now->backend;
+  const std::optional<PoolDefinition>& current = now->definition;
   PoolDefinition next{cluster_.pool, fields_, "network " + network_ + " on node " + node_ + " (redefined)", {}, {}};
-  if (!*current) {
+  if (!current) {
     ledger_.definition.reset();
     if (auto d = define(be); !d) {
       return std::unexpected(d.error());
     }
     return next;
   }
-  auto closed = closeDrained(be, **current, "--redefine");
+  auto closed = closeDrained(be, *current, "--redefine");
   if (!closed) {
     return std::unexpected(closed.error());
   }
   if (auto r = registerPool(be, fields_); !r) {
-    return reopen(be, **current, closed->identity, "--redefine", r.error());
+    return reopen(be, *current, closed->identity, "--redefine", r.error());
   }
   auto stored = be.replaceDefinition(next, closed->identity);
   if (!stored || !*stored) {
-    (void)registerPool(be, (**current).fields);  // the registry names the old ranges again
-    return reopen(be, **current, closed->identity, "--redefine",
+    (void)registerPool(be, current->fields);  // the registry names the old ranges again
+    return reopen(be, *current, closed->identity, "--redefine",
                   !stored ? backendError(stored.error(), "writing the new definition")
                           : cni::Error{cni::Errc::kTryAgainLater, "the definition changed meanwhile: try again", {}});
   }
@@ -248,17 +253,13 @@ cni::Result<PoolDefinition> ClusterPool::redefine() {
 // it closed and --retire again finishes it. A network that still names the pool defines it anew
 // on its next ADD (entered in the registry again, or refused if another pool has the ranges).
 cni::Result<void> ClusterPool::retire() {
-  auto b = backend();
-  if (!b) {
-    return std::unexpected(b.error());
+  auto now = storedDefinition();
+  if (!now) {
+    return std::unexpected(now.error());
   }
-  BlockBackend& be = **b;
-  auto current = be.definition(cluster_.pool);
-  if (!current) {
-    return std::unexpected(backendError(current.error(), "reading the definition"));
-  }
-  if (*current) {
-    auto closed = closeDrained(be, **current, "--retire");
+  BlockBackend& be = *now->backend;
+  if (const std::optional<PoolDefinition>& current = now->definition) {
+    auto closed = closeDrained(be, *current, "--retire");
     if (!closed) {
       return std::unexpected(closed.error());
     }

@@ -135,7 +135,7 @@ cni::Result<std::vector<net::IpPrefix>> ipList(const json& obj, const char* key,
   return out;
 }
 
-cni::Result<cni::Dns> dnsObject(const json& j, const std::string& path, cni::Dns base) {
+cni::Result<cni::Dns> dnsObject(const json& j, const std::string& path) {
   if (!j.is_object()) {
     return invalid(path, j,
                    "must be an object {\"nameservers\": [...], \"domain\": ..., \"search\": [...], "
@@ -151,23 +151,10 @@ cni::Result<cni::Dns> dnsObject(const json& j, const std::string& path, cni::Dns
   }
   std::optional<std::string> domain;
   IBCNI_TRY_ASSIGN(domain, stringField(j, "domain", path + ".domain"));
-  std::vector<std::string> search;
-  IBCNI_TRY_ASSIGN(search, stringList(j, "search", path + ".search"));
-  std::vector<std::string> options;
-  IBCNI_TRY_ASSIGN(options, stringList(j, "options", path + ".options"));
-  if (!ns.empty()) {
-    base.nameservers = std::move(ns);
-  }
-  if (domain) {
-    base.domain = *domain;
-  }
-  if (!search.empty()) {
-    base.search = std::move(search);
-  }
-  if (!options.empty()) {
-    base.options = std::move(options);
-  }
-  return base;
+  cni::Dns dns{std::move(ns), domain.value_or(""), {}, {}};
+  IBCNI_TRY_ASSIGN(dns.search, stringList(j, "search", path + ".search"));
+  IBCNI_TRY_ASSIGN(dns.options, stringList(j, "options", path + ".options"));
+  return dns;
 }
 
 cni::Result<std::vector<cni::AttachmentKey>> attachmentList(const json& j, const std::string& path) {

@@ -65,8 +65,8 @@ inline constexpr cni::Errc kBad = cni::Errc::kInvalidConfig;
 /// runtimeConfig.ips, args.cni.ips.
 [[nodiscard]] cni::Result<std::vector<net::IpPrefix>> ipList(const json& obj, const char* key,
                                                              const std::string& path);
-/// A DNS object at `path` ("dns", "ipam.dns"): each field given replaces the one in `base`.
-[[nodiscard]] cni::Result<cni::Dns> dnsObject(const json& j, const std::string& path, cni::Dns base = {});
+/// A DNS object at `path` ("dns", "ipam.dns"): the fields given (an absent one is left empty).
+[[nodiscard]] cni::Result<cni::Dns> dnsObject(const json& j, const std::string& path);
 /// GC's list of attachments ({"containerID", "ifname"} objects).
 [[nodiscard]] cni::Result<std::vector<cni::AttachmentKey>> attachmentList(const json& j, const std::string& path);
 

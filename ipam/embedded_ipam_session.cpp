@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "ipam/embedded_ipam_session.h"
+
+#include <filesystem>
+#include <string>
+
+#include "ibcni/os/safe_path.h"
+#include "lib/log/log.h"
+
+namespace ibcni::ipam {
+
+namespace {
+
+// The store lives in <dataDir>/<name>. The configuration may come from someone with less power
+// than root, so the directory is reached and created (0700) under the rules of os/safe_path.h:
+// only root's symbolic links are followed, and every directory on the way is root's and writable
+// by no one else. A refusal is error 7; a failing system call is `ioCode`.
+cni::Result<void> prepareStoreDir(const std::string& dir, cni::Errc ioCode) {
+  auto fd = os::openDirectory(dir, os::DirPolicy{.trustedOwners = true, .create = true, .mode = 0700});
+  if (!fd) {
+    if (os::isRefusal(fd.error())) {
+      return cni::fail(cni::Errc::kInvalidConfig, "invalid ipam.dataDir: " + fd.error().op +
+                                                      "; use a directory only root can change, such as the default " +
+                                                      std::string(config::kDefaultIpamDataDir) +
+                                                      " (README \"Security model\")");
+    }
+    // `dir` passed the spelling rules (printable, bounded) and the network name is an identifier.
+    return cni::fail(ioCode, "ipam data directory " + dir + " cannot be opened or created", fd.error().describe());
+  }
+  return {};
+}
+
+// Only reading: the directory is used when it is there (and passes the same rules).
+cni::Result<void> checkStoreDir(const std::string& dir, cni::Errc ioCode) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(dir, ec)) {
+    auto fd = os::openDirectory(dir, os::DirPolicy{.trustedOwners = true, .create = false});
+    if (!fd) {
+      return cni::fail(os::isRefusal(fd.error()) ? cni::Errc::kInvalidConfig : ioCode,
+                       "ipam data directory " + dir + " cannot be opened", fd.error().describe());
+    }
+  }
+  return {};
+}
+
+// The `ipam` object config/ parsed for the request, or why the embedded IPAM cannot serve it.
+cni::Result<const IpamConfig*> embeddedConfig(const Request& request) {
+  const auto& parsed = request.conf.embeddedIpam;
+  if (!parsed) {
+    // config/ reads the ipam object for ipam.type "ibcni-ipam" and for ibcni-ipam's own role.
+    return cni::fail(cni::Errc::kInvalidConfig, "ipam.type = " + cni::quoted(request.conf.ipamType) +
+                                                    " is not served by the embedded IPAM: use \"ibcni-ipam\"");
+  }
+  if (!*parsed) {
+    return std::unexpected(parsed->error());
+  }
+  return &**parsed;
+}
+
+// The pool's store directory and this node's name, which cluster mode claims blocks as.
+cni::Result<std::string> clusterNode(Session& s, const std::string& dataDir, const EmbeddedIpamOptions& options) {
+  if (!options.backends) {
+    return cni::fail(cni::Errc::kInvalidEnvironment,
+                     "ipam.cluster is not supported by this program: use ibcni or ibcni-ipam");
+  }
+  auto name = clusterNodeName(*s.config.cluster, options.nodeNameFile);
+  if (!name) {
+    return std::unexpected(name.error());
+  }
+  s.dir = clusterPoolDir(dataDir, s.config.cluster->pool);
+  return name;
+}
+
+}  // namespace
+
+cni::Result<std::unique_ptr<Session>> openSession(const Request& request, const EmbeddedIpamOptions& options,
+                                                  cni::Errc ioCode, bool create) {
+  auto conf = embeddedConfig(request);
+  if (!conf) {
+    return std::unexpected(conf.error());
+  }
+  auto s = std::make_unique<Session>(Session{**conf, {}, {}, {}, {}});
+  for (const auto& w : s->config.warnings) {
+    log::warn("{}", w);
+  }
+  std::string dataDir = s->config.dataDir.empty() ? options.defaultDataDir : s->config.dataDir;
+  std::string node;
+  if (s->config.cluster) {
+    auto name = clusterNode(*s, dataDir, options);
+    if (!name) {
+      return std::unexpected(name.error());
+    }
+    node = std::move(*name);
+  } else {
+    s->dir = dataDir + "/" + request.conf.name;
+  }
+  if (auto r = create ? prepareStoreDir(s->dir, ioCode) : checkStoreDir(s->dir, ioCode); !r) {
+    return std::unexpected(r.error());
+  }
+  s->store = std::make_unique<FileStore>(FileStore::Options{s->dir, Allocator::spansOf(s->config), options.lockTimeout});
+  s->allocator = std::make_unique<Allocator>(s->config, *s->store, *options.netnsChecker, options.clock);
+  if (s->config.cluster) {
+    // The pool is cut from the allocator's view of what can be handed out; then the allocator
+    // hands out only inside the pool's blocks.
+    s->pool = std::make_unique<ClusterPool>(s->config, request.conf.name, node, s->dir, *s->allocator,
+                                            options.backends, options.bootClock, options.clock);
+    s->allocator->useBlocks(*s->pool);
+  }
+  return s;
+}
+
+}  // namespace ibcni::ipam
