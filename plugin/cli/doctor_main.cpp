@@ -12,9 +12,12 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 #include "ipam/backends/production_backends.h"
+#include "lib/http/http_relay.h"
+#include "plugin/cli/production_http.h"
 #include "plugin/doctor/config_check.h"
 #include "ipam/embedded_ipam.h"
 #include "lib/http/curl_http_client.h"
@@ -127,7 +130,7 @@ int runDoctor(int argc, char** argv) {
       cin.agentIntervalSource = intervalSource;
       // Cluster mode: the pool's report as `ibcni-ipam pools` makes it, and whether libcurl loads
       // (a request to a closed loopback port: the library is loaded before anything is sent).
-      auto clusterIpam = std::make_shared<ipam::EmbeddedIpam>(clusterCapable());
+      auto clusterIpam = std::make_shared<ipam::EmbeddedIpam>(clusterCapable(productionHttpClient()));
       cin.clusterPools = [clusterIpam](const ipam::Request& r) { return clusterIpam->pools(r); };
       cin.libcurlProblem = [] {
         http::CurlHttpClient client;
@@ -221,6 +224,9 @@ int runPluginMain(int argc, char** argv, const char* name, const PluginEntry& en
   }
   if (argc >= 2 && std::string_view(argv[1]) == "reconcile") {
     return runReconcile(argc, argv);
+  }
+  if (argc == 2 && std::string_view(argv[1]) == "http-relay") {
+    return http::serveHttpRelay(productionHttpClient(), STDIN_FILENO, STDOUT_FILENO);
   }
   return runMain([&entry](const Getenv& getenv, std::string_view input, bool inputOk) {
     ProductionDeps production;

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "ipam/backends/production_backends.h"
+#include "plugin/cli/production_http.h"
 #include "plugin/dispatch.h"
 #include "ipam/embedded_ipam.h"
 #include "ibcni/config/net_conf.h"
@@ -46,7 +47,7 @@ int reclaimCommand(const std::string& path) {
     std::printf("%s\n", ibcni::result::printError(conf.error(), "").c_str());
     return 1;
   }
-  ibcni::ipam::EmbeddedIpam ipam(ibcni::plugin::clusterCapable());
+  ibcni::ipam::EmbeddedIpam ipam(ibcni::plugin::clusterCapable(ibcni::plugin::productionHttpClient()));
   const ibcni::cni::CmdArgs args;
   const ibcni::cni::CniArgs cniArgs;
   auto released = ipam.reclaim(ibcni::ipam::Request{*conf, args, cniArgs, {}});
@@ -110,7 +111,7 @@ int poolsCommand(const std::string& path, bool asJson, const std::string& change
   if (!conf) {
     return fail(conf.error());
   }
-  ibcni::ipam::EmbeddedIpam ipam(ibcni::plugin::clusterCapable());
+  ibcni::ipam::EmbeddedIpam ipam(ibcni::plugin::clusterCapable(ibcni::plugin::productionHttpClient()));
   const ibcni::cni::CmdArgs args;
   const ibcni::cni::CniArgs cniArgs;
   if (change == "--retire") {
@@ -161,7 +162,7 @@ int forgetNodeCommand(const std::string& path, const std::string& node) {
     std::fprintf(stderr, "ibcni-ipam forget-node: %s %s\n", path.c_str(), conf.error().msg.c_str());
     return 2;
   }
-  ibcni::ipam::EmbeddedIpam ipam(ibcni::plugin::clusterCapable());
+  ibcni::ipam::EmbeddedIpam ipam(ibcni::plugin::clusterCapable(ibcni::plugin::productionHttpClient()));
   const ibcni::cni::CmdArgs args;
   const ibcni::cni::CniArgs cniArgs;
   auto done = conf ? ipam.forgetNode(ibcni::ipam::Request{*conf, args, cniArgs, {}}, node)
@@ -237,7 +238,7 @@ int main(int argc, char** argv) {
     }
   }
   return ibcni::plugin::runMain([](const ibcni::plugin::Getenv& getenv, std::string_view input, bool inputOk) {
-    ibcni::ipam::EmbeddedIpam ipam(ibcni::plugin::clusterCapable());
+    ibcni::ipam::EmbeddedIpam ipam(ibcni::plugin::clusterCapable(ibcni::plugin::productionHttpClient()));
     ibcni::plugin::IpamVerbs verbs(ipam);
     return ibcni::plugin::dispatch(getenv, input, inputOk, verbs);
   });
