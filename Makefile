@@ -120,7 +120,7 @@ KERNEL_LAB_RUN ?=
 bench: deps build
 	@rc=0; \
 	echo "== ibcni-ipam against host-local =="; \
-	$(BUILD)/bench/ipam_bench $(BUILD)/ibcni-ipam /usr/lib/cni/host-local || rc=1; \
+	$(BUILD)/bench/ipam_bench $(BUILD)/ibcni-ipam /usr/lib/cni/host-local $(BUILD)/bench/bare_exec || rc=1; \
 	echo; echo "== ibcni against host-device + host-local =="; \
 	$(BUILD)/bench/cni_bench --ibcni $(BUILD)/ibcni --ref /usr/lib/cni || rc=1; \
 	echo; echo "== ibcni-ipam cluster mode (etcd, 3 members) against node-local =="; \

@@ -11,9 +11,11 @@
 #     Debian 12, RHEL/Rocky/Alma 9 and newer) and no libgcc_s version newer than GCC_4.8.0;
 #   - its ELF interpreter is its architecture's standard one: /lib64/ld-linux-x86-64.so.2 on
 #     x86_64, /lib/ld-linux-aarch64.so.1 on aarch64.
-# ibcni and ibcni-ipam (by file name) must be dynamic: they dlopen the node's libcurl (ibcni also
-# libibverbs), which a statically linked program cannot do safely (the library would bind the
-# node's libc.so.6 beside the program's own static glibc). Any other fully static binary passes.
+# A statically linked program may not load the node's libcurl or libibverbs (the library would
+# bind the node's libc.so.6 beside the program's own static glibc): a static binary naming
+# curl_easy_init or ibv_get_device_list (what such a program resolves with dlsym) is refused, and
+# ibcni (by file name), which loads both, must be dynamic. ibcni-ipam is static and loads
+# neither (its HTTP requests go through `ibcni http-relay`); any other fully static binary passes.
 # Used by CI (tests/deploy) and by deploy/Dockerfile's build stage.
 #
 #   deploy/check-portable.sh [--glibc-floor 2.34] [--arch x86_64|aarch64] BINARY...
@@ -86,15 +88,18 @@ for bin in "$@"; do
   esac
   needed=$(readelf -d -W "$bin" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
   if [ -z "$needed" ]; then
-    case $name in
-      ibcni | ibcni-ipam)
-        dlopened=libcurl
-        [ "$name" = ibcni ] && dlopened="libibverbs and libcurl"
-        echo "FAIL $bin: statically linked, but $name dlopens the node's $dlopened: link it dynamically against glibc"
-        status=1
-        ;;
-      *) echo "ok   $bin: static, no shared library or glibc version needed" ;;
-    esac
+    why=
+    if [ "$name" = ibcni ]; then
+      why="ibcni dlopens the node's libibverbs and libcurl"
+    elif grep -aqE 'curl_easy_init|ibv_get_device_list' "$bin"; then
+      why="it names curl_easy_init or ibv_get_device_list, so it would dlopen the node's libcurl or libibverbs"
+    fi
+    if [ -n "$why" ]; then
+      echo "FAIL $bin: statically linked, but $why: link it dynamically against glibc"
+      status=1
+    else
+      echo "ok   $bin: static, no shared library or glibc version needed"
+    fi
     continue
   fi
   interp=$(readelf -l -W "$bin" | sed -n 's/.*Requesting program interpreter: \(.*\)\]/\1/p')

@@ -2,46 +2,40 @@
 #include "ipam/backends/production_backends.h"
 
 #include "ipam/backends/etcd_block_backend.h"
-#include "lib/http/curl_http_client.h"
 #include "ipam/backends/k8s_block_backend.h"
 
 namespace ibcni::plugin {
 
 namespace {
 
-http::HttpClient& httpClient() {
-  static http::CurlHttpClient client;
-  return client;
-}
-
-cni::Result<std::unique_ptr<ipam::BlockBackend>> etcdBackend(const config::ClusterConf& c,
+cni::Result<std::unique_ptr<ipam::BlockBackend>> etcdBackend(http::HttpClient& client, const config::ClusterConf& c,
                                                              const ipam::BackendContext& ctx) {
   auto o = ipam::EtcdBlockBackend::optionsFor(c, ctx.etcdLease, ctx.onLeaseGranted);
   if (auto v = ipam::EtcdBlockBackend::validate(o); !v) {
     return std::unexpected(ipam::toCniError(v.error(), "ipam.cluster.etcd"));
   }
-  return std::make_unique<ipam::EtcdBlockBackend>(httpClient(), std::move(o));
+  return std::make_unique<ipam::EtcdBlockBackend>(client, std::move(o));
 }
 
 }  // namespace
 
-ipam::BackendFactory productionBackends() {
-  return [](const config::ClusterConf& c,
+ipam::BackendFactory productionBackends(http::HttpClient& client) {
+  return [&client](const config::ClusterConf& c,
             const ipam::BackendContext& ctx) -> cni::Result<std::unique_ptr<ipam::BlockBackend>> {
     if (c.backend == config::ClusterBackend::kEtcd) {
-      return etcdBackend(c, ctx);
+      return etcdBackend(client, c, ctx);
     }
     auto o = ipam::KubernetesBlockBackend::optionsFor(c);
     if (!o) {
       return std::unexpected(o.error());
     }
-    return std::make_unique<ipam::KubernetesBlockBackend>(httpClient(), std::move(*o));
+    return std::make_unique<ipam::KubernetesBlockBackend>(client, std::move(*o));
   };
 }
 
-ipam::EmbeddedIpamOptions clusterCapable() {
+ipam::EmbeddedIpamOptions clusterCapable(http::HttpClient& client) {
   ipam::EmbeddedIpamOptions o;
-  o.backends = productionBackends();
+  o.backends = productionBackends(client);
   return o;
 }
 

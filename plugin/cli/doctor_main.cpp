@@ -12,10 +12,13 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <unistd.h>
 #include <utility>
 #include <vector>
 
 #include "ipam/backends/production_backends.h"
+#include "lib/http/http_relay.h"
+#include "plugin/cli/production_http.h"
 #include "plugin/doctor/config_check.h"
 #include "ipam/embedded_ipam.h"
 #include "lib/http/curl_http_client.h"
@@ -153,7 +156,7 @@ doctor::ConfigReport checkConfigFile(Deps& deps, const os::Netns& host, const do
   cin.agentInterval = interval.first;
   cin.agentIntervalSource = interval.second;
   // Cluster mode: the pool's report as `ibcni-ipam pools` makes it, and whether libcurl loads.
-  auto clusterIpam = std::make_shared<ipam::EmbeddedIpam>(clusterCapable());
+  auto clusterIpam = std::make_shared<ipam::EmbeddedIpam>(clusterCapable(productionHttpClient()));
   cin.clusterPools = [clusterIpam](const ipam::Request& r) { return clusterIpam->pools(r); };
   cin.libcurlProblem = libcurlProblem;
   return doctor::checkConfig(configText, *a.configFile, cin);
@@ -272,6 +275,9 @@ int runPluginMain(int argc, char** argv, const char* name, const PluginEntry& en
   }
   if (argc >= 2 && std::string_view(argv[1]) == "reconcile") {
     return runReconcile(argc, argv);
+  }
+  if (argc == 2 && std::string_view(argv[1]) == "http-relay") {
+    return http::serveHttpRelay(productionHttpClient(), STDIN_FILENO, STDOUT_FILENO);
   }
   return runMain([&entry](const Getenv& getenv, std::string_view input, bool inputOk) {
     ProductionDeps production;

@@ -25,8 +25,9 @@ namespace ibcni::plugin {
 using PluginEntry =
     std::function<Outcome(const Getenv& getenv, std::string_view stdinText, bool stdinOk, Deps& production)>;
 
-/// main() of the ibcni executable: `NAME version`, `NAME doctor ...`, `NAME reconcile ...`, else one CNI invocation
-/// through `entry` (runMain) with the production dependencies.
+/// main() of the ibcni executable: `NAME version`, `NAME doctor ...`, `NAME reconcile ...`, `NAME http-relay`
+/// (sends ibcni-ipam's HTTP requests: lib/http/http_relay.h), else one CNI invocation through `entry` (runMain)
+/// with the production dependencies.
 /// @return the exit status
 [[nodiscard]] int runPluginMain(int argc, char** argv, const char* name, const PluginEntry& entry);
 

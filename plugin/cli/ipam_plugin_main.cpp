@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "ipam/backends/production_backends.h"
+#include "plugin/cli/production_http.h"
 #include "plugin/dispatch.h"
 #include "ipam/embedded_ipam.h"
 #include "ibcni/config/net_conf.h"
@@ -52,7 +53,7 @@ std::optional<ibcni::cni::Result<ibcni::config::NetConf>> readConfigFile(const c
 // The embedded IPAM as the subcommands call it: for a network read from a file, with no CNI_*
 // environment and no CNI_ARGS.
 struct FileIpam {
-  ibcni::ipam::EmbeddedIpam embedded{ibcni::plugin::clusterCapable()};
+  ibcni::ipam::EmbeddedIpam embedded{ibcni::plugin::clusterCapable(ibcni::plugin::productionHttpClient())};
   const ibcni::cni::CmdArgs args{};
   const ibcni::cni::CniArgs cniArgs{};
 
@@ -246,7 +247,7 @@ int main(int argc, char** argv) {
     return guarded("forget-node", [&] { return forgetNodeCommand(argv[2], argv[3]); });
   }
   return ibcni::plugin::runMain([](const ibcni::plugin::Getenv& getenv, std::string_view input, bool inputOk) {
-    ibcni::ipam::EmbeddedIpam ipam(ibcni::plugin::clusterCapable());
+    ibcni::ipam::EmbeddedIpam ipam(ibcni::plugin::clusterCapable(ibcni::plugin::productionHttpClient()));
     ibcni::plugin::IpamVerbs verbs(ipam);
     return ibcni::plugin::dispatch(getenv, input, inputOk, verbs);
   });

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "ipam/backends/production_backends.h"
+#include "plugin/cli/production_http.h"
 #include "ipam/embedded_ipam.h"
 #include "ibcni/os/file_io.h"
 #include "ibcni/os/time_text.h"
@@ -56,7 +57,7 @@ struct ProductionDeps::Impl {
   verbs::DlopenVerbsProbe verbs;
   state::FileDeviceInfoFiles deviceInfo;
   delegate::DelegateIpam delegated{processEnvironment()};
-  ipam::EmbeddedIpam embedded{clusterCapable()};
+  ipam::EmbeddedIpam embedded{clusterCapable(productionHttpClient())};
   delegate::IpamRouter ipam{embedded, delegated};
 };
 

@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: Apache-2.0
+// ibcni-ipam's HTTP client. ibcni-ipam is linked statically, because an exec is all an IPAM
+// plugin's ADD costs beyond its own work, and a static program cannot load libcurl: its requests
+// (cluster mode's rare block claims, none in the steady state) go to `ibcni http-relay`, started
+// from the directory ibcni-ipam itself was run from, where the installer puts both.
+#include <climits>
+#include <string>
+#include <unistd.h>
+
+#include "lib/http/http_relay.h"
+#include "plugin/cli/production_http.h"
+
+namespace ibcni::plugin {
+
+namespace {
+
+// <the directory of this executable>/ibcni (the link /proc/self/exe names, so a relative or
+// PATH-found start is followed too).
+std::string ibcniBesideMe() {
+  char self[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  std::string dir = n > 0 ? std::string(self, static_cast<std::size_t>(n)) : std::string();
+  const auto slash = dir.rfind('/');
+  dir = slash == std::string::npos ? std::string(".") : dir.substr(0, slash);
+  return dir + "/ibcni";
+}
+
+}  // namespace
+
+http::HttpClient& productionHttpClient() {
+  static http::RelayHttpClient client(ibcniBesideMe(), {"http-relay"});
+  return client;
+}
+
+}  // namespace ibcni::plugin
