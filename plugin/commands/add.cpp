@@ -170,15 +170,11 @@ cni::Result<void> checkVerbs(const Invocation& inv, Deps& deps, const os::Netns&
     return {};
   }
   const RdmaFacts facts = rdmaFacts(deps, host, inv, device.pciAddress, device.link, record.rdmaDevice, record.rdmaMoved);
-  VerbsExpectations want;
-  want.device = record.rdmaDevice;
-  want.port = record.rdmaPort;
-  want.pkey = record.pkey ? record.pkey : conf.pkey;
+  std::vector<net::IpAddress> ips;
   for (const auto& ip : addresses.ips) {
-    want.ips.push_back(ip.address.address);
+    ips.push_back(ip.address.address);
   }
-  want.qpProbe = conf.verbsCheck.qpProbe;
-  return runVerbsCheck(inv, deps, inv.args.netns, facts, want);
+  return runVerbsCheck(inv, deps, inv.args.netns, facts, verbsExpectations(conf, record, std::move(ips)));
 }
 
 // The result: a chained prevResult passed through with ibcni's interface appended, and the IPAM's
@@ -292,11 +288,7 @@ cni::Result<cni::AddResult> attach(const Invocation& inv, Deps& deps) {
 }  // namespace
 
 cni::Result<cni::AddResult> cmdAdd(const Invocation& given, Deps& deps) {
-  auto inv = withDeviceFromInfoFile(given);
-  if (!inv) {
-    return std::unexpected(inv.error());
-  }
-  return attach(*inv, deps);
+  return withDeviceFromInfoFile(given, [&deps](const Invocation& inv) { return attach(inv, deps); });
 }
 
 }  // namespace ibcni::plugin

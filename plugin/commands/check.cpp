@@ -83,17 +83,13 @@ cni::Result<void> checkVerbs(const Invocation& inv, Deps& deps, const os::Netns&
     }
   }
   const RdmaFacts facts = rdmaFacts(deps, host, inv, rec.pciAddress, hostSide, rec.rdmaDevice, rec.rdmaMoved);
-  VerbsExpectations want;
-  want.device = rec.rdmaDevice;
-  want.port = rec.rdmaPort;
-  want.pkey = rec.pkey ? rec.pkey : conf.pkey;
+  std::vector<net::IpAddress> ips;
   for (const auto& ip : prev.ips) {
     if (ip.interface == ourIndex) {
-      want.ips.push_back(ip.address.address);
+      ips.push_back(ip.address.address);
     }
   }
-  want.qpProbe = conf.verbsCheck.qpProbe;
-  return runVerbsCheck(inv, deps, inv.args.netns, facts, want);
+  return runVerbsCheck(inv, deps, inv.args.netns, facts, verbsExpectations(conf, rec, std::move(ips)));
 }
 
 // CHECK: the record, our interface in prevResult and in the pod, what the mode set up, the
@@ -166,11 +162,7 @@ cni::Result<void> checkAttachment(const Invocation& inv, Deps& deps) {
 }  // namespace
 
 cni::Result<void> cmdCheck(const Invocation& given, Deps& deps) {
-  auto inv = withDeviceFromInfoFile(given);
-  if (!inv) {
-    return std::unexpected(inv.error());
-  }
-  return checkAttachment(*inv, deps);
+  return withDeviceFromInfoFile(given, [&deps](const Invocation& inv) { return checkAttachment(inv, deps); });
 }
 
 }  // namespace ibcni::plugin

@@ -156,6 +156,30 @@ ipam::Request ipamRequest(const Invocation& inv) {
   return ipam::Request{inv.conf, inv.args, inv.cniArgs, inv.rawStdin};
 }
 
+VerbsExpectations verbsExpectations(const config::NetConf& conf, const state::AttachmentRecord& record,
+                                    std::vector<net::IpAddress> ips) {
+  VerbsExpectations want;
+  want.device = record.rdmaDevice;
+  want.port = record.rdmaPort;
+  want.pkey = record.pkey ? record.pkey : conf.pkey;
+  want.ips = std::move(ips);
+  want.qpProbe = conf.verbsCheck.qpProbe;
+  return want;
+}
+
+void addFailure(std::vector<cni::Error>& errors, const cni::Result<void>& result) {
+  if (!result) {
+    errors.push_back(result.error());
+  }
+}
+
+cni::Result<void> failuresAsOne(const std::vector<cni::Error>& errors) {
+  if (!errors.empty()) {
+    return std::unexpected(combine(errors));
+  }
+  return {};
+}
+
 cni::Result<void> releaseAttachment(const Invocation& inv, Deps& deps, const os::Netns& host,
                                     const std::optional<state::AttachmentRecord>& record, bool releaseIpam) {
   std::vector<cni::Error> errors;
@@ -163,9 +187,7 @@ cni::Result<void> releaseAttachment(const Invocation& inv, Deps& deps, const os:
   if (record) {
     auto pod = openPodNetnsIfAlive(record->netns, record->netnsInode, deps, host);
     if (auto* mode = modeByName(record->mode)) {
-      if (auto r = mode->tearDown(ctx, *record, pod ? &*pod : nullptr); !r) {
-        errors.push_back(r.error());
-      }
+      addFailure(errors, mode->tearDown(ctx, *record, pod ? &*pod : nullptr));
     } else {
       errors.push_back(cni::Error{cni::Errc::kStateFailure,
                                   "the attachment record names mode \"" + record->mode +
@@ -178,14 +200,9 @@ cni::Result<void> releaseAttachment(const Invocation& inv, Deps& deps, const os:
   }
   // The IPAM release runs even when the device could not be put back: the address must not leak.
   if (releaseIpam && !inv.conf.ipamType.empty()) {
-    if (auto r = deps.ipam.del(ipamRequest(inv)); !r) {
-      errors.push_back(r.error());
-    }
+    addFailure(errors, deps.ipam.del(ipamRequest(inv)));
   }
-  if (!errors.empty()) {
-    return std::unexpected(combine(errors));
-  }
-  return {};
+  return failuresAsOne(errors);
 }
 
 }  // namespace ibcni::plugin

@@ -14,6 +14,7 @@
 #include "ibcni/os/sys_error.h"
 #include "plugin/invocation.h"
 #include "plugin/modes/attachment_mode.h"
+#include "plugin/modes/verbs_check.h"
 
 namespace ibcni::plugin {
 
@@ -60,6 +61,18 @@ struct Namespaces {
 /// The IPAM call for this invocation: its parsed values (and, for a delegated plugin, the raw
 /// stdin to pass on unchanged). Refers to `inv`.
 [[nodiscard]] ipam::Request ipamRequest(const Invocation& inv);
+
+/// What the verbs check expects of the port behind an attachment: `record`'s RDMA device and port,
+/// its pkey (else the configuration's), a RoCE v2 GID for each of `ips`, and the QP probe when
+/// verbsCheck asks for it.
+[[nodiscard]] VerbsExpectations verbsExpectations(const config::NetConf& conf, const state::AttachmentRecord& record,
+                                                  std::vector<net::IpAddress> ips);
+
+/// For a verb that keeps going past failures: adds `result`'s error to `errors` when it failed.
+void addFailure(std::vector<cni::Error>& errors, const cni::Result<void>& result);
+
+/// Success when `errors` is empty, else all of them as one error (cni::combine).
+[[nodiscard]] cni::Result<void> failuresAsOne(const std::vector<cni::Error>& errors);
 
 /// Undoes one attachment: mode tear-down, then delegated IPAM DEL, then the record. Keeps going
 /// after a failure so that as much as possible is released, and reports every failure.

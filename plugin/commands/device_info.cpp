@@ -25,12 +25,11 @@ cni::Error pathError(const std::string& path, const os::SysError& err, const std
 
 }  // namespace
 
-cni::Result<Invocation> withDeviceFromInfoFile(const Invocation& inv) {
-  Invocation out = inv;
-  auto& c = out.conf;
+cni::Result<std::optional<net::PciAddress>> deviceIdFromInfoFile(const Invocation& inv) {
+  const auto& c = inv.conf;
   const std::string& path = c.runtime.deviceInfoFile;
   if (path.empty()) {
-    return out;
+    return std::optional<net::PciAddress>{};
   }
   const bool named = c.deviceId || c.mode == config::Mode::kIpoib || !c.device.empty();
   auto fromFile = state::readDeviceInfoPci(path, !named);
@@ -38,7 +37,7 @@ cni::Result<Invocation> withDeviceFromInfoFile(const Invocation& inv) {
     return std::unexpected(fromFile.error());
   }
   if (!*fromFile || c.mode == config::Mode::kIpoib) {
-    return out;
+    return std::optional<net::PciAddress>{};
   }
   if (c.deviceId && **fromFile != *c.deviceId) {
     return cni::fail(cni::Errc::kInvalidConfig, "deviceID = \"" + c.deviceId->text + "\" but the device-info file " +
@@ -53,8 +52,10 @@ cni::Result<Invocation> withDeviceFromInfoFile(const Invocation& inv) {
                          "\" are set: select the device one way only (deviceID is what Multus injects from the "
                          "NetworkAttachmentDefinition's resourceName)");
   }
-  c.deviceId = *fromFile;
-  return out;
+  if (c.deviceId) {
+    return std::optional<net::PciAddress>{};  // the file names the deviceID the invocation has
+  }
+  return *fromFile;
 }
 
 cni::Result<bool> deviceInfoToWrite(const Invocation& inv, Deps& deps) {

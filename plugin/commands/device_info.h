@@ -5,6 +5,10 @@
 // record's deviceInfoFile).
 #pragma once
 
+#include <optional>
+#include <type_traits>
+#include <utility>
+
 #include "plugin/deps.h"
 #include "ibcni/cni/error.h"
 #include "ibcni/os/rollback.h"
@@ -13,13 +17,32 @@
 
 namespace ibcni::plugin {
 
-/// ADD and CHECK: `inv` with the device its device-info file names, when there is a file. The file
-/// must name the device only when nothing else does (sriov mode without deviceID or device; ipoib
-/// mode makes its device); otherwise a file naming a PCI address only cross-checks deviceID.
+/// ADD and CHECK: the deviceID the device-info file names, when there is a file and it names one
+/// `inv` lacks; nullopt when the file changes nothing. The file must name the device only when
+/// nothing else does (sriov mode without deviceID or device; ipoib mode makes its device);
+/// otherwise a file naming a PCI address only cross-checks deviceID.
 /// @return error 7 naming runtimeConfig.CNIDeviceInfoFile (unreadable or no PCI address when
 ///         required, a special file), the file and deviceID disagreeing, or the file naming a
 ///         device beside `device`.
-[[nodiscard]] cni::Result<Invocation> withDeviceFromInfoFile(const Invocation& inv);
+[[nodiscard]] cni::Result<std::optional<net::PciAddress>> deviceIdFromInfoFile(const Invocation& inv);
+
+/// ADD and CHECK: runs `verb` on `inv` with the device its device-info file names
+/// (deviceIdFromInfoFile). `inv` is copied only when the file adds a deviceID; otherwise `verb`
+/// gets `inv` itself.
+template <class Verb>
+[[nodiscard]] std::invoke_result_t<Verb&, const Invocation&> withDeviceFromInfoFile(const Invocation& inv,
+                                                                                   Verb&& verb) {
+  auto deviceId = deviceIdFromInfoFile(inv);
+  if (!deviceId) {
+    return std::unexpected(deviceId.error());
+  }
+  if (!*deviceId) {
+    return verb(inv);
+  }
+  Invocation withDevice = inv;
+  withDevice.conf.deviceId = std::move(**deviceId);
+  return verb(withDevice);
+}
 
 /// Before any change: whether this ADD is to write the device-info file (a path is given, ibcni
 /// can write one, and nothing is there). Looks only.

@@ -48,14 +48,9 @@ cni::Result<void> cmdGc(const Invocation& inv, Deps& deps) {
     }
   }
   if (!conf.ipamType.empty()) {
-    if (auto r = deps.ipam.gc(ipamRequest(inv)); !r) {
-      errors.push_back(r.error());
-    }
+    addFailure(errors, deps.ipam.gc(ipamRequest(inv)));
   }
-  if (!errors.empty()) {
-    return std::unexpected(combine(errors));
-  }
-  return {};
+  return failuresAsOne(errors);
 }
 
 }  // namespace ibcni::plugin

@@ -82,6 +82,125 @@ std::optional<nl::Link> ipoibLink(const ModeContext& ctx, const os::Netns& ns, c
   return *l;
 }
 
+// What DEL and CHECK need of the child: its parent, its pkey, mode and umcast, the RDMA device
+// behind it.
+void recordChild(const ModeContext& ctx, const HostDevice& device, const nl::IpoibChildSpec& spec,
+                 state::AttachmentRecord& record) {
+  record.deviceKey = device.deviceKey;
+  record.hostName = device.link.name;
+  record.hostIndex = device.link.index;
+  record.pkey = spec.pkey.partition();
+  record.ipoibMode = modeName(spec.mode);
+  record.umcast = spec.umcast;
+  if (device.rdma) {
+    record.rdmaDevice = device.rdma->name;
+    record.rdmaPort = device.rdma->port;
+  }
+  if (ctx.deps.bootId) {
+    record.bootId = ctx.deps.bootId();
+  }
+}
+
+// Creates the child `spec` in the host under its temporary name, written ahead; its undo deletes it
+// wherever it is then.
+cni::Result<void> createChild(const ModeContext& ctx, const HostDevice& device, const os::Netns& pod,
+                              nl::IpoibChildSpec& spec, os::Rollback& rollback, state::AttachmentRecord& record) {
+  auto& nl = ctx.deps.netlink;
+  const os::Netns& host = ctx.host;
+  const auto& ifName = ctx.inv.args.ifName;
+  // The child's temporary name is written ahead: a process that dies before the child is in the
+  // pod under CNI_IFNAME leaves DEL the name to find it by, in the host or in the pod.
+  RecordAhead ahead(ctx, record, rollback);
+  std::optional<os::SysResult<void>> created;
+  // A temporary name another invocation happens to use: draw another (3 times).
+  for (int attempt = 0; attempt < 4 && (!created || (!*created && created->error().err == EEXIST)); ++attempt) {
+    if (attempt > 0) {
+      spec.name = temporaryLinkName();
+    }
+    record.tempName = spec.name;
+    if (auto r = ahead.save(); !r) {
+      return std::unexpected(r.error());
+    }
+    created = nl.addIpoibChild(host, spec);
+  }
+  if (auto r = *created; !r) {
+    return std::unexpected(sysError(Errc::kNetlinkFailure,
+                                    "cannot create an IPoIB child of " + device.link.name + " with pkey " +
+                                        spec.pkey.hex() + " in " + modeName(spec.mode) + " mode",
+                                    r.error()));
+  }
+  // Until it is in the pod, the child is deleted in the host; after, in the pod (wherever a
+  // later undo finds it).
+  rollback.add("delete the IPoIB child " + spec.name, [&nl, &host, &pod, tmp = spec.name, ifName]() -> os::SysResult<void> {
+    for (const os::Netns* ns : {&host, &pod}) {
+      for (const std::string& name : {tmp, ifName}) {
+        if (ns == &host && name == ifName) {
+          continue;
+        }
+        if (auto l = nl.linkByName(*ns, name); l && l->kind == "ipoib") {
+          return nl.deleteLink(*ns, l->index);
+        }
+      }
+    }
+    return {};
+  });
+  return {};
+}
+
+// Moves the child `name` from the host into `pod`, named CNI_IFNAME there.
+// @return the child in the pod.
+cni::Result<nl::Link> moveChildIntoPod(const ModeContext& ctx, const std::string& name, const os::Netns& pod) {
+  auto& nl = ctx.deps.netlink;
+  const os::Netns& host = ctx.host;
+  const auto& ifName = ctx.inv.args.ifName;
+  auto child = nl.linkByName(host, name);
+  if (!child) {
+    return std::unexpected(sysError(Errc::kNetlinkFailure, "cannot find the new IPoIB child " + name, child.error()));
+  }
+  if (auto r = nl.moveLink(host, child->index, pod); !r) {
+    return std::unexpected(sysError(Errc::kNetlinkFailure,
+                                    "cannot move IPoIB child " + name + " into netns " + pod.path(), r.error()));
+  }
+  auto moved = nl.linkByName(pod, name);
+  if (!moved) {
+    return std::unexpected(sysError(Errc::kNetlinkFailure, "cannot find " + name + " after moving it", moved.error()));
+  }
+  if (auto r = nl.renameLink(pod, moved->index, ifName); !r) {
+    if (r.error().err == EEXIST) {
+      return std::unexpected(sysError(Errc::kIfNameExists,
+                                      "netns " + pod.path() + " already has an interface named " + ifName, r.error()));
+    }
+    return std::unexpected(sysError(Errc::kNetlinkFailure, "cannot rename " + name + " to " + ifName, r.error()));
+  }
+  return *moved;
+}
+
+// In the pod: the configured MTU, and up.
+// @return the child as it is then.
+cni::Result<nl::Link> configureChild(const ModeContext& ctx, const os::Netns& pod, const nl::Link& moved,
+                                     state::AttachmentRecord& record) {
+  auto& nl = ctx.deps.netlink;
+  const auto& conf = ctx.inv.conf;
+  const auto& ifName = ctx.inv.args.ifName;
+  const int idx = moved.index;
+  if (conf.mtu && *conf.mtu != moved.mtu) {
+    if (auto r = nl.setMtu(pod, idx, *conf.mtu); !r) {
+      return std::unexpected(sysError(Errc::kNetlinkFailure,
+                                      "cannot set mtu = " + std::to_string(*conf.mtu) + " on " + ifName, r.error()));
+    }
+    record.podMtu = *conf.mtu;
+  }
+  if (auto r = nl.setLinkUp(pod, idx, true); !r) {
+    return std::unexpected(sysError(Errc::kNetlinkFailure, "cannot bring " + ifName + " up", r.error()));
+  }
+  auto final = nl.linkByIndex(pod, idx);
+  if (!final) {
+    return std::unexpected(sysError(Errc::kNetlinkFailure, "cannot read " + ifName + " back", final.error()));
+  }
+  record.podIndex = idx;
+  return *final;
+}
+
 }  // namespace
 
 cni::Result<HostDevice> IpoibChildMode::resolve(const ModeContext& ctx) {
@@ -130,101 +249,21 @@ cni::Result<HostDevice> IpoibChildMode::resolve(const ModeContext& ctx) {
 
 cni::Result<nl::Link> IpoibChildMode::setUp(const ModeContext& ctx, const HostDevice& device, const os::Netns& pod,
                                             os::Rollback& rollback, state::AttachmentRecord& record) {
-  auto& nl = ctx.deps.netlink;
-  const os::Netns& host = ctx.host;
-  const auto& conf = ctx.inv.conf;
-  const auto& ifName = ctx.inv.args.ifName;
   nl::IpoibChildSpec spec = *device.ipoibChild;
   spec.name = temporaryLinkName();
-  record.deviceKey = device.deviceKey;
-  record.hostName = device.link.name;
-  record.hostIndex = device.link.index;
-  record.pkey = spec.pkey.partition();
-  record.ipoibMode = modeName(spec.mode);
-  record.umcast = spec.umcast;
-  if (device.rdma) {
-    record.rdmaDevice = device.rdma->name;
-    record.rdmaPort = device.rdma->port;
-  }
-  if (ctx.deps.bootId) {
-    record.bootId = ctx.deps.bootId();
-  }
+  recordChild(ctx, device, spec, record);
 
   log::info("creating IPoIB child {} of {} (pkey {}, {} mode, umcast {})", spec.name, device.link.name, spec.pkey.hex(),
             modeName(spec.mode), spec.umcast ? 1 : 0);
-  // The child's temporary name is written ahead: a process that dies before the child is in the
-  // pod under CNI_IFNAME leaves DEL the name to find it by, in the host or in the pod.
-  RecordAhead ahead(ctx, record, rollback);
-  std::optional<os::SysResult<void>> created;
-  // A temporary name another invocation happens to use: draw another (3 times).
-  for (int attempt = 0; attempt < 4 && (!created || (!*created && created->error().err == EEXIST)); ++attempt) {
-    if (attempt > 0) {
-      spec.name = temporaryLinkName();
-    }
-    record.tempName = spec.name;
-    if (auto r = ahead.save(); !r) {
-      return std::unexpected(r.error());
-    }
-    created = nl.addIpoibChild(host, spec);
+  if (auto r = createChild(ctx, device, pod, spec, rollback, record); !r) {
+    return std::unexpected(r.error());
   }
-  if (auto r = *created; !r) {
-    return std::unexpected(sysError(Errc::kNetlinkFailure,
-                                    "cannot create an IPoIB child of " + device.link.name + " with pkey " +
-                                        spec.pkey.hex() + " in " + modeName(spec.mode) + " mode",
-                                    r.error()));
-  }
-  // Until it is in the pod, the child is deleted in the host; after, in the pod (wherever a
-  // later undo finds it).
-  rollback.add("delete the IPoIB child " + spec.name, [&nl, &host, &pod, tmp = spec.name, ifName]() -> os::SysResult<void> {
-    for (const os::Netns* ns : {&host, &pod}) {
-      for (const std::string& name : {tmp, ifName}) {
-        if (ns == &host && name == ifName) {
-          continue;
-        }
-        if (auto l = nl.linkByName(*ns, name); l && l->kind == "ipoib") {
-          return nl.deleteLink(*ns, l->index);
-        }
-      }
-    }
-    return {};
-  });
-  auto child = nl.linkByName(host, spec.name);
-  if (!child) {
-    return std::unexpected(sysError(Errc::kNetlinkFailure, "cannot find the new IPoIB child " + spec.name, child.error()));
-  }
-  if (auto r = nl.moveLink(host, child->index, pod); !r) {
-    return std::unexpected(sysError(Errc::kNetlinkFailure,
-                                    "cannot move IPoIB child " + spec.name + " into netns " + pod.path(), r.error()));
-  }
-  auto moved = nl.linkByName(pod, spec.name);
+  auto moved = moveChildIntoPod(ctx, spec.name, pod);
   if (!moved) {
-    return std::unexpected(sysError(Errc::kNetlinkFailure, "cannot find " + spec.name + " after moving it", moved.error()));
-  }
-  if (auto r = nl.renameLink(pod, moved->index, ifName); !r) {
-    if (r.error().err == EEXIST) {
-      return std::unexpected(sysError(Errc::kIfNameExists,
-                                      "netns " + pod.path() + " already has an interface named " + ifName, r.error()));
-    }
-    return std::unexpected(sysError(Errc::kNetlinkFailure, "cannot rename " + spec.name + " to " + ifName, r.error()));
+    return std::unexpected(moved.error());
   }
   record.tempName.clear();  // ADD's final record names the child by CNI_IFNAME alone
-  const int idx = moved->index;
-  if (conf.mtu && *conf.mtu != moved->mtu) {
-    if (auto r = nl.setMtu(pod, idx, *conf.mtu); !r) {
-      return std::unexpected(sysError(Errc::kNetlinkFailure,
-                                      "cannot set mtu = " + std::to_string(*conf.mtu) + " on " + ifName, r.error()));
-    }
-    record.podMtu = *conf.mtu;
-  }
-  if (auto r = nl.setLinkUp(pod, idx, true); !r) {
-    return std::unexpected(sysError(Errc::kNetlinkFailure, "cannot bring " + ifName + " up", r.error()));
-  }
-  auto final = nl.linkByIndex(pod, idx);
-  if (!final) {
-    return std::unexpected(sysError(Errc::kNetlinkFailure, "cannot read " + ifName + " back", final.error()));
-  }
-  record.podIndex = idx;
-  return *final;
+  return configureChild(ctx, pod, *moved, record);
 }
 
 // The child is a virtual link, destroyed with the namespace it is in; the parent never leaves the

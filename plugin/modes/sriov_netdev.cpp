@@ -19,6 +19,18 @@ std::string markFor(const std::string& hostName) {
   return std::string(SriovNetdevMode::kAliasPrefix) + hostName;
 }
 
+// Registers on `rollback` the rename of `name` in `ns` back to `oldName`.
+void undoRename(os::Rollback& rollback, nl::Netlink& nl, const os::Netns& ns, const std::string& name,
+                const std::string& oldName) {
+  rollback.add("rename " + name + " back to " + oldName, [&nl, &ns, name, oldName]() -> os::SysResult<void> {
+    auto l = nl.linkByName(ns, name);
+    if (!l) {
+      return std::unexpected(l.error());
+    }
+    return nl.renameLink(ns, l->index, oldName);
+  });
+}
+
 // Moves link `index` (named `name`) from `from` to `to`, named `newName` there. The link travels
 // under a temporary name, so it never carries a name that could collide with an interface of
 // either namespace (and the pod name never appears in the host). One namespace move, the costly
@@ -34,13 +46,7 @@ cni::Result<void> relocate(Deps& deps, const os::Netns& from, int index, const s
     return std::unexpected(sysError(cni::Errc::kNetlinkFailure, "cannot rename " + name + " to " + tmpName,
                                     r.error()));
   }
-  rollback.add("rename " + tmpName + " back to " + name, [&nl, &from, tmpName, name]() -> os::SysResult<void> {
-    auto l = nl.linkByName(from, tmpName);
-    if (!l) {
-      return std::unexpected(l.error());
-    }
-    return nl.renameLink(from, l->index, name);
-  });
+  undoRename(rollback, nl, from, tmpName, name);
 
   if (auto r = nl.moveLink(from, index, to); !r) {
     return std::unexpected(sysError(cni::Errc::kNetlinkFailure,
@@ -69,13 +75,7 @@ cni::Result<void> relocate(Deps& deps, const os::Netns& from, int index, const s
     return std::unexpected(sysError(cni::Errc::kNetlinkFailure, "cannot rename " + tmpName + " to " + newName,
                                     r.error()));
   }
-  rollback.add("rename " + newName + " back to " + tmpName, [&nl, &to, tmpName, newName]() -> os::SysResult<void> {
-    auto l = nl.linkByName(to, newName);
-    if (!l) {
-      return std::unexpected(l.error());
-    }
-    return nl.renameLink(to, l->index, tmpName);
-  });
+  undoRename(rollback, nl, to, newName, tmpName);
   return {};
 }
 
@@ -151,6 +151,208 @@ cni::Result<void> refuseNodeDevice(const ModeContext& ctx, const HostDevice& dev
     }
   }
   return {};
+}
+
+// The MAC asked for the pod interface: the MAC capability, else the legacy CNI_ARGS MAC. It cannot
+// apply to a 20-byte IPoIB address: refused before any VF setting changes (a GUID would cost two
+// driver rebinds for nothing).
+cni::Result<std::optional<net::HwAddress>> requestedMac(const ModeContext& ctx, const nl::Link& original) {
+  std::optional<net::HwAddress> mac = ctx.inv.conf.runtime.mac;
+  if (!mac && !ctx.inv.cniArgs.mac.empty()) {
+    mac = net::HwAddress::parse(ctx.inv.cniArgs.mac);
+  }
+  if (mac && original.arpType == nl::kArphrdInfiniband) {
+    return cni::fail(cni::Errc::kInvalidConfig,
+                     "mac = \"" + mac->text + "\" cannot be set on InfiniBand interface " + original.name +
+                         ": an IPoIB address is 20 bytes and derived from the port GID; use infinibandGUID");
+  }
+  return mac;
+}
+
+// What DEL needs to find the device and put it back as it was before ADD.
+void recordHostSide(const HostDevice& device, state::AttachmentRecord& record) {
+  const nl::Link& original = device.link;
+  record.pciAddress = device.pciAddress;
+  record.deviceKey = device.deviceKey;
+  record.hostName = original.name;
+  record.hostIndex = original.index;
+  record.hostMtu = original.mtu;
+  record.hostUp = original.adminUp;
+  record.hostAlias = original.alias;
+  record.hostMac = original.mac.text;
+}
+
+// Before the move, in the host: `link` down and carrying ibcni's alias, each undone on failure.
+cni::Result<void> prepareInHost(const ModeContext& ctx, const nl::Link& link, const nl::Link& original,
+                                os::Rollback& rollback) {
+  auto& nl = ctx.deps.netlink;
+  const os::Netns& host = ctx.host;
+  const std::string hostName = link.name;
+  if (link.adminUp) {
+    if (auto r = nl.setLinkUp(host, link.index, false); !r) {
+      return std::unexpected(sysError(cni::Errc::kNetlinkFailure, "cannot bring " + hostName + " down", r.error()));
+    }
+    rollback.add("bring " + hostName + " up again", [&nl, &host, hostName]() -> os::SysResult<void> {
+      auto l = nl.linkByName(host, hostName);
+      if (!l) {
+        return std::unexpected(l.error());
+      }
+      return nl.setLinkUp(host, l->index, true);
+    });
+  }
+  // The alias keeps the host name on the device itself, so that a DEL without a record (or after
+  // the kernel returned the device under another name) can still restore it.
+  if (auto r = nl.setAlias(host, link.index, markFor(original.name)); !r) {
+    return std::unexpected(sysError(cni::Errc::kNetlinkFailure, "cannot set the alias of " + hostName, r.error()));
+  }
+  rollback.add("restore the alias of " + hostName, [&nl, &host, hostName, alias = original.alias]() -> os::SysResult<void> {
+    auto l = nl.linkByName(host, hostName);
+    if (!l) {
+      return std::unexpected(l.error());
+    }
+    return nl.setAlias(host, l->index, alias);
+  });
+  return {};
+}
+
+// After the move, in the pod: the configured MTU and MAC, and up, each undone on failure.
+// @return the pod link as it is then.
+cni::Result<nl::Link> configureInPod(const ModeContext& ctx, const os::Netns& pod, const std::string& hostName,
+                                     const std::optional<net::HwAddress>& mac, os::Rollback& rollback,
+                                     state::AttachmentRecord& record) {
+  auto& nl = ctx.deps.netlink;
+  const auto& conf = ctx.inv.conf;
+  const auto& ifName = ctx.inv.args.ifName;
+  auto inPod = nl.linkByName(pod, ifName);
+  if (!inPod) {
+    return std::unexpected(sysError(cni::Errc::kNetlinkFailure, "cannot find " + ifName + " in the pod", inPod.error()));
+  }
+  const int idx = inPod->index;
+  if (conf.mtu && *conf.mtu != inPod->mtu) {
+    if (auto r = nl.setMtu(pod, idx, *conf.mtu); !r) {
+      return std::unexpected(sysError(cni::Errc::kNetlinkFailure,
+                                      "cannot set mtu = " + std::to_string(*conf.mtu) + " on " + hostName +
+                                          ": pick an MTU the device supports",
+                                      r.error()));
+    }
+    rollback.add("restore the mtu of " + ifName, [&nl, &pod, idx, old = inPod->mtu] { return nl.setMtu(pod, idx, old); });
+    record.podMtu = *conf.mtu;
+  }
+  if (mac && *mac != inPod->mac) {
+    if (auto r = nl.setHwAddress(pod, idx, *mac); !r) {
+      return std::unexpected(sysError(cni::Errc::kNetlinkFailure,
+                                      "cannot set mac = \"" + mac->text + "\" on " + ifName, r.error()));
+    }
+    rollback.add("restore the mac of " + ifName, [&nl, &pod, idx, old = inPod->mac] { return nl.setHwAddress(pod, idx, old); });
+    record.podMac = mac->text;
+  }
+  if (auto r = nl.setLinkUp(pod, idx, true); !r) {
+    return std::unexpected(sysError(cni::Errc::kNetlinkFailure, "cannot bring " + ifName + " up", r.error()));
+  }
+  rollback.add("bring " + ifName + " down", [&nl, &pod, idx] { return nl.setLinkUp(pod, idx, false); });
+
+  auto final = nl.linkByIndex(pod, idx);
+  if (!final) {
+    return std::unexpected(sysError(cni::Errc::kNetlinkFailure, "cannot read " + ifName + " back", final.error()));
+  }
+  record.podIndex = idx;
+  return *final;
+}
+
+// The device ADD put in `pod`: CNI_IFNAME, else (an ADD or DEL that died half-way left it in the pod
+// under its temporary name) the link with the index it had, carrying ibcni's alias `mark`.
+std::optional<nl::Link> findInPod(const ModeContext& ctx, const state::AttachmentRecord& record, const os::Netns& pod,
+                                  const std::string& mark) {
+  auto& nl = ctx.deps.netlink;
+  if (auto l = nl.linkByName(pod, record.ifName); l) {
+    return *l;
+  }
+  // A link keeps its index across a move when it can, and ibcni's alias tells it apart.
+  for (int index : {record.podIndex, record.hostIndex}) {
+    if (index == 0) {
+      continue;
+    }
+    if (auto byIndex = nl.linkByIndex(pod, index); byIndex && byIndex->alias == mark) {
+      return *byIndex;
+    }
+  }
+  return std::nullopt;
+}
+
+// Moves ibcni's device out of `pod` back to the host, under its host name. Another device under
+// CNI_IFNAME is left alone.
+cni::Result<void> returnToHost(const ModeContext& ctx, const state::AttachmentRecord& record, const os::Netns& pod) {
+  auto& nl = ctx.deps.netlink;
+  const std::string mark = markFor(record.hostName);
+  auto l = findInPod(ctx, record, pod, mark);
+  if (l && (l->alias == mark || l->index == record.podIndex)) {
+    log::info("moving {} out of netns {} back to the host as {}", record.ifName, pod.path(), record.hostName);
+    if (l->adminUp) {
+      if (auto r = nl.setLinkUp(pod, l->index, false); !r) {
+        log::warn("cannot bring {} down before moving it: {}", record.ifName, r.error().describe());
+      }
+    }
+    // If the way back fails half-way, put the device back in the pod as it was, so that a retried
+    // DEL finds it where it expects it.
+    os::Rollback rollback(log::failedUndo);
+    auto r = relocate(ctx.deps, pod, l->index, record.ifName, ctx.host, record.hostName, rollback,
+                      cni::Errc::kNetlinkFailure);
+    if (!r) {
+      auto e = r.error();
+      e.msg = "cannot return " + record.ifName + " to the host as " + record.hostName + ": " + e.msg;
+      return std::unexpected(e);
+    }
+    rollback.commit();
+  } else if (l) {
+    log::warn("{} in netns {} is not the device ibcni attached (alias \"{}\"): leaving it alone", record.ifName,
+              pod.path(), l->alias);
+  }
+  return {};
+}
+
+// The host settings of `found` back as the record has them: name, MTU, MAC, alias, state. Each
+// failure is added to `errors`, and the rest is still restored.
+void restoreHostSettings(const ModeContext& ctx, const state::AttachmentRecord& record, nl::Link& found,
+                         std::vector<cni::Error>& errors) {
+  auto& nl = ctx.deps.netlink;
+  const os::Netns& host = ctx.host;
+  const std::string mark = markFor(record.hostName);
+  const int idx = found.index;
+  if (found.name != record.hostName) {
+    // The kernel returns a physical device from a destroyed namespace under its pod name (or
+    // dev<ifindex> on a clash): give it its host name back.
+    log::info("device {} came back as {}: renaming it", record.hostName, found.name);
+    if (found.adminUp) {
+      (void)nl.setLinkUp(host, idx, false);
+      found.adminUp = false;
+    }
+    if (auto r = nl.renameLink(host, idx, record.hostName); !r) {
+      errors.push_back(sysError(cni::Errc::kNetlinkFailure,
+                                "cannot rename " + found.name + " back to " + record.hostName, r.error()));
+    }
+  }
+  if (record.hostMtu != 0 && found.mtu != record.hostMtu) {
+    if (auto r = nl.setMtu(host, idx, record.hostMtu); !r) {
+      errors.push_back(sysError(cni::Errc::kNetlinkFailure, "cannot restore the mtu of " + record.hostName, r.error()));
+    }
+  }
+  if (!record.podMac.empty() && !record.hostMac.empty() && found.mac.text != record.hostMac) {
+    if (auto m = net::HwAddress::parse(record.hostMac)) {
+      if (auto r = nl.setHwAddress(host, idx, *m); !r) {
+        errors.push_back(sysError(cni::Errc::kNetlinkFailure, "cannot restore the mac of " + record.hostName, r.error()));
+      }
+    }
+  }
+  if (found.alias == mark) {
+    if (auto r = nl.setAlias(host, idx, record.hostAlias); !r) {
+      errors.push_back(sysError(cni::Errc::kNetlinkFailure, "cannot restore the alias of " + record.hostName, r.error()));
+    }
+  }
+  if (found.adminUp != record.hostUp) {
+    if (auto r = nl.setLinkUp(host, idx, record.hostUp); !r) {
+      errors.push_back(sysError(cni::Errc::kNetlinkFailure, "cannot restore the state of " + record.hostName, r.error()));
+    }
+  }
 }
 
 }  // namespace
@@ -238,120 +440,48 @@ cni::Result<HostDevice> SriovNetdevMode::resolve(const ModeContext& ctx) {
 
 cni::Result<nl::Link> SriovNetdevMode::setUp(const ModeContext& ctx, const HostDevice& device, const os::Netns& pod,
                                              os::Rollback& rollback, state::AttachmentRecord& record) {
-  auto& nl = ctx.deps.netlink;
   const auto& conf = ctx.inv.conf;
   const auto& ifName = ctx.inv.args.ifName;
   const os::Netns& host = ctx.host;
   // The host name and settings DEL restores are those from before ADD; the VF steps (a driver
   // rebind, an RDMA device move) may hand back a new netdev, which is the one to move.
   const nl::Link& original = device.link;
-  // The MAC capability (or the legacy CNI_ARGS MAC) cannot apply to a 20-byte IPoIB address:
-  // refused before any VF setting changes (a GUID would cost two driver rebinds for nothing).
-  std::optional<net::HwAddress> mac = conf.runtime.mac;
-  if (!mac && !ctx.inv.cniArgs.mac.empty()) {
-    mac = net::HwAddress::parse(ctx.inv.cniArgs.mac);
-  }
-  if (mac && original.arpType == nl::kArphrdInfiniband) {
-    return cni::fail(cni::Errc::kInvalidConfig,
-                     "mac = \"" + mac->text + "\" cannot be set on InfiniBand interface " + original.name +
-                         ": an IPoIB address is 20 bytes and derived from the port GID; use infinibandGUID");
+  auto mac = requestedMac(ctx, original);
+  if (!mac) {
+    return std::unexpected(mac.error());
   }
 
   // What DEL needs to put the device back is written ahead of the first change (the VF's
   // settings, then the netdev): a process that dies half-way (SIGKILL, the OOM killer) leaves DEL
   // what it needs to find the device wherever it was left, under its temporary name too, and to
   // restore what it was.
-  record.pciAddress = device.pciAddress;
-  record.deviceKey = device.deviceKey;
-  record.hostName = original.name;
-  record.hostIndex = original.index;
-  record.hostMtu = original.mtu;
-  record.hostUp = original.adminUp;
-  record.hostAlias = original.alias;
-  record.hostMac = original.mac.text;
+  recordHostSide(device, record);
   RecordAhead ahead(ctx, record, rollback);
   auto applied = applyVfSettings(ctx, device, pod, rollback, record, ahead);
   if (!applied) {
     return std::unexpected(applied.error());
   }
   const nl::Link link = *applied;
-  const std::string hostName = link.name;
   record.hostIndex = link.index;  // a rebind or an RDMA move makes the netdev anew
   if (conf.mtu && *conf.mtu != link.mtu) {
     record.podMtu = *conf.mtu;
   }
-  if (mac && *mac != link.mac) {
-    record.podMac = mac->text;
+  if (*mac && **mac != link.mac) {
+    record.podMac = (*mac)->text;
   }
   if (auto r = ahead.save(); !r) {
     return std::unexpected(r.error());
   }
 
-  log::info("moving {} ({}) into netns {} as {}", hostName,
+  log::info("moving {} ({}) into netns {} as {}", link.name,
             device.pciAddress ? device.pciAddress->text : "no PCI function", pod.path(), ifName);
-  if (link.adminUp) {
-    if (auto r = nl.setLinkUp(host, link.index, false); !r) {
-      return std::unexpected(sysError(cni::Errc::kNetlinkFailure, "cannot bring " + hostName + " down", r.error()));
-    }
-    rollback.add("bring " + hostName + " up again", [&nl, &host, hostName]() -> os::SysResult<void> {
-      auto l = nl.linkByName(host, hostName);
-      if (!l) {
-        return std::unexpected(l.error());
-      }
-      return nl.setLinkUp(host, l->index, true);
-    });
-  }
-  // The alias keeps the host name on the device itself, so that a DEL without a record (or after
-  // the kernel returned the device under another name) can still restore it.
-  if (auto r = nl.setAlias(host, link.index, markFor(original.name)); !r) {
-    return std::unexpected(sysError(cni::Errc::kNetlinkFailure, "cannot set the alias of " + hostName, r.error()));
-  }
-  rollback.add("restore the alias of " + hostName, [&nl, &host, hostName, alias = original.alias]() -> os::SysResult<void> {
-    auto l = nl.linkByName(host, hostName);
-    if (!l) {
-      return std::unexpected(l.error());
-    }
-    return nl.setAlias(host, l->index, alias);
-  });
-
-  if (auto r = relocate(ctx.deps, host, link.index, hostName, pod, ifName, rollback, cni::Errc::kIfNameExists); !r) {
+  if (auto r = prepareInHost(ctx, link, original, rollback); !r) {
     return std::unexpected(r.error());
   }
-
-  auto inPod = nl.linkByName(pod, ifName);
-  if (!inPod) {
-    return std::unexpected(sysError(cni::Errc::kNetlinkFailure, "cannot find " + ifName + " in the pod", inPod.error()));
+  if (auto r = relocate(ctx.deps, host, link.index, link.name, pod, ifName, rollback, cni::Errc::kIfNameExists); !r) {
+    return std::unexpected(r.error());
   }
-  const int idx = inPod->index;
-  if (conf.mtu && *conf.mtu != inPod->mtu) {
-    if (auto r = nl.setMtu(pod, idx, *conf.mtu); !r) {
-      return std::unexpected(sysError(cni::Errc::kNetlinkFailure,
-                                      "cannot set mtu = " + std::to_string(*conf.mtu) + " on " + hostName +
-                                          ": pick an MTU the device supports",
-                                      r.error()));
-    }
-    rollback.add("restore the mtu of " + ifName, [&nl, &pod, idx, old = inPod->mtu] { return nl.setMtu(pod, idx, old); });
-    record.podMtu = *conf.mtu;
-  }
-  if (mac && *mac != inPod->mac) {
-    if (auto r = nl.setHwAddress(pod, idx, *mac); !r) {
-      return std::unexpected(sysError(cni::Errc::kNetlinkFailure,
-                                      "cannot set mac = \"" + mac->text + "\" on " + ifName, r.error()));
-    }
-    rollback.add("restore the mac of " + ifName, [&nl, &pod, idx, old = inPod->mac] { return nl.setHwAddress(pod, idx, old); });
-    record.podMac = mac->text;
-  }
-  if (auto r = nl.setLinkUp(pod, idx, true); !r) {
-    return std::unexpected(sysError(cni::Errc::kNetlinkFailure, "cannot bring " + ifName + " up", r.error()));
-  }
-  rollback.add("bring " + ifName + " down", [&nl, &pod, idx] { return nl.setLinkUp(pod, idx, false); });
-
-  auto final = nl.linkByIndex(pod, idx);
-  if (!final) {
-    return std::unexpected(sysError(cni::Errc::kNetlinkFailure, "cannot read " + ifName + " back", final.error()));
-  }
-  record.podIndex = idx;
-  return *final;
+  return configureInPod(ctx, pod, link.name, *mac, rollback, record);
 }
 
 bool SriovNetdevMode::awaitsReturn(const ModeContext& ctx, const state::AttachmentRecord& record) {
@@ -365,46 +495,9 @@ bool SriovNetdevMode::awaitsReturn(const ModeContext& ctx, const state::Attachme
 
 cni::Result<void> SriovNetdevMode::tearDown(const ModeContext& ctx, const state::AttachmentRecord& record,
                                             const os::Netns* pod) {
-  auto& nl = ctx.deps.netlink;
-  const os::Netns& host = ctx.host;
-  const std::string mark = markFor(record.hostName);
-
   if (pod != nullptr) {
-    auto l = nl.linkByName(*pod, record.ifName);
-    if (!l) {
-      // An ADD or DEL that died half-way leaves the device in the pod under its temporary name: a
-      // link keeps its index across a move when it can, and ibcni's alias tells it apart.
-      for (int index : {record.podIndex, record.hostIndex}) {
-        if (index == 0) {
-          continue;
-        }
-        if (auto byIndex = nl.linkByIndex(*pod, index); byIndex && byIndex->alias == mark) {
-          l = std::move(byIndex);
-          break;
-        }
-      }
-    }
-    if (l && (l->alias == mark || l->index == record.podIndex)) {
-      log::info("moving {} out of netns {} back to the host as {}", record.ifName, pod->path(), record.hostName);
-      if (l->adminUp) {
-        if (auto r = nl.setLinkUp(*pod, l->index, false); !r) {
-          log::warn("cannot bring {} down before moving it: {}", record.ifName, r.error().describe());
-        }
-      }
-      // If the way back fails half-way, put the device back in the pod as it was, so that a retried
-      // DEL finds it where it expects it.
-      os::Rollback rollback(log::failedUndo);
-      auto r = relocate(ctx.deps, *pod, l->index, record.ifName, host, record.hostName, rollback,
-                        cni::Errc::kNetlinkFailure);
-      if (!r) {
-        auto e = r.error();
-        e.msg = "cannot return " + record.ifName + " to the host as " + record.hostName + ": " + e.msg;
-        return std::unexpected(e);
-      }
-      rollback.commit();
-    } else if (l) {
-      log::warn("{} in netns {} is not the device ibcni attached (alias \"{}\"): leaving it alone", record.ifName,
-                pod->path(), l->alias);
+    if (auto r = returnToHost(ctx, record, *pod); !r) {
+      return r;
     }
   }
 
@@ -420,42 +513,7 @@ cni::Result<void> SriovNetdevMode::tearDown(const ModeContext& ctx, const state:
               record.hostName);
     return {};
   }
-  const int idx = found->index;
-  if (found->name != record.hostName) {
-    // The kernel returns a physical device from a destroyed namespace under its pod name (or
-    // dev<ifindex> on a clash): give it its host name back.
-    log::info("device {} came back as {}: renaming it", record.hostName, found->name);
-    if (found->adminUp) {
-      (void)nl.setLinkUp(host, idx, false);
-      found->adminUp = false;
-    }
-    if (auto r = nl.renameLink(host, idx, record.hostName); !r) {
-      errors.push_back(sysError(cni::Errc::kNetlinkFailure,
-                                "cannot rename " + found->name + " back to " + record.hostName, r.error()));
-    }
-  }
-  if (record.hostMtu != 0 && found->mtu != record.hostMtu) {
-    if (auto r = nl.setMtu(host, idx, record.hostMtu); !r) {
-      errors.push_back(sysError(cni::Errc::kNetlinkFailure, "cannot restore the mtu of " + record.hostName, r.error()));
-    }
-  }
-  if (!record.podMac.empty() && !record.hostMac.empty() && found->mac.text != record.hostMac) {
-    if (auto m = net::HwAddress::parse(record.hostMac)) {
-      if (auto r = nl.setHwAddress(host, idx, *m); !r) {
-        errors.push_back(sysError(cni::Errc::kNetlinkFailure, "cannot restore the mac of " + record.hostName, r.error()));
-      }
-    }
-  }
-  if (found->alias == mark) {
-    if (auto r = nl.setAlias(host, idx, record.hostAlias); !r) {
-      errors.push_back(sysError(cni::Errc::kNetlinkFailure, "cannot restore the alias of " + record.hostName, r.error()));
-    }
-  }
-  if (found->adminUp != record.hostUp) {
-    if (auto r = nl.setLinkUp(host, idx, record.hostUp); !r) {
-      errors.push_back(sysError(cni::Errc::kNetlinkFailure, "cannot restore the state of " + record.hostName, r.error()));
-    }
-  }
+  restoreHostSettings(ctx, record, *found, errors);
   if (!errors.empty()) {
     return std::unexpected(combine(errors));
   }

@@ -2,6 +2,7 @@
 #include "plugin/modes/verbs_check.h"
 
 #include <algorithm>
+#include <initializer_list>
 
 #include "ibcni/os/text.h"
 #include "lib/log/log.h"
@@ -17,42 +18,20 @@ constexpr int kPhysDisabled = 3;
 // 0xffff is the permissive LID: a port reports it when no subnet manager has given it one.
 constexpr std::uint16_t kPermissiveLid = 0xffff;
 
-const char* portStateName(int s) {
-  switch (s) {
-    case 1:
-      return "DOWN";
-    case 2:
-      return "INIT";
-    case 3:
-      return "ARMED";
-    case 4:
-      return "ACTIVE";
-    case 5:
-      return "ACTIVE_DEFER";
-    default:
-      return "NOP";
+// names[s - 1] for a state s from 1 to the number of names, else `other`.
+const char* stateName(std::initializer_list<const char*> names, int s, const char* other) {
+  if (s < 1 || static_cast<std::size_t>(s) > names.size()) {
+    return other;
   }
+  return names.begin()[s - 1];
 }
 
+const char* portStateName(int s) { return stateName({"DOWN", "INIT", "ARMED", "ACTIVE", "ACTIVE_DEFER"}, s, "NOP"); }
+
 const char* physStateName(int s) {
-  switch (s) {
-    case 1:
-      return "Sleep";
-    case 2:
-      return "Polling";
-    case 3:
-      return "Disabled";
-    case 4:
-      return "PortConfigurationTraining";
-    case 5:
-      return "LinkUp";
-    case 6:
-      return "LinkErrorRecovery";
-    case 7:
-      return "PhyTest";
-    default:
-      return "unknown";
-  }
+  return stateName(
+      {"Sleep", "Polling", "Disabled", "PortConfigurationTraining", "LinkUp", "LinkErrorRecovery", "PhyTest"}, s,
+      "unknown");
 }
 
 // The RoCE v2 GID of an address: IPv4 as ::ffff:a.b.c.d, IPv6 as itself.
@@ -205,35 +184,40 @@ std::optional<VerbsFinding> judgeRdmaPresence(const RdmaFacts& f) {
       "RDMA functions and mounts their /dev/infiniband devices into the pod"};
 }
 
-std::vector<VerbsFinding> evaluateVerbs(const verbs::ProbeResult& result, const VerbsExpectations& want) {
-  std::vector<VerbsFinding> out;
-  const std::string where = want.device + " port " + std::to_string(want.port);
+namespace {
+
+// Why the probe could not look at the port at all: libibverbs cannot be loaded, the pod does not
+// see the device, or the device cannot be opened. nullopt: it could.
+std::optional<VerbsFinding> unreachablePort(const verbs::ProbeResult& result, const VerbsExpectations& want) {
   if (!result.available) {
-    out.push_back({"libibverbs", "verbs check unavailable: libibverbs.so.1 cannot be loaded (" +
-                                     result.unavailableReason + ")",
-                   "install rdma-core's libibverbs1 and ibverbs-providers on the node, or set verbsCheck.mode to "
-                   "\"off\""});
-    return out;
+    return VerbsFinding{"libibverbs", "verbs check unavailable: libibverbs.so.1 cannot be loaded (" +
+                                          result.unavailableReason + ")",
+                        "install rdma-core's libibverbs1 and ibverbs-providers on the node, or set verbsCheck.mode to "
+                        "\"off\""};
   }
   if (std::find(result.devices.begin(), result.devices.end(), want.device) == result.devices.end()) {
     std::string seen;
     for (const auto& d : result.devices) {
       seen += (seen.empty() ? "" : ", ") + d;
     }
-    out.push_back({"device", "RDMA device " + want.device + " is not visible in the pod's network namespace (it sees " +
-                                 (seen.empty() ? std::string("none") : seen) + ")",
-                   "in exclusive RDMA netns mode the device must move with the interface (rdmaIsolation); in shared "
-                   "mode check that the RDMA driver (mlx5_ib, ib_uverbs) is loaded; a software device (rxe, siw) "
-                   "is removed when its netdev changes namespace: create it again on the pod's interface"});
-    return out;
+    return VerbsFinding{"device",
+                        "RDMA device " + want.device + " is not visible in the pod's network namespace (it sees " +
+                            (seen.empty() ? std::string("none") : seen) + ")",
+                        "in exclusive RDMA netns mode the device must move with the interface (rdmaIsolation); in "
+                        "shared mode check that the RDMA driver (mlx5_ib, ib_uverbs) is loaded; a software device "
+                        "(rxe, siw) is removed when its netdev changes namespace: create it again on the pod's "
+                        "interface"};
   }
   if (!result.opened || !result.port) {
-    out.push_back({"open", "cannot open " + want.device + (result.openError.empty() ? "" : ": " + result.openError),
-                   "the pod needs its /dev/infiniband/uverbsN (given by the RDMA device plugin); check that ib_uverbs "
-                   "is loaded"});
-    return out;
+    return VerbsFinding{"open", "cannot open " + want.device + (result.openError.empty() ? "" : ": " + result.openError),
+                        "the pod needs its /dev/infiniband/uverbsN (given by the RDMA device plugin); check that "
+                        "ib_uverbs is loaded"};
   }
-  const verbs::PortFacts& p = *result.port;
+  return std::nullopt;
+}
+
+// The port is ACTIVE, and its physical link up.
+void judgePortState(const verbs::PortFacts& p, const std::string& where, std::vector<VerbsFinding>& out) {
   if (p.state != kPortActive && p.state != kPortActiveDefer) {
     std::string fix = p.state == 2
                           ? "the port is up but no subnet manager has activated it: run OpenSM or UFM on the fabric "
@@ -251,46 +235,74 @@ std::vector<VerbsFinding> evaluateVerbs(const verbs::ProbeResult& result, const 
                          "\"disable\" does this"
                        : "check the cable, the switch port and the HCA firmware"});
   }
+}
+
+// InfiniBand: the subnet manager has given the port a LID, it knows the SM, and it has a GUID.
+void judgeInfiniband(const verbs::PortFacts& p, const std::string& where, std::vector<VerbsFinding>& out) {
+  if (p.lid == 0 || p.lid == kPermissiveLid) {
+    out.push_back({"LID", where + " has LID " + std::to_string(p.lid) + ": no subnet manager has assigned it an address",
+                   "run OpenSM or UFM on the fabric"});
+  }
+  if (p.smLid == 0) {
+    out.push_back({"SM", where + " knows no subnet manager (SM LID 0)",
+                   "start a subnet manager (opensm, UFM) reachable on this fabric"});
+  }
+  if (p.portGuid == 0) {
+    out.push_back({"GUID", where + " has port GUID 0",
+                   "give the VF a GUID (runtimeConfig.infinibandGUID / network-selection \"infiniband-guid\")"});
+  }
+}
+
+// The port is a member of partition `pkey`.
+void judgePkey(const verbs::PortFacts& p, net::Pkey pkey, const std::string& where, std::vector<VerbsFinding>& out) {
+  const bool member = std::any_of(p.pkeys.begin(), p.pkeys.end(), [&](net::Pkey k) { return k.samePartition(pkey); });
+  if (!member) {
+    std::string table;
+    for (auto k : p.pkeys) {
+      table += (table.empty() ? "" : ", ") + k.hex();
+    }
+    out.push_back({"pkey",
+                   "pkey " + pkey.hex() + " is not in the pkey table of " + where + " (" +
+                       (table.empty() ? std::string("empty") : table) + ")",
+                   "add the port's GUID to that partition in the subnet manager (OpenSM partitions.conf, UFM)"});
+  }
+}
+
+// RoCE: each of the pod's addresses has its RoCE v2 GID.
+void judgeRoceGids(const verbs::PortFacts& p, const std::vector<net::IpAddress>& ips, const std::string& where,
+                   std::vector<VerbsFinding>& out) {
+  for (const auto& ip : ips) {
+    auto g = gidOf(ip);
+    const bool found = std::any_of(p.gids.begin(), p.gids.end(), [&](const verbs::Gid& gid) {
+      return gid.raw == g && (gid.type.empty() || gid.type == "RoCE v2");
+    });
+    if (!found) {
+      out.push_back({"RoCE GID", "no RoCE v2 GID of " + where + " carries " + ip.toString(),
+                     "the GID table follows the addresses of the RDMA device's netdev: is the address on that "
+                     "netdev, and is RoCE v2 enabled?"});
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<VerbsFinding> evaluateVerbs(const verbs::ProbeResult& result, const VerbsExpectations& want) {
+  std::vector<VerbsFinding> out;
+  if (auto unreachable = unreachablePort(result, want)) {
+    out.push_back(std::move(*unreachable));
+    return out;
+  }
+  const std::string where = want.device + " port " + std::to_string(want.port);
+  const verbs::PortFacts& p = *result.port;
+  judgePortState(p, where, out);
   if (p.linkLayer == verbs::LinkLayer::kInfiniband) {
-    if (p.lid == 0 || p.lid == kPermissiveLid) {
-      out.push_back({"LID", where + " has LID " + std::to_string(p.lid) + ": no subnet manager has assigned it an address",
-                     "run OpenSM or UFM on the fabric"});
-    }
-    if (p.smLid == 0) {
-      out.push_back({"SM", where + " knows no subnet manager (SM LID 0)",
-                     "start a subnet manager (opensm, UFM) reachable on this fabric"});
-    }
-    if (p.portGuid == 0) {
-      out.push_back({"GUID", where + " has port GUID 0",
-                     "give the VF a GUID (runtimeConfig.infinibandGUID / network-selection \"infiniband-guid\")"});
-    }
+    judgeInfiniband(p, where, out);
   }
   if (want.pkey) {
-    const bool member =
-        std::any_of(p.pkeys.begin(), p.pkeys.end(), [&](net::Pkey k) { return k.samePartition(*want.pkey); });
-    if (!member) {
-      std::string table;
-      for (auto k : p.pkeys) {
-        table += (table.empty() ? "" : ", ") + k.hex();
-      }
-      out.push_back({"pkey",
-                     "pkey " + want.pkey->hex() + " is not in the pkey table of " + where + " (" +
-                         (table.empty() ? std::string("empty") : table) + ")",
-                     "add the port's GUID to that partition in the subnet manager (OpenSM partitions.conf, UFM)"});
-    }
+    judgePkey(p, *want.pkey, where, out);
   }
   if (p.linkLayer == verbs::LinkLayer::kEthernet) {
-    for (const auto& ip : want.ips) {
-      auto g = gidOf(ip);
-      const bool found = std::any_of(p.gids.begin(), p.gids.end(), [&](const verbs::Gid& gid) {
-        return gid.raw == g && (gid.type.empty() || gid.type == "RoCE v2");
-      });
-      if (!found) {
-        out.push_back({"RoCE GID", "no RoCE v2 GID of " + where + " carries " + ip.toString(),
-                       "the GID table follows the addresses of the RDMA device's netdev: is the address on that "
-                       "netdev, and is RoCE v2 enabled?"});
-      }
-    }
+    judgeRoceGids(p, want.ips, where, out);
   }
   if (want.qpProbe && result.qpProbeOk && !*result.qpProbeOk) {
     out.push_back({"QP probe", "a UD QP on " + where + " did not reach RTS: " + result.qpProbeError,

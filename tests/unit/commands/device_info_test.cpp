@@ -241,6 +241,12 @@ class DeviceFromInfoFileTest : public ::testing::Test {
     }
     return inv;
   }
+  // The invocation ADD and CHECK run with.
+  static cni::Result<plugin::Invocation> runWith(const plugin::Invocation& inv) {
+    return plugin::withDeviceFromInfoFile(inv, [](const plugin::Invocation& used) -> cni::Result<plugin::Invocation> {
+      return used;
+    });
+  }
   std::string dir_;
   std::string file_;
 };
@@ -248,7 +254,7 @@ class DeviceFromInfoFileTest : public ::testing::Test {
 TEST_F(DeviceFromInfoFileTest, AddTakesTheDeviceTheFileNamesWhenNothingElseDoes) {
   const auto inv = parsed({});
   EXPECT_FALSE(inv.conf.deviceId) << "the parse read the file";
-  auto done = plugin::withDeviceFromInfoFile(inv);
+  auto done = runWith(inv);
   ASSERT_TRUE(done) << done.error().msg;
   ASSERT_TRUE(done->conf.deviceId);
   EXPECT_EQ(done->conf.deviceId->text, kVf);
@@ -261,32 +267,32 @@ TEST_F(DeviceFromInfoFileTest, AMissingOrSpecialFileFailsOnlyTheVerbThatReadsIt)
   for (auto command : {cni::Command::kAdd, cni::Command::kCheck, cni::Command::kDel}) {
     (void)parsed({}, command);  // the parse succeeds and never opens the FIFO
   }
-  auto fifo = plugin::withDeviceFromInfoFile(parsed({}));
+  auto fifo = runWith(parsed({}));
   ASSERT_FALSE(fifo);
   EXPECT_EQ(fifo.error().code, cni::Errc::kInvalidConfig);
   EXPECT_NE(fifo.error().msg.find("runtimeConfig.CNIDeviceInfoFile"), std::string::npos) << fifo.error().msg;
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5)) << "something opened the FIFO";
   std::filesystem::remove(file_);
-  auto missing = plugin::withDeviceFromInfoFile(parsed({}));
+  auto missing = runWith(parsed({}));
   ASSERT_FALSE(missing);
   EXPECT_NE(missing.error().msg.find("cannot read the device-info file"), std::string::npos) << missing.error().msg;
   // Not required when deviceID names the device: a missing file is one ADD may write.
-  auto named = plugin::withDeviceFromInfoFile(parsed({{"deviceID", kVf}}));
+  auto named = runWith(parsed({{"deviceID", kVf}}));
   ASSERT_TRUE(named) << named.error().msg;
   EXPECT_EQ(named->conf.deviceId->text, kVf);
 }
 
 TEST_F(DeviceFromInfoFileTest, TheFileDisagreeingWithDeviceIdOrBesideDeviceIsSeven) {
-  auto other = plugin::withDeviceFromInfoFile(parsed({{"deviceID", kPf}}));
+  auto other = runWith(parsed({{"deviceID", kPf}}));
   ASSERT_FALSE(other);
   EXPECT_EQ(other.error().code, cni::Errc::kInvalidConfig);
   EXPECT_NE(other.error().msg.find("the device plugin and the configuration disagree"), std::string::npos)
       << other.error().msg;
-  auto beside = plugin::withDeviceFromInfoFile(parsed({{"device", "ib0"}}));
+  auto beside = runWith(parsed({{"device", "ib0"}}));
   ASSERT_FALSE(beside);
   EXPECT_NE(beside.error().msg.find("both deviceID"), std::string::npos) << beside.error().msg;
   // ipoib mode makes its device: the file names nothing it uses.
-  auto ipoib = plugin::withDeviceFromInfoFile(parsed({{"mode", "ipoib"}, {"master", "ib0"}, {"pkey", "0x8001"}}));
+  auto ipoib = runWith(parsed({{"mode", "ipoib"}, {"master", "ib0"}, {"pkey", "0x8001"}}));
   ASSERT_TRUE(ipoib) << ipoib.error().msg;
   EXPECT_FALSE(ipoib->conf.deviceId);
 }
