@@ -11,6 +11,7 @@
 #include <dlfcn.h>
 
 #include <cstring>
+#include <expected>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -45,16 +46,12 @@ std::string loadCurl(const std::string& library, CurlApi& api) {
     return "cannot load " + library + " (" + kPackageHint + "): " + (why != nullptr ? why : "dlopen failed");
   }
   std::string missing;
-  // Evaluated one by one (not short-circuited) so that `missing` names the first absent symbol.
-  bool ok = os::resolveSymbol(lib, "curl_global_init", api.globalInit, missing);
-  ok = os::resolveSymbol(lib, "curl_easy_init", api.easyInit, missing) && ok;
-  ok = os::resolveSymbol(lib, "curl_easy_setopt", api.easySetopt, missing) && ok;
-  ok = os::resolveSymbol(lib, "curl_easy_perform", api.easyPerform, missing) && ok;
-  ok = os::resolveSymbol(lib, "curl_easy_getinfo", api.easyGetinfo, missing) && ok;
-  ok = os::resolveSymbol(lib, "curl_easy_cleanup", api.easyCleanup, missing) && ok;
-  ok = os::resolveSymbol(lib, "curl_easy_strerror", api.easyStrerror, missing) && ok;
-  ok = os::resolveSymbol(lib, "curl_slist_append", api.slistAppend, missing) && ok;
-  ok = os::resolveSymbol(lib, "curl_slist_free_all", api.slistFreeAll, missing) && ok;
+  const bool ok = os::resolveSymbols(
+      lib, missing, os::Symbol{"curl_global_init", api.globalInit}, os::Symbol{"curl_easy_init", api.easyInit},
+      os::Symbol{"curl_easy_setopt", api.easySetopt}, os::Symbol{"curl_easy_perform", api.easyPerform},
+      os::Symbol{"curl_easy_getinfo", api.easyGetinfo}, os::Symbol{"curl_easy_cleanup", api.easyCleanup},
+      os::Symbol{"curl_easy_strerror", api.easyStrerror}, os::Symbol{"curl_slist_append", api.slistAppend},
+      os::Symbol{"curl_slist_free_all", api.slistFreeAll});
   if (!ok) {
     // Left loaded: unloading a library whose constructors ran is not worth the risk.
     return library + " is not a usable libcurl (" + kPackageHint + "): " + missing;
@@ -207,6 +204,164 @@ class Easy {
   curl_slist* headers_ = nullptr;
 };
 
+/// Sets options on one handle and keeps the first one curl refused, by name; once one is refused,
+/// the later ones are skipped.
+class OptionSetter {
+ public:
+  OptionSetter(const CurlApi& api, CURL* handle) : api_(api), handle_(handle) {}
+
+  template <class Value>
+  void set(const char* name, CURLoption opt, Value value) {
+    if (!refused_.empty()) {
+      return;
+    }
+    const CURLcode rc = api_.easySetopt(handle_, opt, value);
+    if (rc != CURLE_OK) {
+      refused_ = name;
+      refusedCode_ = rc;
+    }
+  }
+  void setBlob(const char* name, CURLoption opt, const std::string& pem) {
+    curl_blob blob{const_cast<char*>(pem.data()), pem.size(), CURL_BLOB_COPY};
+    set(name, opt, &blob);
+  }
+
+  [[nodiscard]] bool anyRefused() const { return !refused_.empty(); }
+  [[nodiscard]] const std::string& refused() const { return refused_; }
+  [[nodiscard]] CURLcode refusedCode() const { return refusedCode_; }
+
+ private:
+  const CurlApi& api_;
+  CURL* handle_;
+  std::string refused_;
+  CURLcode refusedCode_ = CURLE_OK;
+};
+
+/// A request this client will not send, and why.
+struct Refusal {
+  ErrorKind kind;
+  std::string message;
+};
+
+/// @return why the request cannot be sent as given (its scheme, its TLS material), or empty.
+std::string requestProblem(const Request& request) {
+  if (!startsWithIgnoreCase(request.url, "http://") && !startsWithIgnoreCase(request.url, "https://")) {
+    return "only http:// and https:// URLs are supported";
+  }
+  const TlsOptions& tls = request.tls;
+  if (!tls.caFile.empty() && !tls.caData.empty()) {
+    return "both a CA file and CA data are given";
+  }
+  if ((!tls.certFile.empty() || !tls.keyFile.empty()) && (!tls.certData.empty() || !tls.keyData.empty())) {
+    return "a client certificate or key is given both as a file and as data";
+  }
+  if ((tls.certFile.empty() && tls.certData.empty()) != (tls.keyFile.empty() && tls.keyData.empty())) {
+    return "a client certificate needs its key, and a key its certificate";
+  }
+  return {};
+}
+
+/// Where to, how long, and through which proxy; errors go to `errorBuffer`.
+void setConnection(OptionSetter& options, const Request& request, char* errorBuffer) {
+  options.set("CURLOPT_ERRORBUFFER", CURLOPT_ERRORBUFFER, errorBuffer);
+  options.set("CURLOPT_URL", CURLOPT_URL, request.url.c_str());
+  options.set("CURLOPT_NOSIGNAL", CURLOPT_NOSIGNAL, 1L);
+  options.set("CURLOPT_TIMEOUT_MS", CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout.count()));
+  options.set("CURLOPT_CONNECTTIMEOUT_MS", CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(request.timeout.count()));
+  options.set("CURLOPT_FOLLOWLOCATION", CURLOPT_FOLLOWLOCATION, 0L);
+  options.set("CURLOPT_PROXY", CURLOPT_PROXY, request.proxy.c_str());
+  // HTTP/1.1 on both schemes: one exchange per handle gains nothing from HTTP/2, and the servers
+  // (etcd's gateway, the Kubernetes API) speak 1.1.
+  options.set("CURLOPT_HTTP_VERSION", CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
+}
+
+/// Only http and https, by name from 7.85, by bit mask before it.
+void allowHttpOnly(const CurlApi& api, CURL* h, OptionSetter& options) {
+  if (api.easySetopt(h, CURLOPT_PROTOCOLS_STR, "http,https") != CURLE_OK) {
+    options.set("CURLOPT_PROTOCOLS", CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+  }
+}
+
+/// The method, and the body. @return whether a body is sent.
+bool setMethodAndBody(OptionSetter& options, const Request& request) {
+  const bool withBody = !request.body.empty() || request.method == Method::kPost ||
+                        request.method == Method::kPut || request.method == Method::kPatch;
+  if (withBody) {
+    options.set("CURLOPT_POSTFIELDSIZE_LARGE", CURLOPT_POSTFIELDSIZE_LARGE,
+                static_cast<curl_off_t>(request.body.size()));
+    options.set("CURLOPT_POSTFIELDS", CURLOPT_POSTFIELDS, request.body.data());
+    if (request.method != Method::kPost) {
+      options.set("CURLOPT_CUSTOMREQUEST", CURLOPT_CUSTOMREQUEST, methodName(request.method).data());
+    }
+  } else if (request.method == Method::kGet) {
+    options.set("CURLOPT_HTTPGET", CURLOPT_HTTPGET, 1L);
+  } else {
+    options.set("CURLOPT_CUSTOMREQUEST", CURLOPT_CUSTOMREQUEST, methodName(request.method).data());
+  }
+  return withBody;
+}
+
+/// Headers: the caller's; no Content-Type or Expect of curl's own.
+std::expected<void, Refusal> addHeaders(Easy& easy, const Request& request, bool withBody) {
+  bool hasContentType = false;
+  for (const auto& hdr : request.headers) {
+    if (hdr.name.find_first_of(":\r\n") != std::string::npos || hdr.value.find_first_of("\r\n") != std::string::npos) {
+      return std::unexpected(
+          Refusal{ErrorKind::kInvalidRequest, "header '" + hdr.name + "' has a forbidden character"});
+    }
+    hasContentType = hasContentType || equalsIgnoreCase(hdr.name, "Content-Type");
+    // "Name;" is curl's way of sending a header with an empty value.
+    if (!easy.addHeader(hdr.value.empty() ? hdr.name + ";" : hdr.name + ": " + hdr.value)) {
+      return std::unexpected(Refusal{ErrorKind::kOther, "curl_slist_append: out of memory"});
+    }
+  }
+  if ((withBody && !hasContentType && !easy.addHeader("Content-Type:")) || !easy.addHeader("Expect:")) {
+    return std::unexpected(Refusal{ErrorKind::kOther, "curl_slist_append: out of memory"});
+  }
+  return {};
+}
+
+/// Verification, the trusted CA, and the client certificate, each from a file or from data.
+void setTls(OptionSetter& options, const TlsOptions& tls) {
+  if (tls.insecure) {
+    options.set("CURLOPT_SSL_VERIFYPEER", CURLOPT_SSL_VERIFYPEER, 0L);
+    options.set("CURLOPT_SSL_VERIFYHOST", CURLOPT_SSL_VERIFYHOST, 0L);
+  } else {
+    options.set("CURLOPT_SSL_VERIFYPEER", CURLOPT_SSL_VERIFYPEER, 1L);
+    options.set("CURLOPT_SSL_VERIFYHOST", CURLOPT_SSL_VERIFYHOST, 2L);
+  }
+  if (!tls.caFile.empty() || !tls.caData.empty()) {
+    options.set("CURLOPT_CAPATH", CURLOPT_CAPATH, static_cast<const char*>(nullptr));
+  }
+  if (!tls.caFile.empty()) {
+    options.set("CURLOPT_CAINFO", CURLOPT_CAINFO, tls.caFile.c_str());
+  }
+  if (!tls.caData.empty()) {
+    options.set("CURLOPT_CAINFO", CURLOPT_CAINFO, static_cast<const char*>(nullptr));
+    options.setBlob("CURLOPT_CAINFO_BLOB", CURLOPT_CAINFO_BLOB, tls.caData);
+  }
+  if (!tls.certFile.empty()) {
+    options.set("CURLOPT_SSLCERTTYPE", CURLOPT_SSLCERTTYPE, "PEM");
+    options.set("CURLOPT_SSLCERT", CURLOPT_SSLCERT, tls.certFile.c_str());
+    options.set("CURLOPT_SSLKEYTYPE", CURLOPT_SSLKEYTYPE, "PEM");
+    options.set("CURLOPT_SSLKEY", CURLOPT_SSLKEY, tls.keyFile.c_str());
+  }
+  if (!tls.certData.empty()) {
+    options.set("CURLOPT_SSLCERTTYPE", CURLOPT_SSLCERTTYPE, "PEM");
+    options.setBlob("CURLOPT_SSLCERT_BLOB", CURLOPT_SSLCERT_BLOB, tls.certData);
+    options.set("CURLOPT_SSLKEYTYPE", CURLOPT_SSLKEYTYPE, "PEM");
+    options.setBlob("CURLOPT_SSLKEY_BLOB", CURLOPT_SSLKEY_BLOB, tls.keyData);
+  }
+}
+
+/// Where the answer goes.
+void setSink(OptionSetter& options, Sink& sink) {
+  options.set("CURLOPT_WRITEFUNCTION", CURLOPT_WRITEFUNCTION, &writeBody);
+  options.set("CURLOPT_WRITEDATA", CURLOPT_WRITEDATA, static_cast<void*>(&sink));
+  options.set("CURLOPT_HEADERFUNCTION", CURLOPT_HEADERFUNCTION, &writeHeader);
+  options.set("CURLOPT_HEADERDATA", CURLOPT_HEADERDATA, static_cast<void*>(&sink));
+}
+
 }  // namespace
 
 CurlHttpClient::CurlHttpClient(std::string library)
@@ -225,19 +380,8 @@ HttpResult<Response> CurlHttpClient::send(const Request& request) {
     return fail(ErrorKind::kUnavailable, api_->loadError);
   }
   const CurlApi& api = *api_;
-
-  if (!startsWithIgnoreCase(request.url, "http://") && !startsWithIgnoreCase(request.url, "https://")) {
-    return fail(ErrorKind::kInvalidRequest, "only http:// and https:// URLs are supported");
-  }
-  const TlsOptions& tls = request.tls;
-  if (!tls.caFile.empty() && !tls.caData.empty()) {
-    return fail(ErrorKind::kInvalidRequest, "both a CA file and CA data are given");
-  }
-  if ((!tls.certFile.empty() || !tls.keyFile.empty()) && (!tls.certData.empty() || !tls.keyData.empty())) {
-    return fail(ErrorKind::kInvalidRequest, "a client certificate or key is given both as a file and as data");
-  }
-  if ((tls.certFile.empty() && tls.certData.empty()) != (tls.keyFile.empty() && tls.keyData.empty())) {
-    return fail(ErrorKind::kInvalidRequest, "a client certificate needs its key, and a key its certificate");
+  if (std::string problem = requestProblem(request); !problem.empty()) {
+    return fail(ErrorKind::kInvalidRequest, std::move(problem));
   }
 
   Easy easy(api);
@@ -249,114 +393,25 @@ HttpResult<Response> CurlHttpClient::send(const Request& request) {
   sink.maxBody = request.maxResponseBytes;
   char errorBuffer[CURL_ERROR_SIZE] = {};
 
-  // The first option curl refused, by name.
-  std::string refused;
-  CURLcode refusedCode = CURLE_OK;
-  auto set = [&](const char* name, CURLoption opt, auto value) {
-    if (!refused.empty()) {
-      return;
-    }
-    const CURLcode rc = api.easySetopt(h, opt, value);
-    if (rc != CURLE_OK) {
-      refused = name;
-      refusedCode = rc;
-    }
-  };
-  auto setBlob = [&](const char* name, CURLoption opt, const std::string& pem) {
-    curl_blob blob{const_cast<char*>(pem.data()), pem.size(), CURL_BLOB_COPY};
-    set(name, opt, &blob);
-  };
-
-  set("CURLOPT_ERRORBUFFER", CURLOPT_ERRORBUFFER, static_cast<char*>(errorBuffer));
-  set("CURLOPT_URL", CURLOPT_URL, request.url.c_str());
-  set("CURLOPT_NOSIGNAL", CURLOPT_NOSIGNAL, 1L);
-  set("CURLOPT_TIMEOUT_MS", CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout.count()));
-  set("CURLOPT_CONNECTTIMEOUT_MS", CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(request.timeout.count()));
-  set("CURLOPT_FOLLOWLOCATION", CURLOPT_FOLLOWLOCATION, 0L);
-  set("CURLOPT_PROXY", CURLOPT_PROXY, request.proxy.c_str());
-  // HTTP/1.1 on both schemes: one exchange per handle gains nothing from HTTP/2, and the servers
-  // (etcd's gateway, the Kubernetes API) speak 1.1.
-  set("CURLOPT_HTTP_VERSION", CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
-  if (!refused.empty()) {
-    return fail(kindOf(refusedCode), "curl refused " + refused + ": " + api.easyStrerror(refusedCode),
-                refusedCode);
+  OptionSetter options(api, h);
+  setConnection(options, request, static_cast<char*>(errorBuffer));
+  if (options.anyRefused()) {
+    return fail(kindOf(options.refusedCode()),
+                "curl refused " + options.refused() + ": " + api.easyStrerror(options.refusedCode()),
+                options.refusedCode());
   }
-  // Only http and https, by name from 7.85, by bit mask before it.
-  if (api.easySetopt(h, CURLOPT_PROTOCOLS_STR, "http,https") != CURLE_OK) {
-    set("CURLOPT_PROTOCOLS", CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+  allowHttpOnly(api, h, options);
+  const bool withBody = setMethodAndBody(options, request);
+  if (auto added = addHeaders(easy, request, withBody); !added) {
+    return fail(added.error().kind, std::move(added.error().message));
   }
-
-  // The method, and the body.
-  const bool withBody = !request.body.empty() || request.method == Method::kPost ||
-                        request.method == Method::kPut || request.method == Method::kPatch;
-  if (withBody) {
-    set("CURLOPT_POSTFIELDSIZE_LARGE", CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
-    set("CURLOPT_POSTFIELDS", CURLOPT_POSTFIELDS, request.body.data());
-    if (request.method != Method::kPost) {
-      set("CURLOPT_CUSTOMREQUEST", CURLOPT_CUSTOMREQUEST, methodName(request.method).data());
-    }
-  } else if (request.method == Method::kGet) {
-    set("CURLOPT_HTTPGET", CURLOPT_HTTPGET, 1L);
-  } else {
-    set("CURLOPT_CUSTOMREQUEST", CURLOPT_CUSTOMREQUEST, methodName(request.method).data());
-  }
-
-  // Headers: the caller's; no Content-Type or Expect of curl's own.
-  bool hasContentType = false;
-  for (const auto& hdr : request.headers) {
-    if (hdr.name.find_first_of(":\r\n") != std::string::npos || hdr.value.find_first_of("\r\n") != std::string::npos) {
-      return fail(ErrorKind::kInvalidRequest, "header '" + hdr.name + "' has a forbidden character");
-    }
-    hasContentType = hasContentType || equalsIgnoreCase(hdr.name, "Content-Type");
-    // "Name;" is curl's way of sending a header with an empty value.
-    if (!easy.addHeader(hdr.value.empty() ? hdr.name + ";" : hdr.name + ": " + hdr.value)) {
-      return fail(ErrorKind::kOther, "curl_slist_append: out of memory");
-    }
-  }
-  if ((withBody && !hasContentType && !easy.addHeader("Content-Type:")) || !easy.addHeader("Expect:")) {
-    return fail(ErrorKind::kOther, "curl_slist_append: out of memory");
-  }
-  set("CURLOPT_HTTPHEADER", CURLOPT_HTTPHEADER, easy.headers());
-
-  // TLS.
-  if (tls.insecure) {
-    set("CURLOPT_SSL_VERIFYPEER", CURLOPT_SSL_VERIFYPEER, 0L);
-    set("CURLOPT_SSL_VERIFYHOST", CURLOPT_SSL_VERIFYHOST, 0L);
-  } else {
-    set("CURLOPT_SSL_VERIFYPEER", CURLOPT_SSL_VERIFYPEER, 1L);
-    set("CURLOPT_SSL_VERIFYHOST", CURLOPT_SSL_VERIFYHOST, 2L);
-  }
-  if (!tls.caFile.empty() || !tls.caData.empty()) {
-    set("CURLOPT_CAPATH", CURLOPT_CAPATH, static_cast<const char*>(nullptr));
-  }
-  if (!tls.caFile.empty()) {
-    set("CURLOPT_CAINFO", CURLOPT_CAINFO, tls.caFile.c_str());
-  }
-  if (!tls.caData.empty()) {
-    set("CURLOPT_CAINFO", CURLOPT_CAINFO, static_cast<const char*>(nullptr));
-    setBlob("CURLOPT_CAINFO_BLOB", CURLOPT_CAINFO_BLOB, tls.caData);
-  }
-  if (!tls.certFile.empty()) {
-    set("CURLOPT_SSLCERTTYPE", CURLOPT_SSLCERTTYPE, "PEM");
-    set("CURLOPT_SSLCERT", CURLOPT_SSLCERT, tls.certFile.c_str());
-    set("CURLOPT_SSLKEYTYPE", CURLOPT_SSLKEYTYPE, "PEM");
-    set("CURLOPT_SSLKEY", CURLOPT_SSLKEY, tls.keyFile.c_str());
-  }
-  if (!tls.certData.empty()) {
-    set("CURLOPT_SSLCERTTYPE", CURLOPT_SSLCERTTYPE, "PEM");
-    setBlob("CURLOPT_SSLCERT_BLOB", CURLOPT_SSLCERT_BLOB, tls.certData);
-    set("CURLOPT_SSLKEYTYPE", CURLOPT_SSLKEYTYPE, "PEM");
-    setBlob("CURLOPT_SSLKEY_BLOB", CURLOPT_SSLKEY_BLOB, tls.keyData);
-  }
-
-  // Where the answer goes.
-  set("CURLOPT_WRITEFUNCTION", CURLOPT_WRITEFUNCTION, &writeBody);
-  set("CURLOPT_WRITEDATA", CURLOPT_WRITEDATA, static_cast<void*>(&sink));
-  set("CURLOPT_HEADERFUNCTION", CURLOPT_HEADERFUNCTION, &writeHeader);
-  set("CURLOPT_HEADERDATA", CURLOPT_HEADERDATA, static_cast<void*>(&sink));
-  if (!refused.empty()) {
+  options.set("CURLOPT_HTTPHEADER", CURLOPT_HTTPHEADER, easy.headers());
+  setTls(options, request.tls);
+  setSink(options, sink);
+  if (options.anyRefused()) {
     return fail(ErrorKind::kInvalidRequest,
-                "this libcurl refused " + refused + ": " + api.easyStrerror(refusedCode), refusedCode);
+                "this libcurl refused " + options.refused() + ": " + api.easyStrerror(options.refusedCode()),
+                options.refusedCode());
   }
 
   const CURLcode rc = api.easyPerform(h);

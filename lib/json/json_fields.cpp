@@ -93,46 +93,56 @@ cni::Result<std::optional<net::PciAddress>> pciField(const json& obj, const char
   return std::optional<net::PciAddress>(*pci);
 }
 
-cni::Result<std::vector<std::string>> stringList(const json& obj, const char* key, const std::string& path) {
-  std::vector<std::string> out;
+namespace {
+
+/// The list at `key` of `obj` (absent or null: empty), each element turned into one entry by
+/// `parseOne(element, path of the element)`; `accepted` says what is, when it is not a list.
+template <class T, class ParseOne>
+cni::Result<std::vector<T>> listField(const json& obj, const char* key, const std::string& path,
+                                      const std::string& accepted, ParseOne parseOne) {
+  std::vector<T> out;
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) {
     return out;
   }
   if (!it->is_array()) {
-    return invalid(path, *it, "must be a list of strings");
+    return invalid(path, *it, accepted);
   }
   for (std::size_t i = 0; i < it->size(); ++i) {
-    if (!(*it)[i].is_string()) {
-      return invalid(path + "[" + std::to_string(i) + "]", (*it)[i], "must be a string");
+    auto one = parseOne((*it)[i], path + "[" + std::to_string(i) + "]");
+    if (!one) {
+      return std::unexpected(one.error());
     }
-    out.push_back((*it)[i].get<std::string>());
+    out.push_back(std::move(*one));
   }
   return out;
 }
 
+}  // namespace
+
+cni::Result<std::vector<std::string>> stringList(const json& obj, const char* key, const std::string& path) {
+  return listField<std::string>(obj, key, path, "must be a list of strings",
+                                [](const json& e, const std::string& p) -> cni::Result<std::string> {
+                                  if (!e.is_string()) {
+                                    return invalid(p, e, "must be a string");
+                                  }
+                                  return e.get<std::string>();
+                                });
+}
+
 cni::Result<std::vector<net::IpPrefix>> ipList(const json& obj, const char* key, const std::string& path) {
-  std::vector<net::IpPrefix> out;
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) {
-    return out;
-  }
-  if (!it->is_array()) {
-    return invalid(path, *it, "must be a list of IP addresses such as [\"10.1.2.3/24\"]");
-  }
-  for (std::size_t i = 0; i < it->size(); ++i) {
-    const auto& e = (*it)[i];
-    std::string p = path + "[" + std::to_string(i) + "]";
-    if (!e.is_string()) {
-      return invalid(p, e, "must be a string such as \"10.1.2.3/24\"");
-    }
-    auto ip = net::IpPrefix::parse(e.get<std::string>(), /*allowBare=*/true);
-    if (!ip) {
-      return invalid(p, e.get<std::string>(), "must be an IP address, optionally with a prefix (10.1.2.3/24)");
-    }
-    out.push_back(*ip);
-  }
-  return out;
+  return listField<net::IpPrefix>(
+      obj, key, path, "must be a list of IP addresses such as [\"10.1.2.3/24\"]",
+      [](const json& e, const std::string& p) -> cni::Result<net::IpPrefix> {
+        if (!e.is_string()) {
+          return invalid(p, e, "must be a string such as \"10.1.2.3/24\"");
+        }
+        auto ip = net::IpPrefix::parse(e.get<std::string>(), /*allowBare=*/true);
+        if (!ip) {
+          return invalid(p, e.get<std::string>(), "must be an IP address, optionally with a prefix (10.1.2.3/24)");
+        }
+        return *ip;
+      });
 }
 
 cni::Result<cni::Dns> dnsObject(const json& j, const std::string& path) {

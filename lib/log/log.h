@@ -51,29 +51,29 @@ void flush();
 /// ("undo failed: WHAT: ERROR"), never swallowed.
 void failedUndo(const std::string& what, const os::SysError& err);
 
+/// Formats and writes one line at `level`, formatting only when the line would be written.
+template <class... A>
+void at(Level level, fmt::format_string<A...> f, A&&... a) {
+  if (enabled(level)) {
+    write(level, fmt::format(f, std::forward<A>(a)...));
+  }
+}
+
 template <class... A>
 void debug(fmt::format_string<A...> f, A&&... a) {
-  if (enabled(Level::kDebug)) {
-    write(Level::kDebug, fmt::format(f, std::forward<A>(a)...));
-  }
+  at(Level::kDebug, f, std::forward<A>(a)...);
 }
 template <class... A>
 void info(fmt::format_string<A...> f, A&&... a) {
-  if (enabled(Level::kInfo)) {
-    write(Level::kInfo, fmt::format(f, std::forward<A>(a)...));
-  }
+  at(Level::kInfo, f, std::forward<A>(a)...);
 }
 template <class... A>
 void warn(fmt::format_string<A...> f, A&&... a) {
-  if (enabled(Level::kWarn)) {
-    write(Level::kWarn, fmt::format(f, std::forward<A>(a)...));
-  }
+  at(Level::kWarn, f, std::forward<A>(a)...);
 }
 template <class... A>
 void error(fmt::format_string<A...> f, A&&... a) {
-  if (enabled(Level::kError)) {
-    write(Level::kError, fmt::format(f, std::forward<A>(a)...));
-  }
+  at(Level::kError, f, std::forward<A>(a)...);
 }
 
 }  // namespace ibcni::log

@@ -96,6 +96,139 @@ std::string parentOf(const std::string& shown) {
   return slash == 0 || slash == std::string::npos ? "/" : shown.substr(0, slash);
 }
 
+/// openDirectory's walk: the directory reached so far (an O_PATH descriptor, and its path as
+/// messages show it) and the components still to go, a symbolic link's target put in front.
+class DirectoryWalk {
+ public:
+  DirectoryWalk(const std::string& path, const DirPolicy& policy) : path_(path), policy_(policy) {
+    auto parts = components(path);
+    todo_.assign(parts.begin(), parts.end());
+  }
+
+  /// Starts at "/", checked like every directory the walk enters.
+  SysResult<void> start() {
+    if (auto r = openRoot(); !r) {
+      return r;
+    }
+    return checkReached();
+  }
+
+  [[nodiscard]] bool done() const { return todo_.empty(); }
+
+  /// Goes through the next component: into a directory (created if the policy says so), or
+  /// through a symbolic link.
+  SysResult<void> step() {
+    const std::string name = todo_.front();
+    todo_.pop_front();
+    if (name == ".") {
+      return {};
+    }
+    // ".." only comes from the target of a (trusted) symbolic link.
+    const std::string here = name == ".." ? parentOf(shown_) : joined(shown_, name);
+    struct stat st {};
+    if (auto r = statOrCreate(name, here, st); !r) {
+      return r;
+    }
+    if (S_ISLNK(st.st_mode)) {
+      return followLink(name, here, st);
+    }
+    if (!S_ISDIR(st.st_mode)) {
+      return sysFail(ENOTDIR, here + " is a " + std::string(kindOf(st.st_mode)) + ", not a directory");
+    }
+    return enter(name, here);
+  }
+
+  /// The directory the walk ended in, opened for reading.
+  SysResult<UniqueFd> openReached() const {
+    const int raw = ::openat(cur_.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (raw < 0) {
+      return sysFail(errno, "open " + shown_);
+    }
+    return UniqueFd(raw);
+  }
+
+ private:
+  SysResult<void> openRoot() {
+    const int raw = ::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (raw < 0) {
+      return sysFail(errno, "open /");
+    }
+    cur_.reset(raw);
+    shown_ = "/";
+    return {};
+  }
+
+  SysResult<void> checkReached() const {
+    if (!policy_.trustedOwners) {
+      return {};
+    }
+    return checkDirectory(cur_.get(), shown_, todo_.empty());
+  }
+
+  /// Stats `name` without following it; a missing one is created first when the policy says so
+  /// (with the policy's mode when it is the last component).
+  SysResult<void> statOrCreate(const std::string& name, const std::string& here, struct stat& st) const {
+    if (::fstatat(cur_.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+      return {};
+    }
+    if (errno != ENOENT || !policy_.create) {
+      return sysFail(errno, "stat " + here);
+    }
+    if (::mkdirat(cur_.get(), name.c_str(), todo_.empty() ? policy_.mode : 0755) != 0 && errno != EEXIST) {
+      return sysFail(errno, "create directory " + here);
+    }
+    if (::fstatat(cur_.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      return sysFail(errno, "stat " + here);
+    }
+    return {};
+  }
+
+  /// A trusted link's target goes in front of what is left; an absolute one starts over at "/".
+  SysResult<void> followLink(const std::string& name, const std::string& here, const struct stat& st) {
+    if (!trustedOwner(st.st_uid)) {
+      return refused(here + " is a symbolic link owned by uid " + std::to_string(st.st_uid) +
+                     ": ibcni follows only root's symbolic links");
+    }
+    if (++links_ > kMaxLinks) {
+      return sysFail(ELOOP, "resolve " + path_);
+    }
+    char target[PATH_MAX];
+    ssize_t n = ::readlinkat(cur_.get(), name.c_str(), target, sizeof target);
+    if (n < 0) {
+      return sysFail(errno, "read symbolic link " + here);
+    }
+    if (static_cast<std::size_t>(n) >= sizeof target) {
+      return sysFail(ENAMETOOLONG, "read symbolic link " + here);
+    }
+    std::string_view t(target, static_cast<std::size_t>(n));
+    auto more = components(t);
+    todo_.insert(todo_.begin(), more.begin(), more.end());
+    if (!t.empty() && t.front() == '/') {
+      return openRoot();
+    }
+    return {};
+  }
+
+  SysResult<void> enter(const std::string& name, const std::string& here) {
+    // O_NOFOLLOW: had the entry become a symbolic link since fstatat, this fails (ELOOP/ENOTDIR)
+    // rather than follow it; the checks below look at what was opened.
+    const int raw = ::openat(cur_.get(), name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (raw < 0) {
+      return sysFail(errno, "open " + here);
+    }
+    cur_.reset(raw);
+    shown_ = here;
+    return checkReached();
+  }
+
+  const std::string& path_;
+  const DirPolicy& policy_;
+  UniqueFd cur_;
+  std::string shown_ = "/";
+  std::deque<std::string> todo_;
+  int links_ = 0;
+};
+
 }  // namespace
 
 std::string pathSpellingProblem(std::string_view path) {
@@ -137,91 +270,16 @@ SysResult<UniqueFd> openDirectory(const std::string& path, const DirPolicy& poli
   if (auto p = pathSpellingProblem(path); !p.empty()) {
     return refused(path + " " + p);
   }
-  int raw = ::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (raw < 0) {
-    return sysFail(errno, "open /");
+  DirectoryWalk walk(path, policy);
+  if (auto r = walk.start(); !r) {
+    return std::unexpected(r.error());
   }
-  UniqueFd cur(raw);
-  std::string shown = "/";
-  auto parts = components(path);
-  std::deque<std::string> todo(parts.begin(), parts.end());
-  if (policy.trustedOwners) {
-    if (auto r = checkDirectory(cur.get(), shown, todo.empty()); !r) {
+  while (!walk.done()) {
+    if (auto r = walk.step(); !r) {
       return std::unexpected(r.error());
     }
   }
-  int links = 0;
-  while (!todo.empty()) {
-    const std::string name = todo.front();
-    todo.pop_front();
-    if (name == ".") {
-      continue;
-    }
-    // ".." only comes from the target of a (trusted) symbolic link.
-    const std::string here = name == ".." ? parentOf(shown) : joined(shown, name);
-    struct stat st {};
-    if (::fstatat(cur.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-      if (errno != ENOENT || !policy.create) {
-        return sysFail(errno, "stat " + here);
-      }
-      if (::mkdirat(cur.get(), name.c_str(), todo.empty() ? policy.mode : 0755) != 0 && errno != EEXIST) {
-        return sysFail(errno, "create directory " + here);
-      }
-      if (::fstatat(cur.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-        return sysFail(errno, "stat " + here);
-      }
-    }
-    if (S_ISLNK(st.st_mode)) {
-      if (!trustedOwner(st.st_uid)) {
-        return refused(here + " is a symbolic link owned by uid " + std::to_string(st.st_uid) +
-                       ": ibcni follows only root's symbolic links");
-      }
-      if (++links > kMaxLinks) {
-        return sysFail(ELOOP, "resolve " + path);
-      }
-      char target[PATH_MAX];
-      ssize_t n = ::readlinkat(cur.get(), name.c_str(), target, sizeof target);
-      if (n < 0) {
-        return sysFail(errno, "read symbolic link " + here);
-      }
-      if (static_cast<std::size_t>(n) >= sizeof target) {
-        return sysFail(ENAMETOOLONG, "read symbolic link " + here);
-      }
-      std::string_view t(target, static_cast<std::size_t>(n));
-      auto more = components(t);
-      todo.insert(todo.begin(), more.begin(), more.end());
-      if (!t.empty() && t.front() == '/') {
-        raw = ::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (raw < 0) {
-          return sysFail(errno, "open /");
-        }
-        cur.reset(raw);
-        shown = "/";
-      }
-      continue;
-    }
-    if (!S_ISDIR(st.st_mode)) {
-      return sysFail(ENOTDIR, here + " is a " + std::string(kindOf(st.st_mode)) + ", not a directory");
-    }
-    // O_NOFOLLOW: had the entry become a symbolic link since fstatat, this fails (ELOOP/ENOTDIR)
-    // rather than follow it; the checks below look at what was opened.
-    raw = ::openat(cur.get(), name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (raw < 0) {
-      return sysFail(errno, "open " + here);
-    }
-    cur.reset(raw);
-    shown = here;
-    if (policy.trustedOwners) {
-      if (auto r = checkDirectory(cur.get(), shown, todo.empty()); !r) {
-        return std::unexpected(r.error());
-      }
-    }
-  }
-  raw = ::openat(cur.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (raw < 0) {
-    return sysFail(errno, "open " + shown);
-  }
-  return UniqueFd(raw);
+  return walk.openReached();
 }
 
 SysResult<UniqueFd> openLogFile(const std::string& path) {

@@ -76,6 +76,222 @@ cni::Result<std::vector<std::string>> stringList(const json& obj, const char* ke
   return out;
 }
 
+/// The list at `key` of `j` (absent or null: none), each element an object that `parseOne(element,
+/// code, where, path)` turns into one entry of `out`.
+template <class T, class ParseOne>
+cni::Result<void> objectList(const json& j, const char* key, cni::Errc code, std::string_view where,
+                             std::vector<T>& out, ParseOne parseOne) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) {
+    return {};
+  }
+  if (!it->is_array()) {
+    return bad(code, where, key, "is not a list");
+  }
+  for (std::size_t n = 0; n < it->size(); ++n) {
+    const auto& e = (*it)[n];
+    std::string path = std::string(key) + "[" + std::to_string(n) + "]";
+    if (!e.is_object()) {
+      return bad(code, where, path, "is not an object");
+    }
+    auto one = parseOne(e, code, where, path);
+    if (!one) {
+      return std::unexpected(one.error());
+    }
+    out.push_back(std::move(*one));
+  }
+  return {};
+}
+
+cni::Result<cni::Interface> interfaceFromJson(const json& e, cni::Errc code, std::string_view where,
+                                              const std::string& path) {
+  auto name = optString(e, "name", code, where, path);
+  auto mac = optString(e, "mac", code, where, path);
+  auto sandbox = optString(e, "sandbox", code, where, path);
+  auto pci = optString(e, "pciID", code, where, path);
+  auto sock = optString(e, "socketPath", code, where, path);
+  auto mtu = optUint(e, "mtu", code, where, path);
+  for (const auto* res : {&name, &mac, &sandbox, &pci, &sock}) {
+    if (!*res) {
+      return std::unexpected(res->error());
+    }
+  }
+  if (!mtu) {
+    return std::unexpected(mtu.error());
+  }
+  cni::Interface iface;
+  iface.name = *name;
+  iface.mac = *mac;
+  iface.sandbox = *sandbox;
+  iface.pciId = *pci;
+  iface.socketPath = *sock;
+  iface.mtu = *mtu;
+  return iface;
+}
+
+/// What an IP and a route both hold, into `prefix` and `gateway`: a CIDR (`prefixKey`; an absent
+/// one is empty, and not a CIDR either, `expected` names the form) and an optional gateway address
+/// (`gatewayKey`).
+cni::Result<void> prefixAndGateway(const json& e, const char* prefixKey, const char* expected, const char* gatewayKey,
+                                   cni::Errc code, std::string_view where, const std::string& path,
+                                   net::IpPrefix& prefix, std::optional<net::IpAddress>& gateway) {
+  auto text = optString(e, prefixKey, code, where, path);
+  if (!text) {
+    return std::unexpected(text.error());
+  }
+  auto parsed = net::IpPrefix::parse(*text);
+  if (!parsed) {
+    return bad(code, where, path + "." + prefixKey, "= \"" + *text + "\" is not " + expected);
+  }
+  auto gw = optIp(e, gatewayKey, code, where, path);
+  if (!gw) {
+    return std::unexpected(gw.error());
+  }
+  prefix = *parsed;
+  gateway = *gw;
+  return {};
+}
+
+cni::Result<cni::IpConfig> ipFromJson(const json& e, cni::Errc code, std::string_view where,
+                                      const std::string& path) {
+  cni::IpConfig ip;
+  if (auto read = prefixAndGateway(e, "address", "an address in CIDR form (10.1.2.3/24)", "gateway", code, where,
+                                   path, ip.address, ip.gateway);
+      !read) {
+    return std::unexpected(read.error());
+  }
+  if (auto idx = e.find("interface"); idx != e.end() && !idx->is_null()) {
+    if (!idx->is_number_integer() || idx->get<std::int64_t>() < 0) {
+      return bad(code, where, path + ".interface", "= " + shortDump(*idx) + " is not an index");
+    }
+    ip.interface = idx->get<int>();
+  }
+  return ip;
+}
+
+cni::Result<cni::Route> routeFromJson(const json& e, cni::Errc code, std::string_view where,
+                                      const std::string& path) {
+  cni::Route rt;
+  if (auto read = prefixAndGateway(e, "dst", "a CIDR (0.0.0.0/0)", "gw", code, where, path, rt.dst, rt.gw); !read) {
+    return std::unexpected(read.error());
+  }
+  std::pair<const char*, std::optional<std::uint32_t>*> extras[] = {
+      {"mtu", &rt.mtu}, {"advmss", &rt.advmss}, {"priority", &rt.priority},
+      {"table", &rt.table}, {"scope", &rt.scope}};
+  for (auto& [key, slot] : extras) {
+    auto value = optUint(e, key, code, where, path);
+    if (!value) {
+      return std::unexpected(value.error());
+    }
+    *slot = *value;
+  }
+  return rt;
+}
+
+/// The "dns" object (absent or null: `dns` stays empty).
+cni::Result<void> dnsFromJson(const json& j, cni::Errc code, std::string_view where, cni::Dns& dns) {
+  auto it = j.find("dns");
+  if (it == j.end() || it->is_null()) {
+    return {};
+  }
+  if (!it->is_object()) {
+    return bad(code, where, "dns", "is not an object");
+  }
+  auto ns = stringList(*it, "nameservers", code, where, "dns");
+  auto search = stringList(*it, "search", code, where, "dns");
+  auto options = stringList(*it, "options", code, where, "dns");
+  auto domain = optString(*it, "domain", code, where, "dns");
+  for (const auto* res : {&ns, &search, &options}) {
+    if (!*res) {
+      return std::unexpected(res->error());
+    }
+  }
+  if (!domain) {
+    return std::unexpected(domain.error());
+  }
+  dns.nameservers = *ns;
+  dns.search = *search;
+  dns.options = *options;
+  dns.domain = *domain;
+  return {};
+}
+
+/// Sets `key` of `obj` to `value`, unless the value is empty (then the member is left out).
+template <class T>
+void putUnlessEmpty(json& obj, const char* key, const T& value) {
+  if (!value.empty()) {
+    obj[key] = value;
+  }
+}
+
+json interfacesToJson(const std::vector<cni::Interface>& interfaces, cni::SpecVersion v) {
+  json list = json::array();
+  for (const auto& i : interfaces) {
+    json e = {{"name", i.name}};
+    putUnlessEmpty(e, "mac", i.mac);
+    if (cni::hasV11Fields(v)) {
+      if (i.mtu) {
+        e["mtu"] = *i.mtu;
+      }
+      putUnlessEmpty(e, "pciID", i.pciId);
+      putUnlessEmpty(e, "socketPath", i.socketPath);
+    }
+    putUnlessEmpty(e, "sandbox", i.sandbox);
+    list.push_back(std::move(e));
+  }
+  return list;
+}
+
+json ipsToJson(const std::vector<cni::IpConfig>& ips, cni::SpecVersion v) {
+  json list = json::array();
+  for (const auto& ip : ips) {
+    json e = json::object();
+    if (cni::hasIpVersionField(v)) {
+      e["version"] = ip.address.address.isV4() ? "4" : "6";
+    }
+    if (ip.interface) {
+      e["interface"] = *ip.interface;
+    }
+    e["address"] = ip.address.toString();
+    if (ip.gateway) {
+      e["gateway"] = ip.gateway->toString();
+    }
+    list.push_back(std::move(e));
+  }
+  return list;
+}
+
+json routesToJson(const std::vector<cni::Route>& routes, cni::SpecVersion v) {
+  json list = json::array();
+  for (const auto& rt : routes) {
+    json e = {{"dst", rt.dst.toString()}};
+    if (rt.gw) {
+      e["gw"] = rt.gw->toString();
+    }
+    if (cni::hasV11Fields(v)) {
+      const std::pair<const char*, const std::optional<std::uint32_t>*> extras[] = {
+          {"mtu", &rt.mtu}, {"advmss", &rt.advmss}, {"priority", &rt.priority},
+          {"table", &rt.table}, {"scope", &rt.scope}};
+      for (const auto& [key, value] : extras) {
+        if (*value) {
+          e[key] = **value;
+        }
+      }
+    }
+    list.push_back(std::move(e));
+  }
+  return list;
+}
+
+json dnsToJson(const cni::Dns& dns) {
+  json d = json::object();
+  putUnlessEmpty(d, "nameservers", dns.nameservers);
+  putUnlessEmpty(d, "domain", dns.domain);
+  putUnlessEmpty(d, "search", dns.search);
+  putUnlessEmpty(d, "options", dns.options);
+  return d;
+}
+
 }  // namespace
 
 std::string shortDump(const json& j) {
@@ -92,84 +308,16 @@ json resultToJson(const cni::AddResult& r, cni::SpecVersion v) {
   json out = json::object();
   out["cniVersion"] = std::string(cni::toString(v));
   if (!r.interfaces.empty()) {
-    json list = json::array();
-    for (const auto& i : r.interfaces) {
-      json e = {{"name", i.name}};
-      if (!i.mac.empty()) {
-        e["mac"] = i.mac;
-      }
-      if (cni::hasV11Fields(v)) {
-        if (i.mtu) {
-          e["mtu"] = *i.mtu;
-        }
-        if (!i.pciId.empty()) {
-          e["pciID"] = i.pciId;
-        }
-        if (!i.socketPath.empty()) {
-          e["socketPath"] = i.socketPath;
-        }
-      }
-      if (!i.sandbox.empty()) {
-        e["sandbox"] = i.sandbox;
-      }
-      list.push_back(std::move(e));
-    }
-    out["interfaces"] = std::move(list);
+    out["interfaces"] = interfacesToJson(r.interfaces, v);
   }
   if (!r.ips.empty()) {
-    json list = json::array();
-    for (const auto& ip : r.ips) {
-      json e = json::object();
-      if (cni::hasIpVersionField(v)) {
-        e["version"] = ip.address.address.isV4() ? "4" : "6";
-      }
-      if (ip.interface) {
-        e["interface"] = *ip.interface;
-      }
-      e["address"] = ip.address.toString();
-      if (ip.gateway) {
-        e["gateway"] = ip.gateway->toString();
-      }
-      list.push_back(std::move(e));
-    }
-    out["ips"] = std::move(list);
+    out["ips"] = ipsToJson(r.ips, v);
   }
   if (!r.routes.empty()) {
-    json list = json::array();
-    for (const auto& rt : r.routes) {
-      json e = {{"dst", rt.dst.toString()}};
-      if (rt.gw) {
-        e["gw"] = rt.gw->toString();
-      }
-      if (cni::hasV11Fields(v)) {
-        const std::pair<const char*, const std::optional<std::uint32_t>*> extras[] = {
-            {"mtu", &rt.mtu}, {"advmss", &rt.advmss}, {"priority", &rt.priority},
-            {"table", &rt.table}, {"scope", &rt.scope}};
-        for (const auto& [key, value] : extras) {
-          if (*value) {
-            e[key] = **value;
-          }
-        }
-      }
-      list.push_back(std::move(e));
-    }
-    out["routes"] = std::move(list);
+    out["routes"] = routesToJson(r.routes, v);
   }
   if (!r.dns.empty()) {
-    json d = json::object();
-    if (!r.dns.nameservers.empty()) {
-      d["nameservers"] = r.dns.nameservers;
-    }
-    if (!r.dns.domain.empty()) {
-      d["domain"] = r.dns.domain;
-    }
-    if (!r.dns.search.empty()) {
-      d["search"] = r.dns.search;
-    }
-    if (!r.dns.options.empty()) {
-      d["options"] = r.dns.options;
-    }
-    out["dns"] = std::move(d);
+    out["dns"] = dnsToJson(r.dns);
   }
   return out;
 }
@@ -179,133 +327,17 @@ cni::Result<cni::AddResult> resultFromJson(const json& j, cni::Errc code, std::s
     return cni::fail(code, std::string(where) + " = " + shortDump(j) + " is not a JSON object");
   }
   cni::AddResult r;
-  if (auto it = j.find("interfaces"); it != j.end() && !it->is_null()) {
-    if (!it->is_array()) {
-      return bad(code, where, "interfaces", "is not a list");
-    }
-    for (std::size_t n = 0; n < it->size(); ++n) {
-      const auto& e = (*it)[n];
-      std::string path = "interfaces[" + std::to_string(n) + "]";
-      if (!e.is_object()) {
-        return bad(code, where, path, "is not an object");
-      }
-      cni::Interface iface;
-      auto name = optString(e, "name", code, where, path);
-      auto mac = optString(e, "mac", code, where, path);
-      auto sandbox = optString(e, "sandbox", code, where, path);
-      auto pci = optString(e, "pciID", code, where, path);
-      auto sock = optString(e, "socketPath", code, where, path);
-      auto mtu = optUint(e, "mtu", code, where, path);
-      for (const auto* res : {&name, &mac, &sandbox, &pci, &sock}) {
-        if (!*res) {
-          return std::unexpected(res->error());
-        }
-      }
-      if (!mtu) {
-        return std::unexpected(mtu.error());
-      }
-      iface.name = *name;
-      iface.mac = *mac;
-      iface.sandbox = *sandbox;
-      iface.pciId = *pci;
-      iface.socketPath = *sock;
-      iface.mtu = *mtu;
-      r.interfaces.push_back(std::move(iface));
-    }
+  if (auto read = objectList(j, "interfaces", code, where, r.interfaces, interfaceFromJson); !read) {
+    return std::unexpected(read.error());
   }
-  if (auto it = j.find("ips"); it != j.end() && !it->is_null()) {
-    if (!it->is_array()) {
-      return bad(code, where, "ips", "is not a list");
-    }
-    for (std::size_t n = 0; n < it->size(); ++n) {
-      const auto& e = (*it)[n];
-      std::string path = "ips[" + std::to_string(n) + "]";
-      if (!e.is_object()) {
-        return bad(code, where, path, "is not an object");
-      }
-      cni::IpConfig ip;
-      auto addr = optString(e, "address", code, where, path);
-      if (!addr) {
-        return std::unexpected(addr.error());
-      }
-      auto prefix = net::IpPrefix::parse(*addr);
-      if (!prefix) {
-        return bad(code, where, path + ".address",
-                   "= \"" + *addr + "\" is not an address in CIDR form (10.1.2.3/24)");
-      }
-      ip.address = *prefix;
-      auto gw = optIp(e, "gateway", code, where, path);
-      if (!gw) {
-        return std::unexpected(gw.error());
-      }
-      ip.gateway = *gw;
-      if (auto idx = e.find("interface"); idx != e.end() && !idx->is_null()) {
-        if (!idx->is_number_integer() || idx->get<std::int64_t>() < 0) {
-          return bad(code, where, path + ".interface", "= " + shortDump(*idx) + " is not an index");
-        }
-        ip.interface = idx->get<int>();
-      }
-      r.ips.push_back(std::move(ip));
-    }
+  if (auto read = objectList(j, "ips", code, where, r.ips, ipFromJson); !read) {
+    return std::unexpected(read.error());
   }
-  if (auto it = j.find("routes"); it != j.end() && !it->is_null()) {
-    if (!it->is_array()) {
-      return bad(code, where, "routes", "is not a list");
-    }
-    for (std::size_t n = 0; n < it->size(); ++n) {
-      const auto& e = (*it)[n];
-      std::string path = "routes[" + std::to_string(n) + "]";
-      if (!e.is_object()) {
-        return bad(code, where, path, "is not an object");
-      }
-      cni::Route rt;
-      auto dst = optString(e, "dst", code, where, path);
-      if (!dst) {
-        return std::unexpected(dst.error());
-      }
-      auto prefix = net::IpPrefix::parse(*dst);
-      if (!prefix) {
-        return bad(code, where, path + ".dst", "= \"" + *dst + "\" is not a CIDR (0.0.0.0/0)");
-      }
-      rt.dst = *prefix;
-      auto gw = optIp(e, "gw", code, where, path);
-      if (!gw) {
-        return std::unexpected(gw.error());
-      }
-      rt.gw = *gw;
-      std::pair<const char*, std::optional<std::uint32_t>*> extras[] = {
-          {"mtu", &rt.mtu}, {"advmss", &rt.advmss}, {"priority", &rt.priority},
-          {"table", &rt.table}, {"scope", &rt.scope}};
-      for (auto& [key, slot] : extras) {
-        auto value = optUint(e, key, code, where, path);
-        if (!value) {
-          return std::unexpected(value.error());
-        }
-        *slot = *value;
-      }
-      r.routes.push_back(std::move(rt));
-    }
+  if (auto read = objectList(j, "routes", code, where, r.routes, routeFromJson); !read) {
+    return std::unexpected(read.error());
   }
-  if (auto it = j.find("dns"); it != j.end() && !it->is_null()) {
-    if (!it->is_object()) {
-      return bad(code, where, "dns", "is not an object");
-    }
-    auto ns = stringList(*it, "nameservers", code, where, "dns");
-    auto search = stringList(*it, "search", code, where, "dns");
-    auto options = stringList(*it, "options", code, where, "dns");
-    auto domain = optString(*it, "domain", code, where, "dns");
-    for (const auto* res : {&ns, &search, &options}) {
-      if (!*res) {
-        return std::unexpected(res->error());
-      }
-    }
-    if (!domain) {
-      return std::unexpected(domain.error());
-    }
-    r.dns.nameservers = *ns;
-    r.dns.search = *search;
-    r.dns.options = *options;
-    r.dns.domain = *domain;
+  if (auto read = dnsFromJson(j, code, where, r.dns); !read) {
+    return std::unexpected(read.error());
   }
   return r;
 }

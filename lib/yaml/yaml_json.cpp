@@ -196,6 +196,16 @@ class Converter {
     return {};
   }
 
+  /// Opens a sequence or a mapping (`empty`), which its end event adds to its parent.
+  std::expected<void, YamlError> openCollection(const yaml_event_t& event, json empty, const yaml_char_t* anchor) {
+    noteRoot(event);
+    if (auto c = count(event, 1); !c) {
+      return c;
+    }
+    stack_.push_back(Frame{std::move(empty), std::nullopt, text(anchor)});
+    return {};
+  }
+
   std::expected<void, YamlError> handle(const yaml_event_t& event, bool& inDocument, bool& done) {
     switch (event.type) {
       case YAML_STREAM_START_EVENT:
@@ -267,19 +277,9 @@ class Converter {
         return add(event, std::move(v), text(event.data.scalar.anchor));
       }
       case YAML_SEQUENCE_START_EVENT:
-        noteRoot(event);
-        if (auto c = count(event, 1); !c) {
-          return c;
-        }
-        stack_.push_back(Frame{json::array(), std::nullopt, text(event.data.sequence_start.anchor)});
-        return {};
+        return openCollection(event, json::array(), event.data.sequence_start.anchor);
       case YAML_MAPPING_START_EVENT:
-        noteRoot(event);
-        if (auto c = count(event, 1); !c) {
-          return c;
-        }
-        stack_.push_back(Frame{json::object(), std::nullopt, text(event.data.mapping_start.anchor)});
-        return {};
+        return openCollection(event, json::object(), event.data.mapping_start.anchor);
       case YAML_SEQUENCE_END_EVENT:
       case YAML_MAPPING_END_EVENT: {
         Frame f = std::move(stack_.back());

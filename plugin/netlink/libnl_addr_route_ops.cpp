@@ -26,6 +26,16 @@ namespace ibcni::nl {
 
 namespace {
 
+/// A dump request of `type` with its family header `hdr` (ifaddrmsg, rtmsg); null when out of memory.
+template <class Header>
+NlMsgPtr dumpRequest(int type, Header hdr) {
+  NlMsgPtr msg(nlmsg_alloc_simple(type, NLM_F_DUMP));
+  if (msg && nlmsg_append(msg.get(), &hdr, sizeof hdr, NLMSG_ALIGNTO) < 0) {
+    msg.reset();
+  }
+  return msg;
+}
+
 os::SysResult<void> addressRequest(RtnlSockets& sockets, const os::Netns& ns, int index,
                                    const net::IpPrefix& prefix, bool add, const std::string& op) {
   if (index <= 0) {
@@ -147,13 +157,9 @@ os::SysResult<std::vector<Address>> LibnlNetlink::listAddresses(const os::Netns&
   }
   std::vector<Address> out;
   auto build = [] {
-    NlMsgPtr msg(nlmsg_alloc_simple(RTM_GETADDR, NLM_F_DUMP));
     ifaddrmsg hdr{};
     hdr.ifa_family = AF_UNSPEC;
-    if (msg && nlmsg_append(msg.get(), &hdr, sizeof hdr, NLMSG_ALIGNTO) < 0) {
-      msg.reset();
-    }
-    return msg;
+    return dumpRequest(RTM_GETADDR, hdr);
   };
   auto collect = [&out, index](nl_object* obj) {
     auto* a = reinterpret_cast<rtnl_addr*>(obj);
@@ -198,13 +204,9 @@ os::SysResult<std::vector<Route>> LibnlNetlink::listRoutes(const os::Netns& ns, 
   }
   std::vector<Route> out;
   auto build = [] {
-    NlMsgPtr msg(nlmsg_alloc_simple(RTM_GETROUTE, NLM_F_DUMP));
     rtmsg hdr{};
     hdr.rtm_family = AF_UNSPEC;
-    if (msg && nlmsg_append(msg.get(), &hdr, sizeof hdr, NLMSG_ALIGNTO) < 0) {
-      msg.reset();
-    }
-    return msg;
+    return dumpRequest(RTM_GETROUTE, hdr);
   };
   auto collect = [&out, index](nl_object* obj) {
     auto* r = reinterpret_cast<rtnl_route*>(obj);

@@ -13,43 +13,24 @@
 
 namespace ibcni::nl {
 
-// One deleter per libnl type; each releases the reference we own.
-struct NlSockDeleter {
-  void operator()(nl_sock* p) const noexcept { nl_socket_free(p); }  // also closes the fd
-};
-struct NlMsgDeleter {
-  void operator()(nl_msg* p) const noexcept { nlmsg_free(p); }
-};
-struct NlCbDeleter {
-  void operator()(nl_cb* p) const noexcept { nl_cb_put(p); }
-};
-struct NlAddrDeleter {
-  void operator()(nl_addr* p) const noexcept { nl_addr_put(p); }
-};
-struct RtnlLinkDeleter {
-  void operator()(rtnl_link* p) const noexcept { rtnl_link_put(p); }
-};
-struct RtnlAddrDeleter {
-  void operator()(rtnl_addr* p) const noexcept { rtnl_addr_put(p); }
-};
-struct RtnlRouteDeleter {
-  void operator()(rtnl_route* p) const noexcept { rtnl_route_put(p); }
-};
-struct RtnlLinkVfDeleter {
-  void operator()(rtnl_link_vf* p) const noexcept { rtnl_link_vf_put(p); }
-};
-struct RtnlNexthopDeleter {
-  void operator()(rtnl_nexthop* p) const noexcept { rtnl_route_nh_free(p); }
+/// Releases the reference we own with libnl's `Release` for the type (nl_socket_free also closes
+/// the fd).
+template <auto Release>
+struct NlReleaser {
+  template <class T>
+  void operator()(T* p) const noexcept {
+    Release(p);
+  }
 };
 
-using NlSockPtr = std::unique_ptr<nl_sock, NlSockDeleter>;
-using NlMsgPtr = std::unique_ptr<nl_msg, NlMsgDeleter>;
-using NlCbPtr = std::unique_ptr<nl_cb, NlCbDeleter>;
-using NlAddrPtr = std::unique_ptr<nl_addr, NlAddrDeleter>;
-using RtnlLinkPtr = std::unique_ptr<rtnl_link, RtnlLinkDeleter>;
-using RtnlAddrPtr = std::unique_ptr<rtnl_addr, RtnlAddrDeleter>;
-using RtnlRoutePtr = std::unique_ptr<rtnl_route, RtnlRouteDeleter>;
-using RtnlNexthopPtr = std::unique_ptr<rtnl_nexthop, RtnlNexthopDeleter>;
-using RtnlLinkVfPtr = std::unique_ptr<rtnl_link_vf, RtnlLinkVfDeleter>;
+using NlSockPtr = std::unique_ptr<nl_sock, NlReleaser<nl_socket_free>>;
+using NlMsgPtr = std::unique_ptr<nl_msg, NlReleaser<nlmsg_free>>;
+using NlCbPtr = std::unique_ptr<nl_cb, NlReleaser<nl_cb_put>>;
+using NlAddrPtr = std::unique_ptr<nl_addr, NlReleaser<nl_addr_put>>;
+using RtnlLinkPtr = std::unique_ptr<rtnl_link, NlReleaser<rtnl_link_put>>;
+using RtnlAddrPtr = std::unique_ptr<rtnl_addr, NlReleaser<rtnl_addr_put>>;
+using RtnlRoutePtr = std::unique_ptr<rtnl_route, NlReleaser<rtnl_route_put>>;
+using RtnlNexthopPtr = std::unique_ptr<rtnl_nexthop, NlReleaser<rtnl_route_nh_free>>;
+using RtnlLinkVfPtr = std::unique_ptr<rtnl_link_vf, NlReleaser<rtnl_link_vf_put>>;
 
 }  // namespace ibcni::nl

@@ -32,10 +32,16 @@ namespace ibcni::nl {
 
 namespace {
 
-/// RTM_NEWLINK on an existing link: applies what is set in `changes` to link `index`.
-os::SysResult<void> changeLink(RtnlSockets& sockets, const os::Netns& ns, int index,
-                               rtnl_link* changes, const std::string& op,
+/// RTM_NEWLINK on an existing link: applies to link `index` what `change` sets on an empty
+/// rtnl_link, and what `extra` adds to the message.
+os::SysResult<void> changeLink(RtnlSockets& sockets, const os::Netns& ns, int index, const std::string& op,
+                               const std::function<void(rtnl_link*)>& change,
                                const std::function<int(nl_msg*)>& extra = {}) {
+  RtnlLinkPtr changes(rtnl_link_alloc());
+  if (!changes) {
+    return os::sysFail(ENOMEM, op);
+  }
+  change(changes.get());
   if (index <= 0) {
     // Without an index the kernel would pick the link by IFLA_IFNAME (the *new* name).
     return os::sysFail(ENODEV, op + ": no such link index");
@@ -46,7 +52,7 @@ os::SysResult<void> changeLink(RtnlSockets& sockets, const os::Netns& ns, int in
   }
   rtnl_link_set_ifindex(orig.get(), index);
   nl_msg* raw = nullptr;
-  int rc = rtnl_link_build_change_request(orig.get(), changes, 0, &raw);
+  int rc = rtnl_link_build_change_request(orig.get(), changes.get(), 0, &raw);
   NlMsgPtr msg(raw);
   if (rc < 0) {
     return libnlFail(rc, op);
@@ -150,16 +156,13 @@ os::SysResult<Link> LibnlNetlink::linkByIndex(const os::Netns& ns, int index) {
 
 os::SysResult<void> LibnlNetlink::setLinkUp(const os::Netns& ns, int index, bool up) {
   const std::string op = "set " + linkRef(index) + (up ? " up" : " down") + inNs(ns);
-  RtnlLinkPtr changes(rtnl_link_alloc());
-  if (!changes) {
-    return os::sysFail(ENOMEM, op);
-  }
-  if (up) {
-    rtnl_link_set_flags(changes.get(), IFF_UP);
-  } else {
-    rtnl_link_unset_flags(changes.get(), IFF_UP);
-  }
-  return changeLink(*sockets_, ns, index, changes.get(), op);
+  return changeLink(*sockets_, ns, index, op, [up](rtnl_link* changes) {
+    if (up) {
+      rtnl_link_set_flags(changes, IFF_UP);
+    } else {
+      rtnl_link_unset_flags(changes, IFF_UP);
+    }
+  });
 }
 
 os::SysResult<void> LibnlNetlink::renameLink(const os::Netns& ns, int index,
@@ -169,36 +172,23 @@ os::SysResult<void> LibnlNetlink::renameLink(const os::Netns& ns, int index,
     // libnl would cut a long name to 15 bytes and rename to that.
     return os::sysFail(EINVAL, op + ": not a valid interface name");
   }
-  RtnlLinkPtr changes(rtnl_link_alloc());
-  if (!changes) {
-    return os::sysFail(ENOMEM, op);
-  }
-  rtnl_link_set_name(changes.get(), newName.c_str());
-  return changeLink(*sockets_, ns, index, changes.get(), op);
+  return changeLink(*sockets_, ns, index, op,
+                    [&newName](rtnl_link* changes) { rtnl_link_set_name(changes, newName.c_str()); });
 }
 
 os::SysResult<void> LibnlNetlink::setMtu(const os::Netns& ns, int index, std::uint32_t mtu) {
   const std::string op = "set mtu " + std::to_string(mtu) + " on " + linkRef(index) + inNs(ns);
-  RtnlLinkPtr changes(rtnl_link_alloc());
-  if (!changes) {
-    return os::sysFail(ENOMEM, op);
-  }
-  rtnl_link_set_mtu(changes.get(), mtu);
-  return changeLink(*sockets_, ns, index, changes.get(), op);
+  return changeLink(*sockets_, ns, index, op, [mtu](rtnl_link* changes) { rtnl_link_set_mtu(changes, mtu); });
 }
 
 os::SysResult<void> LibnlNetlink::setAlias(const os::Netns& ns, int index,
                                            const std::string& alias) {
   const std::string op = (alias.empty() ? "clear alias of " : "set alias \"" + alias + "\" on ") +
                          linkRef(index) + inNs(ns);
-  RtnlLinkPtr changes(rtnl_link_alloc());
-  if (!changes) {
-    return os::sysFail(ENOMEM, op);
-  }
   // IFLA_IFALIAS goes without a terminating NUL, as iproute2 sends it: the kernel clears the
   // alias only for a zero-length attribute, and libnl's NUL would count against the 255 bytes
   // the policy allows.
-  return changeLink(*sockets_, ns, index, changes.get(), op, [&alias](nl_msg* msg) {
+  return changeLink(*sockets_, ns, index, op, [](rtnl_link*) {}, [&alias](nl_msg* msg) {
     return nla_put(msg, IFLA_IFALIAS, static_cast<int>(alias.size()), alias.data());
   });
 }
@@ -210,13 +200,13 @@ os::SysResult<void> LibnlNetlink::setHwAddress(const os::Netns& ns, int index,
   if (!bytes) {
     return os::sysFail(EINVAL, op + ": not a hardware address");
   }
-  RtnlLinkPtr changes(rtnl_link_alloc());
   NlAddrPtr addr(nl_addr_build(AF_LLC, bytes->data(), bytes->size()));
-  if (!changes || !addr) {
+  if (!addr) {
     return os::sysFail(ENOMEM, op);
   }
-  rtnl_link_set_addr(changes.get(), addr.get());  // takes its own reference
-  return changeLink(*sockets_, ns, index, changes.get(), op);
+  return changeLink(*sockets_, ns, index, op, [&addr](rtnl_link* changes) {
+    rtnl_link_set_addr(changes, addr.get());  // takes its own reference
+  });
 }
 
 os::SysResult<void> LibnlNetlink::moveLink(const os::Netns& from, int index, const os::Netns& to) {
@@ -225,12 +215,7 @@ os::SysResult<void> LibnlNetlink::moveLink(const os::Netns& from, int index, con
   if (to.fd() < 0) {
     return os::sysFail(EBADF, op + ": the target handle has no fd");
   }
-  RtnlLinkPtr changes(rtnl_link_alloc());
-  if (!changes) {
-    return os::sysFail(ENOMEM, op);
-  }
-  rtnl_link_set_ns_fd(changes.get(), to.fd());
-  return changeLink(*sockets_, from, index, changes.get(), op);
+  return changeLink(*sockets_, from, index, op, [&to](rtnl_link* changes) { rtnl_link_set_ns_fd(changes, to.fd()); });
 }
 
 os::SysResult<VfInfo> LibnlNetlink::vfInfo(const os::Netns& ns, int pfIndex, std::uint32_t vf) {

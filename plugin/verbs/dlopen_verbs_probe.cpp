@@ -84,23 +84,16 @@ std::string loadVerbs(const std::string& library, Verbs& v) {
     return why != nullptr ? why : "dlopen " + library + ": failed";
   }
   std::string missing;
-  // Evaluated one by one (not short-circuited) so that `missing` names the first absent symbol.
-  bool ok = os::resolveSymbol(lib, "ibv_get_device_list", v.getDeviceList, missing);
-  ok = os::resolveSymbol(lib, "ibv_free_device_list", v.freeDeviceList, missing) && ok;
-  ok = os::resolveSymbol(lib, "ibv_get_device_name", v.getDeviceName, missing) && ok;
-  ok = os::resolveSymbol(lib, "ibv_get_device_guid", v.getDeviceGuid, missing) && ok;
-  ok = os::resolveSymbol(lib, "ibv_open_device", v.openDevice, missing) && ok;
-  ok = os::resolveSymbol(lib, "ibv_close_device", v.closeDevice, missing) && ok;
-  ok = os::resolveSymbol(lib, "ibv_query_port", v.queryPort, missing) && ok;
-  ok = os::resolveSymbol(lib, "ibv_query_gid", v.queryGid, missing) && ok;
-  ok = os::resolveSymbol(lib, "ibv_query_pkey", v.queryPkey, missing) && ok;
-  ok = os::resolveSymbol(lib, "ibv_alloc_pd", v.allocPd, missing) && ok;
-  ok = os::resolveSymbol(lib, "ibv_dealloc_pd", v.deallocPd, missing) && ok;
-  ok = os::resolveSymbol(lib, "ibv_create_cq", v.createCq, missing) && ok;
-  ok = os::resolveSymbol(lib, "ibv_destroy_cq", v.destroyCq, missing) && ok;
-  ok = os::resolveSymbol(lib, "ibv_create_qp", v.createQp, missing) && ok;
-  ok = os::resolveSymbol(lib, "ibv_modify_qp", v.modifyQp, missing) && ok;
-  ok = os::resolveSymbol(lib, "ibv_destroy_qp", v.destroyQp, missing) && ok;
+  const bool ok = os::resolveSymbols(
+      lib, missing, os::Symbol{"ibv_get_device_list", v.getDeviceList},
+      os::Symbol{"ibv_free_device_list", v.freeDeviceList}, os::Symbol{"ibv_get_device_name", v.getDeviceName},
+      os::Symbol{"ibv_get_device_guid", v.getDeviceGuid}, os::Symbol{"ibv_open_device", v.openDevice},
+      os::Symbol{"ibv_close_device", v.closeDevice}, os::Symbol{"ibv_query_port", v.queryPort},
+      os::Symbol{"ibv_query_gid", v.queryGid}, os::Symbol{"ibv_query_pkey", v.queryPkey},
+      os::Symbol{"ibv_alloc_pd", v.allocPd}, os::Symbol{"ibv_dealloc_pd", v.deallocPd},
+      os::Symbol{"ibv_create_cq", v.createCq}, os::Symbol{"ibv_destroy_cq", v.destroyCq},
+      os::Symbol{"ibv_create_qp", v.createQp}, os::Symbol{"ibv_modify_qp", v.modifyQp},
+      os::Symbol{"ibv_destroy_qp", v.destroyQp});
   if (!ok) {
     return missing;
   }

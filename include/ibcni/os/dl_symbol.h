@@ -26,4 +26,22 @@ bool resolveSymbol(void* lib, const char* name, Fn& fn, std::string& missing) {
   return true;
 }
 
+/// One symbol for resolveSymbols: its name, and the function pointer its address goes to.
+template <class Fn>
+struct Symbol {
+  const char* name;
+  Fn& fn;
+};
+template <class Fn>
+Symbol(const char*, Fn&) -> Symbol<Fn>;
+
+/// Resolves every symbol in order, each one even after a failure (not short-circuited) so that
+/// `missing` names the first absent one. @return whether all were found.
+template <class... Fns>
+bool resolveSymbols(void* lib, std::string& missing, Symbol<Fns>... symbols) {
+  bool ok = true;
+  ((ok = resolveSymbol(lib, symbols.name, symbols.fn, missing) && ok), ...);
+  return ok;
+}
+
 }  // namespace ibcni::os
