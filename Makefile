@@ -150,23 +150,24 @@ lab-churn: deps build
 	tests/kernel-lab/kernel_lab.sh --boot "$$lab" $(BUILD) e2e_lab:churn_50
 
 # Long randomized runs of the cluster pool's fault-schedule checker (tests/chaos/README.md): SCHEDULES
-# schedules of STEPS steps per backend (etcd, kubernetes or both) against the tree's ibcni-ipam,
+# schedules of STEPS steps per backend (etcd, kubernetes or both) against the tree's ibcni-ipam (its
+# dynamically linked build, ibcni-ipam-preloadable: the checker's kills and clocks are LD_PRELOADed),
 # each over 4-12 simulated nodes; the invariants after every step; a violation is reported with
 # its seed and a shrunk schedule under $(BUILD)/chaos-out/<backend>/ (replay it with --replay).
 # Needs root, etcd, libfaketime and Node.js. CHAOS_JOBS workers (each with an etcd and an emulator of
 # its own): with 2 on 2 cores, about 1 s (etcd) and 1.9 s (kubernetes) per schedule, so the defaults
 # take about 35 and 65 minutes. Not part of `make test` (which runs ~100 s per backend: ctest -L chaos).
-# PLUGIN and CHAOS_ARGS test another ibcni-ipam, e.g.
+# PLUGIN and CHAOS_ARGS test another (dynamically linked) ibcni-ipam, e.g.
 #   make chaos PLUGIN=/path/to/old/ibcni-ipam CHAOS_ARGS="--compat baseline --profile lapse"
 SEED ?=
 STEPS ?= 30
 SCHEDULES ?= 2000
 BACKEND ?= both
-PLUGIN ?= $(BUILD)/ibcni-ipam
+PLUGIN ?= $(BUILD)/tests/chaos/ibcni-ipam-preloadable
 CHAOS_JOBS ?= 2
 CHAOS_ARGS ?=
 chaos: deps $(BUILD)/CMakeCache.txt
-	cmake --build $(BUILD) -j $(JOBS) --target ibcni-ipam ibcni_chaos
+	cmake --build $(BUILD) -j $(JOBS) --target ibcni-ipam-preloadable ibcni_chaos
 	@rc=0; \
 	for b in $(if $(filter both,$(BACKEND)),etcd kubernetes,$(BACKEND)); do \
 	  echo "== chaos: $$b backend, $(SCHEDULES) schedules of $(STEPS) steps =="; \

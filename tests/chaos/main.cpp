@@ -10,6 +10,7 @@
 // Exit status: 0 no violation (with --expect: the expected one found and shrunk); 1 a violation
 // (with --expect: not found); 2 usage; 77 this host cannot run it (not root, no etcd, no
 // libfaketime, no Node.js for the emulator), saying why.
+#include <elf.h>
 #include <glob.h>
 #include <signal.h>
 #include <unistd.h>
@@ -19,6 +20,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -165,6 +167,29 @@ std::string findFaketime() {
     }
   }
   return {};
+}
+
+// Whether `path` is an ELF program with an interpreter (the dynamic loader): only then do the kill
+// shim and libfaketime, both LD_PRELOADed, reach it. A static program ignores LD_PRELOAD, and its
+// schedules would run without a single kill or clock fault.
+bool isDynamicProgram(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  Elf64_Ehdr eh{};
+  if (!in.read(reinterpret_cast<char*>(&eh), sizeof eh) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+      eh.e_ident[EI_CLASS] != ELFCLASS64) {
+    return false;
+  }
+  for (unsigned i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph{};
+    in.seekg(static_cast<std::streamoff>(eh.e_phoff + i * static_cast<std::uint64_t>(eh.e_phentsize)));
+    if (!in.read(reinterpret_cast<char*>(&ph), sizeof ph)) {
+      return false;
+    }
+    if (ph.p_type == PT_INTERP) {
+      return true;
+    }
+  }
+  return false;
 }
 
 // Why this host cannot run the checker ("" when it can).
@@ -449,6 +474,12 @@ int main(int argc, char** argv) {
   if (::access(tools.plugin.c_str(), X_OK) != 0 || ::access(tools.killShim.c_str(), R_OK) != 0) {
     std::cerr << "ibcni_chaos: " << tools.plugin << " is not executable or the kill shim " << tools.killShim
               << " is missing (--shim)\n";
+    return 2;
+  }
+  if (!isDynamicProgram(tools.plugin)) {
+    std::cerr << "ibcni_chaos: " << tools.plugin << " is not a dynamically linked program: the kill shim and "
+              << "libfaketime (LD_PRELOAD) would not reach it; give the build's ibcni-ipam-preloadable "
+              << "(the same sources, linked dynamically)\n";
     return 2;
   }
   if (const std::string why = cannotRun(*options, options->backend, tools); !why.empty()) {
