@@ -96,7 +96,6 @@ TEST(DoubleAdd, SecondAddFailsWithoutDoubleAllocationAndOneDelCleans) {
   CONFORMANCE_WORLD(w);
   const auto [pod, vf, before] = w.podAndVf();
   const std::string vf2 = w.vf();
-  const auto before = linkState(w.host(), vf);
   const auto before2 = linkState(w.host(), vf2);
   const json c = w.conf("1.0.0", vf, w.ipam());
   Exec add = w.ibcni(World::env("ADD", "c1", pod), c);
