@@ -967,6 +967,7 @@ TEST_F(BinaryTest, GcReleasesOnlyStaleAttachmentsAndStatusReportsReadiness) {
   gcEnv.containerId = "";
   gcEnv.netns = "";
   gcEnv.ifName = "";
+  gcEnv.path = kCniBin;
   json gc = conf("1.1.0", vf1);
   gc.erase("device");
   gc["cni.dev/valid-attachments"] = {{{"containerID", "keep"}, {"ifname", "net1"}}};
