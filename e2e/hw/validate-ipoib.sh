@@ -17,6 +17,10 @@ set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 NAD_MANIFEST=$HERE/manifests/nad-ipoib.yaml
 POD_TEMPLATE=$HERE/manifests/pod-ipoib-template.yaml
+# The checks' reporting (pass/fail/skip, finish), cleanup, and the nodes' helper pods.
+HELPER_POD_PREFIX=ibcni-ipoib-host
+# shellcheck source=e2e/lib/hw-validate.sh
+. "$HERE/../lib/hw-validate.sh"
 
 usage() {
   cat <<'EOF'
@@ -117,7 +121,6 @@ command -v jq >/dev/null 2>&1 || die "jq is required on this machine"
 command -v awk >/dev/null 2>&1 || die "awk is required on this machine"
 read -r -a KC <<<"$KUBECTL"
 command -v "${KC[0]}" >/dev/null 2>&1 || die "'${KC[0]}' not found"
-kc() { "${KC[@]}" "$@"; }
 [[ -r $NAD_MANIFEST && -r $POD_TEMPLATE ]] || die "manifests not found next to the script ($HERE/manifests)"
 
 if [[ $NAD == */* ]]; then NAD_NS=${NAD%%/*} NAD_NAME=${NAD#*/}; else NAD_NS=$NS NAD_NAME=$NAD; fi
@@ -131,57 +134,11 @@ POD_B=ibcni-ipoib-b-$RUN
 TMP=$(mktemp -d)
 PASSED=0 FAILED=0 SKIPPED=0 NAD_CREATED=0 BW_SERVER_PID=""
 
-pass() { PASSED=$((PASSED + 1)); echo "PASS $1${2:+: $2}"; }
-fail() { FAILED=$((FAILED + 1)); echo "FAIL $1: $2"; }
-skip() { SKIPPED=$((SKIPPED + 1)); echo "SKIP $1: $2"; }
-note() { echo "     $*"; }
-
-# shellcheck disable=SC2317 # called by the EXIT trap
-cleanup() {
-  [[ -n $BW_SERVER_PID ]] && kill "$BW_SERVER_PID" 2>/dev/null
-  if ((KEEP)); then
-    echo "kept: test pods (${KUBECTL} -n $NS delete pod -l $LABEL=$RUN)$( ((NAD_CREATED)) && echo " and NAD $NAD_NS/$NAD_NAME")"
-    kc -n "$NS" delete pod -l "$LABEL=$RUN,role=host-check" --ignore-not-found --wait=false >/dev/null 2>&1
-  else
-    kc -n "$NS" delete pod -l "$LABEL=$RUN" --ignore-not-found --wait=false >/dev/null 2>&1
-    if ((NAD_CREATED)); then
-      kc -n "$NAD_NS" delete network-attachment-definitions.k8s.cni.cncf.io "$NAD_NAME" \
-        --ignore-not-found --wait=false >/dev/null 2>&1
-    fi
-  fi
-  rm -rf "$TMP"
-}
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
 
-# finish: print the summary (and the ibcni log of each node on failure), exit 0 or 1.
-finish() {
-  if ((FAILED > 0)); then print_logs; fi
-  ((SKIPPED > 0)) && echo "$SKIPPED skipped"
-  echo "$PASSED passed, $FAILED failed"
-  ((FAILED == 0)) && exit 0
-  exit 1
-}
-
 declare -A HELPER HELPER_ERR HINFO SNAPSHOT SNAP_WHEN PARENT PREFLIGHTED
 HROWS="" LOG_FILE=""
-
-# print_logs: the tail of ibcni's log on every node a helper runs on.
-print_logs() {
-  local node
-  if [[ -z $LOG_FILE ]]; then
-    echo "ibcni logs: the NAD sets no logFile; see the kubelet/Multus logs of the nodes"
-    return
-  fi
-  for node in "${!HELPER[@]}"; do
-    echo "--- last 40 lines of $LOG_FILE on $node ---"
-    # shellcheck disable=SC2016 # expanded by the remote shell
-    on_host "$node" 'tail -n 40 "/host-log/$1" 2>&1' "$(basename "$LOG_FILE")" | sed 's/^/    /'
-  done
-  for node in "${!HELPER_ERR[@]}"; do
-    echo "--- $LOG_FILE on $node: not readable (${HELPER_ERR[$node]}); on the node: tail -n 40 $LOG_FILE"
-  done
-}
 
 # pkey_full PKEY: the pkey as the kernel reports an IPoIB link's (full-membership bit set, 0x%04x).
 pkey_full() { printf '0x%04x' $(($1 | 0x8000)); }
@@ -216,7 +173,6 @@ nad_json=$(kc -n "$NAD_NS" get "$NADS" "$NAD_NAME" -o json 2>&1) \
   || die "cannot read NetworkAttachmentDefinition $NAD_NS/$NAD_NAME: $nad_json"
 CONF=$(jq -c '.spec.config // "{}" | fromjson | if has("plugins") then ([.plugins[] | select(.type == "ibcni")][0] // {}) else . end' \
   <<<"$nad_json" 2>/dev/null) || die "the NAD's spec.config is not JSON"
-conf() { jq -r "$1" <<<"$CONF"; }
 MASTER=$(conf '.master // ""')
 RDMA_DEV=$(conf '.rdmaDevice // ""')
 PORT=$(conf '.port // 1 | tostring')
@@ -253,51 +209,6 @@ IPS_CAP=$(conf '.capabilities.ips // false')
 echo "NAD $NAD_NS/$NAD_NAME, namespace $NS, image $IMAGE, run $RUN"
 
 # --- node helper pods (hostNetwork: they see the node's host network and RDMA namespace) ---------
-
-
-# helper_manifest NAME NODE
-helper_manifest() {
-  local logdir=""
-  [[ $LOG_FILE == /* ]] && logdir=$(dirname "$LOG_FILE")
-  jq -n --arg name "$1" --arg node "$2" --arg ns "$NS" --arg run "$RUN" --arg lbl "$LABEL" \
-    --arg image "$HOST_IMAGE" --arg logdir "$logdir" '{
-      apiVersion: "v1", kind: "Pod",
-      metadata: {name: $name, namespace: $ns, labels: {($lbl): $run, role: "host-check"}},
-      spec: ({
-        nodeName: $node, hostNetwork: true, restartPolicy: "Never", terminationGracePeriodSeconds: 1,
-        tolerations: [{operator: "Exists"}],
-        containers: [{
-          name: "host", image: $image, command: ["sleep", "86400"],
-          securityContext: {privileged: true},
-          volumeMounts: (if $logdir == "" then [] else [{name: "log", mountPath: "/host-log", readOnly: true}] end)
-        }]
-      } + (if $logdir == "" then {} else {volumes: [{name: "log", hostPath: {path: $logdir, type: "Directory"}}]} end))
-    }'
-}
-
-# ensure_helper NODE: start (once) the helper pod on NODE; returns 1 if it cannot run.
-ensure_helper() {
-  local node=$1 name out
-  [[ -n ${HELPER[$node]:-} ]] && return 0
-  [[ -n ${HELPER_ERR[$node]:-} ]] && return 1
-  name=ibcni-ipoib-host-$RUN-$(printf '%s' "$node" | cksum | cut -d' ' -f1)
-  if ! out=$(helper_manifest "$name" "$node" | kc apply -f - 2>&1); then
-    HELPER_ERR[$node]="cannot create a hostNetwork helper pod in $NS (pod security?): ${out//$'\n'/ }"
-    return 1
-  fi
-  if ! kc -n "$NS" wait --for=condition=Ready "pod/$name" --timeout="${TIMEOUT}s" >/dev/null 2>&1; then
-    HELPER_ERR[$node]="helper pod $name on $node not Ready within ${TIMEOUT}s (image $HOST_IMAGE pullable?)"
-    return 1
-  fi
-  HELPER[$node]=$name
-}
-
-# on_host NODE SCRIPT [ARGS]: run a sh script in the node's helper pod.
-on_host() {
-  local node=$1 script=$2
-  shift 2
-  kc -n "$NS" exec "${HELPER[$node]}" -- sh -c "$script" sh "$@" 2>&1 | tr -d '\r'
-}
 
 # Arguments MASTER RDMA_DEV PORT. Resolves the parent (MASTER, or the IPoIB parent netdev of
 # RDMA_DEV's PORT: type 32, has create_child, i.e. is no pkey child, dev_port = PORT - 1), prints
@@ -369,7 +280,6 @@ ipoib_rows() {
     END { emit() }'
 }
 
-hfact() { grep -m1 "^$2=" <<<"$1" | cut -d= -f2- | sed 's/[[:space:]]*$//'; }
 # row_of ROWS NAME: the row of link NAME.
 row_of() { awk -v n="$2" '$1 == n' <<<"$1"; }
 # parent_sig ROW: what must not change on the parent: flags, mtu, pkey, mode, umcast, address.
@@ -609,7 +519,6 @@ echo "ib_devs=$(ls /sys/class/infiniband 2>/dev/null | tr "\n" " ")"
 echo "uverbs=$(ls /dev/infiniband 2>/dev/null | tr "\n" " ")"'
 
 declare -A FACTS
-fact() { grep -m1 "^$2=" <<<"${FACTS[$1]}" | cut -d= -f2- | sed 's/[[:space:]]*$//'; }
 # gid_of ADDR: the 16-byte GID of a 20-byte IPoIB hardware address (the part after flags + QPN).
 gid_of() { cut -d: -f5- <<<"$1" | tr 'A-F' 'a-f'; }
 

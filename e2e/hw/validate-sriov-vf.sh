@@ -18,6 +18,10 @@ set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 NAD_MANIFEST=$HERE/manifests/nad-ib-sriov.yaml
 POD_TEMPLATE=$HERE/manifests/pod-template.yaml
+# The checks' reporting (pass/fail/skip, finish), cleanup, and the nodes' helper pods.
+HELPER_POD_PREFIX=ibcni-hw-host
+# shellcheck source=e2e/lib/hw-validate.sh
+. "$HERE/../lib/hw-validate.sh"
 
 usage() {
   cat <<'EOF'
@@ -105,7 +109,6 @@ command -v jq >/dev/null 2>&1 || die "jq is required on this machine"
 command -v awk >/dev/null 2>&1 || die "awk is required on this machine"
 read -r -a KC <<<"$KUBECTL"
 command -v "${KC[0]}" >/dev/null 2>&1 || die "'${KC[0]}' not found"
-kc() { "${KC[@]}" "$@"; }
 [[ -r $NAD_MANIFEST && -r $POD_TEMPLATE ]] || die "manifests not found next to the script ($HERE/manifests)"
 
 if [[ $NAD == */* ]]; then NAD_NS=${NAD%%/*} NAD_NAME=${NAD#*/}; else NAD_NS=$NS NAD_NAME=$NAD; fi
@@ -119,37 +122,8 @@ POD_B=ibcni-hw-b-$RUN
 TMP=$(mktemp -d)
 PASSED=0 FAILED=0 SKIPPED=0 NAD_CREATED=0 BW_SERVER_PID=""
 
-pass() { PASSED=$((PASSED + 1)); echo "PASS $1${2:+: $2}"; }
-fail() { FAILED=$((FAILED + 1)); echo "FAIL $1: $2"; }
-skip() { SKIPPED=$((SKIPPED + 1)); echo "SKIP $1: $2"; }
-note() { echo "     $*"; }
-
-# shellcheck disable=SC2317 # called by the EXIT trap
-cleanup() {
-  [[ -n $BW_SERVER_PID ]] && kill "$BW_SERVER_PID" 2>/dev/null
-  if ((KEEP)); then
-    echo "kept: test pods (${KUBECTL} -n $NS delete pod -l $LABEL=$RUN)$( ((NAD_CREATED)) && echo " and NAD $NAD_NS/$NAD_NAME")"
-    kc -n "$NS" delete pod -l "$LABEL=$RUN,role=host-check" --ignore-not-found --wait=false >/dev/null 2>&1
-  else
-    kc -n "$NS" delete pod -l "$LABEL=$RUN" --ignore-not-found --wait=false >/dev/null 2>&1
-    if ((NAD_CREATED)); then
-      kc -n "$NAD_NS" delete network-attachment-definitions.k8s.cni.cncf.io "$NAD_NAME" \
-        --ignore-not-found --wait=false >/dev/null 2>&1
-    fi
-  fi
-  rm -rf "$TMP"
-}
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
-
-# finish: print the summary (and the ibcni log of each node on failure), exit 0 or 1.
-finish() {
-  if ((FAILED > 0)); then print_logs; fi
-  ((SKIPPED > 0)) && echo "$SKIPPED skipped"
-  echo "$PASSED passed, $FAILED failed"
-  ((FAILED == 0)) && exit 0
-  exit 1
-}
 
 # --- the NetworkAttachmentDefinition --------------------------------------------------------------
 
@@ -177,7 +151,6 @@ nad_json=$(kc -n "$NAD_NS" get "$NADS" "$NAD_NAME" -o json 2>&1) \
 [[ -n $RESOURCE ]] || die "--resource not given and the NAD has no k8s.v1.cni.cncf.io/resourceName annotation"
 CONF=$(jq -c '.spec.config // "{}" | fromjson | if has("plugins") then ([.plugins[] | select(.type == "ibcni")][0] // {}) else . end' \
   <<<"$nad_json" 2>/dev/null) || die "the NAD's spec.config is not JSON"
-conf() { jq -r "$1" <<<"$CONF"; }
 PKEY=$(conf '.pkey // "0x7fff"')
 RDMA_ISOLATION=$(conf 'if has("rdmaIsolation") then .rdmaIsolation | tostring else "auto" end')
 LOG_FILE=$(conf '.logFile // ""')
@@ -201,50 +174,6 @@ echo "NAD $NAD_NS/$NAD_NAME, resource $RESOURCE, namespace $NS, image $IMAGE, ru
 # --- node helper pods (hostNetwork: they see the node's host network and RDMA namespace) ---------
 
 declare -A HELPER HELPER_ERR SNAPSHOT PREFLIGHTED
-
-# helper_manifest NAME NODE
-helper_manifest() {
-  local logdir=""
-  [[ $LOG_FILE == /* ]] && logdir=$(dirname "$LOG_FILE")
-  jq -n --arg name "$1" --arg node "$2" --arg ns "$NS" --arg run "$RUN" --arg lbl "$LABEL" \
-    --arg image "$HOST_IMAGE" --arg logdir "$logdir" '{
-      apiVersion: "v1", kind: "Pod",
-      metadata: {name: $name, namespace: $ns, labels: {($lbl): $run, role: "host-check"}},
-      spec: ({
-        nodeName: $node, hostNetwork: true, restartPolicy: "Never", terminationGracePeriodSeconds: 1,
-        tolerations: [{operator: "Exists"}],
-        containers: [{
-          name: "host", image: $image, command: ["sleep", "86400"],
-          securityContext: {privileged: true},
-          volumeMounts: (if $logdir == "" then [] else [{name: "log", mountPath: "/host-log", readOnly: true}] end)
-        }]
-      } + (if $logdir == "" then {} else {volumes: [{name: "log", hostPath: {path: $logdir, type: "Directory"}}]} end))
-    }'
-}
-
-# ensure_helper NODE: start (once) the helper pod on NODE; returns 1 if it cannot run.
-ensure_helper() {
-  local node=$1 name out
-  [[ -n ${HELPER[$node]:-} ]] && return 0
-  [[ -n ${HELPER_ERR[$node]:-} ]] && return 1
-  name=ibcni-hw-host-$RUN-$(printf '%s' "$node" | cksum | cut -d' ' -f1)
-  if ! out=$(helper_manifest "$name" "$node" | kc apply -f - 2>&1); then
-    HELPER_ERR[$node]="cannot create a hostNetwork helper pod in $NS (pod security?): ${out//$'\n'/ }"
-    return 1
-  fi
-  if ! kc -n "$NS" wait --for=condition=Ready "pod/$name" --timeout="${TIMEOUT}s" >/dev/null 2>&1; then
-    HELPER_ERR[$node]="helper pod $name on $node not Ready within ${TIMEOUT}s (image $HOST_IMAGE pullable?)"
-    return 1
-  fi
-  HELPER[$node]=$name
-}
-
-# on_host NODE SCRIPT [ARGS]: run a sh script in the node's helper pod.
-on_host() {
-  local node=$1 script=$2
-  shift 2
-  kc -n "$NS" exec "${HELPER[$node]}" -- sh -c "$script" sh "$@" 2>&1 | tr -d '\r'
-}
 
 # Prints "== PF" then `ip link show dev PF` for every IPoIB netdev with VFs.
 # shellcheck disable=SC2016 # expanded by the remote shell
@@ -322,23 +251,6 @@ node_preflight() {
   else
     pass "guids_unused_$node" "$(wc -l <<<"${SNAPSHOT[$node]}" | tr -d ' ') VFs, none with $GUID_A or $GUID_B"
   fi
-}
-
-# print_logs: the tail of ibcni's log on every node a helper runs on.
-print_logs() {
-  local node
-  if [[ -z $LOG_FILE ]]; then
-    echo "ibcni logs: the NAD sets no logFile; see the kubelet/Multus logs of the nodes"
-    return
-  fi
-  for node in "${!HELPER[@]}"; do
-    echo "--- last 40 lines of $LOG_FILE on $node ---"
-    # shellcheck disable=SC2016 # expanded by the remote shell
-    on_host "$node" 'tail -n 40 "/host-log/$1" 2>&1' "$(basename "$LOG_FILE")" | sed 's/^/    /'
-  done
-  for node in "${!HELPER_ERR[@]}"; do
-    echo "--- $LOG_FILE on $node: not readable (${HELPER_ERR[$node]}); on the node: tail -n 40 $LOG_FILE"
-  done
 }
 
 if [[ -n $NODE_A || -n $NODE_B ]]; then
@@ -472,7 +384,6 @@ echo "uverbs=$(ls /dev/infiniband 2>/dev/null | tr "\n" " ")"'
 
 # fact POD KEY: a value from the pod's probe.
 declare -A FACTS DEV
-fact() { grep -m1 "^$2=" <<<"${FACTS[$1]}" | cut -d= -f2- | sed 's/[[:space:]]*$//'; }
 # last8 TEXT: the last 8 bytes (16 hex digits) of a ':'-separated hex string.
 last8() { local h; h=$(guid_hex "$1"); echo "${h: -16}"; }
 trim_list() { local -a a; read -r -a a <<<"$1"; echo "${#a[@]}"; }
@@ -665,8 +576,6 @@ done
 pf=$(ls $d/physfn/net 2>/dev/null | head -n 1)
 echo "pf=$pf"
 [ -n "$pf" ] && { echo "== $pf"; ip link show dev "$pf"; }'
-
-hfact() { grep -m1 "^$2=" <<<"$1" | cut -d= -f2- | sed 's/[[:space:]]*$//'; }
 
 for p in "$POD_A" "$POD_B"; do
   node=${NODE[$p]} pci=${PCI[$p]:-} want=$(guid_hex "${GUID[$p]}")

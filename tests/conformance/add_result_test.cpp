@@ -28,9 +28,7 @@ bool ipv6Usable() { return fs::exists("/proc/sys/net/ipv6/conf/all/disable_ipv6"
 // Checklist item 29: ADD creates CNI_IFNAME inside CNI_NETNS and prints a result
 TEST(InterfaceCreation, AddCreatesTheInterfaceInTheNetnsAndPrintsAResult) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
-  const auto before = linkState(w.host(), vf);
+  const auto [pod, vf, before] = w.podAndVf();
   for (const std::string v : {"0.3.1", "1.1.0"}) {  // every version: ResultVersion
     SCOPED_TRACE(v);
     const json c = w.conf(v, vf, w.ipam());
@@ -50,9 +48,7 @@ TEST(InterfaceCreation, AddCreatesTheInterfaceInTheNetnsAndPrintsAResult) {
 // Checklist item 30: Name clash on CNI_IFNAME
 TEST(InterfaceNameClash, ExistingIfnameInTheContainerIsAnErrorAndIsLeftAlone) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf(1500, true);
-  const auto before = linkState(w.host(), vf);
+  const auto [pod, vf, before] = w.podAndVf(1500, true);
   ip(pod.netns(), {"link", "add", "net1", "type", "veth", "peer", "name", "x0"});
   ip(pod.netns(), {"addr", "add", "192.168.250.1/24", "dev", "net1"});
   const auto theirs = linkState(pod.netns(), "net1");
@@ -98,10 +94,8 @@ TEST(InterfaceNameClash, AnotherNetworksAttachmentOfThatNameIsLeftAlone) {
 // Checklist item 31: Double ADD
 TEST(DoubleAdd, SecondAddFailsWithoutDoubleAllocationAndOneDelCleans) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   const std::string vf2 = w.vf();
-  const auto before = linkState(w.host(), vf);
   const auto before2 = linkState(w.host(), vf2);
   const json c = w.conf("1.0.0", vf, w.ipam());
   Exec add = w.ibcni(World::env("ADD", "c1", pod), c);
@@ -115,9 +109,7 @@ TEST(DoubleAdd, SecondAddFailsWithoutDoubleAllocationAndOneDelCleans) {
   EXPECT_EQ(w.allocations().size(), 1U);
   EXPECT_EQ(w.records().size(), 1U);
   EXPECT_EQ(w.ibcni(World::env("DEL", "c1", pod), c).status, 0);
-  EXPECT_EQ(linkState(w.host(), vf), before);
-  w.expectPodEmpty(pod);
-  EXPECT_TRUE(w.noAllocations());
+  w.expectNothingLeft(pod, vf, before);
   EXPECT_TRUE(w.records().empty());
 }
 
@@ -141,9 +133,7 @@ TEST(DoubleAdd, IbcniIpamDoubleAddReturnsTheSameAddressOnce) {
 // Checklist item 32: A failed ADD leaves nothing behind
 TEST(FailedAddCleanup, FailureAfterIpamReleasesTheAddressAndRestoresTheDevice) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf(1480, true);
-  const auto before = linkState(w.host(), vf);
+  const auto [pod, vf, before] = w.podAndVf(1480, true);
   // The IPAM returns a route through a gateway the pod cannot reach: adding it fails (ENETUNREACH)
   // after the IPAM allocated an address and the device was moved, configured and addressed.
   json c = w.conf("1.0.0", vf, w.ipam());
@@ -243,8 +233,7 @@ TEST(SeveralAttachments, IbcniIpamTwoIfnamesGetTheirOwnAddresses) {
 // Checklist item 34: A result is always printed on ADD success
 TEST(AddOutput, EverySuccessfulAddPrintsAResult) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   // Alone, without IPAM, and chained after another plugin.
   const json prev = {{"cniVersion", "1.0.0"}, {"interfaces", {{{"name", "eth0"}, {"sandbox", pod.path()}}}}};
   for (const json& c :
@@ -264,8 +253,7 @@ TEST(AddOutput, EverySuccessfulAddPrintsAResult) {
 // Checklist item 35: Result version = request version
 TEST(ResultVersion, ResultVersionIsTheRequestVersion) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   for (const auto& v : kVersions) {
     SCOPED_TRACE(v);
     const json c = w.conf(v, vf, w.ipam());
@@ -287,8 +275,7 @@ TEST(ResultVersion, ResultVersionIsTheRequestVersion) {
 // Checklist item 36: Result interfaces
 TEST(ResultInterfaces, InterfaceEntryDescribesThePodInterface) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   for (const std::string v : {"0.3.0", "1.0.0", "1.1.0"}) {
     SCOPED_TRACE(v);
     json c = w.conf(v, vf, w.ipam());
@@ -316,8 +303,7 @@ TEST(ResultInterfaces, InterfaceEntryDescribesThePodInterface) {
 // Checklist item 37: Result ips
 TEST(ResultIps, IpsAreCidrOnTheContainerInterface) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   for (const std::string v : {"0.4.0", "1.0.0"}) {
     SCOPED_TRACE(v);
     const json c = w.conf(v, vf, w.ipam());
@@ -339,8 +325,7 @@ TEST(ResultIps, IpsAreCidrOnTheContainerInterface) {
 // Checklist item 38: Result routes
 TEST(ResultRoutes, RoutesWith110FieldsOnlyIn110) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   json ipam = w.ipam();
   ipam["routes"] = {{{"dst", "10.99.0.0/16"}, {"mtu", 1400}, {"advmss", 1360}, {"priority", 77}},
                     {{"dst", "10.98.0.0/16"}, {"gw", "10.77.0.254"}}};
@@ -403,8 +388,7 @@ TEST(ResultRoutes, IbcniIpamReturnsEveryRouteField) {
 // Checklist item 39: Result dns, omitted when empty
 TEST(ResultDns, DnsIsOmittedWhenEmptyAndCompleteWhenGiven) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   for (const std::string v : {"0.4.0", "1.1.0"}) {
     SCOPED_TRACE(v);
     const json c = w.conf(v, vf, w.ipam());
@@ -433,8 +417,7 @@ TEST(ResultDns, DnsIsOmittedWhenEmptyAndCompleteWhenGiven) {
 // Checklist item 40: Only spec fields in results (libcni drops the rest)
 TEST(ResultFields, ResultsCarryOnlySpecFieldsAtEveryVersion) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   for (const auto& v : kVersions) {
     SCOPED_TRACE(v);
     // Every option that could leak a non-standard field: mtu, the verbs check, dual stack, routes
@@ -465,8 +448,7 @@ TEST(ResultFields, ResultsCarryOnlySpecFieldsAtEveryVersion) {
 // Checklist item 41: No-IP results are valid
 TEST(NoIpResult, ResultWithoutIpamHasInterfacesOnly) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   for (const std::string v : {"0.3.0", "1.1.0"}) {
     for (const auto& ipam : {std::optional<json>(), std::optional<json>(json::object())}) {
       SCOPED_TRACE(v + (ipam ? " ipam {}" : " no ipam"));
@@ -508,8 +490,7 @@ TEST(AbbreviatedIpamResult, IbcniIpamReturnsTheAbbreviatedResult) {
 // Checklist item 42: Abbreviated IPAM results
 TEST(AbbreviatedIpamResult, IbcniFillsInTheInterfaceIndex) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   // ibcni-ipam run as a separate binary under another type name: the delegated path.
   const fs::path bin = w.tmp() / "bin";
   fs::create_directories(bin);
@@ -537,8 +518,7 @@ TEST(AbbreviatedIpamResult, IbcniFillsInTheInterfaceIndex) {
 // Checklist item 43: 0.3.x / 0.4.0 results: ips[].version, no 1.1.0 fields
 TEST(OldResultFormats, OldResultsCarryIpVersionPerFamily) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   const bool v6 = ipv6Usable();
   for (const std::string v : {"0.3.0", "0.3.1", "0.4.0"}) {
     SCOPED_TRACE(v);
@@ -576,8 +556,7 @@ TEST(OldResultFormats, OldResultsCarryIpVersionPerFamily) {
 // Checklist item 45: prevResult arrives in the request's version
 TEST(PrevResultVersion, PrevResultInTheRequestVersionFormatIsUnderstood) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   for (const std::string v : {"0.4.0", "1.0.0", "1.1.0"}) {
     SCOPED_TRACE(v);
     json ipam = w.ipam();
@@ -615,8 +594,7 @@ TEST(PrevResultVersion, PrevResultInTheRequestVersionFormatIsUnderstood) {
 // Checklist item 47: 0.1.0 and 0.2.0 are not advertised and are refused
 TEST(LegacyVersions, VersionsBelow030AreNotSupported) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   for (const std::string* bin : {&ibcniBinary(), &ipamBinary()}) {
     Exec r = execProgram(*bin, {"CNI_COMMAND=VERSION"}, std::string("{\"cniVersion\":\"0.2.0\"}"));
     ASSERT_EQ(r.status, 0) << r.describe();

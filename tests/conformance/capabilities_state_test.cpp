@@ -14,8 +14,7 @@ namespace {
 // Checklist item 86: runtimeConfig: every key optional, runtimeConfig wins over the static configuration
 TEST(RuntimeConfig, RuntimeConfigIsOptionalAndWinsOverStaticConfig) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   json c = w.conf("1.1.0", vf, w.ipam());
   c["runtimeConfig"] = json::object();
   Exec add = w.ibcni(World::env("ADD", "c1", pod), c);
@@ -52,9 +51,7 @@ TEST(RuntimeConfig, RuntimeConfigIsOptionalAndWinsOverStaticConfig) {
 // Checklist item 87: infinibandGUID capability
 TEST(InfinibandGuidCapability, InfinibandGuidIsValidatedAndNeedsAVf) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf(1500, true);
-  const auto before = linkState(w.host(), vf);
+  const auto [pod, vf, before] = w.podAndVf(1500, true);
   for (const std::string guid : {"c2:11:22:33:44:55:66", "c2:11:22:33:44:55:66:77:88", "zz:11:22:33:44:55:66:77",
                                  "c2-11-22-33-44-55-66-77", "00:00:00:00:00:00:00:00", "ff:ff:ff:ff:ff:ff:ff:ff"}) {
     SCOPED_TRACE("infinibandGUID " + guid);
@@ -68,9 +65,7 @@ TEST(InfinibandGuidCapability, InfinibandGuidIsValidatedAndNeedsAVf) {
   c["runtimeConfig"] = {{"infinibandGUID", "c2:11:22:33:44:55:66:77"}};
   Exec r = w.ibcni(World::env("ADD", "c1", pod), c);
   EXPECT_EQ(r.code(), 7U) << r.describe();
-  EXPECT_EQ(linkState(w.host(), vf), before);
-  w.expectPodEmpty(pod);
-  EXPECT_TRUE(w.noAllocations());
+  w.expectNothingLeft(pod, vf, before);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -95,9 +90,7 @@ TEST(DeviceIdCapability, DeviceIdSelectsThePciFunction) {
 // Checklist item 89: mac capability
 TEST(MacCapability, MacCapabilityIsAppliedToAnEthernetDeviceAndRestored) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
-  const auto before = linkState(w.host(), vf);
+  const auto [pod, vf, before] = w.podAndVf();
   json c = w.conf("1.1.0", vf, w.ipam());
   c["capabilities"] = {{"mac", true}};
   c["runtimeConfig"] = {{"mac", "02:11:22:33:44:55"}};
@@ -121,8 +114,7 @@ TEST(MacCapability, MacCapabilityIsAppliedToAnEthernetDeviceAndRestored) {
 // Checklist item 90: ips capability
 TEST(IpsCapability, IpsCapabilityReachesTheIpam) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   // Embedded IPAM: the requested address is the one given.
   json c = w.conf("1.1.0", vf, w.ipam());
   c["capabilities"] = {{"ips", true}};
@@ -171,8 +163,7 @@ json otherCapabilities() {
 // Checklist item 91: Other well-known capabilities are not rejected
 TEST(OtherCapabilities, OtherWellKnownCapabilitiesAreAccepted) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   json c = w.conf("1.1.0", vf, w.ipam());
   c["capabilities"] = {{"portMappings", true}, {"bandwidth", true}, {"dns", true}, {"aliases", true}};
   c["runtimeConfig"] = otherCapabilities();
@@ -188,8 +179,7 @@ TEST(OtherCapabilities, OtherWellKnownCapabilitiesAreAccepted) {
 // Checklist item 92: Pod annotations (io.kubernetes.cri.pod-annotations) are not rejected
 TEST(PodAnnotations, PodAnnotationsAreAccepted) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   json c = w.conf("1.1.0", vf, w.ipam());
   c["capabilities"] = {{"io.kubernetes.cri.pod-annotations", true}};
   c["runtimeConfig"] = {{"io.kubernetes.cri.pod-annotations", {{"k", "v"}, {"example.com/pkey", "0x8001"}}}};

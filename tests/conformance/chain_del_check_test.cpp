@@ -27,8 +27,7 @@ json earlierResult(const std::string& version, const TestNetns& pod) {
 // Checklist item 48: ADD with prevResult: pass it through, append ours
 TEST(PrevResultPassThrough, PrevResultIsPassedThroughWithOurInterfaceAppended) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   for (const std::string v : {"0.4.0", "1.1.0"}) {
     SCOPED_TRACE(v);
     const json prev = earlierResult(v, pod);
@@ -55,8 +54,7 @@ TEST(PrevResultPassThrough, OurResultFeedsTheNextPlugin) {
   if (!fs::exists(tuning)) {
     GTEST_SKIP() << tuning << " is not installed (Debian package containernetworking-plugins)";
   }
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   const json c = w.conf("1.0.0", vf, w.ipam());
   Exec add = w.ibcni(World::env("ADD", "c1", pod), c);
   ASSERT_EQ(add.status, 0) << add.describe();
@@ -83,8 +81,7 @@ TEST(PrevResultPassThrough, OurResultFeedsTheNextPlugin) {
 // Checklist item 49: No prevResult on the first ADD
 TEST(FirstInChain, FirstInTheChainNeedsNoPrevResult) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   const json c = w.conf("1.1.0", vf, w.ipam());
   ASSERT_FALSE(c.contains("prevResult"));
   Exec add = w.ibcni(World::env("ADD", "c1", pod), c);
@@ -99,8 +96,7 @@ TEST(FirstInChain, FirstInTheChainNeedsNoPrevResult) {
 // Checklist item 50: CHECK and DEL see the whole chain's final result
 TEST(ChainFinalResult, CheckAndDelFindOurInterfaceByNameAndSandbox) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   // What the earlier plugin made, for real: eth0 with its address and route.
   ip(pod.netns(), {"link", "add", "eth0", "type", "veth", "peer", "name", "eth0p"});
   ip(pod.netns(), {"link", "set", "dev", "eth0p", "up"});
@@ -141,9 +137,7 @@ TEST(ChainFinalResult, CheckAndDelFindOurInterfaceByNameAndSandbox) {
 // Checklist item 51: DEL without prevResult still releases everything
 TEST(PrevResultOnDel, DelWithoutPrevResultReleasesEverything) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf(1500, true);
-  const auto before = linkState(w.host(), vf);
+  const auto [pod, vf, before] = w.podAndVf(1500, true);
   json c = w.conf("1.0.0", vf, w.ipam());
   c["mtu"] = 1400;
   ASSERT_EQ(w.ibcni(World::env("ADD", "c1", pod), c).status, 0);
@@ -163,8 +157,7 @@ TEST(PrevResultOnDel, DelWithoutPrevResultReleasesEverything) {
 // Checklist item 52: Chained mode: an interface plugin creates its interface, first or later in a chain
 TEST(ChainedMode, CreatesItsInterfaceWhetherChainedOrNot) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   // The earlier plugin really created eth0 in the pod.
   ip(pod.netns(), {"link", "add", "eth0", "type", "veth", "peer", "name", "eth0p"});
   const auto eth0 = linkState(pod.netns(), "eth0");
@@ -181,9 +174,7 @@ TEST(ChainedMode, CreatesItsInterfaceWhetherChainedOrNot) {
 // Checklist item 53: Repeated DEL succeeds
 TEST(RepeatedDel, RepeatedDelSucceeds) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
-  const auto before = linkState(w.host(), vf);
+  const auto [pod, vf, before] = w.podAndVf();
   const json c = w.conf("1.0.0", vf, w.ipam());
   Exec add = w.ibcni(World::env("ADD", "c1", pod), c);
   ASSERT_EQ(add.status, 0) << add.describe();
@@ -239,27 +230,21 @@ TEST(DeletedNetns, DelAfterTheNetnsWasDeletedReleasesEverything) {
 // Checklist item 54: DEL with the netns gone
 TEST(DeletedNetns, DelWithEmptyNetnsStillBringsTheDeviceHome) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf(1480, true);
-  const auto before = linkState(w.host(), vf);
+  const auto [pod, vf, before] = w.podAndVf(1480, true);
   const json c = w.conf("1.0.0", vf, w.ipam());
   ASSERT_EQ(w.ibcni(World::env("ADD", "c1", pod), c).status, 0);
   CniEnv e = World::env("DEL", "c1", pod);
   e.netns = "";
   Exec del = w.ibcni(e, c);
   EXPECT_EQ(del.status, 0) << del.describe();
-  EXPECT_EQ(linkState(w.host(), vf), before);
-  w.expectPodEmpty(pod);
-  EXPECT_TRUE(w.noAllocations());
+  w.expectNothingLeft(pod, vf, before);
 }
 
 // ---------------------------------------------------------------------------------------------
 // Checklist item 55: DEL without any ADD, and after a failed ADD
 TEST(UnmatchedDel, DelWithoutAddAndAfterAFailedAddSucceeds) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf(1500, true);
-  const auto before = linkState(w.host(), vf);
+  const auto [pod, vf, before] = w.podAndVf(1500, true);
   json c = w.conf("1.0.0", vf, w.ipam());
   EXPECT_EQ(w.ibcni(World::env("DEL", "never", pod), c).status, 0);
   EXPECT_EQ(w.ipamPlugin(World::env("DEL", "never", pod), w.ipamConf("1.0.0")).status, 0);
@@ -306,9 +291,7 @@ TEST(IpamDel, DelRunsTheIpamDelEvenWithTheNetnsGone) {
 // Checklist item 56: DEL also DELs the delegated IPAM, even when the netns is missing
 TEST(IpamDel, IpamErrorOnDelComesAfterTheDeviceIsHome) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf(1500, true);
-  const auto before = linkState(w.host(), vf);
+  const auto [pod, vf, before] = w.podAndVf(1500, true);
   Recorder rec(w.tmp() / "bin", "rec-ipam");
   rec.setResult({{"cniVersion", "1.0.0"}, {"ips", {{{"address", "10.55.0.5/24"}}}}});
   const json c = w.conf("1.0.0", vf, json{{"type", "rec-ipam"}});
@@ -330,8 +313,7 @@ TEST(IpamDel, IpamErrorOnDelComesAfterTheDeviceIsHome) {
 // Checklist item 57: DEL env: CNI_NETNS optional
 TEST(DelEnvironment, DelWithoutCniNetnsSucceeds) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   const json c = w.conf("1.0.0", vf, w.ipam());
   ASSERT_EQ(w.ibcni(World::env("ADD", "c1", pod), c).status, 0);
   CniEnv e = World::env("DEL", "c1", pod);
@@ -350,8 +332,7 @@ TEST(DelEnvironment, DelWithoutCniNetnsSucceeds) {
 // Checklist item 58: DEL prints nothing on success
 TEST(DelOutput, SuccessfulDelPrintsNothing) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   const json c = w.conf("1.1.0", vf, w.ipam());
   ASSERT_EQ(w.ibcni(World::env("ADD", "c1", pod), c).status, 0);
   for (int i = 0; i < 2; ++i) {
@@ -369,8 +350,7 @@ TEST(DelOutput, SuccessfulDelPrintsNothing) {
 // Checklist item 59: DEL errors only for real failures
 TEST(DelErrors, DelSucceedsWhenThereIsNothingLeftToUndo) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   // The IPAM plugin is no longer installed: it can hold nothing, DEL must not block on it.
   const json gone = w.conf("1.0.0", vf, json{{"type", "uninstalled-ipam"}});
   EXPECT_EQ(w.ibcni(World::env("DEL", "c1", pod), gone).status, 0);
@@ -415,8 +395,7 @@ TEST(DeviceRestore, DelRestoresTheDeviceExactly) {
 // Checklist item 61: CHECK verifies against prevResult
 TEST(CheckAgainstPrevResult, CheckPassesAfterAddAndFailsOnEachBreakage) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   const json c = w.conf("1.1.0", vf, w.ipam());
   struct Breakage {
     const char* what;
@@ -476,8 +455,7 @@ TEST(CheckAgainstPrevResult, IbcniIpamCheckComparesPrevResultWithWhatItHolds) {
 // Checklist item 62: CHECK tolerates later plugins' changes
 TEST(CheckTolerance, LaterPluginsChangesAreTolerated) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   json c = w.conf("1.1.0", vf, w.ipam());
   c["mtu"] = 1400;
   Exec add = w.ibcni(World::env("ADD", "c1", pod), c);
@@ -505,8 +483,7 @@ TEST(CheckTolerance, LaterPluginsChangesAreTolerated) {
 // Checklist item 62: CHECK tolerates later plugins' changes
 TEST(CheckTolerance, MtuChangedByALaterPluginIsTolerated) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   json c = w.conf("1.1.0", vf, w.ipam());
   c["mtu"] = 1400;
   Exec add = w.ibcni(World::env("ADD", "c1", pod), c);
@@ -523,8 +500,7 @@ TEST(CheckTolerance, MtuChangedByALaterPluginIsTolerated) {
 // Checklist item 63: CHECK looks beyond the Result: the record and the IPAM reservation
 TEST(CheckBeyondResult, CheckNoticesALostRecordOrReservation) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   const json c = w.conf("1.0.0", vf, w.ipam());
   {
     SCOPED_TRACE("record removed");
@@ -557,8 +533,7 @@ TEST(CheckBeyondResult, CheckNoticesALostRecordOrReservation) {
 // Checklist item 64: CHECK right after ADD
 TEST(CheckAfterAdd, CheckRightAfterAddPassesTwentyTimes) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   const json c = w.conf("1.0.0", vf, w.ipam());
   const json ic = w.ipamConf("1.0.0");
   for (int i = 0; i < 20; ++i) {
@@ -579,8 +554,7 @@ TEST(CheckAfterAdd, CheckRightAfterAddPassesTwentyTimes) {
 // Checklist item 65: CHECK is delegated to the IPAM
 TEST(IpamCheck, CheckAsksTheIpamAndPassesItsError) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   Recorder rec(w.tmp() / "bin", "rec-ipam");
   rec.setResult({{"cniVersion", "1.0.0"}, {"ips", {{{"address", "10.55.0.5/24"}}}}});
   const json c = w.conf("1.0.0", vf, json{{"type", "rec-ipam"}});
@@ -602,8 +576,7 @@ TEST(IpamCheck, CheckAsksTheIpamAndPassesItsError) {
 // Checklist item 66: CHECK without prevResult
 TEST(PrevResultOnCheck, CheckWithoutPrevResultFails) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   const json c = w.conf("1.0.0", vf, w.ipam());
   ASSERT_EQ(w.ibcni(World::env("ADD", "c1", pod), c).status, 0);
   Exec check = w.ibcni(World::env("CHECK", "c1", pod), c);
@@ -616,8 +589,7 @@ TEST(PrevResultOnCheck, CheckWithoutPrevResultFails) {
 // Checklist item 67: CHECK success: exit 0, nothing on stdout
 TEST(CheckOutput, SuccessfulCheckPrintsNothing) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   const json c = w.conf("1.0.0", vf, w.ipam());
   Exec add = w.ibcni(World::env("ADD", "c1", pod), c);
   ASSERT_EQ(add.status, 0);

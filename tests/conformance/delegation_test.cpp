@@ -25,8 +25,7 @@ json recResult(const std::string& version) {
 // Checklist item 79: Finding the delegate
 TEST(DelegateLookup, FirstRegularFileInCniPathOrderWins) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   const fs::path dirWithDirectory = w.tmp() / "bin0";
   fs::create_directories(dirWithDirectory / "rec-ipam");  // a directory of that name is no plugin
   Recorder first(w.tmp() / "bin1", "rec-ipam");
@@ -46,9 +45,7 @@ TEST(DelegateLookup, FirstRegularFileInCniPathOrderWins) {
 // Checklist item 79: Finding the delegate
 TEST(DelegateLookup, MissingOrInvalidTypeIsACleanErrorLeavingNothing) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf(1480, true);
-  const auto before = linkState(w.host(), vf);
+  const auto [pod, vf, before] = w.podAndVf(1480, true);
   for (const std::string type : {"nope", "../host-local", "sub/dir", "/usr/lib/cni/host-local", ".."}) {
     SCOPED_TRACE("ipam.type " + type);
     Exec add = w.ibcni(World::env("ADD", "c1", pod), w.conf("1.0.0", vf, json{{"type", type}}));
@@ -64,8 +61,7 @@ TEST(DelegateLookup, MissingOrInvalidTypeIsACleanErrorLeavingNothing) {
 // Checklist item 80: The delegate gets the same environment and the complete configuration
 TEST(DelegateInput, DelegateGetsTheRequestBytesAndEnvironment) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   Recorder rec(w.tmp() / "bin", "rec-ipam");
   rec.setResult(recResult("1.1.0"));
   json c = w.conf("1.1.0", vf, json{{"type", "rec-ipam"}, {"ranges", {{{{"subnet", "10.55.0.0/24"}}}}}});
@@ -112,8 +108,7 @@ TEST(DelegateInput, DelegateGetsTheRequestBytesAndEnvironment) {
 // Checklist item 81: The delegate's output: stderr passes through, its error is passed up
 TEST(DelegateOutput, DelegateStderrAndErrorsArePassedUp) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   Recorder rec(w.tmp() / "bin", "rec-ipam");
   rec.setResult(recResult("1.0.0"));
   const json c = w.conf("1.0.0", vf, json{{"type", "rec-ipam"}});
@@ -144,9 +139,7 @@ TEST(DelegateOutput, DelegateStderrAndErrorsArePassedUp) {
 // Checklist item 82: Failure handling around the delegate's ADD
 TEST(DelegateAddFailure, FailedDelegateAddUndoesOurWork) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf(1480, true);
-  const auto before = linkState(w.host(), vf);
+  const auto [pod, vf, before] = w.podAndVf(1480, true);
   Recorder rec(w.tmp() / "bin", "rec-ipam");
   rec.failVerb("ADD", {{"code", 11}, {"msg", "rec: pool busy"}});
   json c = w.conf("1.0.0", vf, json{{"type", "rec-ipam"}});
@@ -162,9 +155,7 @@ TEST(DelegateAddFailure, FailedDelegateAddUndoesOurWork) {
 // Checklist item 82: Failure handling around the delegate's ADD
 TEST(DelegateAddFailure, FailureAfterTheDelegateAddRunsTheDelegateDel) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf(1480, true);
-  const auto before = linkState(w.host(), vf);
+  const auto [pod, vf, before] = w.podAndVf(1480, true);
   Recorder rec(w.tmp() / "bin", "rec-ipam");
   // The same route twice: the second cannot be added, after the IPAM allocated.
   json r = recResult("1.0.0");
@@ -184,8 +175,7 @@ TEST(DelegateAddFailure, FailureAfterTheDelegateAddRunsTheDelegateDel) {
 // Checklist item 83: Every verb is delegated
 TEST(DelegatedVerbs, CheckDelGcAndStatusReachTheDelegateAndItsErrorsComeBack) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   Recorder rec(w.tmp() / "bin", "rec-ipam");
   rec.setResult(recResult("1.1.0"));
   const json c = w.conf("1.1.0", vf, json{{"type", "rec-ipam"}});
@@ -220,8 +210,7 @@ TEST(DelegatedVerbs, CheckDelGcAndStatusReachTheDelegateAndItsErrorsComeBack) {
 // Checklist item 84: The delegate's result is read in the request's version; ips[].interface set
 TEST(DelegateResult, DelegateResultIsConvertedAndIndexed) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   Recorder rec(w.tmp() / "bin", "rec-ipam");
   for (const auto& v : kVersions) {
     SCOPED_TRACE(v);
@@ -246,8 +235,7 @@ TEST(DelegateResult, DelegateResultIsConvertedAndIndexed) {
 // Checklist item 85: Empty ipam means no IPAM
 TEST(EmptyIpam, NoIpamMeansNoAddressesAndNothingToRun) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   // Every file in CNI_PATH is a recorder: if ibcni ran anything, it would show.
   Recorder rec(w.tmp() / "bin", "host-local");
   for (const auto& ipam : {std::optional<json>(), std::optional<json>(json::object())}) {

@@ -15,24 +15,19 @@ namespace {
 // Checklist item 1: Verb selection
 TEST(VerbSelection, UnknownVerbIsCode4) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
-  const auto before = linkState(w.host(), vf);
+  const auto [pod, vf, before] = w.podAndVf();
   for (const std::string verb : {"FOO", "add", "INIT", "FINALIZE"}) {
     SCOPED_TRACE("CNI_COMMAND=" + verb);
     expectError(w.ibcni(World::env(verb, "c1", pod), w.conf("1.1.0", vf, w.ipam())), 4, {verb});
     expectError(w.ipamPlugin(World::env(verb, "c1", pod), w.ipamConf("1.1.0")), 4, {verb});
   }
-  EXPECT_EQ(linkState(w.host(), vf), before);
-  w.expectPodEmpty(pod);
-  EXPECT_TRUE(w.noAllocations());
+  w.expectNothingLeft(pod, vf, before);
 }
 
 // Checklist item 1: Verb selection
 TEST(VerbSelection, EveryDefinedVerbIsAccepted) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   const json c = w.conf("1.1.0", vf, w.ipam());
   Exec add = w.ibcni(World::env("ADD", "c1", pod), c);
   ASSERT_EQ(add.status, 0) << add.describe();
@@ -49,9 +44,7 @@ TEST(VerbSelection, EveryDefinedVerbIsAccepted) {
 // Checklist item 2: Required environment per verb
 TEST(RequiredEnvironment, MissingEnvVariablesAreCode4AndNamed) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
-  const auto before = linkState(w.host(), vf);
+  const auto [pod, vf, before] = w.podAndVf();
   const json c = w.conf("1.1.0", vf, w.ipam());
   struct Case {
     std::string verb;
@@ -91,16 +84,13 @@ TEST(RequiredEnvironment, MissingEnvVariablesAreCode4AndNamed) {
     expectError(w.ibcni(e, c), 4, {"CNI_CONTAINERID", "CNI_IFNAME"});
     expectError(w.ipamPlugin(e, w.ipamConf("1.1.0")), 4, {"CNI_CONTAINERID", "CNI_IFNAME"});
   }
-  EXPECT_EQ(linkState(w.host(), vf), before);
-  w.expectPodEmpty(pod);
-  EXPECT_TRUE(w.noAllocations());
+  w.expectNothingLeft(pod, vf, before);
 }
 
 // Checklist item 2: Required environment per verb
 TEST(RequiredEnvironment, OptionalVariablesMayBeMissing) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   const json c = w.conf("1.1.0", vf, w.ipam());
   // ADD, CHECK and DEL: CNI_ARGS and CNI_PATH optional; DEL: CNI_NETNS optional too.
   CniEnv add = World::env("ADD", "c1", pod);
@@ -190,9 +180,7 @@ TEST(EmptyEnvironmentVariables, EmptyRequiredVariableCountsAsMissing) {
 // Checklist item 4: Container ID format
 TEST(ContainerIdFormat, InvalidContainerIdsAreCode4) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
-  const auto before = linkState(w.host(), vf);
+  const auto [pod, vf, before] = w.podAndVf();
   const json c = w.conf("1.1.0", vf, w.ipam());
   for (const std::string bad : {"-bad/id", "-leading-dash", "_x", ".x", "a/b", "a b", "a;b", "ä"}) {
     SCOPED_TRACE("CNI_CONTAINERID=" + bad);
@@ -201,16 +189,13 @@ TEST(ContainerIdFormat, InvalidContainerIdsAreCode4) {
       expectError(w.ipamPlugin(World::env(verb, bad, pod), w.ipamConf("1.1.0")), 4, {"CNI_CONTAINERID"});
     }
   }
-  EXPECT_EQ(linkState(w.host(), vf), before);
-  w.expectPodEmpty(pod);
-  EXPECT_TRUE(w.noAllocations());
+  w.expectNothingLeft(pod, vf, before);
 }
 
 // Checklist item 4: Container ID format
 TEST(ContainerIdFormat, ValidContainerIdsAreAccepted) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   const json c = w.conf("1.1.0", vf, w.ipam());
   for (const std::string good : {"a.b_c-1", "0", "cnitool-0123456789abcdef0123"}) {
     SCOPED_TRACE("CNI_CONTAINERID=" + good);
@@ -277,8 +262,7 @@ TEST(NetnsParameter, DelWithNonExistentOrEmptyNetnsSucceeds) {
 // Checklist item 5: CNI_NETNS is a netns path
 TEST(NetnsParameter, ProcPidNetnsPathIsAccepted) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   // /proc/<pid>/fd/<n> on the test's open handle stands in for /proc/<pid>/ns/net: a procfs path.
   const std::string path = testing::nsArg(pod.netns());
   CniEnv e = World::env("ADD", "c1", pod);
@@ -295,9 +279,7 @@ TEST(NetnsParameter, ProcPidNetnsPathIsAccepted) {
 // Checklist item 6: CNI_IFNAME is used exactly, or the plugin returns an error
 TEST(IfnameParameter, InvalidIfnamesAreCode4) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
-  const auto before = linkState(w.host(), vf);
+  const auto [pod, vf, before] = w.podAndVf();
   const json c = w.conf("1.1.0", vf, w.ipam());
   for (const std::string bad : {"abcdefghijklmnop", ".", "..", "a/b", "a:b", "a b", "a\tb", "a\nb"}) {
     SCOPED_TRACE("CNI_IFNAME=" + bad);
@@ -306,16 +288,13 @@ TEST(IfnameParameter, InvalidIfnamesAreCode4) {
       expectError(w.ipamPlugin(World::env(verb, "c1", pod, bad), w.ipamConf("1.1.0")), 4, {"CNI_IFNAME"});
     }
   }
-  EXPECT_EQ(linkState(w.host(), vf), before);
-  w.expectPodEmpty(pod);
-  EXPECT_TRUE(w.noAllocations());
+  w.expectNothingLeft(pod, vf, before);
 }
 
 // Checklist item 6: CNI_IFNAME is used exactly, or the plugin returns an error
 TEST(IfnameParameter, TheExactIfnameIsUsedInTheContainer) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   for (const std::string name : {"ib0", "fifteen-bytes-x", "eth_1.2-3"}) {
     SCOPED_TRACE(name);
     Exec add = w.ibcni(World::env("ADD", "c1", pod, name), w.conf("1.1.0", vf));
@@ -331,8 +310,7 @@ TEST(IfnameParameter, TheExactIfnameIsUsedInTheContainer) {
 // Checklist item 7: CNI_ARGS uses the form K=V;K2=V2
 TEST(CniArgsParameter, KubernetesCniArgsAreAccepted) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   const json c = w.conf("1.1.0", vf, w.ipam());
   const std::string k8s =
       "IgnoreUnknown=1;K8S_POD_NAMESPACE=ns;K8S_POD_NAME=p;K8S_POD_INFRA_CONTAINER_ID=x;K8S_POD_UID=u";
@@ -359,9 +337,7 @@ TEST(CniArgsParameter, KubernetesCniArgsAreAccepted) {
 // Checklist item 7: CNI_ARGS uses the form K=V;K2=V2
 TEST(CniArgsParameter, MalformedOrUnknownCniArgsAreErrors) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
-  const auto before = linkState(w.host(), vf);
+  const auto [pod, vf, before] = w.podAndVf();
   const json c = w.conf("1.1.0", vf, w.ipam());
   // A pair without '=' is malformed; an unknown key without IgnoreUnknown is refused (ibcni's
   // policy, as the Go reference library's LoadArgs).
@@ -374,17 +350,14 @@ TEST(CniArgsParameter, MalformedOrUnknownCniArgsAreErrors) {
     Exec i = w.ipamPlugin(e, w.ipamConf("1.1.0"));
     EXPECT_EQ(i.code(), 4U) << i.describe();
   }
-  EXPECT_EQ(linkState(w.host(), vf), before);
-  w.expectPodEmpty(pod);
-  EXPECT_TRUE(w.noAllocations());
+  w.expectNothingLeft(pod, vf, before);
 }
 
 // ---------------------------------------------------------------------------------------------
 // Checklist item 8: CNI_PATH (ibcni: finding the delegated IPAM)
 TEST(CniPathParameter, IpamIsFoundInAnyCniPathDirectory) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   const fs::path empty = w.tmp() / "empty-bin";
   fs::create_directories(empty);
   Recorder rec(w.tmp() / "bin2", "rec-ipam");
@@ -404,9 +377,7 @@ TEST(CniPathParameter, IpamIsFoundInAnyCniPathDirectory) {
 // Checklist item 8: CNI_PATH (ibcni: finding the delegated IPAM)
 TEST(CniPathParameter, AddWithDelegatedIpamAndNoCniPathIsACleanError) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf(1500, true);
-  const auto before = linkState(w.host(), vf);
+  const auto [pod, vf, before] = w.podAndVf(1500, true);
   const json c = w.conf("1.0.0", vf, json{{"type", "host-local"}, {"subnet", "10.56.0.0/24"}});
   for (const std::optional<std::string>& path : {std::optional<std::string>(), std::optional<std::string>("")}) {
     SCOPED_TRACE(path ? "CNI_PATH empty" : "CNI_PATH unset");
@@ -425,8 +396,7 @@ TEST(CniPathParameter, AddWithDelegatedIpamAndNoCniPathIsACleanError) {
 // Checklist item 9: Execution context: the plugin runs in the runtime's (host) netns
 TEST(ExecutionContext, HostKeepsNoStrayInterfaceAndDelegatesRunInTheHostNetns) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   auto hostBefore = linkNames(w.host());
   Recorder rec(w.tmp() / "bin", "rec-ipam");
   rec.setResult({{"cniVersion", "1.0.0"}, {"ips", {{{"address", "10.55.0.5/24"}}}}});
@@ -469,8 +439,7 @@ TEST(ExecutionContext, OwnNetnsAsCniNetnsIsRefused) {
 // Checklist item 10: Exit status: 0 on success, non-zero on failure
 TEST(ExitStatus, ZeroOnSuccessNonZeroOnFailureForEveryVerb) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   const json c = w.conf("1.1.0", vf, w.ipam());
   Exec add = w.ibcni(World::env("ADD", "c1", pod), c);
   EXPECT_EQ(add.status, 0) << add.describe();
@@ -513,8 +482,7 @@ TEST(ErrorChannel, ErrorObjectIsOnStdout) {
 // Checklist item 12: stdout holds one JSON document
 TEST(StdoutChannel, StdoutIsOneJsonDocumentAtMaximumLogging) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   json c = w.conf("1.1.0", vf, w.ipam());
   c["logLevel"] = "debug";
   for (const std::string verb : {"ADD", "CHECK", "DEL"}) {
@@ -540,8 +508,7 @@ TEST(StdoutChannel, StdoutIsOneJsonDocumentAtMaximumLogging) {
 // Checklist item 13: stderr is free-form
 TEST(StderrChannel, LogsGoToStderrOrLogFileNeverStdout) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   json c = w.conf("1.1.0", vf, w.ipam());
   const fs::path log = w.tmp() / "ibcni.log";
   c["logFile"] = log.string();
@@ -564,8 +531,7 @@ TEST(StderrChannel, LogsGoToStderrOrLogFileNeverStdout) {
 // Checklist item 14: Well-known error codes
 TEST(WellKnownErrorCodes, EachWellKnownCodeForItsCause) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   const json c = w.conf("1.1.0", vf, w.ipam());
   const json ic = w.ipamConf("1.1.0");
   json v = c;
@@ -591,8 +557,7 @@ TEST(WellKnownErrorCodes, EachWellKnownCodeForItsCause) {
   json badRange = ic;
   badRange["ipam"]["ranges"][0][0]["subnet"] = "10.1.2.0/33";
   expectError(w.ipamPlugin(World::env("ADD", "c1", pod), badRange), 7);
-  w.expectPodEmpty(pod);
-  EXPECT_TRUE(w.noAllocations());
+  w.expectNothingLeft(pod);
 }
 
 // Checklist item 14: Well-known error codes
@@ -622,8 +587,7 @@ TEST(WellKnownErrorCodes, TryAgainLaterIs11) {
 // Checklist item 14: Well-known error codes
 TEST(WellKnownErrorCodes, PluginSpecificCodesAre100AndAbove) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   // 100: no such device; 103: CNI_IFNAME taken in the pod; 108 (ibcni-ipam): range exhausted.
   Exec missing = w.ibcni(World::env("ADD", "c1", pod), w.conf("1.1.0", "nosuchdev0"));
   EXPECT_GE(missing.code(), 100U) << missing.describe();
@@ -640,9 +604,7 @@ TEST(WellKnownErrorCodes, PluginSpecificCodesAre100AndAbove) {
 // Checklist item 15: Network name is required and valid
 TEST(NetworkName, MissingOrInvalidNameIsCode7ForEveryVerb) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
-  const auto before = linkState(w.host(), vf);
+  const auto [pod, vf, before] = w.podAndVf();
   for (const std::string verb : {"ADD", "CHECK", "DEL", "GC", "STATUS"}) {
     CniEnv e = verb == "GC" || verb == "STATUS" ? networkEnv(verb) : World::env(verb, "c1", pod);
     for (const std::optional<std::string>& name :

@@ -20,8 +20,7 @@ json oneAddressIpam(const World& w) { return w.ipamConf("1.1.0", "10.78.0.0/30")
 // Checklist item 68: STATUS: exit status says readiness
 TEST(StatusReadiness, StatusIsZeroWhenReadyAnd50WhenAddCannotBeServiced) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   const CniEnv e = networkEnv("STATUS");
   EXPECT_EQ(w.ibcni(e, w.conf("1.1.0", vf, w.ipam())).status, 0);
   expectError(w.ibcni(e, w.conf("1.1.0", "nosuchdev0", w.ipam())), 50, {"nosuchdev0"});
@@ -63,8 +62,7 @@ TEST(StatusInput, StatusWithNothingButCniCommandSucceeds) {
 // Checklist item 70: STATUS is delegated to the IPAM
 TEST(IpamStatus, StatusAsksTheIpamAndPassesItsAnswer) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   Recorder rec(w.tmp() / "bin", "rec-ipam");
   const json c = w.conf("1.1.0", vf, json{{"type", "rec-ipam"}});
   const CniEnv e = networkEnv("STATUS", rec.dir().string());
@@ -84,8 +82,7 @@ TEST(IpamStatus, StatusAsksTheIpamAndPassesItsAnswer) {
 // Checklist item 71: STATUS is informational
 TEST(InformationalStatus, VerbsWorkOnTheirOwnMeritsAfterAFailedStatus) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   const json c = w.conf("1.1.0", vf, w.ipam());
   ASSERT_EQ(w.ibcni(World::env("ADD", "c1", pod), c).status, 0);
   // vf is attached: STATUS for a network naming it cannot promise another ADD.
@@ -304,8 +301,7 @@ TEST(GcEnvironment, GcNeedsOnlyCniCommandAndCniPath) {
 // Checklist item 77: GC below 1.1.0 is error 1
 TEST(GcVersion, GcBelow110IsCode1) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   const json c = w.conf("1.0.0", vf, w.ipam());
   ASSERT_EQ(w.ibcni(World::env("ADD", "c1", pod), c).status, 0);
   for (const std::string v : {"0.3.0", "0.3.1", "0.4.0", "1.0.0"}) {
@@ -354,8 +350,7 @@ TEST(GcBesideAdds, GcRunningBesideAddsNeverReleasesAValidAttachment) {
       << ::testing::PrintToString(w.ipamAllocations());
 
   // ibcni: an ADD and a GC that lists it, at once.
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   const json c = w.conf("1.1.0", vf, w.ipam());
   for (int round = 0; round < 3; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));

@@ -18,6 +18,8 @@
 
 #include <gtest/gtest.h>
 
+#include "support/cni_conf.h"
+
 #ifndef IBCNI_BINARY
 #error "IBCNI_BINARY must be the path of the built ibcni executable"
 #endif
@@ -32,19 +34,6 @@ namespace {
 std::string fromEnvOr(const char* name, const char* fallback) {
   const char* v = std::getenv(name);
   return std::string(v != nullptr && *v != '\0' ? v : fallback);
-}
-
-std::optional<json> ipJson(const os::Netns& ns, std::vector<std::string> args) {
-  args.insert(args.begin(), "-j");
-  auto out = testing::runIp(ns, args);
-  if (!out) {
-    return std::nullopt;
-  }
-  auto j = oneJsonDocument(*out);
-  if (!j || !j->is_array()) {
-    return std::nullopt;
-  }
-  return j;
 }
 
 std::string tempBase() { return fromEnvOr("TMPDIR", "/tmp"); }
@@ -81,29 +70,6 @@ std::string Exec::msg() const {
 Exec execProgram(const std::string& path, const std::vector<std::string>& env, const std::optional<std::string>& input,
                  std::chrono::milliseconds timeout) {
   return Exec{testing::runProgram(path, env, input, timeout)};
-}
-
-std::vector<std::string> CniEnv::toVector() const {
-  std::vector<std::string> env{kPathEnv};
-  const std::pair<const char*, const std::optional<std::string>*> vars[] = {
-      {"CNI_COMMAND", &command}, {"CNI_CONTAINERID", &containerId},
-      {"CNI_NETNS", &netns},     {"CNI_IFNAME", &ifName},
-      {"CNI_PATH", &path},       {"CNI_ARGS", &args}};
-  for (const auto& [name, value] : vars) {
-    if (*value) {
-      env.push_back(std::string(name) + "=" + **value);
-    }
-  }
-  env.insert(env.end(), extra.begin(), extra.end());
-  return env;
-}
-
-std::optional<json> oneJsonDocument(const std::string& text) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    return std::nullopt;
-  }
-  return j;
 }
 
 void expectProtocol(const Exec& run, const std::string& verb, const std::optional<ResultContext>& ctx) {
@@ -165,60 +131,10 @@ std::vector<Exec> runParallel(const os::Netns& host, const std::vector<std::func
 // ---------------------------------------------------------------------------------------------
 // Links and files
 
-std::ostream& operator<<(std::ostream& os, const LinkState& s) {
-  return os << "{" << s.name << " mtu " << s.mtu << (s.up ? " UP" : " down") << " alias \"" << s.alias << "\" mac "
-            << s.mac << "}";
-}
-
-std::optional<LinkState> linkState(const os::Netns& ns, const std::string& name) {
-  auto j = ipJson(ns, {"link", "show", "dev", name});
-  if (!j || j->empty()) {
-    return std::nullopt;
-  }
-  const json& l = (*j)[0];
-  LinkState s;
-  s.name = l.value("ifname", "");
-  s.mtu = l.value("mtu", 0U);
-  for (const auto& f : l.value("flags", json::array())) {
-    s.up = s.up || f == "UP";
-  }
-  s.alias = l.value("ifalias", "");
-  s.mac = l.value("address", "");
-  return s;
-}
-
-std::vector<std::string> linkNames(const os::Netns& ns) {
-  std::vector<std::string> names;
-  if (auto j = ipJson(ns, {"link", "show"})) {
-    for (const auto& l : *j) {
-      names.push_back(l.value("ifname", ""));
-    }
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-std::vector<std::string> addresses(const os::Netns& ns, const std::string& dev) {
-  std::vector<std::string> out;
-  if (auto j = ipJson(ns, {"addr", "show", "dev", dev}); j && !j->empty()) {
-    for (const auto& a : (*j)[0].value("addr_info", json::array())) {
-      out.push_back(a.value("local", "") + "/" + std::to_string(a.value("prefixlen", 0)));
-    }
-  }
-  return out;
-}
-
 std::string ip(const os::Netns& ns, const std::vector<std::string>& args) {
   auto out = testing::runIp(ns, args);
   EXPECT_TRUE(out.has_value()) << out.error().describe();
   return out.value_or("");
-}
-
-std::string readFile(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
 }
 
 void writeFile(const fs::path& p, const std::string& text) {
@@ -393,21 +309,19 @@ std::string World::vf(unsigned mtu, bool up) {
   return vf;
 }
 
+World::PodAndVf World::podAndVf(unsigned mtu, bool up) {
+  TestNetns& p = pod();
+  std::string v = vf(mtu, up);
+  std::optional<LinkState> before = linkState(host(), v);
+  return {p, std::move(v), std::move(before)};
+}
+
 json World::ipam(const std::string& subnet) const {
-  return {{"type", "ibcni-ipam"},
-          {"dataDir", dataDir_.string()},
-          {"ranges", json::array({json::array({{{"subnet", subnet}}})})},
-          {"routes", json::array({{{"dst", "10.99.0.0/16"}}})}};
+  return testing::ipamObject("ibcni-ipam", dataDir_.string(), subnet, "10.99.0.0/16");
 }
 
 json World::conf(const std::string& version, const std::string& vf, const std::optional<json>& ipam) const {
-  json c = {{"cniVersion", version}, {"name", network_}, {"type", "ibcni"},
-            {"mode", "sriov"},       {"device", vf},     {"stateDir", stateDir_.string()},
-            {"logLevel", "debug"}};
-  if (ipam) {
-    c["ipam"] = *ipam;
-  }
-  return c;
+  return testing::ibcniConf(version, network_, vf, stateDir_.string(), ipam);
 }
 
 json World::ipamConf(const std::string& version, const std::string& subnet) const {
@@ -416,11 +330,7 @@ json World::ipamConf(const std::string& version, const std::string& subnet) cons
           {"type", "macvlan"},
           {"master", "eth0"},
           {"mode", "bridge"},
-          {"ipam",
-           {{"type", "ibcni-ipam"},
-            {"dataDir", dataDir_.string()},
-            {"ranges", json::array({json::array({{{"subnet", subnet}}})})},
-            {"routes", json::array({{{"dst", "10.98.0.0/16"}}})}}}};
+          {"ipam", testing::ipamObject("ibcni-ipam", dataDir_.string(), subnet, "10.98.0.0/16")}};
 }
 
 CniEnv World::env(const std::string& command, const std::string& cid, const TestNetns& pod, const std::string& ifName) {
@@ -504,6 +414,17 @@ std::vector<std::string> World::allocations(const std::string& network) const {
 
 void World::expectPodEmpty(const TestNetns& pod) const {
   EXPECT_EQ(linkNames(pod.netns()), std::vector<std::string>{"lo"}) << "pod " << pod.path();
+}
+
+void World::expectNothingLeft(const TestNetns& pod) const {
+  expectPodEmpty(pod);
+  EXPECT_TRUE(noAllocations());
+}
+
+void World::expectNothingLeft(const TestNetns& pod, const std::string& vf,
+                              const std::optional<LinkState>& before) const {
+  EXPECT_EQ(linkState(host(), vf), before);
+  expectNothingLeft(pod);
 }
 
 }  // namespace ibcni::conformance

@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "conformance/result_schema.h"
+#include "support/ip_links.h"
 #include "support/test_netns.h"
 
 namespace ibcni::conformance {
@@ -58,22 +59,9 @@ struct Exec : testing::ProgramRun {
                                const std::optional<std::string>& input,
                                std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
-/// The CNI_* variables of one request: std::nullopt means "not in the environment at all", ""
-/// means "set and empty" (what libcni does for unused ones).
-struct CniEnv {
-  std::optional<std::string> command;
-  std::optional<std::string> containerId;
-  std::optional<std::string> netns;
-  std::optional<std::string> ifName;
-  std::optional<std::string> path;
-  std::optional<std::string> args;
-  std::vector<std::string> extra;  ///< further NAME=value entries
+using testing::CniEnv;
 
-  [[nodiscard]] std::vector<std::string> toVector() const;
-};
-
-/// Parses `text` as exactly one JSON document (surrounding whitespace allowed, nothing else).
-[[nodiscard]] std::optional<json> oneJsonDocument(const std::string& text);
+using testing::oneJsonDocument;
 
 /// The protocol every run must follow (see the file comment); records GoogleTest failures.
 /// For ADD, `ctx` relates the result to the request (its version, CNI_IFNAME, CNI_NETNS).
@@ -82,25 +70,16 @@ void expectProtocol(const Exec& run, const std::string& verb, const std::optiona
 /// Expects `run` to have failed with `code` and its msg to contain each of `words`.
 void expectError(const Exec& run, unsigned code, const std::vector<std::string>& words = {});
 
-/// A link as `ip -j link show` reports it.
-struct LinkState {
-  std::string name;
-  unsigned mtu = 0;
-  bool up = false;
-  std::string alias;
-  std::string mac;
-  bool operator==(const LinkState&) const = default;
-};
-std::ostream& operator<<(std::ostream& os, const LinkState& s);
+// Links and addresses as `ip -j` reports them (support/ip_links.h).
+using testing::addresses;
+using testing::LinkState;
+using testing::linkNames;
+using testing::linkState;
 
-[[nodiscard]] std::optional<LinkState> linkState(const os::Netns& ns, const std::string& name);
-[[nodiscard]] std::vector<std::string> linkNames(const os::Netns& ns);
-/// "10.1.2.3/24" for each address of `dev`.
-[[nodiscard]] std::vector<std::string> addresses(const os::Netns& ns, const std::string& dev);
 /// Runs `ip` in `ns`; fails the test (and returns "") when it fails.
 std::string ip(const os::Netns& ns, const std::vector<std::string>& args);
 
-[[nodiscard]] std::string readFile(const fs::path& p);
+using testing::readFile;
 void writeFile(const fs::path& p, const std::string& text);
 /// Writes an executable shell script.
 void writeScript(const fs::path& p, const std::string& text);
@@ -163,6 +142,14 @@ class World {
 
   /// A veth pair in the host; returns the end that stands in for the VF.
   std::string vf(unsigned mtu = 1500, bool up = false);
+  /// What most checklist tests start from: a fresh pod, a VF (vf(mtu, up)) and the VF's link
+  /// state before the test, to compare with after it.
+  struct PodAndVf {
+    TestNetns& pod;
+    std::string vf;
+    std::optional<LinkState> before;
+  };
+  PodAndVf podAndVf(unsigned mtu = 1500, bool up = false);
   [[nodiscard]] std::string peerOf(const std::string& vf) const { return peers_.at(vf); }
 
   /// The embedded IPAM object {"type": "ibcni-ipam", ranges, routes, dataDir}.
@@ -199,6 +186,10 @@ class World {
   [[nodiscard]] bool noAllocations() const { return allocations().empty() && ipamAllocations().empty(); }
   /// The pod holds nothing of ours: only lo.
   void expectPodEmpty(const TestNetns& pod) const;
+  /// Nothing of a test is left: the pod holds only lo and no IPAM holds an address.
+  void expectNothingLeft(const TestNetns& pod) const;
+  /// Nothing of a test is left and `vf` is back in the host as it was (`before`).
+  void expectNothingLeft(const TestNetns& pod, const std::string& vf, const std::optional<LinkState>& before) const;
 
  private:
   std::string skip_;

@@ -70,17 +70,14 @@ TEST(SupportedVersions, EveryListedVersionServesAddAndDel) {
     ASSERT_EQ(ia.status, 0) << ia.describe();
     EXPECT_EQ(w.ipamPlugin(World::env("DEL", "c1", pod), w.ipamConf(v)).status, 0);
   }
-  w.expectPodEmpty(pod);
-  EXPECT_TRUE(w.noAllocations());
+  w.expectNothingLeft(pod);
 }
 
 // ---------------------------------------------------------------------------------------------
 // Checklist item 18: Unsupported cniVersion: error 1 before any side effect
 TEST(UnsupportedVersion, UnsupportedVersionIsCode1AndChangesNothing) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf(1480, true);
-  const auto before = linkState(w.host(), vf);
+  const auto [pod, vf, before] = w.podAndVf(1480, true);
   json c = w.conf("9.9.9", vf, w.ipam());
   json ic = w.ipamConf("9.9.9");
   for (const std::string verb : {"ADD", "CHECK", "DEL", "GC", "STATUS"}) {
@@ -106,8 +103,7 @@ TEST(UnsupportedVersion, UnsupportedVersionIsCode1AndChangesNothing) {
 // Checklist item 19: Missing or empty cniVersion means 0.1.0, which is not supported
 TEST(MissingVersion, MissingOrEmptyCniVersionIsCode1) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   for (bool empty : {false, true}) {
     SCOPED_TRACE(empty ? "cniVersion \"\"" : "no cniVersion");
     json c = w.conf("1.1.0", vf, w.ipam());
@@ -122,16 +118,14 @@ TEST(MissingVersion, MissingOrEmptyCniVersionIsCode1) {
     expectError(w.ibcni(World::env("ADD", "c1", pod), c), 1);
     expectError(w.ipamPlugin(World::env("ADD", "c1", pod), ic), 1);
   }
-  w.expectPodEmpty(pod);
-  EXPECT_TRUE(w.noAllocations());
+  w.expectNothingLeft(pod);
 }
 
 // ---------------------------------------------------------------------------------------------
 // Checklist item 20: Malformed cniVersion: a clean error
 TEST(MalformedVersion, MalformedCniVersionIsACleanError) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   for (const json& bad :
        {json("abc"), json("1.2.3.4"), json("1.1"), json(" 1.1.0"), json(110), json::array({"1.1.0"}), json(true)}) {
     SCOPED_TRACE("cniVersion " + bad.dump());
@@ -144,16 +138,14 @@ TEST(MalformedVersion, MalformedCniVersionIsACleanError) {
       EXPECT_TRUE(r.code() == 1 || r.code() == 6) << r.describe();
     }
   }
-  w.expectPodEmpty(pod);
-  EXPECT_TRUE(w.noAllocations());
+  w.expectNothingLeft(pod);
 }
 
 // ---------------------------------------------------------------------------------------------
 // Checklist item 21: Verbs gated by version
 TEST(VersionGatedVerbs, CheckNeeds040GcAndStatusNeed110) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   for (const auto& v : kVersions) {
     SCOPED_TRACE(v);
     json c = w.conf(v, vf, w.ipam());
@@ -176,8 +168,7 @@ TEST(VersionGatedVerbs, CheckNeeds040GcAndStatusNeed110) {
 // Checklist item 22: cniVersions is for the runtime: the plugin goes by cniVersion
 TEST(CniVersionsKey, CniVersionsListIsToleratedAndCniVersionRules) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   json c = w.conf("1.0.0", vf, w.ipam());
   c["cniVersions"] = {"0.4.0", "1.0.0", "1.1.0", "9.9.9"};
   Exec add = w.ibcni(World::env("ADD", "c1", pod), c);
@@ -195,8 +186,7 @@ TEST(CniVersionsKey, CniVersionsListIsToleratedAndCniVersionRules) {
 // Checklist item 23: What the runtime injects
 TEST(InjectedRuntimeKeys, RequestShapedAsLibcniSendsItIsServed) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   // One plugin object of a list, with name and cniVersion injected, capabilities passed through,
   // runtimeConfig from matched capabilities; CHECK and DEL also get prevResult.
   json c = w.conf("1.1.0", vf, w.ipam());
@@ -224,8 +214,7 @@ TEST(InjectedRuntimeKeys, RequestShapedAsLibcniSendsItIsServed) {
 // Checklist item 24: capabilities arrives too
 TEST(CapabilitiesKey, CapabilitiesKeyIsAcceptedAndIgnored) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   json c = w.conf("1.0.0", vf, w.ipam());
   c["capabilities"] = {{"infinibandGUID", true}, {"deviceID", true}, {"mac", true}, {"ips", true}};
   Exec add = w.ibcni(World::env("ADD", "c1", pod), c);
@@ -240,8 +229,7 @@ TEST(CapabilitiesKey, CapabilitiesKeyIsAcceptedAndIgnored) {
 // Checklist item 25: Reserved keys: never required, unknown cni.dev/* accepted
 TEST(ReservedKeys, UnknownCniDevKeysAreAccepted) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   json c = w.conf("1.1.0", vf, w.ipam());
   c["cni.dev/future"] = 1;
   c["cni.dev/something"] = {{"nested", true}};
@@ -262,8 +250,7 @@ TEST(ReservedKeys, UnknownCniDevKeysAreAccepted) {
 // Checklist item 25: Reserved keys: never required, unknown cni.dev/* accepted
 TEST(ReservedKeys, RuntimeConfigAndArgsAreNeverRequired) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   const json c = w.conf("1.1.0", vf, w.ipam());
   ASSERT_FALSE(c.contains("runtimeConfig") || c.contains("args"));
   Exec add = w.ibcni(World::env("ADD", "c1", pod), c);
@@ -278,8 +265,7 @@ TEST(ReservedKeys, RuntimeConfigAndArgsAreNeverRequired) {
 // Checklist item 26: Unknown plugin fields: ibcni's policy is to ignore them with a warning in the log
 TEST(UnknownConfigFields, UnknownFieldsAreIgnoredWithAWarning) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   json c = w.conf("1.1.0", vf, w.ipam());
   c["zzzUnknownKey"] = {{"a", 1}};
   c["logLevel"] = "warn";
@@ -302,8 +288,7 @@ TEST(UnknownConfigFields, UnknownFieldsAreIgnoredWithAWarning) {
 // Checklist item 27: Well-known optional keys keep their standard meaning
 TEST(WellKnownConfigKeys, DnsFromTheConfigurationReachesTheResult) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   json c = w.conf("1.1.0", vf, w.ipam());
   c["dns"] = {{"nameservers", {"10.0.0.53"}},
               {"domain", "example.org"},
@@ -325,9 +310,7 @@ TEST(WellKnownConfigKeys, DnsFromTheConfigurationReachesTheResult) {
 // Checklist item 27: Well-known optional keys keep their standard meaning
 TEST(WellKnownConfigKeys, IpamObjectNeedsAType) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
-  const auto before = linkState(w.host(), vf);
+  const auto [pod, vf, before] = w.podAndVf();
   expectError(w.ibcni(World::env("ADD", "c1", pod), w.conf("1.1.0", vf, json{{"subnet", "10.1.0.0/24"}})), 7,
               {"ipam.type"});
   expectError(w.ibcni(World::env("ADD", "c1", pod), w.conf("1.1.0", vf, json("host-local"))), 7, {"ipam"});
@@ -341,8 +324,7 @@ TEST(WellKnownConfigKeys, IpamObjectNeedsAType) {
 // Checklist item 28: args object
 TEST(ArgsObject, UnknownArgsAreIgnoredAndArgsCniIpsIsHonoured) {
   CONFORMANCE_WORLD(w);
-  TestNetns& pod = w.pod();
-  const std::string vf = w.vf();
+  const auto [pod, vf, before] = w.podAndVf();
   json c = w.conf("1.1.0", vf, w.ipam());
   c["args"] = {{"cni", {{"labels", {{{"key", "a"}, {"value", "b"}}}}, {"zzz", 1}}}, {"other", {{"x", "y"}}}};
   Exec add = w.ibcni(World::env("ADD", "c1", pod), c);

@@ -41,14 +41,13 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "support/cni_conf.h"
 #include "support/exec_program.h"
+#include "support/ip_links.h"
 #include "support/test_netns.h"
 
-#ifndef IBCNI_BINARY
-#error "IBCNI_BINARY must be the path of the built ibcni executable"
-#endif
-#ifndef IBCNI_IPAM_BINARY
-#error "IBCNI_IPAM_BINARY must be the path of the built ibcni-ipam executable"
+#if !defined(IBCNI_BINARY) || !defined(IBCNI_IPAM_BINARY)
+#error "IBCNI_BINARY and IBCNI_IPAM_BINARY must be the paths of the built ibcni and ibcni-ipam executables"
 #endif
 
 namespace ibcni::testing {
@@ -71,39 +70,6 @@ const std::set<std::string> kSupportedVersions = {"0.3.0", "0.3.1", "0.4.0", "1.
 
 /// What a finished child left behind (support/exec_program.h).
 using Exec = ProgramRun;
-
-/// The CNI_* variables of one request; an unset optional is not in the environment at all.
-struct CniEnv {
-  std::optional<std::string> command;
-  std::optional<std::string> containerId;
-  std::optional<std::string> netns;
-  std::optional<std::string> ifName;
-  std::optional<std::string> path = std::string(kCniBin);
-  std::optional<std::string> args;
-
-  [[nodiscard]] std::vector<std::string> toVector() const {
-    std::vector<std::string> env{kPathEnv};  // as any process environment has
-    const std::pair<const char*, const std::optional<std::string>*> vars[] = {
-        {"CNI_COMMAND", &command}, {"CNI_CONTAINERID", &containerId},
-        {"CNI_NETNS", &netns},     {"CNI_IFNAME", &ifName},
-        {"CNI_PATH", &path},       {"CNI_ARGS", &args}};
-    for (const auto& [name, value] : vars) {
-      if (*value) {
-        env.push_back(std::string(name) + "=" + **value);
-      }
-    }
-    return env;
-  }
-};
-
-/// Parses `text` as exactly one JSON document (surrounding whitespace allowed, nothing else).
-std::optional<json> oneJsonDocument(const std::string& text) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    return std::nullopt;
-  }
-  return j;
-}
 
 /// The CNI protocol on stdout, for every run: success prints one JSON object for ADD and VERSION
 /// and nothing for the other verbs; failure (exit 1) prints exactly one error object
@@ -160,73 +126,6 @@ void expectError(const Exec& run, unsigned code, const std::vector<std::string>&
 // ---------------------------------------------------------------------------------------------
 // Looking at links, addresses and files
 
-/// What DEL must restore on the host side.
-struct LinkState {
-  std::string name;
-  unsigned mtu = 0;
-  bool up = false;  ///< IFF_UP (administrative state)
-  std::string alias;
-  std::string mac;
-  bool operator==(const LinkState&) const = default;
-};
-
-std::ostream& operator<<(std::ostream& os, const LinkState& s) {
-  return os << "{" << s.name << " mtu " << s.mtu << (s.up ? " UP" : " down") << " alias \"" << s.alias << "\" mac "
-            << s.mac << "}";
-}
-
-std::optional<json> ipJson(const os::Netns& ns, std::vector<std::string> args) {
-  args.insert(args.begin(), "-j");
-  auto out = runIp(ns, args);
-  if (!out) {
-    return std::nullopt;
-  }
-  auto j = oneJsonDocument(*out);
-  if (!j || !j->is_array()) {
-    return std::nullopt;
-  }
-  return j;
-}
-
-std::optional<LinkState> linkState(const os::Netns& ns, const std::string& name) {
-  auto j = ipJson(ns, {"link", "show", "dev", name});
-  if (!j || j->empty()) {
-    return std::nullopt;
-  }
-  const json& l = (*j)[0];
-  LinkState s;
-  s.name = l.value("ifname", "");
-  s.mtu = l.value("mtu", 0U);
-  for (const auto& f : l.value("flags", json::array())) {
-    s.up = s.up || f == "UP";
-  }
-  s.alias = l.value("ifalias", "");
-  s.mac = l.value("address", "");
-  return s;
-}
-
-std::vector<std::string> linkNames(const os::Netns& ns) {
-  std::vector<std::string> names;
-  if (auto j = ipJson(ns, {"link", "show"})) {
-    for (const auto& l : *j) {
-      names.push_back(l.value("ifname", ""));
-    }
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-/// "10.1.2.3/24" for each IPv4/IPv6 address of `dev` in `ns`.
-std::vector<std::string> addresses(const os::Netns& ns, const std::string& dev) {
-  std::vector<std::string> out;
-  if (auto j = ipJson(ns, {"addr", "show", "dev", dev}); j && !j->empty()) {
-    for (const auto& a : (*j)[0].value("addr_info", json::array())) {
-      out.push_back(a.value("local", "") + "/" + std::to_string(a.value("prefixlen", 0)));
-    }
-  }
-  return out;
-}
-
 std::vector<std::string> routeDsts(const os::Netns& ns) {
   std::vector<std::string> out;
   if (auto j = ipJson(ns, {"route", "show"})) {
@@ -240,13 +139,6 @@ std::vector<std::string> routeDsts(const os::Netns& ns) {
 bool isIpAddress(const std::string& s) {
   unsigned char buf[16];
   return ::inet_pton(AF_INET, s.c_str(), buf) == 1 || ::inet_pton(AF_INET6, s.c_str(), buf) == 1;
-}
-
-std::string readFile(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
 }
 
 /// Polls `cond` for up to `limit`.
@@ -346,21 +238,12 @@ class BinaryTest : public ::testing::Test {
   }
 
   json hostLocal(const std::string& subnet = "10.77.0.0/24") const {
-    return {{"type", "host-local"},
-            {"dataDir", dataDir_.string()},
-            {"ranges", json::array({json::array({{{"subnet", subnet}}})})},
-            {"routes", json::array({{{"dst", "10.99.0.0/16"}}})}};
+    return ipamObject("host-local", dataDir_.string(), subnet, "10.99.0.0/16");
   }
 
   /// ibcni's configuration for `vf`, logging at debug level to stderr.
   json conf(const std::string& version, const std::string& vf, std::optional<json> ipam = std::nullopt) const {
-    json c = {{"cniVersion", version}, {"name", network_}, {"type", "ibcni"},
-              {"mode", "sriov"},       {"device", vf},     {"stateDir", stateDir_.string()},
-              {"logLevel", "debug"}};
-    if (ipam) {
-      c["ipam"] = *ipam;
-    }
-    return c;
+    return ibcniConf(version, network_, vf, stateDir_.string(), ipam);
   }
 
   static CniEnv env(const std::string& command, const std::string& cid, const TestNetns& pod,
@@ -370,6 +253,7 @@ class BinaryTest : public ::testing::Test {
     e.containerId = cid;
     e.netns = pod.path();
     e.ifName = ifName;
+    e.path = kCniBin;
     return e;
   }
 
@@ -975,6 +859,7 @@ TEST_F(BinaryTest, DelAfterPodNetnsWasDeleted) {
   e.containerId = "cid-doomed";
   e.netns = podPath;
   e.ifName = "net1";
+  e.path = kCniBin;
   json withPrev = c;
   withPrev["prevResult"] = jsonOut(add);
   Exec del = ibcni(e, withPrev.dump());
@@ -1082,6 +967,7 @@ TEST_F(BinaryTest, GcReleasesOnlyStaleAttachmentsAndStatusReportsReadiness) {
   gcEnv.containerId = "";
   gcEnv.netns = "";
   gcEnv.ifName = "";
+  gcEnv.path = kCniBin;
   json gc = conf("1.1.0", vf1);
   gc.erase("device");
   gc["cni.dev/valid-attachments"] = {{{"containerID", "keep"}, {"ifname", "net1"}}};

@@ -234,57 +234,8 @@ ProgramRun PluginProcess::wait(std::chrono::milliseconds timeout) {
     run.err = "not running";
     return run;
   }
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  bool timedOut = false;
-  while (out_ >= 0 || err_ >= 0) {
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      timedOut = true;
-      break;
-    }
-    pollfd fds[2] = {{out_, POLLIN, 0}, {err_, POLLIN, 0}};
-    if (::poll(fds, 2, static_cast<int>(left.count())) < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      break;
-    }
-    for (int i = 0; i < 2; ++i) {
-      int& fd = i == 0 ? out_ : err_;
-      if (fd < 0 || fds[i].revents == 0) {
-        continue;
-      }
-      char buf[8192];
-      const ssize_t n = ::read(fd, buf, sizeof buf);
-      if (n > 0) {
-        (i == 0 ? run.out : run.err).append(buf, static_cast<std::size_t>(n));
-      } else if (n == 0 || errno != EINTR) {
-        ::close(fd);
-        fd = -1;
-      }
-    }
-  }
-  if (timedOut) {
-    ::kill(pid_, SIGKILL);
-  }
-  for (int* fd : {&out_, &err_}) {
-    if (*fd >= 0) {
-      ::close(*fd);
-      *fd = -1;
-    }
-  }
-  int status = 0;
-  rusage usage{};
-  while (::wait4(pid_, &status, 0, &usage) < 0 && errno == EINTR) {
-  }
-  pid_ = -1;
-  run.reaped = ProgramRun::Clock::now();
-  run.maxRssKiB = usage.ru_maxrss;
-  run.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  if (timedOut) {
-    run.err += "\n[killed after " + std::to_string(timeout.count()) + " ms]";
-  }
+  ChildPipes pipes{-1, std::exchange(out_, -1), std::exchange(err_, -1), {}};
+  collectChild(std::exchange(pid_, -1), pipes, timeout, run);
   return run;
 }
 

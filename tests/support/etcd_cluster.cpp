@@ -86,29 +86,6 @@ std::string makeTempDir() {
   return {};
 }
 
-std::string readFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string tail(const std::string& text, int lines) {
-  std::deque<std::string> last;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    last.push_back(line);
-    if (static_cast<int>(last.size()) > lines) {
-      last.pop_front();
-    }
-  }
-  std::string out;
-  for (const auto& l : last) {
-    out += "    " + l + "\n";
-  }
-  return out;
-}
-
 }  // namespace
 
 std::optional<std::string> findProgram(std::string_view name) {
@@ -262,33 +239,13 @@ EtcdCluster::~EtcdCluster() {
     }
     return ::testing::AssertionFailure() << "EtcdCluster: open " << log << ": " << std::strerror(err);
   }
-  std::vector<char*> argv;
-  for (auto& a : m.args) {
-    argv.push_back(a.data());
-  }
-  argv.push_back(nullptr);
   // A clean environment: ETCD_* variables of the caller would change etcd's configuration.
-  std::string path = kPathEnv;
-  std::array<char*, 2> envp{path.data(), nullptr};
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
+  const pid_t pid = spawnTiedToTest(m.args, {kPathEnv}, nullFd, logFd, logFd);
   if (pid < 0) {
     const int err = errno;
     ::close(logFd);
     ::close(nullFd);
     return ::testing::AssertionFailure() << "EtcdCluster: fork: " << std::strerror(err);
-  }
-  if (pid == 0) {
-    // Child: async-signal-safe calls only. Dies with the test process, even when it crashes.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) {
-      ::_exit(126);
-    }
-    if (::dup2(nullFd, STDIN_FILENO) < 0 || ::dup2(logFd, STDOUT_FILENO) < 0 || ::dup2(logFd, STDERR_FILENO) < 0) {
-      ::_exit(126);
-    }
-    ::execve(argv[0], argv.data(), envp.data());
-    ::_exit(127);
   }
   ::close(logFd);
   ::close(nullFd);
@@ -411,7 +368,7 @@ std::string EtcdCluster::endpointList() const {
 }
 
 std::string EtcdCluster::logTail(int i, int lines) const {
-  return tail(readFile(dir_ + "/m" + std::to_string(i) + "/log"), lines);
+  return indentedTail(readFile(dir_ + "/m" + std::to_string(i) + "/log"), lines);
 }
 
 }  // namespace ibcni::testing

@@ -34,13 +34,6 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-std::string readFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 bool writeFile(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp";
   {
@@ -63,21 +56,7 @@ K8sEmulator::~K8sEmulator() {
   }
 }
 
-std::string K8sEmulator::logTail(int lines) const {
-  std::deque<std::string> last;
-  std::istringstream in(readFile(dir_ + "/log"));
-  for (std::string line; std::getline(in, line);) {
-    last.push_back(line);
-    if (static_cast<int>(last.size()) > lines) {
-      last.pop_front();
-    }
-  }
-  std::string out;
-  for (const auto& l : last) {
-    out += "    " + l + "\n";
-  }
-  return out;
-}
+std::string K8sEmulator::logTail(int lines) const { return indentedTail(readFile(dir_ + "/log"), lines); }
 
 ::testing::AssertionResult K8sEmulator::setRbac(const std::string& rbacJson) const {
   if (!writeFile(dir_ + "/rbac.json", rbacJson)) {
@@ -144,32 +123,9 @@ std::string K8sEmulator::logTail(int lines) const {
   if (outFd < 0 || logFd < 0 || nullFd < 0) {
     return ::testing::AssertionFailure() << "K8sEmulator: open files in " << dir_ << ": " << std::strerror(errno);
   }
-  std::vector<char*> argv;
-  for (auto& a : args) {
-    argv.push_back(a.data());
-  }
-  argv.push_back(nullptr);
-  std::vector<std::string> envCopy = env;
-  std::vector<char*> envp;
-  for (auto& e : envCopy) {
-    envp.push_back(e.data());
-  }
-  envp.push_back(nullptr);
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
+  const pid_t pid = spawnTiedToTest(args, env, nullFd, outFd, logFd);
   if (pid < 0) {
     return ::testing::AssertionFailure() << "K8sEmulator: fork: " << std::strerror(errno);
-  }
-  if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) {
-      ::_exit(126);
-    }
-    if (::dup2(nullFd, STDIN_FILENO) < 0 || ::dup2(outFd, STDOUT_FILENO) < 0 || ::dup2(logFd, STDERR_FILENO) < 0) {
-      ::_exit(126);
-    }
-    ::execve(argv[0], argv.data(), envp.data());
-    ::_exit(127);
   }
   ::close(outFd);
   ::close(logFd);

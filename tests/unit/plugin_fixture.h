@@ -28,6 +28,14 @@ namespace ibcni::testing {
 
 using nlohmann::json;
 
+/// The InfiniBand PF and its VF 2 that most suites add (addIbPfWithVf): the VF's PCI address and
+/// its GUID before ADD, and a GUID a pod asks for.
+inline constexpr const char* kPf = "0000:3b:00.0";
+inline constexpr const char* kVf = "0000:3b:00.3";
+inline constexpr std::uint32_t kVfNumber = 2;
+inline constexpr const char* kOldGuid = "02:00:00:00:00:00:aa:01";
+inline constexpr const char* kNewGuid = "c2:11:22:33:44:55:66:77";
+
 class PluginTest : public ::testing::Test {
  protected:
   static constexpr const char* kPodPath = "/var/run/netns/pod1";

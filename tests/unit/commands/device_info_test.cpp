@@ -15,15 +15,12 @@
 
 #include "ibcni/config/net_conf.h"
 #include "plugin/commands/device_info.h"
+#include "support/temp_dir.h"
 #include "unit/plugin_fixture.h"
 
 namespace ibcni::testing {
 namespace {
 
-constexpr const char* kPf = "0000:3b:00.0";
-constexpr const char* kVf = "0000:3b:00.3";
-constexpr std::uint32_t kVfNumber = 2;
-constexpr const char* kGuid = "02:00:00:00:00:00:aa:01";
 constexpr const char* kDpCopy = R"({"type":"pci","version":"1.1.0","pci":{"pci-address":"0000:3b:00.3"}})";
 
 std::string slurp(const std::string& path) {
@@ -56,7 +53,7 @@ class DeviceInfoTest : public PluginTest {
  protected:
   void SetUp() override {
     PluginTest::SetUp();
-    addIbPfWithVf(kPf, kVfNumber, kVf, kGuid);
+    addIbPfWithVf(kPf, kVfNumber, kVf, kOldGuid);
     sysfs_.setPkeys("mlx5_3", 1, {"0xffff"});
     ASSERT_TRUE(sysfs_.ok()) << sysfs_.error();
     nl_.clearCalls();
@@ -216,16 +213,14 @@ TEST_F(DeviceInfoTest, AddFailingAfterTheFileWasWrittenLeavesNoFile) {
 
 // The device-info file is read by ADD and CHECK (withDeviceFromInfoFile), never by the parse: a
 // parse does no I/O, so a file that is missing, or a FIFO, never fails or blocks DEL, GC or STATUS.
-class DeviceFromInfoFileTest : public ::testing::Test {
+class DeviceFromInfoFileTest : public TempDirTest {
  protected:
+  DeviceFromInfoFileTest() : TempDirTest("ibcni-devinfo") {}
   void SetUp() override {
-    char tmpl[] = "/tmp/ibcni-devinfo-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    ASSERT_NO_FATAL_FAILURE(TempDirTest::SetUp());
     file_ = dir_ + "/info.json";
     std::ofstream(file_) << kDpCopy;
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
   // The invocation an ADD parses from `extra` keys over a sriov config naming the device-info file.
   plugin::Invocation parsed(const json& extra, cni::Command command = cni::Command::kAdd) {
     json c = {{"cniVersion", "1.1.0"}, {"name", "ibnet"}, {"type", "ibcni"},
@@ -247,7 +242,6 @@ class DeviceFromInfoFileTest : public ::testing::Test {
       return used;
     });
   }
-  std::string dir_;
   std::string file_;
 };
 

@@ -39,11 +39,7 @@
 namespace ibcni::testing {
 namespace {
 
-constexpr const char* kPf = "0000:3b:00.0";
-constexpr const char* kVf = "0000:3b:00.3";
 constexpr const char* kEthFn = "0000:5e:00.0";  // a whole Ethernet function (no VF)
-constexpr std::uint32_t kVfNumber = 2;
-constexpr const char* kOldGuid = "02:00:00:00:00:00:aa:01";
 constexpr const char* kPodGuid = "c2:11:22:33:44:55:66:77";  // the pod's infiniband-guid
 constexpr const char* kPodIp = "10.56.217.10/24";            // the pod's ips
 constexpr const char* kPodMac = "0a:58:0a:38:d9:0a";         // the pod's mac

@@ -10,6 +10,7 @@
 #include "plugin/delegate/delegate_ipam.h"
 #include "plugin/delegate/exec.h"
 #include "fakes/ipam_call.h"
+#include "support/temp_dir.h"
 
 namespace ibcni::delegate {
 namespace {
@@ -17,16 +18,14 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-class DelegateIpamTest : public ::testing::Test {
+class DelegateIpamTest : public testing::TempDirTest {
  protected:
+  DelegateIpamTest() : TempDirTest("ibcni-ipam") {}
   void SetUp() override {
-    char tmpl[] = "/tmp/ibcni-ipam-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    ASSERT_NO_FATAL_FAILURE(TempDirTest::SetUp());
     fs::create_directories(dir_ + "/bin1");
     fs::create_directories(dir_ + "/bin2");
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   void plugin(const std::string& dir, const std::string& name, const std::string& body) {
     std::string path = dir_ + "/" + dir + "/" + name;
@@ -53,8 +52,6 @@ class DelegateIpamTest : public ::testing::Test {
     ss << in.rdbuf();
     return ss.str();
   }
-
-  std::string dir_;
 };
 
 TEST_F(DelegateIpamTest, AddPassesStdinAndEnvAndParsesResult) {

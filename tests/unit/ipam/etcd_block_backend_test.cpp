@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "block_backend_print.h"
+#include "block_backend_test_util.h"
 #include "ipam/backends/etcd_block_backend.h"
 #include "lib/http/curl_http_client.h"
 #include "ibcni/os/text.h"
@@ -98,29 +99,6 @@ class Gateway {
   http::HttpClient& client_;
   std::string endpoint_;
 };
-
-/// The value of a call that must succeed (a failure is reported and T{} returned).
-template <class T>
-T must(BackendResult<T> r, const std::string& what) {
-  if (!r) {
-    ADD_FAILURE() << what << ": " << r.error().describe();
-    return T{};
-  }
-  return std::move(*r);
-}
-void must(const BackendResult<void>& r, const std::string& what) {
-  if (!r) {
-    ADD_FAILURE() << what << ": " << r.error().describe();
-  }
-}
-
-Strings namesOf(const std::vector<Claim>& claims) {
-  Strings out;
-  for (const auto& c : claims) {
-    out.push_back(c.name + "@" + c.holder.node + (c.holder.lapsed ? " lapsed" : ""));
-  }
-  return out;
-}
 
 class EtcdBlockBackendTest : public ::testing::Test {
  protected:
@@ -236,21 +214,10 @@ TEST_F(EtcdBlockBackendTest, TwentyConcurrentClaimersOfOneBlockHaveExactlyOneWin
     nodes.push_back(&node());
   }
   for (const std::string block : {"b0", "b1", "b2"}) {
-    std::vector<BackendResult<ClaimOutcome>> results(kNodes, std::unexpected(BackendError{}));
-    std::atomic<bool> go{false};
-    std::vector<std::thread> threads;
-    for (int i = 0; i < kNodes; ++i) {
-      threads.emplace_back([&, i] {
-        while (!go.load()) {
-          std::this_thread::yield();
-        }
-        results[i] = nodes[i]->claim(ClaimKind::kBlock, "p0", block, "node-" + std::to_string(i), {});
-      });
-    }
-    go = true;
-    for (auto& t : threads) {
-      t.join();
-    }
+    const auto results = raceAtOnce(kNodes, [&](int i, const auto& waitForStart) {
+      waitForStart();
+      return nodes[i]->claim(ClaimKind::kBlock, "p0", block, "node-" + std::to_string(i), {});
+    });
     int winners = 0;
     std::string winner;
     for (int i = 0; i < kNodes; ++i) {
@@ -522,34 +489,12 @@ TEST_F(EtcdBlockBackendTest, OfRacingTakersExactlyOneWins) {
   for (int i = 0; i < kTakers; ++i) {
     takers.push_back(&node());
   }
-  std::vector<BackendResult<ClaimOutcome>> results(kTakers, std::unexpected(BackendError{}));
-  std::atomic<bool> go{false};
-  std::vector<std::thread> threads;
-  for (int i = 0; i < kTakers; ++i) {
-    threads.emplace_back([&, i] {
-      while (!go.load()) {
-        std::this_thread::yield();
-      }
-      results[i] = takers[i]->takeOver(ClaimKind::kBlock, "p0", "b1", "taker-" + std::to_string(i), seen, {});
-    });
-  }
-  go = true;
-  for (auto& t : threads) {
-    t.join();
-  }
-  int claimed = 0;
+  const auto results = raceAtOnce(kTakers, [&](int i, const auto& waitForStart) {
+    waitForStart();
+    return takers[i]->takeOver(ClaimKind::kBlock, "p0", "b1", "taker-" + std::to_string(i), seen, {});
+  });
   std::string winner;
-  for (const auto& r : results) {
-    ASSERT_TRUE(r) << r.error().describe();
-    if (r->state == ClaimState::kClaimed) {
-      ++claimed;
-      winner = r->holder.node;
-    }
-  }
-  ASSERT_EQ(claimed, 1);
-  for (const auto& r : results) {
-    EXPECT_EQ(r->holder.node, winner);
-  }
+  ASSERT_NO_FATAL_FAILURE(expectOneWinner(results, winner));
   EXPECT_EQ(gw().valueOf(a.claimKey(ClaimKind::kBlock, "p0", "b1"))["node"], winner);
 }
 

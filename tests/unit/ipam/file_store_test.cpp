@@ -10,6 +10,7 @@
 
 #include "fake_store.h"
 #include "store_test_util.h"
+#include "support/child_holder.h"
 
 namespace ibcni::ipam::testing {
 namespace {
@@ -307,35 +308,20 @@ TEST_F(FileStoreTest, ChangedRangesDropTheOldIndex) {
 
 TEST_F(FileStoreTest, LockTimeoutIsTryAgainLater) {
   open(R"({"ranges": [[{"subnet": "10.1.2.0/24"}]]})");
-  int ready[2];
-  int done[2];
-  ASSERT_EQ(::pipe(ready), 0);
-  ASSERT_EQ(::pipe(done), 0);
-  pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
+  ibcni::testing::ChildHolder other([&](const ibcni::testing::ChildHolder::Report& report) {
     FileStore holder(FileStore::Options{dir(), {}, 1s});
-    char c = holder.lock() ? 'y' : 'n';
-    (void)!::write(ready[1], &c, 1);
-    (void)!::read(done[0], &c, 1);
-    ::_exit(0);
-  }
-  char c = 0;
-  ASSERT_EQ(::read(ready[0], &c, 1), 1);
-  ASSERT_EQ(c, 'y');
+    report(static_cast<bool>(holder.lock()));
+  });
+  ASSERT_TRUE(other.started());
+  ASSERT_TRUE(other.held());
   StoreFixture impatient(dir(), R"({"ranges": [[{"subnet": "10.1.2.0/24"}]]})", netns_);
   impatient.store = std::make_unique<FileStore>(FileStore::Options{dir(), Allocator::spansOf(*impatient.config), 50ms});
   impatient.allocator = std::make_unique<Allocator>(*impatient.config, *impatient.store, netns_);
   auto e = impatient.allocator->allocate(addRequest("c1"));
-  (void)!::write(done[1], "x", 1);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
+  other.release();
   ASSERT_FALSE(e);
   EXPECT_EQ(e.error().code, cni::Errc::kTryAgainLater);
   EXPECT_THAT(e.error().msg, HasSubstr("locked by another invocation"));
-  for (int fd : {ready[0], ready[1], done[0], done[1]}) {
-    ::close(fd);
-  }
 }
 
 TEST_F(FileStoreTest, CallsWithoutTheLockAreRefused) {

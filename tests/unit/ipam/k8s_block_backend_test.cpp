@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "block_backend_print.h"
+#include "block_backend_test_util.h"
 #include "lib/http/curl_http_client.h"
 #include "ipam/backends/k8s_api.h"
 #include "ipam/backends/k8s_block_backend.h"
@@ -62,29 +63,6 @@ const json kRbac = {
       {{"user", "reader"}, {"namespace", "kube-system"}, {"resource", "leases"}, {"verbs", {"get", "list"}}}}}};
 
 const std::regex kMicroTime(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z)");
-
-/// The value of a call that must succeed (a failure is reported and T{} returned).
-template <class T>
-T must(BackendResult<T> r, const std::string& what) {
-  if (!r) {
-    ADD_FAILURE() << what << ": " << r.error().describe();
-    return T{};
-  }
-  return std::move(*r);
-}
-void must(const BackendResult<void>& r, const std::string& what) {
-  if (!r) {
-    ADD_FAILURE() << what << ": " << r.error().describe();
-  }
-}
-
-Strings namesOf(const std::vector<Claim>& claims) {
-  Strings out;
-  for (const auto& c : claims) {
-    out.push_back(c.name + "@" + c.holder.node + (c.holder.lapsed ? " lapsed" : ""));
-  }
-  return out;
-}
 
 /// An HttpClient that calls `before` with each request before passing it on.
 class HookedClient final : public http::HttpClient {
@@ -301,23 +279,11 @@ TEST_F(K8sBlockBackendTest, AnAddressOfTheSamePodIsAdoptedUnderItsNewOwner) {
 
 TEST_F(K8sBlockBackendTest, TwentyConcurrentClaimersOfOneBlockOneWins) {
   constexpr int kClaimers = 20;
-  std::vector<BackendResult<ClaimOutcome>> results(kClaimers, std::unexpected(BackendError{}));
-  std::vector<std::thread> threads;
-  std::atomic<bool> go{false};
-  for (int i = 0; i < kClaimers; ++i) {
-    threads.emplace_back([&, i] {
-      K backend(http_, opts());
-      while (!go.load()) {
-        std::this_thread::yield();
-      }
-      results[static_cast<std::size_t>(i)] =
-          backend.claim(ClaimKind::kBlock, "race", "10.9.0.0-28", "node-" + std::to_string(i), {});
-    });
-  }
-  go = true;
-  for (auto& t : threads) {
-    t.join();
-  }
+  const auto results = raceAtOnce(kClaimers, [&](int i, const auto& waitForStart) {
+    K backend(http_, opts());
+    waitForStart();
+    return backend.claim(ClaimKind::kBlock, "race", "10.9.0.0-28", "node-" + std::to_string(i), {});
+  });
   int claimed = 0;
   std::string winner;
   for (const auto& r : results) {
@@ -579,36 +545,13 @@ TEST_F(K8sBlockBackendTest, OfRacingTakersExactlyOneWins) {
   age(blockLease("b1"));
   const Holder seen = this->seen(a, ClaimKind::kBlock, "b1");
   constexpr int kTakers = 8;
-  std::vector<BackendResult<ClaimOutcome>> results(kTakers, std::unexpected(BackendError{}));
-  std::vector<std::thread> threads;
-  std::atomic<bool> go{false};
-  for (int i = 0; i < kTakers; ++i) {
-    threads.emplace_back([&, i] {
-      K backend(http_, opts());
-      while (!go.load()) {
-        std::this_thread::yield();
-      }
-      results[static_cast<std::size_t>(i)] =
-          backend.takeOver(ClaimKind::kBlock, "p0", "b1", "taker-" + std::to_string(i), seen, {});
-    });
-  }
-  go = true;
-  for (auto& t : threads) {
-    t.join();
-  }
-  int claimed = 0;
+  const auto results = raceAtOnce(kTakers, [&](int i, const auto& waitForStart) {
+    K backend(http_, opts());
+    waitForStart();
+    return backend.takeOver(ClaimKind::kBlock, "p0", "b1", "taker-" + std::to_string(i), seen, {});
+  });
   std::string winner;
-  for (const auto& r : results) {
-    ASSERT_TRUE(r) << r.error().describe();
-    if (r->state == ClaimState::kClaimed) {
-      ++claimed;
-      winner = r->holder.node;
-    }
-  }
-  ASSERT_EQ(claimed, 1);
-  for (const auto& r : results) {
-    EXPECT_EQ(r->holder.node, winner);
-  }
+  ASSERT_NO_FATAL_FAILURE(expectOneWinner(results, winner));
   EXPECT_EQ(lease(blockLease("b1"))["spec"]["holderIdentity"], winner);
   EXPECT_EQ(lease(blockLease("b1"))["spec"]["leaseTransitions"], 1);
 }

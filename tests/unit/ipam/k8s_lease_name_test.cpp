@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "block_backend_print.h"
+#include "block_backend_test_util.h"
 #include "ipam/backends/k8s_block_backend.h"
 
 namespace ibcni::ipam {
@@ -130,12 +131,6 @@ K::Options anyServer() {
   return o;
 }
 
-/// The kind of a call's error; nullopt when it succeeded.
-template <class T>
-std::optional<BackendErrc> errc(const BackendResult<T>& r) {
-  return r ? std::nullopt : std::optional<BackendErrc>(r.error().kind);
-}
-
 TEST(K8sBackendCalls, MalformedNamesAreRefusedBeforeSendingByEveryCall) {
   NoServer http;
   K b(http, anyServer());
@@ -144,23 +139,7 @@ TEST(K8sBackendCalls, MalformedNamesAreRefusedBeforeSendingByEveryCall) {
   seen.version = "1";
   for (const std::string& bad :
        std::vector<std::string>{"", "a/b", "a b", "n\n", std::string(254, 'x'), "caf\xc3\xa9"}) {
-    const std::vector<std::pair<const char*, std::optional<BackendErrc>>> calls{
-        {"claim pool", errc(b.claim(ClaimKind::kBlock, bad, "b", "n", {}))},
-        {"claim name", errc(b.claim(ClaimKind::kAddress, "p", bad, "n", {}))},
-        {"claim node", errc(b.claim(ClaimKind::kBlock, "p", "b", bad, {}))},
-        {"list", errc(b.list(ClaimKind::kBlock, bad, std::nullopt))},
-        {"release", errc(b.release(ClaimKind::kBlock, "p", bad, "n", ""))},
-        {"renew node", errc(b.renew(bad, "p", {}))},
-        {"renew held", errc(b.renew("n", "p", {{ClaimKind::kBlock, bad, "", ""}}))},
-        {"takeOver", errc(b.takeOver(ClaimKind::kBlock, "p", "b", bad, seen, {}))},
-        {"removeGone", errc(b.removeGone(ClaimKind::kBlock, "p", bad, seen))},
-        {"definePool", errc(b.definePool({bad, "F", "o", "", false}))},
-        {"definition", errc(b.definition(bad))},
-        {"replaceDefinition", errc(b.replaceDefinition({bad, "F", "o", "", false}, "9"))},
-        {"demand", errc(b.demand("p", bad, 1))},
-        {"demands", errc(b.demands(bad))},
-        {"withdraw", errc(b.withdraw(bad, "n"))},
-    };
+    const auto calls = callsNaming(b, bad, seen);
     for (const auto& [what, kind] : calls) {
       EXPECT_EQ(kind, BackendErrc::kInvalidArgument) << what << " of " << cni::quoted(bad);
     }

@@ -66,6 +66,13 @@ contexts:
 current-context: main
 )";
 
+/// kToken with its first `from` replaced by `to`.
+std::string tokenWith(const std::string& from, const std::string& to) {
+  std::string text = kToken;
+  text.replace(text.find(from), from.size(), to);
+  return text;
+}
+
 TEST_F(KubeconfigTest, TokenUserAndRelativeCaFile) {
   const auto path = write("k/ibcni.kubeconfig", kToken);
   const auto k = loadKubeconfig(path);
@@ -142,29 +149,17 @@ TEST_F(KubeconfigTest, EveryWayToBeWrongIsNamed) {
   expectError(loadKubeconfig(scalar), KubeconfigErrc::kMalformed, scalar, "", "not a mapping");
   const auto path = write("kc", kToken);
   expectError(loadKubeconfig(path, "nosuch"), KubeconfigErrc::kNoContext, path, "contexts", "no context named \"nosuch\"");
-  std::string noCurrent = kToken;
-  noCurrent.replace(noCurrent.find("current-context: main"), 21, "");
-  const auto nc = write("nc", noCurrent);
+  const auto nc = write("nc", tokenWith("current-context: main", ""));
   expectError(loadKubeconfig(nc), KubeconfigErrc::kNoContext, nc, "current-context", "is not set");
-  std::string noCluster = kToken;
-  noCluster.replace(noCluster.find("cluster: c1"), 11, "cluster: c9");
-  const auto ncl = write("ncl", noCluster);
+  const auto ncl = write("ncl", tokenWith("cluster: c1", "cluster: c9"));
   expectError(loadKubeconfig(ncl), KubeconfigErrc::kNoCluster, ncl, "clusters", "no cluster named \"c9\"");
-  std::string noUser = kToken;
-  noUser.replace(noUser.find("user: ibcni"), 11, "user: ghost");
-  const auto nu = write("nu", noUser);
+  const auto nu = write("nu", tokenWith("user: ibcni", "user: ghost"));
   expectError(loadKubeconfig(nu), KubeconfigErrc::kNoUser, nu, "users", "no user named \"ghost\"");
-  std::string noServer = kToken;
-  noServer.replace(noServer.find("server: https://10.0.0.1:6443/"), 30, "server: \"\"");
-  const auto ns = write("ns", noServer);
+  const auto ns = write("ns", tokenWith("server: https://10.0.0.1:6443/", "server: \"\""));
   expectError(loadKubeconfig(ns), KubeconfigErrc::kNoServer, ns, "clusters[c1].cluster.server", "is not set");
-  std::string exec = kToken;
-  exec.replace(exec.find("token: abc.def"), 14, "exec: {command: aws}");
-  const auto ex = write("ex", exec);
+  const auto ex = write("ex", tokenWith("token: abc.def", "exec: {command: aws}"));
   expectError(loadKubeconfig(ex), KubeconfigErrc::kBadValue, ex, "users[ibcni].user.exec", "not supported");
-  std::string badData = kToken;
-  badData.replace(badData.find("certificate-authority: pki/ca.crt"), 33, "certificate-authority-data: '***'");
-  const auto bd = write("bd", badData);
+  const auto bd = write("bd", tokenWith("certificate-authority: pki/ca.crt", "certificate-authority-data: '***'"));
   expectError(loadKubeconfig(bd), KubeconfigErrc::kBadValue, bd, "clusters[c1].cluster.certificate-authority-data",
               "not base64");
 }

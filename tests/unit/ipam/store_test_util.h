@@ -15,6 +15,7 @@
 #include "ipam/store/file_store.h"
 #include "ipam/embedded_ipam.h"
 #include "fakes/ipam_call.h"
+#include "support/temp_dir.h"
 #include "ibcni/config/net_conf.h"
 
 namespace ibcni::ipam::testing {
@@ -22,28 +23,13 @@ namespace ibcni::ipam::testing {
 /// A temporary directory, removed with everything in it by the destructor. On /dev/shm when
 /// possible: the production default (/run/ibcni-ipam) is tmpfs, and a disk's fsync would make
 /// the suites slow without testing anything more.
-class TempDir {
+class TempDir : public ibcni::testing::TempDir {
  public:
-  TempDir() {
-    for (const char* base : {"/dev/shm", "/tmp"}) {
-      std::string tmpl = std::string(base) + "/ibcni-ipam-test-XXXXXX";
-      if (::mkdtemp(tmpl.data()) != nullptr) {
-        path_ = tmpl;
-        return;
-      }
+  TempDir() : ibcni::testing::TempDir("ibcni-ipam-test", {"/dev/shm", "/tmp"}) {
+    if (path().empty()) {
+      ADD_FAILURE() << "cannot create a temporary directory";
     }
-    ADD_FAILURE() << "cannot create a temporary directory";
   }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  [[nodiscard]] const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
 };
 
 inline net::IpAddress ip(const char* s) { return *net::IpAddress::parse(s); }

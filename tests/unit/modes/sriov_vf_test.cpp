@@ -13,12 +13,6 @@
 namespace ibcni::testing {
 namespace {
 
-constexpr const char* kPf = "0000:3b:00.0";
-constexpr const char* kVf = "0000:3b:00.3";
-constexpr std::uint32_t kVfNumber = 2;
-constexpr const char* kOldGuid = "02:00:00:00:00:00:aa:01";
-constexpr const char* kNewGuid = "c2:11:22:33:44:55:66:77";
-
 net::Guid guid(const char* text) { return *net::Guid::parse(text); }
 
 class SriovVfTest : public PluginTest {

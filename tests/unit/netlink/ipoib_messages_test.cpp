@@ -39,6 +39,7 @@
 
 #include "plugin/netlink/ipoib_messages.h"
 #include "plugin/netlink/libnl_netlink.h"
+#include "iproute2_request_test.h"
 #include "nl_bytes.h"
 #include "support/test_netns.h"
 
@@ -61,8 +62,6 @@ constexpr std::uint16_t kIflaIpoibMode = 2;
 constexpr std::uint16_t kIflaIpoibUmcast = 3;
 constexpr std::uint16_t kNlaFNested = 0x8000;
 constexpr std::uint16_t kCreateFlags = 0x1 | 0x4 | 0x400 | 0x200;  // REQUEST ACK CREATE EXCL
-constexpr std::size_t kNlmsgHdrLen = 16;
-constexpr std::size_t kIfinfomsgLen = 16;
 static_assert(kRtmNewlink == RTM_NEWLINK && kIflaIfname == IFLA_IFNAME && kIflaLink == IFLA_LINK &&
               kIflaLinkinfo == IFLA_LINKINFO && kIflaInfoKind == IFLA_INFO_KIND &&
               kIflaInfoData == IFLA_INFO_DATA && kIflaIpoibPkey == IFLA_IPOIB_PKEY &&
@@ -72,13 +71,7 @@ static_assert(sizeof(nlmsghdr) == kNlmsgHdrLen && sizeof(ifinfomsg) == kIfinfoms
 
 
 // What an IPoIB child request says, and how it is laid out.
-struct IpoibRequest {
-  std::uint16_t type = 0;
-  std::uint16_t flags = 0;
-  std::uint8_t family = 0;
-  std::int32_t ifindex = 0;
-  std::uint32_t ifiFlags = 0;
-  std::uint32_t ifiChange = 0;
+struct IpoibRequest : LinkHeader {
   std::vector<std::uint16_t> topOrder;   // attribute types at the top level, in order
   std::vector<std::uint16_t> infoOrder;  // inside IFLA_LINKINFO
   std::vector<std::uint16_t> dataOrder;  // inside IFLA_INFO_DATA
@@ -116,22 +109,9 @@ std::optional<IpoibRequest> decode(const Bytes& b, std::string* why) {
     *why = text;
     return std::nullopt;
   };
-  if (b.size() < kNlmsgHdrLen + kIfinfomsgLen) {
-    return fail("shorter than nlmsghdr + ifinfomsg");
-  }
-  if (load<std::uint32_t>(b, 0) != b.size()) {
-    return fail("nlmsg_len " + std::to_string(load<std::uint32_t>(b, 0)) + " != " +
-                std::to_string(b.size()) + " bytes");
-  }
   IpoibRequest r;
-  r.type = load<std::uint16_t>(b, 4);
-  r.flags = load<std::uint16_t>(b, 6);
-  r.family = b[kNlmsgHdrLen];
-  r.ifindex = load<std::int32_t>(b, kNlmsgHdrLen + 4);
-  r.ifiFlags = load<std::uint32_t>(b, kNlmsgHdrLen + 8);
-  r.ifiChange = load<std::uint32_t>(b, kNlmsgHdrLen + 12);
-  if (b[kNlmsgHdrLen + 1] != 0 || load<std::uint16_t>(b, kNlmsgHdrLen + 2) != 0) {
-    return fail("ifinfomsg padding or ifi_type not zero");
+  if (!readLinkHeader(b, r, why)) {
+    return std::nullopt;
   }
   auto top = attrsIn(b, kNlmsgHdrLen + kIfinfomsgLen, b.size());
   if (!top) {
@@ -243,54 +223,18 @@ bool isCreateRequest(const Bytes& b) {
 }
 
 
-class IpoibMessagesTest : public ::testing::Test {
+class IpoibMessagesTest : public Iproute2RequestTest {
  protected:
-  void SetUp() override {
-    if (::geteuid() != 0) {
-      GTEST_SKIP() << "needs root (a network namespace, a veth pair and strace)";
-    }
-    strace_ = findProgram("strace");
-    ip_ = findProgram("ip");
-    ASSERT_FALSE(strace_.empty()) << "strace is not installed; this test needs it";
-    ASSERT_FALSE(ip_.empty()) << "ip (iproute2) is not installed; this test needs it";
-    auto ns = TestNetns::create("ipoib");
-    ASSERT_TRUE(ns.has_value()) << ns.error().describe();
-    ns_.emplace(std::move(*ns));
-    ASSERT_TRUE(createVethPair(ns_->netns(), kParent, ns_->netns(), "ibpeer0").has_value());
-    nl::LibnlNetlink netlink;
-    auto link = netlink.linkByName(ns_->netns(), kParent);
-    ASSERT_TRUE(link.has_value()) << link.error().describe();
-    index_ = link->index;
-    ASSERT_GT(index_, 0);
-  }
+  IpoibMessagesTest() : Iproute2RequestTest("ipoib", kParent, "ibpeer0") {}
 
   // The create request that `ip link add link kParent <args>` sends inside the test namespace.
   Bytes iproute2Request(const std::vector<std::string>& args) {
-    std::vector<std::string> command{ip_, "link", "add", "link", kParent};
-    command.insert(command.end(), args.begin(), args.end());
-    const StraceRun run = straceSends(strace_, ns_->netns().fd(), command);
-    EXPECT_TRUE(run.ran) << run.error;
-    const std::string& trace = run.output;
-    std::vector<Bytes> found;
-    for (auto& b : dumpedBuffers(trace)) {
-      if (isCreateRequest(b)) {
-        found.push_back(std::move(b));
-      }
-    }
-    if (found.size() != 1) {
-      ADD_FAILURE() << "expected one create request from ip, found " << found.size()
-                    << "; strace output:\n"
-                    << trace;
-      return {};
-    }
-    return found[0];
+    std::vector<std::string> ipArgs{"link", "add", "link", kParent};
+    ipArgs.insert(ipArgs.end(), args.begin(), args.end());
+    return iproute2RequestOf(ipArgs, isCreateRequest, "create request");
   }
 
   static constexpr const char* kParent = "ibpar0";
-  std::string strace_;
-  std::string ip_;
-  std::optional<TestNetns> ns_;
-  int index_ = 0;
 };
 
 struct ModeCase {
@@ -317,12 +261,7 @@ TEST_F(IpoibMessagesTest, AddIpoibChildIsWhatIproute2Sends) {
         std::string why;
         auto r = decode(ours, &why);
         ASSERT_TRUE(r.has_value()) << why << "\n" << hex(ours);
-        EXPECT_EQ(r->type, RTM_NEWLINK);
-        EXPECT_EQ(r->flags, kCreateFlags);
-        EXPECT_EQ(r->family, AF_UNSPEC);
-        EXPECT_EQ(r->ifindex, 0);
-        EXPECT_EQ(r->ifiFlags, 0u);
-        EXPECT_EQ(r->ifiChange, 0u);
+        expectNewLinkHeader(*r, kCreateFlags, 0);
         EXPECT_EQ(r->topOrder, (std::vector<std::uint16_t>{kIflaLink, kIflaIfname, kIflaLinkinfo}));
         EXPECT_EQ(r->infoOrder, (std::vector<std::uint16_t>{kIflaInfoKind, kIflaInfoData}));
         EXPECT_EQ(r->dataOrder,

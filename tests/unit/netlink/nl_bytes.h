@@ -23,6 +23,10 @@
 #include <unistd.h>
 #include <vector>
 
+#include <gtest/gtest.h>
+#include <linux/rtnetlink.h>
+#include <sys/socket.h>
+
 namespace ibcni::testing::nlbytes {
 
 using Bytes = std::vector<std::uint8_t>;
@@ -204,6 +208,56 @@ inline StraceRun straceSends(const std::string& strace, int netnsFd, const std::
     run.error = "strace did not run";
   }
   return run;
+}
+
+/// The sizes of struct nlmsghdr and struct ifinfomsg, written out rather than taken from the
+/// kernel's headers (the tests check them against sizeof).
+inline constexpr std::size_t kNlmsgHdrLen = 16;
+inline constexpr std::size_t kIfinfomsgLen = 16;
+
+/// The nlmsghdr and ifinfomsg fields of an RTM_*LINK message.
+struct LinkHeader {
+  std::uint16_t type = 0;
+  std::uint16_t flags = 0;
+  std::uint8_t family = 0;
+  std::int32_t ifindex = 0;
+  std::uint32_t ifiFlags = 0;
+  std::uint32_t ifiChange = 0;
+};
+
+/// Reads the headers of the link message `b` into `h`. False, with `why`, when `b` is shorter than
+/// both, its nlmsg_len is not its size, or the ifinfomsg's padding or ifi_type is not zero.
+inline bool readLinkHeader(const Bytes& b, LinkHeader& h, std::string* why) {
+  if (b.size() < kNlmsgHdrLen + kIfinfomsgLen) {
+    *why = "shorter than nlmsghdr + ifinfomsg";
+    return false;
+  }
+  if (load<std::uint32_t>(b, 0) != b.size()) {
+    *why = "nlmsg_len " + std::to_string(load<std::uint32_t>(b, 0)) + " != " + std::to_string(b.size()) + " bytes";
+    return false;
+  }
+  h.type = load<std::uint16_t>(b, 4);
+  h.flags = load<std::uint16_t>(b, 6);
+  h.family = b[kNlmsgHdrLen];
+  h.ifindex = load<std::int32_t>(b, kNlmsgHdrLen + 4);
+  h.ifiFlags = load<std::uint32_t>(b, kNlmsgHdrLen + 8);
+  h.ifiChange = load<std::uint32_t>(b, kNlmsgHdrLen + 12);
+  if (b[kNlmsgHdrLen + 1] != 0 || load<std::uint16_t>(b, kNlmsgHdrLen + 2) != 0) {
+    *why = "ifinfomsg padding or ifi_type not zero";
+    return false;
+  }
+  return true;
+}
+
+/// Expects the headers of one of our link requests: RTM_NEWLINK with `flags`, AF_UNSPEC, `ifindex`,
+/// and neither ifi_flags nor ifi_change.
+inline void expectNewLinkHeader(const LinkHeader& h, std::uint16_t flags, std::int32_t ifindex) {
+  EXPECT_EQ(h.type, RTM_NEWLINK);
+  EXPECT_EQ(h.flags, flags);
+  EXPECT_EQ(h.family, AF_UNSPEC);
+  EXPECT_EQ(h.ifindex, ifindex);
+  EXPECT_EQ(h.ifiFlags, 0u);
+  EXPECT_EQ(h.ifiChange, 0u);
 }
 
 }  // namespace ibcni::testing::nlbytes

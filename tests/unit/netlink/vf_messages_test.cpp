@@ -37,6 +37,7 @@
 
 #include "plugin/netlink/libnl_netlink.h"
 #include "plugin/netlink/vf_messages.h"
+#include "iproute2_request_test.h"
 #include "nl_bytes.h"
 #include "support/test_netns.h"
 
@@ -54,8 +55,6 @@ constexpr std::uint16_t kIflaVfLinkState = 5;
 constexpr std::uint16_t kIflaVfIbNodeGuid = 10;
 constexpr std::uint16_t kIflaVfIbPortGuid = 11;
 constexpr std::uint16_t kNlaFNested = 0x8000;
-constexpr std::size_t kNlmsgHdrLen = 16;
-constexpr std::size_t kIfinfomsgLen = 16;
 constexpr std::size_t kGuidPayloadLen = 16;  // u32 vf, 4 bytes padding, u64 guid
 constexpr std::size_t kLinkStatePayloadLen = 8;  // u32 vf, u32 link_state
 static_assert(kIflaVfinfoList == IFLA_VFINFO_LIST && kIflaVfInfo == IFLA_VF_INFO &&
@@ -80,13 +79,7 @@ void PrintTo(const VfSetting& s, std::ostream* os) {
 }
 
 // What a VF request says: header fields and, per IFLA_VF_INFO, its settings.
-struct VfRequest {
-  std::uint16_t type = 0;
-  std::uint16_t flags = 0;
-  std::uint8_t family = 0;
-  std::int32_t ifindex = 0;
-  std::uint32_t ifiFlags = 0;
-  std::uint32_t ifiChange = 0;
+struct VfRequest : LinkHeader {
   bool nestedFlags = true;  // every nest carries NLA_F_NESTED
   std::vector<std::vector<VfSetting>> entries;
 };
@@ -99,22 +92,9 @@ std::optional<VfRequest> decode(const Bytes& b, std::string* why) {
     *why = text;
     return std::nullopt;
   };
-  if (b.size() < kNlmsgHdrLen + kIfinfomsgLen) {
-    return fail("shorter than nlmsghdr + ifinfomsg");
-  }
-  if (load<std::uint32_t>(b, 0) != b.size()) {
-    return fail("nlmsg_len " + std::to_string(load<std::uint32_t>(b, 0)) + " != " +
-                std::to_string(b.size()) + " bytes");
-  }
   VfRequest r;
-  r.type = load<std::uint16_t>(b, 4);
-  r.flags = load<std::uint16_t>(b, 6);
-  r.family = b[kNlmsgHdrLen];
-  r.ifindex = load<std::int32_t>(b, kNlmsgHdrLen + 4);
-  r.ifiFlags = load<std::uint32_t>(b, kNlmsgHdrLen + 8);
-  r.ifiChange = load<std::uint32_t>(b, kNlmsgHdrLen + 12);
-  if (b[kNlmsgHdrLen + 1] != 0 || load<std::uint16_t>(b, kNlmsgHdrLen + 2) != 0) {
-    return fail("ifinfomsg padding or ifi_type not zero");
+  if (!readLinkHeader(b, r, why)) {
+    return std::nullopt;
   }
   auto top = attrsIn(b, kNlmsgHdrLen + kIfinfomsgLen, b.size());
   if (!top || top->size() != 1 || (*top)[0].type() != kIflaVfinfoList) {
@@ -219,56 +199,32 @@ bool isVfRequest(const Bytes& b) {
                             [](const Attr& a) { return a.type() == kIflaVfinfoList; });
 }
 
-class VfMessagesTest : public ::testing::Test {
+class VfMessagesTest : public Iproute2RequestTest {
  protected:
-  void SetUp() override {
-    if (::geteuid() != 0) {
-      GTEST_SKIP() << "needs root (a network namespace, a veth pair and strace)";
-    }
-    strace_ = findProgram("strace");
-    ip_ = findProgram("ip");
-    ASSERT_FALSE(strace_.empty()) << "strace is not installed; this test needs it";
-    ASSERT_FALSE(ip_.empty()) << "ip (iproute2) is not installed; this test needs it";
-    auto ns = TestNetns::create("vf");
-    ASSERT_TRUE(ns.has_value()) << ns.error().describe();
-    ns_.emplace(std::move(*ns));
-    ASSERT_TRUE(createVethPair(ns_->netns(), kDev, ns_->netns(), "vfpeer0").has_value());
-    nl::LibnlNetlink netlink;
-    auto link = netlink.linkByName(ns_->netns(), kDev);
-    ASSERT_TRUE(link.has_value()) << link.error().describe();
-    index_ = link->index;
-    ASSERT_GT(index_, 0);
-  }
+  VfMessagesTest() : Iproute2RequestTest("vf", kDev, "vfpeer0") {}
 
   // The VF request that `ip link set kDev <args>` sends inside the test namespace.
   Bytes iproute2Request(const std::vector<std::string>& args) {
-    std::vector<std::string> command{ip_, "link", "set", kDev};
-    command.insert(command.end(), args.begin(), args.end());
-    const StraceRun run = straceSends(strace_, ns_->netns().fd(), command);
-    EXPECT_TRUE(run.ran) << run.error;
-    const std::string& trace = run.output;
-    std::vector<Bytes> found;
-    for (auto& b : dumpedBuffers(trace)) {
-      if (isVfRequest(b)) {
-        found.push_back(std::move(b));
-      }
-    }
-    if (found.size() != 1) {
-      ADD_FAILURE() << "expected one VF request from ip, found " << found.size()
-                    << "; strace output:\n"
-                    << trace;
-      return {};
-    }
-    return found[0];
+    std::vector<std::string> ipArgs{"link", "set", kDev};
+    ipArgs.insert(ipArgs.end(), args.begin(), args.end());
+    return iproute2RequestOf(ipArgs, isVfRequest, "VF request");
   }
 
   static constexpr const char* kDev = "vfpf0";
-  std::string strace_;
-  std::string ip_;
-  std::optional<TestNetns> ns_;
-  int index_ = 0;
 };
 
+
+// Our request decoded, its headers checked (RTM_NEWLINK, REQUEST | ACK, the device `ifindex`); a
+// failure naming why, and nullopt, when it does not decode.
+std::optional<VfRequest> decodedOurs(const Bytes& ours, int ifindex) {
+  std::string why;
+  auto r = decode(ours, &why);
+  EXPECT_TRUE(r.has_value()) << why << "\n" << hex(ours);
+  if (r) {
+    expectNewLinkHeader(*r, NLM_F_REQUEST | NLM_F_ACK, ifindex);
+  }
+  return r;
+}
 
 // Our bytes after the normalisations, checking first that ours need them.
 Bytes normalisedOurs(Bytes ours) {
@@ -310,15 +266,8 @@ TEST_F(VfMessagesTest, SetVfGuidsIsWhatIproute2SendsOneGuidAtATime) {
     ASSERT_FALSE(ours.empty());
 
     // Independent look at ours: one IFLA_VFINFO_LIST, two IFLA_VF_INFO, node then port.
-    std::string why;
-    auto r = decode(ours, &why);
-    ASSERT_TRUE(r.has_value()) << why << "\n" << hex(ours);
-    EXPECT_EQ(r->type, RTM_NEWLINK);
-    EXPECT_EQ(r->flags, NLM_F_REQUEST | NLM_F_ACK);
-    EXPECT_EQ(r->family, AF_UNSPEC);
-    EXPECT_EQ(r->ifindex, index_);
-    EXPECT_EQ(r->ifiFlags, 0u);
-    EXPECT_EQ(r->ifiChange, 0u);
+    const auto r = decodedOurs(ours, index_);
+    ASSERT_TRUE(r.has_value());
     ASSERT_EQ(r->entries.size(), 2u);
     EXPECT_EQ(r->entries[0], (std::vector<VfSetting>{{kIflaVfIbNodeGuid, c.vf, node.value, 0}}));
     EXPECT_EQ(r->entries[1], (std::vector<VfSetting>{{kIflaVfIbPortGuid, c.vf, port.value, 0}}));
@@ -348,6 +297,7 @@ TEST_F(VfMessagesTest, SetVfGuidsIsWhatIproute2SendsOneGuidAtATime) {
     // settings as ours, but one entry instead of two: that difference is deliberate.
     Bytes both = iproute2Request({"vf", vf, "node_guid", c.node, "port_guid", c.port});
     ASSERT_FALSE(both.empty());
+    std::string why;
     auto theirs = decode(normalisedTheirs(both), &why);
     ASSERT_TRUE(theirs.has_value()) << why;
     ASSERT_EQ(theirs->entries.size(), 1u);
@@ -371,15 +321,8 @@ TEST_F(VfMessagesTest, SetVfLinkStateIsWhatIproute2Sends) {
       const Bytes ours = nl::buildSetVfLinkState(index_, vf, c.state);
       ASSERT_FALSE(ours.empty());
 
-      std::string why;
-      auto r = decode(ours, &why);
-      ASSERT_TRUE(r.has_value()) << why << "\n" << hex(ours);
-      EXPECT_EQ(r->type, RTM_NEWLINK);
-      EXPECT_EQ(r->flags, NLM_F_REQUEST | NLM_F_ACK);
-      EXPECT_EQ(r->family, AF_UNSPEC);
-      EXPECT_EQ(r->ifindex, index_);
-      EXPECT_EQ(r->ifiFlags, 0u);
-      EXPECT_EQ(r->ifiChange, 0u);
+      const auto r = decodedOurs(ours, index_);
+      ASSERT_TRUE(r.has_value());
       ASSERT_EQ(r->entries.size(), 1u);
       EXPECT_EQ(r->entries[0], (std::vector<VfSetting>{{kIflaVfLinkState, vf, c.value, 0}}));
 

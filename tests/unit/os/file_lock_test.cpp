@@ -8,21 +8,17 @@
 #include <unistd.h>
 
 #include "ibcni/os/file_lock.h"
+#include "support/child_holder.h"
+#include "support/temp_dir.h"
 
 namespace ibcni::os {
 namespace {
 
 using namespace std::chrono_literals;
 
-class FileLockTest : public ::testing::Test {
+class FileLockTest : public testing::TempDirTest {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/ibcni-lock-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string dir_;
+  FileLockTest() : TempDirTest("ibcni-lock") {}
 };
 
 TEST_F(FileLockTest, CreatesDirectoriesAndLocks) {
@@ -33,34 +29,19 @@ TEST_F(FileLockTest, CreatesDirectoriesAndLocks) {
 
 TEST_F(FileLockTest, SecondHolderTimesOutThenGetsItAfterRelease) {
   std::string path = dir_ + "/dev.lock";
-  int toChild[2];
-  int fromChild[2];
-  ASSERT_EQ(::pipe(toChild), 0);
-  ASSERT_EQ(::pipe(fromChild), 0);
-  pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    // Another process holds the lock until told to let go (flock is per open file description).
+  // Another process holds the lock until told to let go (flock is per open file description).
+  testing::ChildHolder other([&](const testing::ChildHolder::Report& report) {
     auto held = FileLock::acquire(path, 1s);
-    char c = held ? 'y' : 'n';
-    (void)!::write(fromChild[1], &c, 1);
-    (void)!::read(toChild[0], &c, 1);
-    ::_exit(0);
-  }
-  char c = 0;
-  ASSERT_EQ(::read(fromChild[0], &c, 1), 1);
-  ASSERT_EQ(c, 'y');
+    report(static_cast<bool>(held));
+  });
+  ASSERT_TRUE(other.started());
+  ASSERT_TRUE(other.held());
   auto busy = FileLock::acquire(path, 50ms);
   ASSERT_FALSE(busy);
   EXPECT_EQ(busy.error().err, ETIMEDOUT);
-  ASSERT_EQ(::write(toChild[1], "x", 1), 1);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(other.release());
   auto mine = FileLock::acquire(path, 1s);
   EXPECT_TRUE(mine);
-  for (int fd : {toChild[0], toChild[1], fromChild[0], fromChild[1]}) {
-    ::close(fd);
-  }
 }
 
 TEST_F(FileLockTest, UnwritableDirectoryIsAnError) {

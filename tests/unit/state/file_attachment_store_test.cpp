@@ -6,20 +6,16 @@
 #include <sys/stat.h>
 
 #include "plugin/state/file_attachment_store.h"
+#include "support/temp_dir.h"
 
 namespace ibcni::state {
 namespace {
 
 namespace fs = std::filesystem;
 
-class StoreTest : public ::testing::Test {
+class StoreTest : public testing::TempDirTest {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/ibcni-store-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  StoreTest() : TempDirTest("ibcni-store") {}
 
   static AttachmentRecord record(const std::string& cid, const std::string& ifName) {
     AttachmentRecord r;
@@ -43,8 +39,6 @@ class StoreTest : public ::testing::Test {
     r.result.ips.push_back({*net::IpPrefix::parse("10.1.2.3/24"), std::nullopt, 0});
     return r;
   }
-
-  std::string dir_;
 };
 
 TEST_F(StoreTest, SaveLoadRemove) {

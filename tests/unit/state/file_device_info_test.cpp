@@ -13,22 +13,21 @@
 
 #include "ibcni/os/safe_path.h"
 #include "plugin/state/file_device_info.h"
+#include "support/temp_dir.h"
 
 namespace ibcni::state {
 namespace {
 
 using nlohmann::json;
 
-class FileDeviceInfoTest : public ::testing::Test {
+class FileDeviceInfoTest : public testing::TempDirTest {
  protected:
+  FileDeviceInfoTest() : TempDirTest("ibcni-devinfo") {}
   void SetUp() override {
-    char tmpl[] = "/tmp/ibcni-devinfo-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    base_ = tmpl;
-    root_ = base_ + "/devinfo/";
+    ASSERT_NO_FATAL_FAILURE(TempDirTest::SetUp());
+    root_ = dir_ + "/devinfo/";
     files_ = std::make_unique<FileDeviceInfoFiles>(std::vector<std::string>{root_});
   }
-  void TearDown() override { std::filesystem::remove_all(base_); }
 
   static std::string slurp(const std::string& path) {
     std::ifstream in(path);
@@ -39,14 +38,13 @@ class FileDeviceInfoTest : public ::testing::Test {
   /// Every entry under the test's directory, for "nothing changed".
   std::string tree() const {
     std::string s;
-    for (const auto& e : std::filesystem::recursive_directory_iterator(base_)) {
+    for (const auto& e : std::filesystem::recursive_directory_iterator(dir_)) {
       s += e.path().string() + "\n";
     }
     return s;
   }
   std::string cniFile(const std::string& name = "default-ib-sriov-c0ffee_net1") const { return root_ + "cni/" + name; }
 
-  std::string base_;
   std::string root_;
   std::unique_ptr<FileDeviceInfoFiles> files_;
 };
@@ -108,7 +106,7 @@ TEST_F(FileDeviceInfoTest, AnExistingFileIsNeverOverwritten) {
 // A file outside the tree is the runtime's to read (as before ibcni wrote any): present, and
 // create() still never writes there.
 TEST_F(FileDeviceInfoTest, AFileOutsideTheTreeIsPresentButNeverWritten) {
-  const std::string path = base_ + "/dp-copy.json";
+  const std::string path = dir_ + "/dp-copy.json";
   std::ofstream(path) << "{}";
   auto presence = files_->check(path);
   ASSERT_TRUE(presence) << presence.error().describe();
@@ -142,12 +140,12 @@ TEST_F(FileDeviceInfoTest, RemoveTakesTheFileAndSucceedsWhenItIsGone) {
 // create() and remove(), and nothing on the filesystem changes.
 TEST_F(FileDeviceInfoTest, HostilePathsAreRefusedAndNothingChanges) {
   std::filesystem::create_directories(root_ + "cni");
-  const std::string victim = base_ + "/victim";
+  const std::string victim = dir_ + "/victim";
   std::ofstream(victim) << "precious";
   ASSERT_EQ(::symlink(victim.c_str(), cniFile("link").c_str()), 0);
-  ASSERT_EQ(::symlink((base_ + "/nowhere").c_str(), cniFile("dangling").c_str()), 0);
+  ASSERT_EQ(::symlink((dir_ + "/nowhere").c_str(), cniFile("dangling").c_str()), 0);
   ASSERT_EQ(::mkfifo(cniFile("fifo").c_str(), 0600), 0);
-  std::filesystem::create_directories(base_ + "/elsewhere");
+  std::filesystem::create_directories(dir_ + "/elsewhere");
   // A directory in the tree that someone else may write: what it holds is not root's word.
   std::filesystem::create_directories(root_ + "open");
   ASSERT_EQ(::chmod((root_ + "open").c_str(), 0777), 0);
@@ -157,7 +155,7 @@ TEST_F(FileDeviceInfoTest, HostilePathsAreRefusedAndNothingChanges) {
       cniFile("fifo"),          // a FIFO
       "devinfo/cni/relative",   // relative
       root_ + "cni/../../elsewhere/x",  // ".." out of the tree
-      base_ + "/elsewhere/x",   // outside the tree
+      dir_ + "/elsewhere/x",   // outside the tree
       root_,                    // the root itself, no file
       root_ + "open/x",         // under a directory others may write
   };

@@ -1,0 +1,105 @@
+# shellcheck shell=bash
+# SPDX-License-Identifier: Apache-2.0
+# What the hardware validations (e2e/hw/validate-ipoib.sh, validate-sriov-vf.sh) share, sourced by
+# both: reporting a check (pass, fail, skip, note) and the summary (finish), the EXIT trap's
+# cleanup, the hostNetwork helper pod on each node (named $HELPER_POD_PREFIX-$RUN-...) and what
+# runs in it, kubectl ($KC), and reading the NAD's ibcni config ($CONF) and the probes' facts.
+# The functions use the calling script's variables (NS, RUN, LABEL, KEEP, TMP, TIMEOUT, ...).
+
+pass() { PASSED=$((PASSED + 1)); echo "PASS $1${2:+: $2}"; }
+fail() { FAILED=$((FAILED + 1)); echo "FAIL $1: $2"; }
+skip() { SKIPPED=$((SKIPPED + 1)); echo "SKIP $1: $2"; }
+note() { echo "     $*"; }
+
+# shellcheck disable=SC2317 # called by the EXIT trap
+cleanup() {
+  [[ -n $BW_SERVER_PID ]] && kill "$BW_SERVER_PID" 2>/dev/null
+  if ((KEEP)); then
+    echo "kept: test pods (${KUBECTL} -n $NS delete pod -l $LABEL=$RUN)$( ((NAD_CREATED)) && echo " and NAD $NAD_NS/$NAD_NAME")"
+    kc -n "$NS" delete pod -l "$LABEL=$RUN,role=host-check" --ignore-not-found --wait=false >/dev/null 2>&1
+  else
+    kc -n "$NS" delete pod -l "$LABEL=$RUN" --ignore-not-found --wait=false >/dev/null 2>&1
+    if ((NAD_CREATED)); then
+      kc -n "$NAD_NS" delete network-attachment-definitions.k8s.cni.cncf.io "$NAD_NAME" \
+        --ignore-not-found --wait=false >/dev/null 2>&1
+    fi
+  fi
+  rm -rf "$TMP"
+}
+
+# finish: print the summary (and the ibcni log of each node on failure), exit 0 or 1.
+finish() {
+  if ((FAILED > 0)); then print_logs; fi
+  ((SKIPPED > 0)) && echo "$SKIPPED skipped"
+  echo "$PASSED passed, $FAILED failed"
+  ((FAILED == 0)) && exit 0
+  exit 1
+}
+
+# print_logs: the tail of ibcni's log on every node a helper runs on.
+print_logs() {
+  local node
+  if [[ -z $LOG_FILE ]]; then
+    echo "ibcni logs: the NAD sets no logFile; see the kubelet/Multus logs of the nodes"
+    return
+  fi
+  for node in "${!HELPER[@]}"; do
+    echo "--- last 40 lines of $LOG_FILE on $node ---"
+    # shellcheck disable=SC2016 # expanded by the remote shell
+    on_host "$node" 'tail -n 40 "/host-log/$1" 2>&1' "$(basename "$LOG_FILE")" | sed 's/^/    /'
+  done
+  for node in "${!HELPER_ERR[@]}"; do
+    echo "--- $LOG_FILE on $node: not readable (${HELPER_ERR[$node]}); on the node: tail -n 40 $LOG_FILE"
+  done
+}
+
+# helper_manifest NAME NODE
+helper_manifest() {
+  local logdir=""
+  [[ $LOG_FILE == /* ]] && logdir=$(dirname "$LOG_FILE")
+  jq -n --arg name "$1" --arg node "$2" --arg ns "$NS" --arg run "$RUN" --arg lbl "$LABEL" \
+    --arg image "$HOST_IMAGE" --arg logdir "$logdir" '{
+      apiVersion: "v1", kind: "Pod",
+      metadata: {name: $name, namespace: $ns, labels: {($lbl): $run, role: "host-check"}},
+      spec: ({
+        nodeName: $node, hostNetwork: true, restartPolicy: "Never", terminationGracePeriodSeconds: 1,
+        tolerations: [{operator: "Exists"}],
+        containers: [{
+          name: "host", image: $image, command: ["sleep", "86400"],
+          securityContext: {privileged: true},
+          volumeMounts: (if $logdir == "" then [] else [{name: "log", mountPath: "/host-log", readOnly: true}] end)
+        }]
+      } + (if $logdir == "" then {} else {volumes: [{name: "log", hostPath: {path: $logdir, type: "Directory"}}]} end))
+    }'
+}
+
+# ensure_helper NODE: start (once) the helper pod on NODE; returns 1 if it cannot run.
+# shellcheck disable=SC2004 # HELPER and HELPER_ERR are the scripts' associative arrays
+ensure_helper() {
+  local node=$1 name out
+  [[ -n ${HELPER[$node]:-} ]] && return 0
+  [[ -n ${HELPER_ERR[$node]:-} ]] && return 1
+  name=$HELPER_POD_PREFIX-$RUN-$(printf '%s' "$node" | cksum | cut -d' ' -f1)
+  if ! out=$(helper_manifest "$name" "$node" | kc apply -f - 2>&1); then
+    HELPER_ERR[$node]="cannot create a hostNetwork helper pod in $NS (pod security?): ${out//$'\n'/ }"
+    return 1
+  fi
+  if ! kc -n "$NS" wait --for=condition=Ready "pod/$name" --timeout="${TIMEOUT}s" >/dev/null 2>&1; then
+    HELPER_ERR[$node]="helper pod $name on $node not Ready within ${TIMEOUT}s (image $HOST_IMAGE pullable?)"
+    return 1
+  fi
+  HELPER[$node]=$name
+}
+
+# on_host NODE SCRIPT [ARGS]: run a sh script in the node's helper pod.
+on_host() {
+  local node=$1 script=$2
+  shift 2
+  kc -n "$NS" exec "${HELPER[$node]}" -- sh -c "$script" sh "$@" 2>&1 | tr -d '\r'
+}
+
+kc() { "${KC[@]}" "$@"; }
+conf() { jq -r "$1" <<<"$CONF"; }
+# fact POD KEY: a value from the pod's probe; hfact TEXT KEY: a value from a node's probe.
+fact() { grep -m1 "^$2=" <<<"${FACTS[$1]}" | cut -d= -f2- | sed 's/[[:space:]]*$//'; }
+hfact() { grep -m1 "^$2=" <<<"$1" | cut -d= -f2- | sed 's/[[:space:]]*$//'; }
