@@ -8,6 +8,7 @@
 
 #include "ibcni/config/ipam_conf.h"
 #include "ibcni/config/net_conf.h"
+#include "unit/config/expect_invalid_ipam.h"
 
 namespace ibcni::config {
 namespace {
@@ -30,12 +31,7 @@ ClusterConf parseOk(const std::string& cluster) {
 
 void expectInvalid(const std::string& cluster, const std::vector<std::string>& parts,
                    const std::string& ranges = R"([[{"subnet": "10.56.0.0/16"}]])") {
-  auto c = parseIpamConfig(ipam(cluster, ranges));
-  ASSERT_FALSE(c.has_value()) << "accepted: " << cluster;
-  EXPECT_EQ(c.error().code, cni::Errc::kInvalidConfig) << c.error().msg;
-  for (const auto& p : parts) {
-    EXPECT_THAT(c.error().msg, HasSubstr(p)) << "for " << cluster;
-  }
+  testing::expectInvalidIpam(ipam(cluster, ranges), parts);
 }
 
 TEST(IpamCluster, AbsentMeansNodeLocal) {

@@ -11,6 +11,7 @@
 
 #include "ibcni/config/ipam_conf.h"
 #include "ibcni/config/net_conf.h"
+#include "unit/config/expect_invalid_ipam.h"
 
 namespace ibcni::config {
 namespace {
@@ -27,12 +28,7 @@ IpamConfig parseOk(const std::string& text) {
 
 // Every invalid value is error 7 naming the field path, the value, and what is accepted.
 void expectInvalid(const std::string& text, const std::vector<std::string>& parts) {
-  auto c = parseIpamConfig(text);
-  ASSERT_FALSE(c.has_value()) << "accepted: " << text;
-  EXPECT_EQ(c.error().code, cni::Errc::kInvalidConfig) << c.error().msg;
-  for (const auto& p : parts) {
-    EXPECT_THAT(c.error().msg, HasSubstr(p)) << "for " << text;
-  }
+  testing::expectInvalidIpam(text, parts);
 }
 
 TEST(IpamConfig, Ipv4DefaultsFollowHostLocal) {

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
+#include <utility>
 #include <vector>
 
 #include "ibcni/os/unique_fd.h"
@@ -101,6 +102,15 @@ class EchoClient final : public HttpClient {
   int calls = 0;
 };
 
+// Both ends of a connected stream socket pair: the test's and the relay's.
+std::pair<os::UniqueFd, os::UniqueFd> connectedPair() {
+  int sv[2] = {-1, -1};
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    return {};
+  }
+  return {os::UniqueFd(sv[0]), os::UniqueFd(sv[1])};
+}
+
 std::string readAll(int fd) {
   std::string out;
   char buf[4096];
@@ -111,10 +121,8 @@ std::string readAll(int fd) {
 }
 
 TEST(HttpRelayServe, AnswersEveryRequestInOrderAndEndsAtEndOfFile) {
-  int sv[2];
-  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-  os::UniqueFd ours(sv[0]);
-  os::UniqueFd relay(sv[1]);
+  auto [ours, relay] = connectedPair();
+  ASSERT_TRUE(ours && relay);
   EchoClient client;
   int rc = -1;
   std::thread serving([&] {
@@ -140,10 +148,8 @@ TEST(HttpRelayServe, AnswersEveryRequestInOrderAndEndsAtEndOfFile) {
 }
 
 TEST(HttpRelayServe, ABrokenFrameEndsTheRelayWithStatus1) {
-  int sv[2];
-  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-  os::UniqueFd ours(sv[0]);
-  os::UniqueFd relay(sv[1]);
+  auto [ours, relay] = connectedPair();
+  ASSERT_TRUE(ours && relay);
   EchoClient client;
   const std::string garbage = "12:not a request,";
   ASSERT_EQ(::write(ours.get(), garbage.data(), garbage.size()), static_cast<ssize_t>(garbage.size()));
