@@ -11,12 +11,18 @@
 namespace ibcni::os {
 
 std::string rfc3339(std::chrono::system_clock::time_point t) {
-  const std::time_t secs = std::chrono::system_clock::to_time_t(t);
-  std::tm tm{};
-  ::gmtime_r(&secs, &tm);
-  char buf[32];
-  const auto n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return std::string(buf, n);
+  // Calendar arithmetic, not gmtime_r/strftime: glibc's run tzset(), which reads /etc/localtime on
+  // every run for a zone this text never names (an exec'd plugin would pay it on each ADD).
+  using namespace std::chrono;
+  const auto day = floor<days>(t);
+  const year_month_day date{day};
+  const hh_mm_ss time{floor<seconds>(t) - day};
+  char buf[48];
+  const int n = std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:%02dZ", static_cast<int>(date.year()),
+                              static_cast<unsigned>(date.month()), static_cast<unsigned>(date.day()),
+                              static_cast<int>(time.hours().count()), static_cast<int>(time.minutes().count()),
+                              static_cast<int>(time.seconds().count()));
+  return std::string(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
 }
 
 std::string rfc3339Micros(std::chrono::system_clock::time_point t) {

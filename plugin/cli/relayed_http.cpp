@@ -4,8 +4,11 @@
 // (cluster mode's rare block claims, none in the steady state) go to `ibcni http-relay`, started
 // from the directory ibcni-ipam itself was run from, where the installer puts both.
 #include <climits>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <unistd.h>
+#include <vector>
 
 #include "lib/http/http_relay.h"
 #include "plugin/cli/production_http.h"
@@ -28,7 +31,19 @@ std::string ibcniBesideMe() {
 }  // namespace
 
 http::HttpClient& productionHttpClient() {
-  static http::RelayHttpClient client(ibcniBesideMe(), {"http-relay"});
+  // The relay's path is found on the first request, not at start: most runs send none.
+  class Lazy final : public http::HttpClient {
+   public:
+    http::HttpResult<http::Response> send(const http::Request& request) override {
+      std::call_once(once_, [this] { relay_.emplace(ibcniBesideMe(), std::vector<std::string>{"http-relay"}); });
+      return relay_->send(request);
+    }
+
+   private:
+    std::once_flag once_;
+    std::optional<http::RelayHttpClient> relay_;
+  };
+  static Lazy client;
   return client;
 }
 
