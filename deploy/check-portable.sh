@@ -98,7 +98,7 @@ for bin in "$@"; do
       echo "FAIL $bin: statically linked, but $why: link it dynamically against glibc"
       status=1
     else
-      echo "ok   $bin: static, no shared library or glibc version needed"
+      echo "ok   $bin: $arch, static, no shared library or glibc version needed"
     fi
     continue
   fi
