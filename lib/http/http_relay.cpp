@@ -274,6 +274,12 @@ RelayHttpClient::RelayHttpClient(std::string program, std::vector<std::string> a
 RelayHttpClient::~RelayHttpClient() { stop(false); }
 
 bool RelayHttpClient::start(std::string& why) {
+  // Asked first, so that the answer does not depend on how posix_spawn reports a failed exec (an
+  // emulator's may report none, leaving a child that exits 127).
+  if (::access(program_.c_str(), X_OK) != 0) {
+    why = std::strerror(errno);
+    return false;
+  }
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
     why = std::string("socketpair: ") + std::strerror(errno);
