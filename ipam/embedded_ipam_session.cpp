@@ -14,8 +14,9 @@ namespace {
 // The store lives in <dataDir>/<name>. The configuration may come from someone with less power
 // than root, so the directory is reached and created (0700) under the rules of os/safe_path.h:
 // only root's symbolic links are followed, and every directory on the way is root's and writable
-// by no one else. A refusal is error 7; a failing system call is `ioCode`.
-cni::Result<void> prepareStoreDir(const std::string& dir, cni::Errc ioCode) {
+// by no one else. A refusal is error 7; a failing system call is `ioCode`. @return the directory,
+// open: the store reaches its files relative to it.
+cni::Result<os::UniqueFd> prepareStoreDir(const std::string& dir, cni::Errc ioCode) {
   auto fd = os::openDirectory(dir, os::DirPolicy{.trustedOwners = true, .create = true, .mode = 0700});
   if (!fd) {
     if (os::isRefusal(fd.error())) {
@@ -27,20 +28,22 @@ cni::Result<void> prepareStoreDir(const std::string& dir, cni::Errc ioCode) {
     // `dir` passed the spelling rules (printable, bounded) and the network name is an identifier.
     return cni::fail(ioCode, "ipam data directory " + dir + " cannot be opened or created", fd.error().describe());
   }
-  return {};
+  return std::move(*fd);
 }
 
-// Only reading: the directory is used when it is there (and passes the same rules).
-cni::Result<void> checkStoreDir(const std::string& dir, cni::Errc ioCode) {
+// Only reading: the directory is used when it is there (and passes the same rules). @return it,
+// open, or no descriptor when it is not there.
+cni::Result<os::UniqueFd> checkStoreDir(const std::string& dir, cni::Errc ioCode) {
   std::error_code ec;
-  if (std::filesystem::is_directory(dir, ec)) {
-    auto fd = os::openDirectory(dir, os::DirPolicy{.trustedOwners = true, .create = false});
-    if (!fd) {
-      return cni::fail(os::isRefusal(fd.error()) ? cni::Errc::kInvalidConfig : ioCode,
-                       "ipam data directory " + dir + " cannot be opened", fd.error().describe());
-    }
+  if (!std::filesystem::is_directory(dir, ec)) {
+    return os::UniqueFd();
   }
-  return {};
+  auto fd = os::openDirectory(dir, os::DirPolicy{.trustedOwners = true, .create = false});
+  if (!fd) {
+    return cni::fail(os::isRefusal(fd.error()) ? cni::Errc::kInvalidConfig : ioCode,
+                     "ipam data directory " + dir + " cannot be opened", fd.error().describe());
+  }
+  return std::move(*fd);
 }
 
 // The `ipam` object config/ parsed for the request, or why the embedded IPAM cannot serve it.
@@ -94,10 +97,12 @@ cni::Result<std::unique_ptr<Session>> openSession(const Request& request, const 
   } else {
     s->dir = dataDir + "/" + request.conf.name;
   }
-  if (auto r = create ? prepareStoreDir(s->dir, ioCode) : checkStoreDir(s->dir, ioCode); !r) {
-    return std::unexpected(r.error());
+  auto dirFd = create ? prepareStoreDir(s->dir, ioCode) : checkStoreDir(s->dir, ioCode);
+  if (!dirFd) {
+    return std::unexpected(dirFd.error());
   }
-  s->store = std::make_unique<FileStore>(FileStore::Options{s->dir, Allocator::spansOf(s->config), options.lockTimeout});
+  s->store = std::make_unique<FileStore>(
+      FileStore::Options{s->dir, Allocator::spansOf(s->config), options.lockTimeout, std::move(*dirFd)});
   s->allocator = std::make_unique<Allocator>(s->config, *s->store, *options.netnsChecker, options.clock);
   if (s->config.cluster) {
     // The pool is cut from the allocator's view of what can be handed out; then the allocator

@@ -11,7 +11,7 @@ set -euo pipefail
 
 build_pkgs=(cmake ninja-build g++ make pkg-config
             libnl-3-dev libnl-route-3-dev libmnl-dev libibverbs-dev libcurl4-openssl-dev nlohmann-json3-dev libspdlog-dev
-            libyaml-dev
+            libyaml-dev zlib1g-dev
             libfmt-dev libgtest-dev libgmock-dev googletest)
 test_pkgs=(iproute2 jq util-linux coreutils findutils strace
            # tests/unit/http: a local HTTP(S) server (python3's http.server and ssl) and its test PKI
@@ -41,7 +41,7 @@ lab_pkgs=(qemu-system-x86 linux-image-amd64 busybox-static kmod cpio
 # arm64 libraries through multiarch (dpkg --add-architecture arm64), headers shared with amd64's.
 arm64_build_pkgs=(g++-aarch64-linux-gnu binutils-aarch64-linux-gnu
                   libnl-3-dev:arm64 libnl-route-3-dev:arm64 libmnl-dev:arm64 libibverbs-dev:arm64
-                  libcurl4-openssl-dev:arm64 libyaml-dev:arm64 libspdlog-dev:arm64 libfmt-dev:arm64
+                  libcurl4-openssl-dev:arm64 libyaml-dev:arm64 zlib1g-dev:arm64 libspdlog-dev:arm64 libfmt-dev:arm64
                   libgtest-dev:arm64 libgmock-dev:arm64)
 # Running it: the unit tests under qemu-user (and the arm64 image's programs through binfmt), and
 # the arm64 kernel lab (tests/kernel-lab/run-arm64.sh: qemu-system-aarch64, its root file system

@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "ipam/store/file_store.h"
 
-#include "ibcni/os/file_io.h"
-
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -11,8 +8,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 
+#include "ibcni/os/file_io.h"
 #include "ipam/store/record_codec.h"
 
 namespace ibcni::ipam {
@@ -53,16 +52,21 @@ std::vector<net::IpAddress> withDropped(const Allocation& allocation, const std:
   return listed;
 }
 
-os::SysResult<os::UniqueFd> openDir(const std::string& path) {
-  if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) {
-    return os::sysFail(errno, "create directory " + path);
+// <dir>/<name>, opened relative to the store's directory and created when missing.
+os::SysResult<os::UniqueFd> openSubdir(int dirFd, const std::string& dir, const char* name) {
+  for (bool created = false;; created = true) {
+    const int raw = ::openat(dirFd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (raw >= 0) {
+      return os::UniqueFd(raw);
+    }
+    if (errno != ENOENT || created) {
+      return os::sysFail(errno, "open directory " + dir + "/" + name);
+    }
+    if (::mkdirat(dirFd, name, 0700) != 0 && errno != EEXIST) {
+      return os::sysFail(errno, "create directory " + dir + "/" + name);
+    }
   }
-  return os::UniqueFd::open(path, O_RDONLY | O_DIRECTORY);
 }
-
-struct DirCloser {
-  void operator()(DIR* d) const { ::closedir(d); }
-};
 
 }  // namespace
 
@@ -91,11 +95,33 @@ os::SysResult<void> FileStore::requireLock() const {
   return {};
 }
 
+os::SysResult<int> FileStore::openStoreDir() {
+  if (options_.dirFd) {
+    return options_.dirFd.get();
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(options_.dir, ec);
+  if (ec) {
+    return os::sysFail(ec.value(), "create directory " + options_.dir);
+  }
+  auto fd = os::UniqueFd::open(options_.dir, O_RDONLY | O_DIRECTORY);
+  if (!fd) {
+    return std::unexpected(fd.error());
+  }
+  lockedDirFd_ = std::move(*fd);
+  return lockedDirFd_.get();
+}
+
 os::SysResult<void> FileStore::lock() {
   if (lock_) {
     return os::sysFail(EDEADLK, "ipam store " + options_.dir + " is already locked by this process");
   }
-  auto l = os::FileLock::acquire(options_.dir + "/lock", options_.lockTimeout);
+  auto opened = openStoreDir();
+  if (!opened) {
+    return std::unexpected(opened.error());
+  }
+  const int dirFd = *opened;
+  auto l = os::FileLock::acquireAt(dirFd, "lock", options_.dir + "/lock", options_.lockTimeout);
   if (!l) {
     return std::unexpected(l.error());
   }
@@ -104,10 +130,10 @@ os::SysResult<void> FileStore::lock() {
     unlock();
     return std::unexpected(e);
   };
-  auto a = openDir(options_.dir + "/attachments");
-  auto i = openDir(options_.dir + "/ips");
-  auto x = openDir(options_.dir + "/index");
-  auto t = openDir(options_.dir + "/tmp");
+  auto a = openSubdir(dirFd, options_.dir, "attachments");
+  auto i = openSubdir(dirFd, options_.dir, "ips");
+  auto x = openSubdir(dirFd, options_.dir, "index");
+  auto t = openSubdir(dirFd, options_.dir, "tmp");
   for (auto* r : {&a, &i, &x, &t}) {
     if (!*r) {
       return fail(r->error());
@@ -118,7 +144,7 @@ os::SysResult<void> FileStore::lock() {
   indexFd_ = std::move(*x);
   tmpFd_ = std::move(*t);
   // Only lock holders write, so whatever is in tmp/ now was left by a process that died.
-  auto leftovers = listDir(options_.dir + "/tmp");
+  auto leftovers = os::listDirectoryAt(tmpFd_.get(), options_.dir + "/tmp");
   if (!leftovers) {
     return fail(leftovers.error());
   }
@@ -141,26 +167,7 @@ void FileStore::unlock() noexcept {
   indexFd_.reset();
   tmpFd_.reset();
   lock_.reset();
-}
-
-os::SysResult<std::vector<std::string>> FileStore::listDir(const std::string& path) const {
-  // opendir() opens with O_CLOEXEC.
-  std::unique_ptr<DIR, DirCloser> d(::opendir(path.c_str()));
-  if (!d) {
-    return os::sysFail(errno, "open directory " + path);
-  }
-  std::vector<std::string> out;
-  errno = 0;
-  while (dirent* e = ::readdir(d.get())) {
-    std::string name = e->d_name;
-    if (name != "." && name != "..") {
-      out.push_back(std::move(name));
-    }
-  }
-  if (errno != 0) {
-    return os::sysFail(errno, "read directory " + path);
-  }
-  return out;
+  lockedDirFd_.reset();
 }
 
 os::SysResult<void> FileStore::writeAtomic(int dirFd, const std::string& dirPath, const std::string& name,
@@ -206,7 +213,7 @@ os::SysResult<FreeIndex*> FileStore::loadIndex(std::size_t set) {
   if (!staleIndexesRemoved_) {
     // Indexes of range sets this configuration no longer has would go stale as addresses come
     // and go; drop them so that a configuration returning to them rebuilds from ips/.
-    auto names = listDir(options_.dir + "/index");
+    auto names = os::listDirectoryAt(indexFd_.get(), options_.dir + "/index");
     if (!names) {
       return std::unexpected(names.error());
     }
@@ -229,7 +236,7 @@ os::SysResult<FreeIndex*> FileStore::loadIndex(std::size_t set) {
       return std::unexpected(text.error());
     }
     // First use of this range set (or the file was removed on purpose): ips/ is the truth.
-    auto names = listDir(options_.dir + "/ips");
+    auto names = os::listDirectoryAt(ipsFd_.get(), options_.dir + "/ips");
     if (!names) {
       return std::unexpected(names.error());
     }
@@ -358,7 +365,7 @@ os::SysResult<std::uint64_t> FileStore::countInUse(std::size_t set) {
   std::uint64_t n = (*idx)->countMarked();
   if ((*idx)->hasProbedRange()) {
     // Counting claims in a probed range takes a directory scan: only exhaustion and STATUS ask.
-    auto names = listDir(options_.dir + "/ips");
+    auto names = os::listDirectoryAt(ipsFd_.get(), options_.dir + "/ips");
     if (!names) {
       return std::unexpected(names.error());
     }
@@ -560,32 +567,6 @@ os::SysResult<bool> FileStore::release(const AttachmentKey& key) {
     return std::unexpected(s.error());
   }
   return true;
-}
-
-os::SysResult<std::vector<Allocation>> FileStore::list() {
-  if (auto l = requireLock(); !l) {
-    return std::unexpected(l.error());
-  }
-  auto names = listDir(options_.dir + "/attachments");
-  if (!names) {
-    return std::unexpected(names.error());
-  }
-  std::sort(names->begin(), names->end());
-  std::vector<Allocation> out;
-  for (const auto& name : *names) {
-    auto key = codec::keyFromRecordName(name);
-    if (!key) {
-      return codec::corruptFile(options_.dir + "/attachments/" + name, "not named <containerID>:<ifname>", "remove it");
-    }
-    auto rec = find(*key);
-    if (!rec) {
-      return std::unexpected(rec.error());
-    }
-    if (*rec) {
-      out.push_back(std::move(**rec));
-    }
-  }
-  return out;
 }
 
 os::SysResult<void> FileStore::commit() {

@@ -47,6 +47,10 @@ class FileStore final : public Store {
     std::string dir;                       ///< <dataDir>/<network name>
     std::vector<RangeSetSpans> rangeSets;  ///< Allocator::spansOf(config)
     std::chrono::milliseconds lockTimeout = std::chrono::seconds(30);
+    /// `dir` opened already (the session's checked walk, os::openDirectory), used for the store's
+    /// life; without it, each lock() creates `dir` when missing and opens it until unlock().
+    /// Every file is reached relative to it.
+    os::UniqueFd dirFd{};
   };
 
   explicit FileStore(Options options);
@@ -123,7 +127,8 @@ class FileStore final : public Store {
   os::SysResult<void> releaseDropped(const Allocation& allocation, const std::vector<net::IpAddress>& listed);
   os::SysResult<void> writeAtomic(int dirFd, const std::string& dirPath, const std::string& name,
                                   const std::string& data);
-  os::SysResult<std::vector<std::string>> listDir(const std::string& path) const;
+  /// The store's directory for lock() to work in: options_.dirFd, or `dir` opened until unlock().
+  os::SysResult<int> openStoreDir();
 
   Options options_;
   std::vector<FreeIndex> sets_;
@@ -132,6 +137,7 @@ class FileStore final : public Store {
   os::UniqueFd ipsFd_;
   os::UniqueFd indexFd_;
   os::UniqueFd tmpFd_;
+  os::UniqueFd lockedDirFd_;
   bool staleIndexesRemoved_ = false;
 };
 

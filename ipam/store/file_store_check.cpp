@@ -1,22 +1,50 @@
 // SPDX-License-Identifier: Apache-2.0
-// FileStore's consistency check and repair: verify() finds what only outside hands can break (a
-// record removed by hand, a restored backup, an index edited), dropOrphans() repairs it for GC and
-// reclaiming. Kept apart from file_store.cpp, the lock and the ADD/DEL path with its write order;
-// both files implement the one class of file_store.h.
+// FileStore's whole-store reads: list() of every attachment (GC, reclaiming, reports), and the
+// consistency check and repair: verify() finds what only outside hands can break (a record removed
+// by hand, a restored backup, an index edited), dropOrphans() repairs it for GC and reclaiming.
+// Kept apart from file_store.cpp, the lock and the ADD/DEL path with its write order; both files
+// implement the one class of file_store.h.
 #include "ipam/store/file_store.h"
 
 #include <algorithm>
 #include <set>
 
+#include "ibcni/os/file_io.h"
 #include "ipam/store/record_codec.h"
 
 namespace ibcni::ipam {
+
+os::SysResult<std::vector<Allocation>> FileStore::list() {
+  if (auto l = requireLock(); !l) {
+    return std::unexpected(l.error());
+  }
+  auto names = os::listDirectoryAt(attachmentsFd_.get(), options_.dir + "/attachments");
+  if (!names) {
+    return std::unexpected(names.error());
+  }
+  std::sort(names->begin(), names->end());
+  std::vector<Allocation> out;
+  for (const auto& name : *names) {
+    auto key = codec::keyFromRecordName(name);
+    if (!key) {
+      return codec::corruptFile(options_.dir + "/attachments/" + name, "not named <containerID>:<ifname>", "remove it");
+    }
+    auto rec = find(*key);
+    if (!rec) {
+      return std::unexpected(rec.error());
+    }
+    if (*rec) {
+      out.push_back(std::move(**rec));
+    }
+  }
+  return out;
+}
 
 os::SysResult<std::size_t> FileStore::dropOrphans() {
   if (auto l = requireLock(); !l) {
     return std::unexpected(l.error());
   }
-  auto names = listDir(options_.dir + "/ips");
+  auto names = os::listDirectoryAt(ipsFd_.get(), options_.dir + "/ips");
   if (!names) {
     return std::unexpected(names.error());
   }
@@ -75,7 +103,7 @@ os::SysResult<std::vector<std::string>> FileStore::verify() {
     return std::unexpected(l.error());
   }
   std::vector<std::string> problems;
-  auto recordNames = listDir(options_.dir + "/attachments");
+  auto recordNames = os::listDirectoryAt(attachmentsFd_.get(), options_.dir + "/attachments");
   if (!recordNames) {
     return std::unexpected(recordNames.error());
   }
@@ -89,7 +117,7 @@ os::SysResult<std::vector<std::string>> FileStore::verify() {
       problems.push_back(rec.error().describe());
     }
   }
-  auto claimNames = listDir(options_.dir + "/ips");
+  auto claimNames = os::listDirectoryAt(ipsFd_.get(), options_.dir + "/ips");
   if (!claimNames) {
     return std::unexpected(claimNames.error());
   }

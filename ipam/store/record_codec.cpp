@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "ipam/store/record_codec.h"
 
-#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <zlib.h>
 
 #include "ibcni/cni/cmd_args.h"
 #include "ibcni/net/ip.h"
@@ -19,24 +19,11 @@ constexpr const char* kRecordKind = "attachment";
 
 }  // namespace
 
-// CRC-32 (IEEE 802.3, as zlib): detects truncation and bit rot of store files.
+// CRC-32 (IEEE 802.3): detects truncation and bit rot of store files. zlib's, which reads several
+// bytes a step: the free index of a /16 (8 KiB) is checked and framed on every ADD and DEL.
 std::uint32_t crc32(const std::string& data) {
-  static const std::array<std::uint32_t, 256> table = [] {
-    std::array<std::uint32_t, 256> t{};
-    for (std::uint32_t i = 0; i < 256; ++i) {
-      std::uint32_t c = i;
-      for (int k = 0; k < 8; ++k) {
-        c = (c & 1) != 0 ? 0xedb88320u ^ (c >> 1) : c >> 1;
-      }
-      t[i] = c;
-    }
-    return t;
-  }();
-  std::uint32_t c = 0xffffffffu;
-  for (unsigned char ch : data) {
-    c = table[(c ^ ch) & 0xff] ^ (c >> 8);
-  }
-  return c ^ 0xffffffffu;
+  return static_cast<std::uint32_t>(
+      ::crc32_z(0, reinterpret_cast<const Bytef*>(data.data()), static_cast<z_size_t>(data.size())));
 }
 
 // "ibcni-ipam <kind> <format> <body length> <crc32 hex>\n" + body.

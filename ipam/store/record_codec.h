@@ -17,7 +17,7 @@ namespace ibcni::ipam::codec {
 /// The format number every frame carries; a file of another format is corrupt.
 inline constexpr int kFormat = 1;
 
-/// CRC-32 of `data` (IEEE 802.3, the same value as zlib's crc32()).
+/// CRC-32 of `data` (IEEE 802.3: zlib's crc32()).
 [[nodiscard]] std::uint32_t crc32(const std::string& data);
 
 /// `body` framed as "ibcni-ipam <kind> <format> <body length> <crc32 hex>\n" + body. A frame

@@ -2,6 +2,8 @@
 #include "ibcni/os/file_io.h"
 
 #include <cerrno>
+#include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -53,6 +55,33 @@ SysResult<void> writeAll(int fd, std::string_view data, const std::string& what)
     done += static_cast<std::size_t>(n);
   }
   return {};
+}
+
+SysResult<std::vector<std::string>> listDirectoryAt(int dirFd, const std::string& what) {
+  if (::lseek(dirFd, 0, SEEK_SET) != 0) {
+    return sysFail(errno, "read directory " + what);
+  }
+  std::vector<std::string> names;
+  alignas(dirent64) char buf[8192];
+  for (;;) {
+    const ssize_t n = ::getdents64(dirFd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n < 0) {
+      return sysFail(errno, "read directory " + what);
+    }
+    if (n == 0) {
+      return names;
+    }
+    for (ssize_t at = 0; at < n;) {
+      const auto* e = reinterpret_cast<const dirent64*>(buf + at);
+      if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
+        names.emplace_back(e->d_name);
+      }
+      at += e->d_reclen;
+    }
+  }
 }
 
 SysResult<void> fsyncFd(int fd, const std::string& what) {

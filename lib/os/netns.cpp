@@ -62,7 +62,8 @@ SysResult<Netns> Netns::open(const std::string& path) {
   if (type != CLONE_NEWNET) {
     return sysFail(EINVAL, path + " is a namespace, but not a network namespace");
   }
-  return fromFd(std::move(*fd), path);
+  // The descriptor was opened through the probe: the same inode the probe's fstat gave.
+  return Netns(std::move(*fd), path, st.st_dev, st.st_ino);
 }
 
 SysResult<Netns> Netns::current() {

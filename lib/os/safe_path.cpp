@@ -70,11 +70,7 @@ const char* kindOf(mode_t mode) {
 // A directory ibcni walks through (or ends in) under DirPolicy::trustedOwners: owned by a trusted
 // user, and writable by no one else unless sticky (then only the owner of an entry may rename or
 // remove it, and the entry's own owner is checked next); the final directory not at all.
-SysResult<void> checkDirectory(int fd, const std::string& shown, bool final) {
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    return sysFail(errno, "stat " + shown);
-  }
+SysResult<void> checkDirectory(const struct stat& st, const std::string& shown, bool final) {
   if (!trustedOwner(st.st_uid)) {
     return refused(shown + " is owned by uid " + std::to_string(st.st_uid) +
                    ": ibcni keeps its files only in directories owned by root");
@@ -125,17 +121,25 @@ class DirectoryWalk {
     }
     // ".." only comes from the target of a (trusted) symbolic link.
     const std::string here = name == ".." ? parentOf(shown_) : joined(shown_, name);
+    // O_PATH|O_NOFOLLOW opens what the name is now (a symbolic link itself, never its target)
+    // without acting on it; every check below looks at what was opened.
+    auto entry = openOrCreate(name, here);
+    if (!entry) {
+      return std::unexpected(entry.error());
+    }
     struct stat st {};
-    if (auto r = statOrCreate(name, here, st); !r) {
-      return r;
+    if (::fstat(entry->get(), &st) != 0) {
+      return sysFail(errno, "stat " + here);
     }
     if (S_ISLNK(st.st_mode)) {
-      return followLink(name, here, st);
+      return followLink(entry->get(), here, st);
     }
     if (!S_ISDIR(st.st_mode)) {
       return sysFail(ENOTDIR, here + " is a " + std::string(kindOf(st.st_mode)) + ", not a directory");
     }
-    return enter(name, here);
+    cur_ = std::move(*entry);
+    shown_ = here;
+    return checkReached(st);
   }
 
   /// The directory the walk ended in, opened for reading.
@@ -162,29 +166,39 @@ class DirectoryWalk {
     if (!policy_.trustedOwners) {
       return {};
     }
-    return checkDirectory(cur_.get(), shown_, todo_.empty());
+    struct stat st {};
+    if (::fstat(cur_.get(), &st) != 0) {
+      return sysFail(errno, "stat " + shown_);
+    }
+    return checkReached(st);
   }
 
-  /// Stats `name` without following it; a missing one is created first when the policy says so
-  /// (with the policy's mode when it is the last component).
-  SysResult<void> statOrCreate(const std::string& name, const std::string& here, struct stat& st) const {
-    if (::fstatat(cur_.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+  SysResult<void> checkReached(const struct stat& st) const {
+    if (!policy_.trustedOwners) {
       return {};
     }
-    if (errno != ENOENT || !policy_.create) {
-      return sysFail(errno, "stat " + here);
+    return checkDirectory(st, shown_, todo_.empty());
+  }
+
+  /// Opens `name` (O_PATH, not following it); a missing one is created first when the policy says
+  /// so (with the policy's mode when it is the last component).
+  SysResult<UniqueFd> openOrCreate(const std::string& name, const std::string& here) const {
+    for (bool created = false;; created = true) {
+      const int raw = ::openat(cur_.get(), name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
+      if (raw >= 0) {
+        return UniqueFd(raw);
+      }
+      if (errno != ENOENT || !policy_.create || created) {
+        return sysFail(errno, "stat " + here);
+      }
+      if (::mkdirat(cur_.get(), name.c_str(), todo_.empty() ? policy_.mode : 0755) != 0 && errno != EEXIST) {
+        return sysFail(errno, "create directory " + here);
+      }
     }
-    if (::mkdirat(cur_.get(), name.c_str(), todo_.empty() ? policy_.mode : 0755) != 0 && errno != EEXIST) {
-      return sysFail(errno, "create directory " + here);
-    }
-    if (::fstatat(cur_.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-      return sysFail(errno, "stat " + here);
-    }
-    return {};
   }
 
   /// A trusted link's target goes in front of what is left; an absolute one starts over at "/".
-  SysResult<void> followLink(const std::string& name, const std::string& here, const struct stat& st) {
+  SysResult<void> followLink(int link, const std::string& here, const struct stat& st) {
     if (!trustedOwner(st.st_uid)) {
       return refused(here + " is a symbolic link owned by uid " + std::to_string(st.st_uid) +
                      ": ibcni follows only root's symbolic links");
@@ -193,7 +207,8 @@ class DirectoryWalk {
       return sysFail(ELOOP, "resolve " + path_);
     }
     char target[PATH_MAX];
-    ssize_t n = ::readlinkat(cur_.get(), name.c_str(), target, sizeof target);
+    // The link opened with O_PATH, read through its descriptor (an empty name).
+    ssize_t n = ::readlinkat(link, "", target, sizeof target);
     if (n < 0) {
       return sysFail(errno, "read symbolic link " + here);
     }
@@ -207,18 +222,6 @@ class DirectoryWalk {
       return openRoot();
     }
     return {};
-  }
-
-  SysResult<void> enter(const std::string& name, const std::string& here) {
-    // O_NOFOLLOW: had the entry become a symbolic link since fstatat, this fails (ELOOP/ENOTDIR)
-    // rather than follow it; the checks below look at what was opened.
-    const int raw = ::openat(cur_.get(), name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (raw < 0) {
-      return sysFail(errno, "open " + here);
-    }
-    cur_.reset(raw);
-    shown_ = here;
-    return checkReached();
   }
 
   const std::string& path_;

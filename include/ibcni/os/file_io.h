@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ibcni/os/sys_error.h"
 
@@ -26,6 +27,10 @@ namespace ibcni::os {
 
 /// fsync(2) of a directory, so that a rename or an unlink in it is durable.
 [[nodiscard]] SysResult<void> fsyncDirectory(const std::string& dir);
+
+/// The names in the directory open as `dirFd` (without "." and ".."), read from its start with
+/// getdents64(2) on that descriptor itself; errors name it as `what`.
+[[nodiscard]] SysResult<std::vector<std::string>> listDirectoryAt(int dirFd, const std::string& what);
 
 /// A name in a directory open as `dirFd`; `shown` is the path errors name.
 struct FileAt {

@@ -23,9 +23,16 @@ class [[nodiscard]] FileLock {
   [[nodiscard]] static SysResult<FileLock> acquire(const std::string& path,
                                                    std::chrono::milliseconds timeout);
 
+  /// The same for lock file `name` in the open directory `dirFd` (which must exist), `path` naming
+  /// it in errors.
+  [[nodiscard]] static SysResult<FileLock> acquireAt(int dirFd, const std::string& name, const std::string& path,
+                                                     std::chrono::milliseconds timeout);
+
   [[nodiscard]] const std::string& path() const noexcept { return path_; }
 
  private:
+  /// Waits for the flock of the opened lock file.
+  static SysResult<FileLock> wait(UniqueFd fd, const std::string& path, std::chrono::milliseconds timeout);
   FileLock(UniqueFd fd, std::string path) : fd_(std::move(fd)), path_(std::move(path)) {}
   UniqueFd fd_;
   std::string path_;

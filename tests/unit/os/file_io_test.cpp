@@ -10,6 +10,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -139,6 +140,34 @@ TEST_F(WriteFileAtomic, AConcurrentReaderSeesOneWholeVersionOrTheOther) {
   reader.join();
   EXPECT_GT(reads.load(), 0);
   EXPECT_EQ(torn.load(), 0);
+}
+
+TEST_F(WriteFileAtomic, ListDirectoryAtGivesEveryNameButDotsFromTheStartEachTime) {
+  // More names than one getdents64 buffer holds, so the listing takes several reads.
+  std::set<std::string> made;
+  for (int i = 0; i < 600; ++i) {
+    const std::string name = "entry-with-a-long-name-to-fill-the-buffer-" + std::to_string(i);
+    made.insert(name);
+    std::ofstream(dir_ / name) << i;
+  }
+  auto fd = UniqueFd::open(dir_.string(), O_RDONLY | O_DIRECTORY);
+  ASSERT_TRUE(fd);
+  for (int round = 0; round < 2; ++round) {  // the second listing starts over, not at the end
+    auto names = listDirectoryAt(fd->get(), dir_.string());
+    ASSERT_TRUE(names) << names.error().describe();
+    EXPECT_EQ(std::set<std::string>(names->begin(), names->end()), made) << "round " << round;
+    EXPECT_EQ(names->size(), made.size());
+  }
+}
+
+TEST_F(WriteFileAtomic, ListDirectoryAtOfAFileIsAnErrorNamingIt) {
+  std::ofstream(dir_ / "plain") << "x";
+  auto fd = UniqueFd::open((dir_ / "plain").string(), O_RDONLY);
+  ASSERT_TRUE(fd);
+  auto names = listDirectoryAt(fd->get(), (dir_ / "plain").string());
+  ASSERT_FALSE(names);
+  EXPECT_EQ(names.error().err, ENOTDIR);
+  EXPECT_NE(names.error().op.find("plain"), std::string::npos) << names.error().op;
 }
 
 }  // namespace

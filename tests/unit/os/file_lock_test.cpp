@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <chrono>
 #include <filesystem>
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,6 +43,31 @@ TEST_F(FileLockTest, SecondHolderTimesOutThenGetsItAfterRelease) {
   ASSERT_TRUE(other.release());
   auto mine = FileLock::acquire(path, 1s);
   EXPECT_TRUE(mine);
+}
+
+TEST_F(FileLockTest, AtAnOpenDirectoryLocksTheSameFileAsByPath) {
+  auto dir = UniqueFd::open(dir_, O_RDONLY | O_DIRECTORY);
+  ASSERT_TRUE(dir);
+  auto mine = FileLock::acquireAt(dir->get(), "dev.lock", dir_ + "/dev.lock", 100ms);
+  ASSERT_TRUE(mine) << mine.error().describe();
+  EXPECT_EQ(mine->path(), dir_ + "/dev.lock");
+  // The same lock as FileLock::acquire's for that path: a second open file description waits.
+  testing::ChildHolder other([&](const testing::ChildHolder::Report& report) {
+    report(static_cast<bool>(FileLock::acquire(dir_ + "/dev.lock", 50ms)));
+  });
+  ASSERT_TRUE(other.started());
+  EXPECT_FALSE(other.held());
+}
+
+TEST_F(FileLockTest, AtNeverFollowsASymbolicLinkAndNamesThePath) {
+  std::filesystem::create_symlink(dir_ + "/elsewhere", dir_ + "/dev.lock");
+  auto dir = UniqueFd::open(dir_, O_RDONLY | O_DIRECTORY);
+  ASSERT_TRUE(dir);
+  auto lock = FileLock::acquireAt(dir->get(), "dev.lock", dir_ + "/dev.lock", 10ms);
+  ASSERT_FALSE(lock);
+  EXPECT_EQ(lock.error().err, ELOOP);
+  EXPECT_NE(lock.error().op.find(dir_ + "/dev.lock"), std::string::npos) << lock.error().op;
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/elsewhere"));
 }
 
 TEST_F(FileLockTest, UnwritableDirectoryIsAnError) {
