@@ -4,12 +4,45 @@
 #include <algorithm>
 #include <bit>
 #include <cstdio>
+#include <cstring>
 
 #include "ipam/store/record_codec.h"
 
 namespace ibcni::ipam {
 
 namespace {
+
+// The bitmap's words as the file keeps them: 8 bytes each, little-endian whatever the host (a
+// plain copy on the hosts ibcni builds for).
+void storeLittleEndian(const std::uint64_t* words, std::size_t count, char* out) {
+  if constexpr (std::endian::native == std::endian::little) {
+    if (count != 0) {
+      std::memcpy(out, words, count * 8);
+    }
+  } else {
+    for (std::size_t w = 0; w < count; ++w) {
+      for (std::size_t b = 0; b < 8; ++b) {
+        out[w * 8 + b] = static_cast<char>((words[w] >> (8 * b)) & 0xff);
+      }
+    }
+  }
+}
+
+void loadLittleEndian(const char* in, std::size_t count, std::uint64_t* words) {
+  if constexpr (std::endian::native == std::endian::little) {
+    if (count != 0) {
+      std::memcpy(words, in, count * 8);
+    }
+  } else {
+    for (std::size_t w = 0; w < count; ++w) {
+      std::uint64_t v = 0;
+      for (std::size_t b = 8; b-- > 0;) {
+        v = (v << 8) | static_cast<unsigned char>(in[w * 8 + b]);
+      }
+      words[w] = v;
+    }
+  }
+}
 
 constexpr const char* kIndexKind = "index";
 
@@ -255,11 +288,7 @@ std::string FreeIndex::encode() const {
     body += rangeLine(r) + std::to_string(bytes) + "\n";
     std::size_t at = body.size();
     body.resize(at + bytes);
-    for (std::size_t w = 0; w < (r.bitmap ? r.words.size() : 0); ++w) {
-      for (int b = 0; b < 8; ++b) {  // little-endian, whatever the host
-        body[at + w * 8 + static_cast<std::size_t>(b)] = static_cast<char>((r.words[w] >> (8 * b)) & 0xff);
-      }
-    }
+    storeLittleEndian(r.bitmap ? r.words.data() : nullptr, bytes / 8, body.data() + at);
   }
   return codec::frame(kIndexKind, body);
 }
@@ -309,13 +338,7 @@ os::SysResult<void> FreeIndex::decode(const std::string& text, const std::string
       return codec::corruptFile(path, "bitmap cut short", fix);
     }
     std::vector<std::uint64_t>& out = decoded.emplace_back(words, 0);
-    for (std::size_t w = 0; w < words; ++w) {
-      std::uint64_t v = 0;
-      for (int b = 7; b >= 0; --b) {
-        v = (v << 8) | static_cast<unsigned char>(body[pos + w * 8 + static_cast<std::size_t>(b)]);
-      }
-      out[w] = v;
-    }
+    loadLittleEndian(body.data() + pos, words, out.data());
     pos += words * 8;
     if (r.bitmap) {
       std::uint64_t size = static_cast<std::uint64_t>(r.end - r.start) + 1;

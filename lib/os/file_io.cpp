@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "ibcni/os/file_io.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <dirent.h>
@@ -14,10 +15,18 @@
 namespace ibcni::os {
 
 SysResult<std::string> readAllFd(int fd, std::size_t maxBytes, const std::string& what) {
+  // Read straight into the string's own buffer, doubled when full: no bounce buffer on the stack
+  // and no zero fill (every page touched is a page fault in a short-lived plugin); one read for
+  // most files ibcni reads.
   std::string out;
-  char buf[16384];
+  std::size_t capacity = 16384;
   while (true) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
+    ssize_t n = 0;
+    out.resize_and_overwrite(capacity, [&](char* buf, std::size_t size) {
+      const std::size_t have = out.size();
+      n = ::read(fd, buf + have, size - have);
+      return have + static_cast<std::size_t>(std::max<ssize_t>(n, 0));
+    });
     if (n < 0) {
       if (errno == EINTR) {
         continue;
@@ -27,9 +36,11 @@ SysResult<std::string> readAllFd(int fd, std::size_t maxBytes, const std::string
     if (n == 0) {
       return out;
     }
-    out.append(buf, static_cast<std::size_t>(n));
     if (out.size() > maxBytes) {
       return sysFail(EFBIG, "read " + what + ": larger than " + std::to_string(maxBytes) + " bytes");
+    }
+    if (out.size() == capacity) {
+      capacity *= 2;
     }
   }
 }

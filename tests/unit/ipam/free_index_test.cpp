@@ -163,6 +163,21 @@ TEST(FreeIndex, EncodeDecodeRoundTrips) {
   EXPECT_EQ(b.encode(), text);
 }
 
+TEST(FreeIndex, TheBitmapIsLittleEndianWordsOfAddressBitsLowFirst) {
+  // The file format, whatever the host: bit i of the range is bit i%8 of byte i/8.
+  FreeIndex a = v4("10.0.0.0", "10.0.0.99");
+  a.rebuild({"10.0.0.0", "10.0.0.15", "10.0.0.65"});
+  const std::string text = a.encode();
+  const std::string head = "range 10.0.0.0-10.0.0.99 bitmap 16\n";
+  const auto at = text.find(head);
+  ASSERT_NE(at, std::string::npos) << text;
+  const std::string expected("\x01\x80\0\0\0\0\0\0\x02\0\0\0\0\0\0\0", 16);
+  EXPECT_EQ(text.substr(at + head.size()), expected);
+  FreeIndex b = v4("10.0.0.0", "10.0.0.99");
+  ASSERT_TRUE(b.decode(text, "/s/i", "fix"));
+  EXPECT_EQ(b.marked(), a.marked());
+}
+
 TEST(FreeIndex, DecodeAcceptsOnlyAnIndexOfTheseRangesAndChangesNothingWhenItFails) {
   FreeIndex idx = v4("10.0.0.0", "10.0.0.9");
   idx.mark(ip("10.0.0.4"), true);
