@@ -73,7 +73,7 @@ struct Fixture {
         {{ip("10.0.0.1"), ip("10.0.0.100")}, {ip("10.0.1.0"), ip("10.0.1.63")}},
         {{ip("fd00::1"), ip("fd00::ffff:ffff:ffff:ffff")}},
     };
-    store.emplace(o);
+    store.emplace(std::move(o));
     // The lock creates the layout; one claim, held by kKey, gives verify() and firstFree()
     // something to compare the files with.
     require(store->lock().has_value(), "cannot lock the store", dir);
