@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "ipam/cluster/block_grid.h"
 
-#include <sys/socket.h>
 #include <algorithm>
 #include <bit>
 
@@ -36,7 +35,7 @@ std::optional<KeySpan> spanOfKey(std::string_view key) {
     return std::nullopt;
   }
   len = std::stoi(std::string(lenText));
-  const int bits = ip->family == AF_INET ? 32 : 128;
+  const int bits = net::bitsOf(ip->family);
   if (len > bits) {
     return std::nullopt;
   }
@@ -64,7 +63,7 @@ BlockGrid::BlockGrid(const config::IpamConfig& config, std::uint32_t blockSize,
 
 Block BlockGrid::blockAt(std::size_t set, U128 start) const {
   const int fam = families_[set];
-  const int bits = fam == AF_INET ? 32 : 128;
+  const int bits = net::bitsOf(fam);
   net::IpPrefix cidr{fromInt(start, fam), bits - log2Of(blockSize_)};
   return Block{set, cidr, blockKeyOf(cidr), {start, start + blockSize_ - 1}};
 }

@@ -7,7 +7,6 @@
 // Order: claims of gone nodes are taken, and loans given back are settled, before the empty blocks
 // are judged, so that a block taken from a gone node, or one whose last loan just came back, goes
 // back by the same rule as any other.
-#include <sys/socket.h>
 
 #include <algorithm>
 #include <bit>
@@ -368,7 +367,7 @@ cni::Result<void> ClusterPool::Pass::takeOverBlock(const Claim& c, bool& gone) {
     }
   }
   const auto known = p.grid_.byKey(c.name);
-  const int bits = span->family == AF_INET ? 32 : 128;
+  const int bits = net::bitsOf(span->family);
   const int len = bits - std::countr_zero(static_cast<unsigned long long>(span->span.hi - span->span.lo + 1));
   const Block blk = known ? *known : Block{0, net::IpPrefix{fromInt(span->span.lo, span->family), len}, c.name, span->span};
   auto r = p.claimBlock(be, blk, &c.holder);

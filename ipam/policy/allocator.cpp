@@ -27,13 +27,16 @@ cni::Error storeError(const os::SysError& err, const std::string& action) {
 }
 
 Allocator::Allocator(const IpamConfig& config, Store& store, os::NetnsChecker& netns, Clock clock)
-    : config_(config), store_(store), netns_(netns), clock_(std::move(clock)) {
+    : config_(config), space_(spaceOf(config)), store_(store), netns_(netns), clock_(std::move(clock)) {
   if (!clock_) {
     clock_ = [] { return std::chrono::system_clock::now(); };
   }
   // Every subnet's network and (IPv4) broadcast address and every gateway, in every range set:
   // none is ever handed out, whatever range it falls in.
   for (const auto& set : config_.rangeSets) {
+    if (set.family == net::kFamilyGuid) {
+      continue;  // GUIDs have no network, broadcast or gateway
+    }
     for (const auto& r : set.ranges) {
       int fam = r.subnet.address.family;
       U128 first = firstOf(r.subnet);

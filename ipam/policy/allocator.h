@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ipam/policy/allocation.h"
+#include "ipam/policy/allocation_space.h"
 #include "ibcni/cni/error.h"
 #include "ibcni/config/ipam_conf.h"
 #include "ibcni/os/netns_checker.h"
@@ -101,7 +102,8 @@ class LoanBook {
 /// * round-robin from the address last handed out in the range set, wrapping around, over the
 ///   ranges minus network/broadcast addresses, every gateway, ipam.exclude and every reserved
 ///   address (a whole excluded CIDR is skipped in one step; the store finds the next free address
-///   without visiting held ones);
+///   without visiting held ones); GUID range sets (family net::kFamilyGuid) have no network,
+///   broadcast or gateway, and every GUID of their ranges may be handed out;
 /// * a pod's reservation wins; a requested address must be inside a range, not excluded, not a
 ///   gateway/network/broadcast, not reserved for another pod and not held by a live attachment;
 /// * idempotent per (containerID, ifname): an attachment that holds addresses gets them back;
@@ -213,6 +215,8 @@ class Allocator final : public LoanBook {
   std::string now() const;
 
   const IpamConfig& config_;
+  /// What it hands out (spaceOf(config_)): the nouns of its messages.
+  const IdentSpace& space_;
   Store& store_;
   os::NetnsChecker& netns_;
   Clock clock_;

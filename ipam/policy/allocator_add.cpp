@@ -100,7 +100,7 @@ cni::Result<Allocator::Recorded> Allocator::recordedOf(const std::optional<Alloc
 cni::Result<Allocator::SetAddresses> Allocator::wantedPerSet(const AddRequest& req) const {
   SetAddresses wanted(config_.rangeSets.size());
   for (const auto& ip : req.requested) {
-    std::string what = "requested address (" + req.requestedFrom + ")";
+    std::string what = "requested " + std::string(space_.noun) + " (" + req.requestedFrom + ")";
     auto s = setOf(ip);
     if (!s) {
       std::string all;
@@ -111,7 +111,8 @@ cni::Result<Allocator::SetAddresses> Allocator::wantedPerSet(const AddRequest& r
     }
     if (wanted[*s] && *wanted[*s] != ip) {
       return cni::fail(kBad, what + " " + ip.toString() + " and " + wanted[*s]->toString() + " are both in " +
-                                 config_.rangeSets[*s].path + "; an attachment gets one address per range set");
+                                 config_.rangeSets[*s].path + "; an attachment gets one " + std::string(space_.noun) +
+                                 " per range set");
     }
     wanted[*s] = ip;
   }
@@ -137,7 +138,7 @@ cni::Result<std::optional<net::IpAddress>> Allocator::takeNamed(std::size_t set,
   }
   if (!target && wanted) {
     target = wanted;
-    what = "requested address (" + req.requestedFrom + ")";
+    what = "requested " + std::string(space_.noun) + " (" + req.requestedFrom + ")";
     if (auto c = checkRequestable(*target, what, req.pod); !c) {
       return std::unexpected(c.error());
     }
@@ -215,11 +216,15 @@ cni::Error Allocator::noFreeAddress(std::size_t set) {
   auto use = usageLocked();
   std::string size = use ? toDecimal((*use)[set].allocatable) : "?";
   std::string inUse = use ? std::to_string((*use)[set].inUse) : "?";
+  const bool ip = space_.kind == SpaceKind::kIp;
   return cni::Error{kIpamExhausted,
-                    "no free address in " + config_.rangeSets[set].path + " = " + config_.rangeSets[set].describe() +
-                        ": " + size + " addresses can be handed out and " + inUse +
-                        " are in use (network and broadcast addresses, gateways, ipam.exclude and "
-                        "ipam.reservations are not counted as free); widen the range or delete pods",
+                    "no free " + std::string(space_.noun) + " in " + config_.rangeSets[set].path + " = " +
+                        config_.rangeSets[set].describe() + ": " + size + (ip ? " addresses" : " GUIDs") +
+                        " can be handed out and " + inUse + " are in use" +
+                        (ip ? " (network and broadcast addresses, gateways, ipam.exclude and "
+                              "ipam.reservations are not counted as free)"
+                            : "") +
+                        "; widen the range or delete pods",
                     "allocations whose network namespace is gone were released first"};
 }
 

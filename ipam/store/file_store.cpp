@@ -72,7 +72,7 @@ os::SysResult<os::UniqueFd> openSubdir(int dirFd, const std::string& dir, const 
 
 FileStore::FileStore(Options options) : options_(std::move(options)) {
   for (const auto& spans : options_.rangeSets) {
-    sets_.emplace_back(spans);
+    sets_.emplace_back(spans, space());
   }
 }
 
@@ -82,7 +82,7 @@ std::string FileStore::recordPath(const AttachmentKey& key) const {
   return options_.dir + "/attachments/" + codec::recordName(key);
 }
 
-std::string FileStore::claimPath(const net::IpAddress& ip) const { return options_.dir + "/ips/" + ip.toString(); }
+std::string FileStore::claimPath(const net::IpAddress& ip) const { return options_.dir + "/ips/" + claimName(ip); }
 
 std::string FileStore::indexPath(std::size_t set) const { return options_.dir + "/index/" + sets_.at(set).fileName(); }
 
@@ -187,8 +187,8 @@ std::optional<std::size_t> FileStore::setOf(const net::IpAddress& ip) const {
 }
 
 os::SysResult<Allocation> FileStore::parseRecord(const std::string& text, const AttachmentKey& key,
-                                                 const std::string& path) {
-  return codec::decodeRecord(text, key, path);
+                                                 const std::string& path, const IdentSpace& space) {
+  return codec::decodeRecord(text, key, path, space);
 }
 
 os::SysResult<std::optional<net::IpAddress>> FileStore::parseIndex(std::size_t set, const std::string& text,
@@ -274,7 +274,7 @@ os::SysResult<void> FileStore::markBit(const net::IpAddress& ip, bool held) {
 
 os::SysResult<bool> FileStore::claimExists(const net::IpAddress& ip) const {
   struct stat st {};
-  if (::fstatat(ipsFd_.get(), ip.toString().c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+  if (::fstatat(ipsFd_.get(), claimName(ip).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
     return true;
   }
   if (errno == ENOENT) {
@@ -298,7 +298,7 @@ os::SysResult<std::optional<Allocation>> FileStore::find(const AttachmentKey& ke
     }
     return std::unexpected(text.error());
   }
-  auto rec = codec::decodeRecord(*text, key, path);
+  auto rec = codec::decodeRecord(*text, key, path, space());
   if (!rec) {
     return std::unexpected(rec.error());
   }
@@ -310,7 +310,7 @@ os::SysResult<std::optional<AttachmentKey>> FileStore::ownerOf(const net::IpAddr
     return std::unexpected(l.error());
   }
   char buf[512];
-  ssize_t n = ::readlinkat(ipsFd_.get(), ip.toString().c_str(), buf, sizeof buf);
+  ssize_t n = ::readlinkat(ipsFd_.get(), claimName(ip).c_str(), buf, sizeof buf);
   if (n < 0) {
     if (errno == ENOENT) {
       return std::optional<AttachmentKey>();
@@ -376,7 +376,7 @@ os::SysResult<std::uint64_t> FileStore::countInUse(std::size_t set) {
 
 os::SysResult<void> FileStore::removeClaims(const std::vector<net::IpAddress>& ips) {
   for (const auto& ip : ips) {
-    if (::unlinkat(ipsFd_.get(), ip.toString().c_str(), 0) != 0 && errno != ENOENT) {
+    if (::unlinkat(ipsFd_.get(), claimName(ip).c_str(), 0) != 0 && errno != ENOENT) {
       return os::sysFail(errno, "remove " + claimPath(ip));
     }
   }
@@ -405,7 +405,7 @@ os::SysResult<std::vector<net::IpAddress>> FileStore::createClaims(const Allocat
   std::string target = std::string(kClaimPrefix) + codec::recordName(key);
   std::vector<net::IpAddress> created;
   for (const auto& a : allocation.addresses) {
-    if (::symlinkat(target.c_str(), ipsFd_.get(), a.toString().c_str()) == 0) {
+    if (::symlinkat(target.c_str(), ipsFd_.get(), claimName(a).c_str()) == 0) {
       created.push_back(a);
       continue;
     }
@@ -418,7 +418,7 @@ os::SysResult<std::vector<net::IpAddress>> FileStore::createClaims(const Allocat
       if (!owner) {
         failure = owner.error();  // a corrupt claim: say so
       } else if (*owner) {
-        failure.op += ": address " + a.toString() + " is held by " + (*owner)->toString();
+        failure.op += ": " + std::string(space().noun) + " " + a.toString() + " is held by " + (*owner)->toString();
       }
     }
     undoClaims(created, key, old);
@@ -436,7 +436,7 @@ void FileStore::undoClaims(const std::vector<net::IpAddress>& created, const Att
                            const std::optional<Allocation>& old) {
   // Undo this call: its claims, then the record.
   for (const auto& c : created) {
-    ::unlinkat(ipsFd_.get(), c.toString().c_str(), 0);
+    ::unlinkat(ipsFd_.get(), claimName(c).c_str(), 0);
   }
   (void)os::fsyncFd(ipsFd_.get(), options_.dir + "/ips");
   if (old) {

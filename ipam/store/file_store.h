@@ -21,6 +21,7 @@ namespace ibcni::ipam {
 ///   <dir>/ips/<address>                      symlink -> ../attachments/<containerID>:<ifname>:
 ///                                            the claim, created with symlink(2) (atomic, fails
 ///                                            if it exists), so no address can have two holders
+///                                            (a store of GUIDs: ips/<16 hex digits>, Options::space)
 ///   <dir>/index/set-<hash>                   per range set: the round-robin cursor and, for each
 ///                                            range of at most 2^20 addresses, a bitmap of held
 ///                                            addresses; framed with length + CRC-32
@@ -51,6 +52,9 @@ class FileStore final : public Store {
     /// life; without it, each lock() creates `dir` when missing and opens it until unlock().
     /// Every file is reached relative to it.
     os::UniqueFd dirFd{};
+    /// What the store holds: addresses (ips/<address>) or GUIDs (ips/<16 hex digits>, values of
+    /// family net::kFamilyGuid); spaceOf(config).kind.
+    SpaceKind space = SpaceKind::kIp;
   };
 
   explicit FileStore(Options options);
@@ -82,7 +86,8 @@ class FileStore final : public Store {
   /// arbitrary bytes). A corrupt file is an EUCLEAN error naming `path`.
   /// A record (attachments/<containerID>:<ifname>), which must describe `key`.
   [[nodiscard]] static os::SysResult<Allocation> parseRecord(const std::string& text, const AttachmentKey& key,
-                                                             const std::string& path);
+                                                             const std::string& path,
+                                                             const IdentSpace& space = ipSpace());
   /// An index (index/set-<hash>) of range set `set`, which must describe that set's ranges.
   /// @return the round-robin cursor it holds.
   [[nodiscard]] os::SysResult<std::optional<net::IpAddress>> parseIndex(std::size_t set, const std::string& text,
@@ -91,6 +96,9 @@ class FileStore final : public Store {
   [[nodiscard]] const std::string& dir() const noexcept { return options_.dir; }
   [[nodiscard]] std::string recordPath(const AttachmentKey& key) const;
   [[nodiscard]] std::string claimPath(const net::IpAddress& ip) const;
+  [[nodiscard]] const IdentSpace& space() const noexcept { return spaceOf(options_.space); }
+  /// The name of `ip`'s claim under ips/.
+  [[nodiscard]] std::string claimName(const net::IpAddress& ip) const { return space().claimName(ip); }
   [[nodiscard]] std::string indexPath(std::size_t set) const;
 
  private:

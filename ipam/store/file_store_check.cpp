@@ -50,9 +50,10 @@ os::SysResult<std::size_t> FileStore::dropOrphans() {
   }
   std::vector<net::IpAddress> orphans;
   for (const auto& name : *names) {
-    auto ip = net::IpAddress::parse(name);
-    if (!ip || ip->toString() != name) {
-      return codec::corruptFile(options_.dir + "/ips/" + name, "not named after an address", "remove it");
+    auto ip = space().fromClaimName(name);
+    if (!ip || claimName(*ip) != name) {
+      return codec::corruptFile(options_.dir + "/ips/" + name, "not named after " + std::string(space().aNoun),
+                                "remove it");
     }
     auto owner = ownerOf(*ip);
     if (!owner) {
@@ -123,9 +124,9 @@ os::SysResult<std::vector<std::string>> FileStore::verify() {
   }
   std::set<std::string> claims(claimNames->begin(), claimNames->end());
   for (const auto& name : *claimNames) {
-    auto ip = net::IpAddress::parse(name);
-    if (!ip || ip->toString() != name) {
-      problems.push_back(options_.dir + "/ips/" + name + ": not named after an address");
+    auto ip = space().fromClaimName(name);
+    if (!ip || claimName(*ip) != name) {
+      problems.push_back(options_.dir + "/ips/" + name + ": not named after " + std::string(space().aNoun));
       continue;
     }
     auto owner = ownerOf(*ip);
@@ -150,7 +151,7 @@ os::SysResult<std::vector<std::string>> FileStore::verify() {
       continue;
     }
     for (const auto& ip : (*idx)->marked()) {
-      if (!claims.contains(ip.toString())) {
+      if (!claims.contains(claimName(ip))) {
         problems.push_back(indexPath(s) + ": " + ip.toString() + " is marked held but has no claim");
       }
     }

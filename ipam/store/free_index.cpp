@@ -62,7 +62,7 @@ std::uint64_t fnv1a(const std::string& s) {
 
 }  // namespace
 
-FreeIndex::FreeIndex(const RangeSetSpans& spans) {
+FreeIndex::FreeIndex(const RangeSetSpans& spans, const IdentSpace& space) : space_(&space) {
   for (const auto& s : spans) {
     spec_ += (spec_.empty() ? "" : ",") + s.start.toString() + "-" + s.end.toString();
     Range r;
@@ -112,7 +112,7 @@ void FreeIndex::rebuild(const std::vector<std::string>& claimNames) {
   }
   cursor_.reset();
   for (const auto& name : claimNames) {
-    auto ip = net::IpAddress::parse(name);
+    auto ip = space_->fromClaimName(name);
     if (!ip || ip->family != family_) {
       continue;
     }
@@ -232,7 +232,7 @@ bool FreeIndex::hasProbedRange() const {
 std::uint64_t FreeIndex::countInProbedRanges(const std::vector<std::string>& claimNames) const {
   std::uint64_t n = 0;
   for (const auto& name : claimNames) {
-    auto ip = net::IpAddress::parse(name);
+    auto ip = space_->fromClaimName(name);
     if (!ip || ip->family != family_) {
       continue;
     }
@@ -320,7 +320,7 @@ os::SysResult<void> FreeIndex::decode(const std::string& text, const std::string
   std::string curText = cur->substr(7);
   std::optional<net::IpAddress> cursor;
   if (curText != "-") {
-    auto ip = net::IpAddress::parse(curText);
+    auto ip = space_->parse(curText);
     if (!ip || ip->family != family_) {
       return codec::corruptFile(path, "bad cursor " + curText, fix);
     }

@@ -16,6 +16,7 @@
 #include "ibcni/net/address_math.h"
 #include "ibcni/net/ip.h"
 #include "ibcni/os/sys_error.h"
+#include "ipam/policy/allocation_space.h"
 #include "ipam/store/store.h"
 
 namespace ibcni::ipam {
@@ -44,7 +45,8 @@ class FreeIndex {
   /// Ranges of at most this many addresses get a bitmap (128 KiB).
   static constexpr std::uint64_t kMaxBitmapRange = std::uint64_t{1} << 20;
 
-  explicit FreeIndex(const RangeSetSpans& spans);
+  /// `space` reads the claim names and the cursor (IP: addresses; GUID: kFamilyGuid values).
+  explicit FreeIndex(const RangeSetSpans& spans, const IdentSpace& space = ipSpace());
 
   /// "set-<16 hex>", a hash of the ranges: the file name under index/. Other ranges, other name.
   [[nodiscard]] const std::string& fileName() const noexcept { return id_; }
@@ -105,6 +107,7 @@ class FreeIndex {
   std::string id_;    // "set-<16 hex>"
   std::string spec_;  // "start-end,start-end": what the file must describe
   int family_ = 0;
+  const IdentSpace* space_;
   std::vector<Range> ranges_;
   std::optional<net::IpAddress> cursor_;
   bool known_ = false;

@@ -97,7 +97,8 @@ std::string encodeRecord(const Allocation& a) {
   return frame(kRecordKind, j.dump() + "\n");
 }
 
-os::SysResult<Allocation> decodeRecord(const std::string& text, const AttachmentKey& key, const std::string& path) {
+os::SysResult<Allocation> decodeRecord(const std::string& text, const AttachmentKey& key, const std::string& path,
+                                       const IdentSpace& space) {
   const std::string fix = "remove it, then run ibcni-ipam gc to release the addresses it held";
   auto body = unframe(text, kRecordKind, path, fix);
   if (!body) {
@@ -153,10 +154,10 @@ os::SysResult<Allocation> decodeRecord(const std::string& text, const Attachment
   for (const auto& e : *addrs) {
     std::optional<net::IpAddress> ip;
     if (e.is_string()) {
-      ip = net::IpAddress::parse(e.get<std::string>());
+      ip = space.parse(e.get<std::string>());
     }
     if (!ip) {
-      return corruptFile(path, "bad address " + e.dump(), fix);
+      return corruptFile(path, "bad " + std::string(space.noun) + " " + e.dump(), fix);
     }
     a.addresses.push_back(*ip);
   }

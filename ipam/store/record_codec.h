@@ -10,6 +10,7 @@
 #include <string>
 
 #include "ipam/policy/allocation.h"
+#include "ipam/policy/allocation_space.h"
 #include "ibcni/os/sys_error.h"
 
 namespace ibcni::ipam::codec {
@@ -39,9 +40,10 @@ inline constexpr int kFormat = 1;
 [[nodiscard]] std::string encodeRecord(const Allocation& a);
 
 /// The allocation in the record `text`, which must be framed, have every field with its type,
-/// valid addresses, and describe `key`; anything else is a corruptFile() error naming `path`.
+/// valid values of `space` (addresses, or GUIDs), and describe `key`; anything else is a
+/// corruptFile() error naming `path`.
 [[nodiscard]] os::SysResult<Allocation> decodeRecord(const std::string& text, const AttachmentKey& key,
-                                                     const std::string& path);
+                                                     const std::string& path, const IdentSpace& space = ipSpace());
 
 /// Whether `key` may name a record: a valid container ID and interface name, so that the record's
 /// name is one path component and splits back into the same key.

@@ -17,7 +17,7 @@ U128 toInt(const IpAddress& ip) {
 IpAddress fromInt(U128 v, int family) {
   IpAddress ip;
   ip.family = family;
-  std::size_t n = family == AF_INET ? 4 : 16;
+  const auto n = static_cast<std::size_t>(bitsOf(family) / 8);
   for (std::size_t i = 0; i < n; ++i) {
     ip.bytes[n - 1 - i] = static_cast<std::uint8_t>(v & 0xff);
     v >>= 8;

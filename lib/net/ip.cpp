@@ -87,9 +87,37 @@ std::optional<IpAddress> IpAddress::parse(std::string_view text) {
   return ip;
 }
 
+static_assert(AF_INET == 2 && AF_INET6 != kFamilyGuid);
+#ifdef AF_IB
+static_assert(AF_IB == kFamilyGuid);
+#endif
+
+IpAddress IpAddress::fromGuid(Guid guid) noexcept {
+  IpAddress ip;
+  ip.family = kFamilyGuid;
+  for (int i = 0; i < 8; ++i) {
+    ip.bytes[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(guid.value >> (56 - 8 * i));
+  }
+  return ip;
+}
+
+std::optional<Guid> IpAddress::guid() const noexcept {
+  if (!isGuid()) {
+    return std::nullopt;
+  }
+  Guid g;
+  for (std::size_t i = 0; i < 8; ++i) {
+    g.value = (g.value << 8) | bytes[i];
+  }
+  return g;
+}
+
 std::string IpAddress::toString() const {
   if (family == 0) {
     return {};
+  }
+  if (auto g = guid()) {
+    return g->toString();
   }
   char buf[INET6_ADDRSTRLEN] = {};
   inet_ntop(family, bytes.data(), buf, sizeof buf);
@@ -104,7 +132,7 @@ std::optional<IpPrefix> IpPrefix::parse(std::string_view text, bool allowBare) {
     return std::nullopt;
   }
   p.address = *addr;
-  int maxLen = addr->isV4() ? 32 : 128;
+  int maxLen = bitsOf(addr->family);
   if (slash == std::string_view::npos) {
     if (!allowBare) {
       return std::nullopt;

@@ -44,7 +44,10 @@ struct Range {
 struct RangeSet {
   std::vector<Range> ranges;
   std::string path;  ///< "ipam.ranges[0]"
-  int family = 0;    ///< AF_INET or AF_INET6
+  /// AF_INET or AF_INET6; net::kFamilyGuid for a set of GUIDs (never parsed from an `ipam`
+  /// object: its ranges have no gateway, and ipam::spaceOf() makes the store and the allocator
+  /// treat the configuration as a GUID pool).
+  int family = 0;
 
   /// The range holding `ip`, or nullptr.
   [[nodiscard]] const Range* find(const net::IpAddress& ip) const;

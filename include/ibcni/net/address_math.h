@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Addresses as 128-bit integers, and sorted interval lists over them: the arithmetic behind
 // ranges, exclusions and the free-address index. IPv4 and IPv6 values share the integer type but
-// are never mixed in one list.
+// are never mixed in one list; nor are GUIDs (64 bits).
 #pragma once
 
 #include <cstdint>
@@ -18,15 +18,15 @@ __extension__ typedef unsigned __int128 U128;
 
 /// The address's value, most significant byte first.
 [[nodiscard]] U128 toInt(const IpAddress& ip);
-/// The address of `family` (AF_INET/AF_INET6) with value `v` (truncated to 32 bits for IPv4).
+/// The value of `family` (AF_INET/AF_INET6/kFamilyGuid) with value `v` (truncated to its bits).
 [[nodiscard]] IpAddress fromInt(U128 v, int family);
 /// Decimal text of `v`, for messages ("65533").
 [[nodiscard]] std::string toDecimal(U128 v);
 /// First (network) and last (IPv4 broadcast) address of `prefix`.
 [[nodiscard]] U128 firstOf(const IpPrefix& prefix);
 [[nodiscard]] U128 lastOf(const IpPrefix& prefix);
-/// Number of bits in an address of `ip`'s family (32 or 128).
-[[nodiscard]] inline int bitsOf(const IpAddress& ip) { return ip.isV4() ? 32 : 128; }
+/// Number of bits in a value of `ip`'s family (32, 64 for a GUID, or 128).
+[[nodiscard]] inline int bitsOf(const IpAddress& ip) { return bitsOf(ip.family); }
 
 /// An inclusive interval [lo, hi] of addresses of one family.
 struct Interval {

@@ -163,6 +163,33 @@ TEST(FreeIndex, EncodeDecodeRoundTrips) {
   EXPECT_EQ(b.encode(), text);
 }
 
+TEST(FreeIndex, GuidIndexReadsClaimNamesOfSixteenHexDigitsAndAGuidCursor) {
+  auto g = [](std::uint64_t v) { return net::IpAddress::fromGuid(net::Guid{v}); };
+  const RangeSetSpans spans{{g(0x0200000000000100ULL), g(0x02000000000001ffULL)}};
+  FreeIndex a(spans, guidSpace());
+  EXPECT_TRUE(a.covers(g(0x0200000000000142ULL)));
+  EXPECT_FALSE(a.covers(ip("200::142")));
+  // Only the GUID claim name counts: GUID text is IPv6 text, and an IPv6 value is not in a GUID set.
+  a.rebuild({"0200000000000101", "02:00:00:00:00:00:01:02", "200::103", "10.0.0.1", "0200000000000200"});
+  EXPECT_THAT(a.marked(), ElementsAre(g(0x0200000000000101ULL)));
+  a.setCursor(g(0x0200000000000101ULL));
+  const std::string text = a.encode();
+  EXPECT_THAT(text, HasSubstr("\nspec 02:00:00:00:00:00:01:00-02:00:00:00:00:00:01:ff\n"
+                              "cursor 02:00:00:00:00:00:01:01\n"
+                              "range 02:00:00:00:00:00:01:00-02:00:00:00:00:00:01:ff bitmap 32\n"));
+  FreeIndex b(spans, guidSpace());
+  ASSERT_TRUE(b.decode(text, "/s/i", "fix"));
+  EXPECT_EQ(b.marked(), a.marked());
+  ASSERT_TRUE(b.cursor());
+  EXPECT_TRUE(b.cursor()->isGuid());
+  EXPECT_EQ(*b.cursor(), g(0x0200000000000101ULL));
+  Claims claims;
+  claims.held.insert(g(0x0200000000000100ULL));
+  auto r = b.firstFree(0, g(0x0200000000000100ULL), g(0x02000000000001ffULL), claims.check());
+  ASSERT_TRUE(r && *r);
+  EXPECT_EQ(**r, g(0x0200000000000102ULL));
+}
+
 TEST(FreeIndex, TheBitmapIsLittleEndianWordsOfAddressBitsLowFirst) {
   // The file format, whatever the host: bit i of the range is bit i%8 of byte i/8.
   FreeIndex a = v4("10.0.0.0", "10.0.0.99");

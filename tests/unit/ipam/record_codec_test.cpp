@@ -76,6 +76,24 @@ TEST(RecordCodec, RecordRoundTrips) {
   EXPECT_EQ(*back, a);
 }
 
+TEST(RecordCodec, GuidRecordRoundTripsInTheGuidSpaceOnly) {
+  Allocation a = sample();
+  a.addresses = {net::IpAddress::fromGuid(net::Guid{0x0200000000000105ULL})};
+  const std::string text = codec::encodeRecord(a);
+  EXPECT_THAT(text, HasSubstr(R"("addresses":["02:00:00:00:00:00:01:05"])"));
+  auto back = codec::decodeRecord(text, a.key, "/s/r", guidSpace());
+  ASSERT_TRUE(back) << back.error().describe();
+  EXPECT_EQ(*back, a);
+  ASSERT_EQ(back->addresses.size(), 1u);
+  EXPECT_TRUE(back->addresses[0].isGuid());
+  EXPECT_EQ(back->addresses[0].guid()->value, 0x0200000000000105ULL);
+  // An address is no GUID: a GUID store's record listing one is corrupt, naming the value.
+  auto v4 = codec::decodeRecord(codec::encodeRecord(sample()), a.key, "/s/r", guidSpace());
+  ASSERT_FALSE(v4);
+  EXPECT_EQ(v4.error().err, EUCLEAN);
+  EXPECT_THAT(v4.error().op, HasSubstr("/s/r is corrupt (bad GUID \"10.1.2.3\")"));
+}
+
 TEST(RecordCodec, RecordOfAnotherKeyOrWithBadFieldsIsCorrupt) {
   const Allocation a = sample();
   auto other = codec::decodeRecord(codec::encodeRecord(a), {"c0ffee", "net2"}, "/s/r");

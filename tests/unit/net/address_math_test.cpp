@@ -23,6 +23,27 @@ TEST(AddressMath, RoundTripsAndPrefixBounds) {
   EXPECT_EQ(toDecimal(0), "0");
 }
 
+TEST(AddressMath, GuidsAre64BitValues) {
+  const auto g = IpAddress::fromGuid(Guid{0xc211223344556677ULL});
+  EXPECT_EQ(bitsOf(g), 64);
+  EXPECT_EQ(bitsOf(kFamilyGuid), 64);
+  EXPECT_EQ(bitsOf(AF_INET), 32);
+  EXPECT_EQ(bitsOf(AF_INET6), 128);
+  EXPECT_EQ(toInt(g), U128{0xc211223344556677ULL});
+  EXPECT_EQ(fromInt(toInt(g), kFamilyGuid), g);
+  const auto next = fromInt(toInt(g) + 1, kFamilyGuid);
+  EXPECT_EQ(next.toString(), "c2:11:22:33:44:55:66:78");
+  EXPECT_EQ(next.guid()->value, 0xc211223344556678ULL);
+  // Truncated to 64 bits, as IPv4 is to 32.
+  EXPECT_EQ(fromInt((U128{1} << 64) | 5, kFamilyGuid).toString(), "00:00:00:00:00:00:00:05");
+  const IpPrefix p{IpAddress::fromGuid(Guid{0x0200000000000142ULL}), 56};
+  EXPECT_EQ(fromInt(firstOf(p), kFamilyGuid).toString(), "02:00:00:00:00:00:01:00");
+  EXPECT_EQ(fromInt(lastOf(p), kFamilyGuid).toString(), "02:00:00:00:00:00:01:ff");
+  const IpPrefix all{IpAddress::fromGuid(Guid{0x1234ULL}), 0};
+  EXPECT_EQ(firstOf(all), U128{0});
+  EXPECT_EQ(lastOf(all), U128{~0ULL});
+}
+
 TEST(AddressMath, IntervalsMergeSubtractAndFind) {
   auto n = normalized({{10, 20}, {1, 4}, {5, 6}, {15, 30}});
   ASSERT_EQ(n.size(), 2u);

@@ -75,6 +75,56 @@ TEST(Guid, ParsesEightOctets) {
   EXPECT_FALSE(Guid::parse("c2:11:22:33:44:55:66:77:88"));
 }
 
+TEST(IpAddress, HoldsAGuidAsAThirdFamily) {
+  const auto g = *Guid::parse("c2:11:22:33:44:55:66:77");
+  const auto ip = IpAddress::fromGuid(g);
+  EXPECT_TRUE(ip.isGuid());
+  EXPECT_FALSE(ip.isV4());
+  EXPECT_EQ(ip.family, kFamilyGuid);
+  EXPECT_EQ(ip.size(), 8u);
+  EXPECT_EQ(ip.bytes[0], 0xc2);
+  EXPECT_EQ(ip.bytes[7], 0x77);
+  EXPECT_EQ(ip.bytes[8], 0);
+  ASSERT_TRUE(ip.guid());
+  EXPECT_EQ(ip.guid()->value, 0xc211223344556677ULL);
+  EXPECT_EQ(ip.toString(), "c2:11:22:33:44:55:66:77");
+#ifdef AF_IB
+  EXPECT_EQ(kFamilyGuid, AF_IB);
+#endif
+  // Addresses are no GUIDs, and IPv4/IPv6 sizes are as before.
+  EXPECT_FALSE(IpAddress::parse("10.1.2.3")->guid());
+  EXPECT_EQ(IpAddress::parse("10.1.2.3")->size(), 4u);
+  EXPECT_EQ(IpAddress::parse("fd00::1")->size(), 16u);
+  EXPECT_EQ(IpAddress{}.size(), 16u);
+}
+
+TEST(IpAddress, ParseNeverYieldsAGuid) {
+  // GUID text is valid IPv6 text: parse keeps reading it as IPv6.
+  auto ip = IpAddress::parse("02:00:00:00:00:00:00:05");
+  ASSERT_TRUE(ip);
+  EXPECT_EQ(ip->family, AF_INET6);
+  EXPECT_FALSE(ip->isGuid());
+  EXPECT_EQ(ip->toString(), "2::5");
+  EXPECT_NE(*ip, IpAddress::fromGuid(*Guid::parse("02:00:00:00:00:00:00:05")));
+}
+
+TEST(IpAddress, GuidsOrderByValueAndAfterOtherFamilies) {
+  const auto a = IpAddress::fromGuid(Guid{0x0200000000000005ULL});
+  const auto b = IpAddress::fromGuid(Guid{0x0200000000000100ULL});
+  EXPECT_LT(a, b);
+  EXPECT_EQ(a, IpAddress::fromGuid(Guid{0x0200000000000005ULL}));
+  EXPECT_NE(a, b);
+  EXPECT_LT(*IpAddress::parse("fd00::1"), a);  // families order by number: AF_INET6 (10) < 27
+}
+
+TEST(IpPrefix, GuidPrefixNetworkAndContains) {
+  const IpPrefix p{IpAddress::fromGuid(Guid{0x02000000000001abULL}), 56};
+  EXPECT_EQ(p.network().address.toString(), "02:00:00:00:00:00:01:00");
+  EXPECT_TRUE(p.contains(IpAddress::fromGuid(Guid{0x02000000000001ffULL})));
+  EXPECT_FALSE(p.contains(IpAddress::fromGuid(Guid{0x0200000000000200ULL})));
+  EXPECT_FALSE(p.contains(*IpAddress::parse("200::1ab")));
+}
+
 TEST(PciAddress, CanonicalForm) {
   EXPECT_EQ(PciAddress::parse("0000:AF:06.1")->text, "0000:af:06.1");
   EXPECT_EQ(PciAddress::parse("af:06.1")->text, "0000:af:06.1");
