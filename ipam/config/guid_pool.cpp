@@ -134,7 +134,7 @@ cni::Result<void> parsePoolAndCluster(const json& j, const std::string& network,
     IBCNI_TRY_ASSIGN(g.cluster, clusterObjectAt(*cluster, {.path = "guidPool.cluster", .poolKeysIn = "guidPool",
                                                            .check = {}}));
     g.cluster->pool = g.pool;
-    g.cluster->poolPath = j.contains("pool") && !j["pool"].is_null() ? "guidPool.pool" : "the network name";
+    g.cluster->poolPath = memberGiven(j, "pool") != nullptr ? "guidPool.pool" : "the network name";
     g.cluster->blockSize = g.blockSize;
   }
   return {};
