@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // ipam.cluster: the embedded IPAM's cluster mode (one pool for every node, blocks claimed through
-// Kubernetes Leases or etcd). Every key is typed and range-checked here; the IPAM trusts them.
+// Kubernetes Leases or etcd); guidPool.cluster is read by the same code (clusterObjectAt), its field
+// paths in every message. Every key is typed and range-checked here; the IPAM trusts them.
 #include <set>
 
 #include "ipam/config/ipam_config.h"
+#include "ibcni/cni/error.h"
 #include "ibcni/net/address_math.h"
 #include "ibcni/os/safe_path.h"
 
@@ -38,6 +40,21 @@ bool isSubdomainName(std::string_view s, std::size_t maxLength) {
 bool isNodeName(std::string_view s) { return isSubdomainName(s, 253); }
 
 bool validPoolName(std::string_view s) { return isSubdomainName(s, 63); }
+
+cni::Result<void> refuseUnknownKeys(const json& obj, const std::string& path, const std::set<std::string>& known) {
+  for (const auto& [key, value] : obj.items()) {
+    if (!known.contains(key)) {
+      std::string list;
+      for (const auto& k : known) {
+        list += (list.empty() ? "" : ", ") + k;
+      }
+      // A misspelt key of a cluster object (or of guidPool) would silently change where addresses (GUIDs)
+      // come from: refused.
+      return invalid(path + "." + key, value, "is not a key of " + path + " (known: " + list + ")");
+    }
+  }
+  return {};
+}
 
 namespace {
 
@@ -79,20 +96,6 @@ cni::Result<std::string> filePath(const json& obj, const char* key, const std::s
   return *s;
 }
 
-cni::Result<void> unknownKeys(const json& obj, const std::string& path, const std::set<std::string>& known) {
-  for (const auto& [key, value] : obj.items()) {
-    if (!known.contains(key)) {
-      std::string list;
-      for (const auto& k : known) {
-        list += (list.empty() ? "" : ", ") + k;
-      }
-      // A misspelt key of cluster mode would silently change where addresses come from: refused.
-      return invalid(path + "." + key, value, "is not a key of " + path + " (known: " + list + ")");
-    }
-  }
-  return {};
-}
-
 cni::Result<KubernetesClusterConf> kubernetesObject(const json& j, const std::string& path) {
   KubernetesClusterConf k;
   if (j.is_null()) {
@@ -118,17 +121,19 @@ cni::Result<KubernetesClusterConf> kubernetesObject(const json& j, const std::st
     }
     k.context = *s;
   }
-  if (auto u = unknownKeys(j, path, {"kubeconfig", "namespace", "context"}); !u) {
+  if (auto u = refuseUnknownKeys(j, path, {"kubeconfig", "namespace", "context"}); !u) {
     return std::unexpected(u.error());
   }
   return k;
 }
 
-cni::Result<EtcdClusterConf> etcdObject(const json& j, const std::string& path) {
+// The etcd object of the cluster object at `cluster`.
+cni::Result<EtcdClusterConf> etcdObject(const json& j, const std::string& cluster) {
   EtcdClusterConf e;
+  const std::string path = cluster + ".etcd";
   const std::string example = "{\"endpoints\": [\"https://10.0.0.1:2379\"]}";
   if (j.is_null()) {
-    return invalid(path, j, "is required with ipam.cluster.backend \"etcd\": " + example);
+    return invalid(path, j, "is required with " + cluster + ".backend \"etcd\": " + example);
   }
   if (!j.is_object()) {
     return invalid(path, j, "must be an object " + example);
@@ -181,7 +186,7 @@ cni::Result<EtcdClusterConf> etcdObject(const json& j, const std::string& path) 
                    "needs " + path + (e.certFile.empty() ? ".certFile" : ".keyFile") +
                        " too: a client certificate is given with its key");
   }
-  if (auto u = unknownKeys(j, path, {"endpoints", "prefix", "caFile", "certFile", "keyFile"}); !u) {
+  if (auto u = refuseUnknownKeys(j, path, {"endpoints", "prefix", "caFile", "certFile", "keyFile"}); !u) {
     return std::unexpected(u.error());
   }
   return e;
@@ -205,13 +210,8 @@ cni::Result<void> clusterBackend(const json& j, const std::string& path, Cluster
 
 cni::Result<void> clusterPool(const json& j, const std::string& path, ClusterConf& c) {
   std::optional<std::string> s;
-  IBCNI_TRY_ASSIGN(s, stringField(j, "pool", path + ".pool"));
+  IBCNI_TRY_ASSIGN(s, poolNameField(j, path + ".pool"));
   if (s) {
-    if (!validPoolName(*s)) {
-      return invalid(path + ".pool", *s,
-                     "must be 1 to 63 lowercase letters, digits, '-' or '.', starting and ending with a letter or "
-                     "digit, e.g. \"ib-partition-1\"");
-    }
     c.pool = *s;
     c.poolPath = path + ".pool";
   }
@@ -219,14 +219,9 @@ cni::Result<void> clusterPool(const json& j, const std::string& path, ClusterCon
 }
 
 cni::Result<void> clusterBlockSize(const json& j, const std::string& path, ClusterConf& c) {
-  std::optional<std::int64_t> n;
-  IBCNI_TRY_ASSIGN(n, boundedField(j, "blockSize", path + ".blockSize", 4, 65536, " (a power of two)"));
-  if (n) {
-    if ((*n & (*n - 1)) != 0) {
-      return invalid(path + ".blockSize", j["blockSize"], "must be a power of two from 4 to 65536, e.g. 32");
-    }
-    c.blockSize = static_cast<std::uint32_t>(*n);
-  }
+  std::optional<std::uint32_t> n;
+  IBCNI_TRY_ASSIGN(n, blockSizeField(j, path + ".blockSize", 4, 32));
+  c.blockSize = n.value_or(c.blockSize);
   return {};
 }
 
@@ -277,17 +272,17 @@ cni::Result<void> clusterBackendObjects(const json& j, const std::string& path, 
   }
   c.kubernetes = std::move(*k8s);
   if (c.backend == ClusterBackend::kEtcd) {
-    auto etcd = etcdObject(j.contains("etcd") ? j["etcd"] : none, path + ".etcd");
+    auto etcd = etcdObject(j.contains("etcd") ? j["etcd"] : none, path);
     if (!etcd) {
       return std::unexpected(etcd.error());
     }
     c.etcd = std::move(*etcd);
   } else if (j.contains("etcd") && !j["etcd"].is_null()) {
-    return invalid(path + ".etcd", j["etcd"], "is only read with ipam.cluster.backend \"etcd\"; the backend is \"" +
+    return invalid(path + ".etcd", j["etcd"], "is only read with " + path + ".backend \"etcd\"; the backend is \"" +
                                                   std::string(clusterBackendName(c.backend)) + "\"");
   }
   if (!j.contains("backend") && j.contains("etcd")) {
-    return invalid(path + ".backend", json(), "must be \"etcd\" when ipam.cluster.etcd is given");
+    return invalid(path + ".backend", json(), "must be \"etcd\" when " + path + ".etcd is given");
   }
   return {};
 }
@@ -307,30 +302,93 @@ cni::Result<void> checkBlocksFit(const json& j, const std::string& path, const C
   return {};
 }
 
+// pool and blockSize in a cluster object whose parent holds them (guidPool.cluster): refused, with
+// where they go.
+cni::Result<void> refuseParentKeys(const json& j, const std::string& path, const std::string& parent) {
+  for (const char* key : {"pool", "blockSize"}) {
+    if (const json* v = memberGiven(j, key)) {
+      return invalid(path + "." + key, *v, "is not read here: give it as " + parent + "." + key);
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
-cni::Result<ClusterConf> clusterObject(const json& j, const IpamConfig& ipam) {
-  const std::string path = "ipam.cluster";
+cni::Result<std::optional<std::string>> poolNameField(const json& j, const std::string& path) {
+  std::optional<std::string> s;
+  IBCNI_TRY_ASSIGN(s, stringField(j, "pool", path));
+  if (s && !validPoolName(*s)) {
+    return invalid(path, *s,
+                   "must be 1 to 63 lowercase letters, digits, '-' or '.', starting and ending with a letter or "
+                   "digit, e.g. \"ib-partition-1\"");
+  }
+  return s;
+}
+
+cni::Result<std::string> networkPoolName(const std::string& network, const std::string& path) {
+  if (!validPoolName(network)) {
+    return invalid(path, json(), "is needed: the network name " + cni::quoted(network) +
+                                     " is not a pool name (1 to 63 lowercase letters, digits, '-' or '.'); set " +
+                                     path);
+  }
+  return network;
+}
+
+cni::Result<std::optional<std::uint32_t>> blockSizeField(const json& j, const std::string& path, std::uint32_t smallest,
+                                                         std::uint32_t example) {
+  std::optional<std::int64_t> n;
+  IBCNI_TRY_ASSIGN(n, boundedField(j, "blockSize", path, smallest, 65536, " (a power of two)"));
+  if (!n) {
+    return std::optional<std::uint32_t>();
+  }
+  if ((*n & (*n - 1)) != 0) {
+    return invalid(path, j["blockSize"], "must be a power of two from " + std::to_string(smallest) +
+                                             " to 65536, e.g. " + std::to_string(example));
+  }
+  return std::optional<std::uint32_t>(static_cast<std::uint32_t>(*n));
+}
+
+cni::Result<ClusterConf> clusterObjectAt(const json& j, const ClusterObjectRules& rules) {
+  const std::string& path = rules.path;
+  const bool ownPoolKeys = rules.poolKeysIn.empty();
   if (!j.is_object()) {
-    return invalid(path, j, "must be an object, e.g. {\"backend\": \"kubernetes\", \"blockSize\": 32}");
+    return invalid(path, j, ownPoolKeys ? "must be an object, e.g. {\"backend\": \"kubernetes\", \"blockSize\": 32}"
+                                        : "must be an object, e.g. {\"backend\": \"kubernetes\"}");
   }
   ClusterConf c;
+  if (!ownPoolKeys) {
+    if (auto r = refuseParentKeys(j, path, rules.poolKeysIn); !r) {
+      return std::unexpected(r.error());
+    }
+  }
   for (auto section : {clusterBackend, clusterPool, clusterBlockSize, clusterNodeName, clusterTuning,
                        clusterBackendObjects}) {
     if (auto r = section(j, path, c); !r) {
       return std::unexpected(r.error());
     }
   }
-  if (auto b = checkBlocksFit(j, path, c, ipam); !b) {
-    return std::unexpected(b.error());
+  if (rules.check) {
+    if (auto b = rules.check(c); !b) {
+      return std::unexpected(b.error());
+    }
   }
-  if (auto u = unknownKeys(j, path,
-                           {"backend", "pool", "blockSize", "nodeName", "timeoutMs", "releaseAfterSeconds",
-                            "leaseDurationSeconds", "minBlocksPerNode", "kubernetes", "etcd"});
-      !u) {
+  std::set<std::string> known = {"backend",  "nodeName", "timeoutMs", "releaseAfterSeconds", "leaseDurationSeconds",
+                                 "minBlocksPerNode", "kubernetes", "etcd"};
+  if (ownPoolKeys) {
+    known.insert({"pool", "blockSize"});
+  }
+  if (auto u = refuseUnknownKeys(j, path, known); !u) {
     return std::unexpected(u.error());
   }
   return c;
+}
+
+cni::Result<ClusterConf> clusterObject(const json& j, const IpamConfig& ipam) {
+  const std::string path = "ipam.cluster";
+  return clusterObjectAt(j, {.path = path, .poolKeysIn = {}, .check = [&](const ClusterConf& c) {
+                               return checkBlocksFit(j, path, c, ipam);
+                             }});
 }
 
 }  // namespace ibcni::config

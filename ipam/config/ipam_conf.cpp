@@ -22,6 +22,20 @@ const json* memberGiven(const json& j, const char* key) {
   return it == j.end() || it->is_null() ? nullptr : &*it;
 }
 
+cni::Result<std::string> dataDirValue(const json& value, const std::string& path) {
+  if (!value.is_string() || value.get<std::string>().empty() || value.get<std::string>().front() != '/') {
+    return invalid(path, value, "must be an absolute directory path, e.g. \"/run/ibcni-ipam\"");
+  }
+  if (auto problem = os::pathSpellingProblem(value.get<std::string>()); !problem.empty()) {
+    return invalid(path, value, problem + " (e.g. \"/run/ibcni-ipam\"; README \"Security model\")");
+  }
+  std::string dir = value.get<std::string>();
+  while (dir.size() > 1 && dir.back() == '/') {
+    dir.pop_back();
+  }
+  return dir;
+}
+
 namespace {
 
 cni::Result<std::vector<cni::Route>> parseRoutes(const json& j) {
@@ -107,17 +121,8 @@ cni::Result<void> parseResultAndStore(const json& j, IpamConfig& c) {
   if (auto it = j.find("routes"); it != j.end() && !it->is_null()) {
     IBCNI_TRY_ASSIGN(c.routes, parseRoutes(*it));
   }
-  if (auto it = j.find("dataDir"); it != j.end() && !it->is_null()) {
-    if (!it->is_string() || it->get<std::string>().empty() || it->get<std::string>().front() != '/') {
-      return invalid("ipam.dataDir", *it, "must be an absolute directory path, e.g. \"/run/ibcni-ipam\"");
-    }
-    if (auto problem = os::pathSpellingProblem(it->get<std::string>()); !problem.empty()) {
-      return invalid("ipam.dataDir", *it, problem + " (e.g. \"/run/ibcni-ipam\"; README \"Security model\")");
-    }
-    c.dataDir = it->get<std::string>();
-    while (c.dataDir.size() > 1 && c.dataDir.back() == '/') {
-      c.dataDir.pop_back();
-    }
+  if (const json* dataDir = memberGiven(j, "dataDir")) {
+    IBCNI_TRY_ASSIGN(c.dataDir, dataDirValue(*dataDir, "ipam.dataDir"));
   }
   return {};
 }

@@ -205,12 +205,10 @@ void parseEmbeddedIpam(const json& ipam, NetConf& c) {
   if (*c.embeddedIpam && (*c.embeddedIpam)->cluster && (*c.embeddedIpam)->cluster->pool.empty()) {
     // The pool is shared by name: by default, every NAD with this network name is one pool.
     auto& cluster = *(*c.embeddedIpam)->cluster;
-    if (!validPoolName(c.name)) {
-      c.embeddedIpam = cni::Result<IpamConfig>(invalid("ipam.cluster.pool", json(), "is needed: the network name " + cni::quoted(c.name) +
-                                                           " is not a pool name (1 to 63 lowercase letters, "
-                                                           "digits, '-' or '.'); set ipam.cluster.pool"));
+    if (auto pool = networkPoolName(c.name, "ipam.cluster.pool"); !pool) {
+      c.embeddedIpam = cni::Result<IpamConfig>(std::unexpected(pool.error()));
     } else {
-      cluster.pool = c.name;
+      cluster.pool = *pool;
       cluster.poolPath = "the network name";
     }
   }

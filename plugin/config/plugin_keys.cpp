@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // ibcni's own keys (role kPlugin): the mode, the device (deviceID, pciBusID, device,
 // runtimeConfig.deviceID, the device-info file's path, which ADD and CHECK read), mtu, the VF
-// settings, the IPoIB parent and child, verbsCheck, dns, logging and stateDir. ibcni-ipam, run as an
-// IPAM plugin, leaves these keys to the plugin that delegated to it. The parse reads no file.
+// settings and guidPool, the IPoIB parent and child, verbsCheck, dns, logging and stateDir.
+// ibcni-ipam, run as an IPAM plugin, leaves these keys to the plugin that delegated to it. The parse
+// reads no file.
 #include <algorithm>
 #include <set>
 
 #include "lib/json/json_fields.h"
+#include "ipam/config/guid_pool.h"
 #include "plugin/config/sections.h"
 #include "ibcni/os/safe_path.h"
 #include "lib/result/json_codec.h"
@@ -140,6 +142,27 @@ cni::Result<void> parseSriovKeys(const json& j, NetConf& c) {
   return {};
 }
 
+// guidPool (sriov mode): kept as a result, as the embedded IPAM's object is. ADD and CHECK refuse a
+// broken one here; DEL, GC and STATUS keep its error in c.guidPool and go on (DEL still puts the
+// VF's GUIDs back).
+cni::Result<void> parseGuidPool(const json& j, NetConf& c, cni::Command command) {
+  const json* pool = memberGiven(j, "guidPool");
+  if (pool == nullptr) {
+    return {};
+  }
+  if (c.mode == Mode::kIpoib) {
+    c.guidPool = cni::Result<GuidPoolConf>(invalid(
+        "guidPool", *pool, "is a sriov-mode key: ipoib mode creates an IPoIB child, which has no VF GUID to "
+                           "assign; remove guidPool, or use \"mode\": \"sriov\""));
+  } else {
+    c.guidPool = guidPoolObject(*pool, c.name);
+  }
+  if (!*c.guidPool && (command == cni::Command::kAdd || command == cni::Command::kCheck)) {
+    return std::unexpected(c.guidPool->error());
+  }
+  return {};
+}
+
 // ipoib mode's keys: the parent (master, or rdmaDevice + port), ipoibMode, umcast. deviceID and
 // pciBusID (which Multus injects when the network names a resource) are not used (deviceIdField).
 cni::Result<void> parseIpoibKeys(const json& j, NetConf& c, cni::Command command) {
@@ -251,7 +274,7 @@ const std::set<std::string>& knownKeys() {
   static const std::set<std::string> keys = {
       "cniVersion", "cniVersions", "name", "type", "mode", "deviceID", "pciBusID", "device", "mtu",
       "linkState", "link_state", "pkey", "rdmaIsolation", "master", "rdmaDevice", "port", "ipoibMode", "umcast", "verbsCheck",
-      "ipam", "dns", "logLevel", "logFile", "stateDir", "runtimeConfig", "args", "prevResult",
+      "guidPool", "ipam", "dns", "logLevel", "logFile", "stateDir", "runtimeConfig", "args", "prevResult",
       "capabilities"};
   return keys;
 }
@@ -353,6 +376,9 @@ cni::Result<void> pluginKeys(const json& j, NetConf& c, cni::Command command) {
     c.mtu = it->get<std::uint32_t>();
   }
   if (auto r = parseSriovKeys(j, c); !r) {
+    return r;
+  }
+  if (auto r = parseGuidPool(j, c, command); !r) {
     return r;
   }
   if (auto r = parseVerbsCheck(j, c); !r) {

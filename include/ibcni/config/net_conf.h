@@ -12,6 +12,7 @@
 #include "ibcni/cni/error.h"
 #include "ibcni/cni/result.h"
 #include "ibcni/cni/spec_version.h"
+#include "ibcni/config/guid_pool_conf.h"
 #include "ibcni/config/ipam_conf.h"
 #include "ibcni/log/level.h"
 #include "ibcni/net/ip.h"
@@ -87,6 +88,10 @@ struct NetConf {
   std::optional<net::Pkey> pkey;
   RdmaIsolation rdmaIsolation = RdmaIsolation::kAuto;
   std::optional<net::Guid> argsGuid;     ///< args.cni.guid
+  /// `guidPool` (sriov mode only), parsed, or what is wrong with it (also: given in ipoib mode).
+  /// Kept as a result like embeddedIpam: ADD and CHECK refuse a broken one when they parse it; DEL,
+  /// GC and STATUS go on with it (DEL still puts the VF's GUIDs back).
+  std::optional<cni::Result<GuidPoolConf>> guidPool;
   VerbsCheck verbsCheck;
 
   // ipoib mode: the parent, by netdev name or by RDMA device and port.
