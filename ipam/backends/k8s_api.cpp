@@ -4,12 +4,12 @@
 #include <time.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 #include <utility>
 
 #include "ipam/backends/backend_support.h"
 #include "ibcni/os/file_io.h"
+#include "ibcni/os/text.h"
 #include "ibcni/os/time_text.h"
 
 namespace ibcni::ipam::k8s {
@@ -360,9 +360,7 @@ std::string labelValue(std::string_view value) {
     h ^= static_cast<unsigned char>(c);
     h *= 1099511628211ULL;
   }
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "h%016llx", static_cast<unsigned long long>(h));
-  return buf;
+  return "h" + os::hex64(h);
 }
 
 bool dnsLabel(std::string_view v) {

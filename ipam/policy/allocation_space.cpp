@@ -3,6 +3,8 @@
 
 #include <charconv>
 
+#include "ibcni/os/text.h"
+
 namespace ibcni::ipam {
 
 std::optional<net::Ident> IdentSpace::parse(std::string_view text) const {
@@ -21,11 +23,7 @@ std::string IdentSpace::claimName(const net::Ident& value) const {
   if (kind == SpaceKind::kIp || !guid) {
     return value.toString();
   }
-  std::string out(16, '0');
-  for (std::size_t i = 0; i < 16; ++i) {
-    out[i] = "0123456789abcdef"[(guid->value >> (60 - 4 * i)) & 0xf];
-  }
-  return out;
+  return os::hex64(guid->value);
 }
 
 std::optional<net::Ident> IdentSpace::fromClaimName(std::string_view name) const {

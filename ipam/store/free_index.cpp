@@ -3,9 +3,9 @@
 
 #include <algorithm>
 #include <bit>
-#include <cstdio>
 #include <cstring>
 
+#include "ibcni/os/text.h"
 #include "ipam/store/record_codec.h"
 
 namespace ibcni::ipam {
@@ -46,12 +46,6 @@ void loadLittleEndian(const char* in, std::size_t count, std::uint64_t* words) {
 
 constexpr const char* kIndexKind = "index";
 
-std::string hex64(std::uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
 std::uint64_t fnv1a(const std::string& s) {
   std::uint64_t h = 1469598103934665603ull;
   for (unsigned char ch : s) {
@@ -72,7 +66,7 @@ FreeIndex::FreeIndex(const RangeSetSpans& spans, const IdentSpace& space) : spac
     ranges_.push_back(r);
     family_ = s.start.family;
   }
-  id_ = "set-" + hex64(fnv1a(spec_));
+  id_ = "set-" + os::hex64(fnv1a(spec_));
 }
 
 std::size_t FreeIndex::wordsOf(const Range& r) const {

@@ -1,7 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "ibcni/os/text.h"
 
+#include <cstdio>
+
 namespace ibcni::os {
+
+std::string hex64(std::uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
 
 std::string joinText(const std::vector<std::string>& parts, std::string_view separator) {
   std::string out;

@@ -10,12 +10,12 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "ibcni/os/file_io.h"
 #include "ibcni/os/random.h"
 #include "ibcni/os/safe_path.h"
+#include "ibcni/os/text.h"
 #include "ibcni/os/unique_fd.h"
 
 namespace ibcni::state {
@@ -143,9 +143,7 @@ os::SysResult<bool> FileDeviceInfoFiles::create(const std::string& path, const D
   if (*before == Presence::kPresent) {
     return false;
   }
-  char suffix[32];
-  std::snprintf(suffix, sizeof suffix, "%016llx", static_cast<unsigned long long>(os::randomBits()));
-  const std::string tmp = "." + at.name.substr(0, 200) + ".ibcni-" + suffix + ".tmp";
+  const std::string tmp = "." + at.name.substr(0, 200) + ".ibcni-" + os::hex64(os::randomBits()) + ".tmp";
   int raw = ::openat(dir->get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
   if (raw < 0) {
     return os::sysFail(errno, "create " + at.dir + "/" + tmp);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,6 +15,9 @@ namespace ibcni::os {
 
 /// `parts` with `separator` between them ("" for none).
 [[nodiscard]] std::string joinText(const std::vector<std::string>& parts, std::string_view separator);
+
+/// `v` as 16 lower-case hex digits, zero-padded ("0200000000000005"): file and object names.
+[[nodiscard]] std::string hex64(std::uint64_t v);
 
 /// Standard base64 (RFC 4648, with padding), as etcd's JSON gateway carries keys and values.
 [[nodiscard]] std::string base64Encode(std::string_view bytes);

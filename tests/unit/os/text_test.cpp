@@ -15,5 +15,12 @@ TEST(JoinText, SeparatorOnlyBetweenParts) {
   EXPECT_EQ(joinText({"", "b", ""}, ","), ",b,");
 }
 
+TEST(Hex64, SixteenLowerCaseDigitsZeroPadded) {
+  EXPECT_EQ(hex64(0), "0000000000000000");
+  EXPECT_EQ(hex64(0x0200000000000005ULL), "0200000000000005");
+  EXPECT_EQ(hex64(0xFEDCBA9876543210ULL), "fedcba9876543210");
+  EXPECT_EQ(hex64(~0ULL), "ffffffffffffffff");
+}
+
 }  // namespace
 }  // namespace ibcni::os
