@@ -105,8 +105,10 @@ class ClusterPool final : public BlockSource {
   LedgerEntry* address(const std::string& name);
   void recompute();
   std::chrono::nanoseconds window() const;
+  /// A claim whose error may hide a write that reached the backend (its intent is kept).
+  static bool retryable(const BackendError& e);
 
-  // ADD's side (cluster_pool.cpp).
+  // ADD's side (cluster_pool.cpp; named addresses in cluster_pool_named.cpp).
   cni::Result<void> checkIdentity() const;
   cni::Result<void> checkDefinition() const;
   cni::Result<void> define(BlockBackend& be);
