@@ -68,7 +68,7 @@ ClusterPool::ClusterPool(const config::IpamConfig& config, std::string network, 
 }
 
 cni::Error ClusterPool::backendError(const BackendError& e, const std::string& action) const {
-  return toCniError(e, action + " of pool " + cni::quoted(cluster_.pool) + " (ipam.cluster.backend " +
+  return toCniError(e, action + " of pool " + cni::quoted(cluster_.pool) + " (" + cluster_.path + ".backend " +
                            std::string(config::clusterBackendName(cluster_.backend)) + ")");
 }
 
@@ -77,7 +77,7 @@ cni::Result<BlockBackend*> ClusterPool::backend() {
     return backend_.get();
   }
   if (!factory_) {
-    return cni::fail(cni::Errc::kInvalidEnvironment, "ipam.cluster is not supported by this build of ibcni-ipam");
+    return cni::fail(cni::Errc::kInvalidEnvironment, cluster_.path + " is not supported by this build of ibcni-ipam");
   }
   BackendContext ctx{node_, ledger_.etcdLease, [this](std::int64_t id) {
                        ledger_.etcdLease = id;
@@ -131,7 +131,7 @@ void ClusterPool::recompute() {
     if (e.state != State::kOwned || e.attrs.lender.empty()) {
       continue;  // a named address is handed out to its pod by claimNamed, not round-robin
     }
-    auto ip = net::IpAddress::parse(e.name);
+    auto ip = grid_.space().fromClaimName(e.name);
     auto b = ip ? grid_.blockOf(*ip) : std::nullopt;
     if (b && b->set < owned_.size()) {
       owned_[b->set].push_back({toInt(*ip), toInt(*ip)});
@@ -190,7 +190,8 @@ cni::Result<void> ClusterPool::checkIdentity() const {
   return cni::fail(cni::Errc::kInvalidConfig,
                    "this node is named " + cni::quoted(node_) + " but its blocks of pool " + cni::quoted(cluster_.pool) +
                        " were claimed as node " + cni::quoted(ledger_.node) + " (ledger " + dir_ + "/" +
-                       kLedgerFileName + "); set ipam.cluster.nodeName to the node's Kubernetes name and keep it");
+                       kLedgerFileName + "); set " + cluster_.path +
+                       ".nodeName to the node's Kubernetes name and keep it");
 }
 
 cni::Result<void> ClusterPool::prepare() {
@@ -236,7 +237,7 @@ cni::Result<void> ClusterPool::resolvePending() {
   }
   std::vector<Claim> mine;
   for (auto kind : {ClaimKind::kBlock, ClaimKind::kAddress}) {
-    auto list = (*b)->list(kind, cluster_.pool, node_);
+    auto list = (*b)->list(kind, bpool(), node_);
     if (!list) {
       log::warn("pool {}: cannot resolve a pending claim: {}", cluster_.pool, list.error().describe());
       return {};
@@ -263,7 +264,7 @@ cni::Result<void> ClusterPool::confirm() {
     return std::unexpected(b.error());
   }
   const auto held = heldClaims();
-  auto renewed = (*b)->renew(node_, cluster_.pool, held);
+  auto renewed = (*b)->renew(node_, bpool(), held);
   if (!renewed) {
     const std::string when = ago ? seconds(*ago) + " ago" : "never on this boot";
     return std::unexpected(backendError(renewed.error(), "confirming that node " + node_ + " still holds its blocks "
@@ -287,8 +288,8 @@ cni::Result<std::optional<Holder>> ClusterPool::claimBlock(BlockBackend& be, con
     ledger_.blocks.pop_back();
     return std::unexpected(s.error());
   }
-  auto outcome = takeFrom != nullptr ? be.takeOver(ClaimKind::kBlock, cluster_.pool, blk.key, node_, *takeFrom, {})
-                                     : be.claim(ClaimKind::kBlock, cluster_.pool, blk.key, node_, {});
+  auto outcome = takeFrom != nullptr ? be.takeOver(ClaimKind::kBlock, bpool(), blk.key, node_, *takeFrom, {})
+                                     : be.claim(ClaimKind::kBlock, bpool(), blk.key, node_, {});
   const auto forget = [&] {
     std::erase_if(ledger_.blocks, [&](const LedgerEntry& e) { return e.name == blk.key; });
     return save();
@@ -337,7 +338,7 @@ cni::Result<bool> ClusterPool::claimFree(BlockBackend& be, std::size_t set) {
   }
   bool listed = false;
   const auto listAll = [&]() -> cni::Result<void> {
-    auto list = be.list(ClaimKind::kBlock, cluster_.pool, std::nullopt);
+    auto list = be.list(ClaimKind::kBlock, bpool(), std::nullopt);
     if (!list) {
       return std::unexpected(backendError(list.error(), "listing the blocks"));
     }
@@ -385,7 +386,7 @@ cni::Result<bool> ClusterPool::claimFree(BlockBackend& be, std::size_t set) {
 
 // Addresses other nodes lent this node (after it asked for room), adopted into the ledger.
 cni::Result<bool> ClusterPool::adoptLoans(BlockBackend& be, std::size_t set) {
-  auto mine = be.list(ClaimKind::kAddress, cluster_.pool, node_);
+  auto mine = be.list(ClaimKind::kAddress, bpool(), node_);
   if (!mine) {
     return std::unexpected(backendError(mine.error(), "listing the addresses lent to this node"));
   }
@@ -409,7 +410,7 @@ cni::Result<void> ClusterPool::askForRoom(BlockBackend& be) {
   if (auto s = save(); !s) {
     return s;
   }
-  if (auto d = be.demand(cluster_.pool, node_, 1); !d) {
+  if (auto d = be.demand(bpool(), node_, 1); !d) {
     return std::unexpected(backendError(d.error(), "asking the pool's holders for room"));
   }
   const auto age = os::elapsed(ledger_.demandedAt, now);
@@ -433,7 +434,7 @@ cni::Result<bool> ClusterPool::grow(std::size_t set) {
                                    [](const auto& e) { return e.state == State::kIntent; });
   if (fresh || pending) {
     const U128 before = totalSize(owned_.at(set));
-    auto mine = be.list(ClaimKind::kBlock, cluster_.pool, node_);
+    auto mine = be.list(ClaimKind::kBlock, bpool(), node_);
     if (!mine) {
       return std::unexpected(backendError(mine.error(), "listing this node's blocks"));
     }

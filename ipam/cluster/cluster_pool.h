@@ -98,6 +98,10 @@ class ClusterPool final : public BlockSource {
   struct Pass;  // one periodic pass (cluster_pool_pass.cpp)
 
   // Backend and ledger.
+  /// The pool's name in the backend (IdentSpace::backendPool): every backend call names the pool so.
+  [[nodiscard]] std::string bpool() const { return grid_.space().backendPool(cluster_.pool); }
+  /// The name of `ip`'s address claim in the backend and the ledger (IdentSpace::claimName).
+  [[nodiscard]] std::string nameOf(const net::IpAddress& ip) const { return grid_.space().claimName(ip); }
   cni::Result<BlockBackend*> backend();
   cni::Result<void> save();
   cni::Error backendError(const BackendError& e, const std::string& action) const;

@@ -48,8 +48,11 @@ cni::Result<void> ClusterPool::claimNamed(const net::IpAddress& ip, const Attach
     return cni::fail(cni::Errc::kTryAgainLater,
                      what + " " + ip.toString() + " lies in block " + blk->describe() + " of pool " +
                          cni::quoted(cluster_.pool) + ", which node " + (*r)->node +
-                         " holds and hands out from; a pod can name an address of a block no node holds or this "
-                         "node holds, or use ipam.reservations (reserved addresses are skipped by every node)");
+                         " holds and hands out from; a pod can name " + std::string(grid_.space().aNoun) +
+                         " of a block no node holds or this node holds" +
+                         (grid_.space().kind == SpaceKind::kIp
+                              ? ", or use ipam.reservations (reserved addresses are skipped by every node)"
+                              : ""));
   }
   return {};
 }
@@ -59,7 +62,7 @@ cni::Result<void> ClusterPool::claimNamed(const net::IpAddress& ip, const Attach
 // before its predecessor's DEL). The claim names the pod: the pod's next sandbox adopts it.
 cni::Result<void> ClusterPool::claimReserved(const net::IpAddress& ip, const AttachmentKey& key, const PodRef& pod,
                                              const std::string& what) {
-  const std::string name = ip.toString();
+  const std::string name = nameOf(ip);
   const ClaimAttrs attrs{ownerOf(key), pod.toString(), ""};
   if (LedgerEntry* e = address(name); e != nullptr && e->state == State::kOwned && e->attrs == attrs) {
     return {};
@@ -82,23 +85,23 @@ cni::Result<void> ClusterPool::claimReserved(const net::IpAddress& ip, const Att
     std::erase_if(ledger_.addresses, [&](const LedgerEntry& e) { return e.name == name; });
     return save();
   };
-  auto outcome = be.claim(ClaimKind::kAddress, cluster_.pool, name, node_, attrs);
+  auto outcome = be.claim(ClaimKind::kAddress, bpool(), name, node_, attrs);
   if (outcome && outcome->state == ClaimState::kHeldByOther && outcome->holder.lapsed) {
     // Its holder may be gone for good (a StatefulSet pod recreated after its node was deleted).
-    outcome = be.takeOver(ClaimKind::kAddress, cluster_.pool, name, node_, outcome->holder, attrs);
+    outcome = be.takeOver(ClaimKind::kAddress, bpool(), name, node_, outcome->holder, attrs);
   }
   if (!outcome) {
     if (!retryable(outcome.error())) {
       (void)forget();
     }
-    return std::unexpected(backendError(outcome.error(), "claiming " + what + " " + name));
+    return std::unexpected(backendError(outcome.error(), "claiming " + what + " " + ip.toString()));
   }
   if (outcome->state == ClaimState::kHeldByOther) {
     (void)forget();
     const auto& h = outcome->holder;
     return cni::fail(cni::Errc::kTryAgainLater,
-                     what + " " + name + " is held in pool " + cni::quoted(cluster_.pool) + " by node " + h.node +
-                         (h.attrs.pod.empty() ? "" : " for pod " + h.attrs.pod) + " (" + h.attrs.owner +
+                     what + " " + ip.toString() + " is held in pool " + cni::quoted(cluster_.pool) + " by node " +
+                         h.node + (h.attrs.pod.empty() ? "" : " for pod " + h.attrs.pod) + " (" + h.attrs.owner +
                          "); it is given out once that attachment is deleted (that node's agent gives it back) or "
                          "that node is gone (its Node deleted)");
   }
@@ -123,14 +126,17 @@ cni::Error ClusterPool::exhausted(std::size_t set) {
     }
   }
   const auto& rs = config_.rangeSets.at(set);
-  const std::string head = "no free address in pool " + cni::quoted(cluster_.pool) + " (" + rs.path + " = " +
-                           rs.describe() + "): node " + node_ + " holds " + std::to_string(count) + " block(s) of " +
-                           std::to_string(grid_.blockSize()) + " addresses" + (mine.empty() ? "" : " (" + mine + ")") +
-                           ", all in use, and none of the pool's " + toDecimal(grid_.count(set)) + " blocks is free";
+  const IdentSpace& space = grid_.space();
+  const std::string head = "no free " + std::string(space.noun) + " in pool " + cni::quoted(cluster_.pool) + " (" +
+                           rs.path + " = " + rs.describe() + "): node " + node_ + " holds " + std::to_string(count) +
+                           " block(s) of " + std::to_string(grid_.blockSize()) + " " + std::string(space.nouns) +
+                           (mine.empty() ? "" : " (" + mine + ")") + ", all in use, and none of the pool's " +
+                           toDecimal(grid_.count(set)) + " blocks is free";
   if (asked_) {
     return cni::Error{cni::Errc::kTryAgainLater,
-                      head + "; the nodes holding blocks were asked to give back empty ones or lend addresses (their "
-                             "agents do within one reconcileInterval): the runtime's retry gets one",
+                      head + "; the nodes holding blocks were asked to give back empty ones or lend " +
+                          std::string(space.nouns) +
+                          " (their agents do within one reconcileInterval): the runtime's retry gets one",
                       {}};
   }
   return cni::Error{kIpamExhausted,
