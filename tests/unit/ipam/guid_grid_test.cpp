@@ -5,11 +5,13 @@
 // numbers.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <random>
 #include <set>
 
 #include "ipam/cluster/block_grid.h"
 #include "ipam/cluster/cluster_definition.h"
+#include "ipam/cluster/node_identity.h"
 #include "store_test_util.h"
 
 namespace ibcni::ipam::testing {
@@ -159,6 +161,26 @@ TEST(GuidPoolDefinition, TwoGuidPoolsOverTheSameGuidsOverlapAndDifferInTheirFiel
   apart.cluster = config::ClusterConf{};
   apart.cluster->blockSize = 512;
   EXPECT_EQ(compareDefinitions(d.guid, definitionFields(apart))->field, "blockSize");
+}
+
+TEST(GuidPoolNode, ItsStateIsUnderDotGuidAndItsMessagesNameGuidPoolsCluster) {
+  EXPECT_EQ(clusterPoolDir("/run/ibcni-ipam", "ib-p", SpaceKind::kGuid), "/run/ibcni-ipam/.guid/ib-p");
+  EXPECT_EQ(clusterPoolDir("/run/ibcni-ipam", "ib-p"), "/run/ibcni-ipam/.cluster/ib-p");
+  config::ClusterConf c;
+  c.path = "guidPool.cluster";
+  c.nodeName = "gpu-7";
+  auto id = clusterNodeIdentity(c, "");
+  ASSERT_TRUE(id);
+  EXPECT_EQ(id->source, "guidPool.cluster.nodeName");
+  TempDir tmp;
+  const std::string file = tmp.path() + "/node-name";
+  std::ofstream(file) << "Not_A_Node\n";
+  c.nodeName.clear();
+  auto bad = clusterNodeIdentity(c, file);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code, cni::Errc::kInvalidConfig);
+  EXPECT_EQ(bad.error().msg.find("guidPool.cluster.nodeName is not set and " + file), 0U) << bad.error().msg;
+  EXPECT_EQ(bad.error().msg.find("ipam.cluster"), std::string::npos) << bad.error().msg;
 }
 
 }  // namespace
