@@ -165,5 +165,21 @@ TEST_F(GuidClusterPoolTest, TwoNodesHoldDistinctBlocksAndAnEmptyBlockIsGivenBack
   EXPECT_EQ(blocks.begin()->second, "b");
 }
 
+TEST_F(GuidClusterPoolTest, AFullPoolSaysSoInGuids) {
+  for (int i = 0; i < 16; ++i) {
+    EXPECT_TRUE(guid("a", "c" + std::to_string(i)).isGuid());
+  }
+  EXPECT_EQ(etcdBlocks("guid_gpool").size(), 4U);
+  auto full = allocate("a", "c16");
+  ASSERT_FALSE(full);
+  EXPECT_EQ(full.error().code, cni::Errc::kTryAgainLater) << "the holders were asked for room";
+  EXPECT_THAT(full.error().msg, HasSubstr("no free GUID in pool \"gpool\" (guidPool.range = "));
+  EXPECT_THAT(full.error().msg, HasSubstr("node a holds 4 block(s) of 4 GUIDs ("));
+  EXPECT_THAT(full.error().msg, HasSubstr("02:00:00:00:00:00:01:0c-02:00:00:00:00:00:01:0f"));
+  EXPECT_THAT(full.error().msg, HasSubstr("none of the pool's 4 blocks is free; the nodes holding blocks were asked "
+                                          "to give back empty ones or lend GUIDs"));
+  EXPECT_THAT(full.error().msg, Not(HasSubstr("address")));
+}
+
 }  // namespace
 }  // namespace ibcni::ipam::testing
