@@ -118,7 +118,7 @@ cni::Result<KubernetesBlockBackend::Options> KubernetesBlockBackend::optionsFor(
   auto kc = loadKubeconfig(cluster.kubernetes.kubeconfig, cluster.kubernetes.context);
   if (!kc) {
     return cni::fail(cni::Errc::kInvalidConfig,
-                     "ipam.cluster.kubernetes.kubeconfig: " + kc.error().describe() +
+                     cluster.path + ".kubernetes.kubeconfig: " + kc.error().describe() +
                          "; the DaemonSet's installer writes " + std::string(config::kDefaultKubeconfig) +
                          " (README \"IPAM\")");
   }
@@ -127,7 +127,8 @@ cni::Result<KubernetesBlockBackend::Options> KubernetesBlockBackend::optionsFor(
   o.timeout = cluster.timeout;
   o.leaseDuration = cluster.leaseDuration;
   if (auto v = validate(o); !v) {
-    return std::unexpected(toCniError(v.error(), "ipam.cluster.kubernetes (kubeconfig " + cluster.kubernetes.kubeconfig + ")"));
+    return std::unexpected(
+        toCniError(v.error(), cluster.path + ".kubernetes (kubeconfig " + cluster.kubernetes.kubeconfig + ")"));
   }
   return o;
 }

@@ -12,7 +12,7 @@ cni::Result<std::unique_ptr<ipam::BlockBackend>> etcdBackend(http::HttpClient& c
                                                              const ipam::BackendContext& ctx) {
   auto o = ipam::EtcdBlockBackend::optionsFor(c, ctx.etcdLease, ctx.onLeaseGranted);
   if (auto v = ipam::EtcdBlockBackend::validate(o); !v) {
-    return std::unexpected(ipam::toCniError(v.error(), "ipam.cluster.etcd"));
+    return std::unexpected(ipam::toCniError(v.error(), c.path + ".etcd"));
   }
   return std::make_unique<ipam::EtcdBlockBackend>(client, std::move(o));
 }

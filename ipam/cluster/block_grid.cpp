@@ -19,40 +19,22 @@ U128 randomBelow(U128 n, std::mt19937_64& rng) {
 }  // namespace
 
 std::string blockKeyOf(const net::IpPrefix& cidr) {
-  return cidr.network().address.toString() + "-" + std::to_string(cidr.prefixLen);
+  return ipSpace().blockKey(cidr.address, net::bitsOf(cidr.address.family) - cidr.prefixLen);
 }
 
-std::optional<KeySpan> spanOfKey(std::string_view key) {
-  const auto dash = key.rfind('-');
-  if (dash == std::string_view::npos) {
-    return std::nullopt;
-  }
-  auto ip = net::IpAddress::parse(key.substr(0, dash));
-  int len = -1;
-  const auto lenText = key.substr(dash + 1);
-  if (!ip || lenText.empty() || lenText.size() > 3 ||
-      !std::all_of(lenText.begin(), lenText.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    return std::nullopt;
-  }
-  len = std::stoi(std::string(lenText));
-  const int bits = net::bitsOf(ip->family);
-  if (len > bits) {
-    return std::nullopt;
-  }
-  const net::IpPrefix cidr{*ip, len};
-  return KeySpan{ip->family, {firstOf(cidr), lastOf(cidr)}};
-}
+std::optional<KeySpan> spanOfKey(std::string_view key) { return ipSpace().spanOfKey(key); }
 
 BlockGrid::BlockGrid(const config::IpamConfig& config, std::uint32_t blockSize,
                      std::vector<std::vector<Interval>> allowed)
-    : blockSize_(blockSize), allowed_(std::move(allowed)) {
+    : space_(&spaceOf(config)), blockSize_(blockSize), allowed_(std::move(allowed)) {
   const U128 bs = blockSize_;
   for (const auto& set : config.rangeSets) {
     families_.push_back(set.family);
     std::vector<Interval> idx;
     for (const auto& r : set.ranges) {
       idx.push_back({toInt(r.rangeStart) / bs, toInt(r.rangeEnd) / bs});
-      fingerprint_ += (fingerprint_.empty() ? "" : " ") + r.subnet.toString() + "[" + r.rangeStart.toString() + "-" +
+      const std::string subnet = space_->kind == SpaceKind::kIp ? r.subnet.toString() : "";
+      fingerprint_ += (fingerprint_.empty() ? "" : " ") + subnet + "[" + r.rangeStart.toString() + "-" +
                       r.rangeEnd.toString() + "]";
     }
     fingerprint_ += ";";
@@ -61,11 +43,11 @@ BlockGrid::BlockGrid(const config::IpamConfig& config, std::uint32_t blockSize,
   fingerprint_ += " blockSize " + std::to_string(blockSize_);
 }
 
-Block BlockGrid::blockAt(std::size_t set, U128 start) const {
-  const int fam = families_[set];
-  const int bits = net::bitsOf(fam);
-  net::IpPrefix cidr{fromInt(start, fam), bits - log2Of(blockSize_)};
-  return Block{set, cidr, blockKeyOf(cidr), {start, start + blockSize_ - 1}};
+Block BlockGrid::blockAt(std::size_t set, U128 start, int family) const {
+  const int log2 = log2Of(blockSize_);
+  const net::IpAddress first = fromInt(start, family);
+  return Block{set, net::IpPrefix{first, net::bitsOf(family) - log2}, space_->blockKey(first, log2),
+               {start, start + blockSize_ - 1}, space_};
 }
 
 bool BlockGrid::allocatable(std::size_t set, const Interval& span) const {
@@ -81,26 +63,35 @@ std::optional<Block> BlockGrid::blockOf(const net::IpAddress& ip) const {
       continue;
     }
     if (findInterval(indexes_[s], v / blockSize_) >= 0) {
-      return blockAt(s, v / blockSize_ * blockSize_);
+      return blockAt(s, v / blockSize_ * blockSize_, ip.family);
     }
   }
   return std::nullopt;
 }
 
 std::optional<Block> BlockGrid::byKey(std::string_view key) const {
-  const auto dash = key.rfind('-');
-  if (dash == std::string_view::npos) {
+  auto span = space_->spanOfKey(key);
+  if (!span) {
     return std::nullopt;
   }
-  auto ip = net::IpAddress::parse(key.substr(0, dash));
-  if (!ip) {
-    return std::nullopt;
-  }
-  auto b = blockOf(*ip);
+  auto b = blockOf(fromInt(span->span.lo, span->family));
   if (!b || b->key != key) {
     return std::nullopt;
   }
   return b;
+}
+
+std::optional<Block> BlockGrid::anyByKey(std::string_view key) const {
+  if (auto b = byKey(key)) {
+    return b;
+  }
+  auto span = space_->spanOfKey(key);
+  if (!span) {
+    return std::nullopt;
+  }
+  const net::IpAddress first = fromInt(span->span.lo, span->family);
+  const int log2 = static_cast<int>(std::bit_width(static_cast<std::uint64_t>(span->span.hi - span->span.lo)));
+  return Block{0, net::IpPrefix{first, net::bitsOf(span->family) - log2}, std::string(key), span->span, space_};
 }
 
 U128 BlockGrid::count(std::size_t set) const { return totalSize(indexes_.at(set)); }
@@ -140,7 +131,7 @@ std::vector<Block> BlockGrid::candidates(std::size_t set, const std::set<std::st
       continue;
     }
     takenStarts.insert(start);  // not twice
-    out.push_back(blockAt(set, start));
+    out.push_back(blockAt(set, start, families_[set]));
   }
   constexpr U128 kEnumerate = 1U << 20;
   if (out.size() >= max || total > kEnumerate) {
@@ -156,7 +147,7 @@ std::vector<Block> BlockGrid::candidates(std::size_t set, const std::set<std::st
   }
   std::shuffle(free.begin(), free.end(), rng);
   for (std::size_t i = 0; i < free.size() && out.size() < max; ++i) {
-    out.push_back(blockAt(set, free[i]));
+    out.push_back(blockAt(set, free[i], families_[set]));
   }
   return out;
 }

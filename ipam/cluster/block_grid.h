@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Cluster mode's geometry: the range sets of a pool cut into aligned blocks of blockSize addresses.
+// Cluster mode's geometry: the range sets of a pool cut into aligned blocks of blockSize addresses
+// (or GUIDs: a GUID pool's range sets have no subnet, its blocks are aligned runs inside its ranges).
 #pragma once
 
 #include <cstddef>
@@ -11,33 +12,29 @@
 #include <vector>
 
 #include "ipam/policy/allocation.h"
+#include "ipam/policy/allocation_space.h"
 #include "ibcni/config/ipam_conf.h"
 
 namespace ibcni::ipam {
 
-/// One block: an aligned CIDR of blockSize addresses inside a range set.
+/// One block: an aligned run of blockSize values inside a range set (for addresses, a CIDR).
 struct Block {
   std::size_t set = 0;
-  net::IpPrefix cidr;
-  std::string key;  ///< "10.56.0.32-27", "fd00::20-123": the name a backend claims
-  Interval span;    ///< every address of the CIDR
+  net::IpPrefix cidr;  ///< the block's first value and its prefix length (64 - log2 blockSize for GUIDs)
+  std::string key;     ///< "10.56.0.32-27", "fd00::20-123", "0200000000000100-8": the name a backend claims
+  Interval span;       ///< every value of the block
+  const IdentSpace* space = &ipSpace();
 
-  /// "10.56.0.32/27"
-  [[nodiscard]] std::string describe() const { return cidr.toString(); }
-};
-
-/// "<network address>-<prefix length>" of `cidr`.
-[[nodiscard]] std::string blockKeyOf(const net::IpPrefix& cidr);
-
-/// The addresses a block key names, whatever the configuration: its family and span.
-struct KeySpan {
-  int family = 0;
-  Interval span;
-  [[nodiscard]] bool contains(const net::IpAddress& ip) const {
-    return ip.family == family && toInt(ip) >= span.lo && toInt(ip) <= span.hi;
+  /// For people: "10.56.0.32/27", "02:00:00:00:00:00:01:00-02:00:00:00:00:00:01:ff".
+  [[nodiscard]] std::string describe() const {
+    return space->describeBlock(cidr.address, net::bitsOf(cidr.address.family) - cidr.prefixLen);
   }
 };
-/// The span of block key `key` ("10.56.0.32-27"); nullopt when it is not one.
+
+/// "<network address>-<prefix length>" of `cidr` (ipSpace().blockKey).
+[[nodiscard]] std::string blockKeyOf(const net::IpPrefix& cidr);
+
+/// The span of IP block key `key` ("10.56.0.32-27"); nullopt when it is not one (ipSpace().spanOfKey).
 [[nodiscard]] std::optional<KeySpan> spanOfKey(std::string_view key);
 
 /// The blocks of a pool's range sets. A block belongs to a range set when it overlaps one of its
@@ -46,10 +43,14 @@ struct KeySpan {
 class BlockGrid {
  public:
   /// `allowed[set]`: the addresses round-robin may hand out in each range set (Allocator::allowed).
+  /// The space (keys, descriptions) is spaceOf(config).
   BlockGrid(const config::IpamConfig& config, std::uint32_t blockSize, std::vector<std::vector<Interval>> allowed);
 
   /// The block `key` names, when it is one of this pool's.
   [[nodiscard]] std::optional<Block> byKey(std::string_view key) const;
+  /// The block any key of this space names, this pool's or not (set 0 when it is not one of this
+  /// pool's); nullopt when `key` is no block key.
+  [[nodiscard]] std::optional<Block> anyByKey(std::string_view key) const;
   /// The block holding `ip`, when it lies in a range set's blocks.
   [[nodiscard]] std::optional<Block> blockOf(const net::IpAddress& ip) const;
   /// How many blocks range set `set` has (saturating).
@@ -59,15 +60,18 @@ class BlockGrid {
   /// they find too few (a nearly full pool), every free block of a set of up to 2^20 blocks.
   [[nodiscard]] std::vector<Block> candidates(std::size_t set, const std::set<std::string>& taken, std::size_t max,
                                               std::mt19937_64& rng) const;
-  /// The pool's shape: every range (subnet, start, end) of every range set, and the block size.
+  /// The pool's shape: every range (subnet, start, end; a GUID range has no subnet) of every range
+  /// set, and the block size.
   /// Two configurations with the same fingerprint cut the same blocks.
   [[nodiscard]] const std::string& fingerprint() const { return fingerprint_; }
   [[nodiscard]] std::uint32_t blockSize() const { return blockSize_; }
+  [[nodiscard]] const IdentSpace& space() const { return *space_; }
 
  private:
-  [[nodiscard]] Block blockAt(std::size_t set, U128 start) const;
+  [[nodiscard]] Block blockAt(std::size_t set, U128 start, int family) const;
   [[nodiscard]] bool allocatable(std::size_t set, const Interval& span) const;
 
+  const IdentSpace* space_;
   std::uint32_t blockSize_;
   std::vector<int> families_;
   /// Per set: the starts of its blocks as intervals of block indexes (start / blockSize).

@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <vector>
 
+#include "ipam/policy/allocation_space.h"
 #include "ibcni/net/address_math.h"
 
 namespace ibcni::ipam {
@@ -14,23 +16,33 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kFields[] = {"ranges", "blockSize", "reservations", "exclude"};
+constexpr const char* kGuidFields[] = {"kind", "guidRanges", "blockSize"};
+constexpr const char* kGuidKind = "guid";
+
+bool isGuidPool(const json& j) { return j.is_object() && j.value("kind", "") == kGuidKind; }
 
 struct Span {
   int family = 0;
   net::Interval span;
 };
 
-/// Every range's [rangeStart, rangeEnd] of a definition text; nullopt when it is not one.
-std::optional<std::vector<Span>> spansOf(const std::string& fields) {
-  const json j = json::parse(fields, nullptr, false);
-  if (!j.is_object() || !j.contains("ranges") || !j["ranges"].is_array()) {
+/// Every range's [rangeStart, rangeEnd] of a definition text (a GUID pool's: [first, last]); nullopt
+/// when it is not one.
+std::optional<std::vector<Span>> spansOf(const json& j) {
+  const bool guids = isGuidPool(j);
+  const char* key = guids ? "guidRanges" : "ranges";
+  if (!j.is_object() || !j.contains(key) || !j[key].is_array()) {
     return std::nullopt;
   }
+  const auto value = [&](const json& r, const char* field) {
+    const std::string text = r.is_object() ? r.value(field, "") : "";
+    return guids ? guidSpace().fromClaimName(text) : net::IpAddress::parse(text);
+  };
   std::vector<Span> out;
-  for (const auto& set : j["ranges"]) {
+  for (const auto& set : j[key]) {
     for (const auto& r : set.is_array() ? set : json::array()) {
-      auto start = r.is_object() ? net::IpAddress::parse(r.value("rangeStart", "")) : std::nullopt;
-      auto end = r.is_object() ? net::IpAddress::parse(r.value("rangeEnd", "")) : std::nullopt;
+      auto start = value(r, guids ? "first" : "rangeStart");
+      auto end = value(r, guids ? "last" : "rangeEnd");
       if (!start || !end || start->family != end->family) {
         return std::nullopt;
       }
@@ -43,6 +55,18 @@ std::optional<std::vector<Span>> spansOf(const std::string& fields) {
 }  // namespace
 
 std::string definitionFields(const config::IpamConfig& config) {
+  const std::uint32_t blockSize = config.cluster ? config.cluster->blockSize : 0;
+  if (spaceOf(config).kind == SpaceKind::kGuid) {
+    json sets = json::array();
+    for (const auto& set : config.rangeSets) {
+      json rs = json::array();
+      for (const auto& r : set.ranges) {
+        rs.push_back(json{{"first", guidSpace().claimName(r.rangeStart)}, {"last", guidSpace().claimName(r.rangeEnd)}});
+      }
+      sets.push_back(std::move(rs));
+    }
+    return json{{"kind", kGuidKind}, {"guidRanges", sets}, {"blockSize", blockSize}}.dump();
+  }
   json ranges = json::array();
   for (const auto& set : config.rangeSets) {
     json rs = json::array();
@@ -68,7 +92,6 @@ std::string definitionFields(const config::IpamConfig& config) {
   }
   std::sort(exclude.begin(), exclude.end());
   exclude.erase(std::unique(exclude.begin(), exclude.end()), exclude.end());
-  const std::uint32_t blockSize = config.cluster ? config.cluster->blockSize : 0;
   return json{{"ranges", ranges}, {"blockSize", blockSize}, {"reservations", reservations}, {"exclude", exclude}}
       .dump();
 }
@@ -79,7 +102,8 @@ std::optional<FieldDifference> compareDefinitions(const std::string& mine, const
   if (!a.is_object() || !b.is_object()) {
     return FieldDifference{"ranges", mine, theirs};
   }
-  for (const char* f : kFields) {
+  const bool guids = isGuidPool(a) || isGuidPool(b);
+  for (const char* f : guids ? std::span<const char* const>(kGuidFields) : std::span<const char* const>(kFields)) {
     const json x = a.contains(f) ? a[f] : json();
     const json y = b.contains(f) ? b[f] : json();
     if (x != y) {
@@ -90,9 +114,11 @@ std::optional<FieldDifference> compareDefinitions(const std::string& mine, const
 }
 
 std::optional<std::string> overlapOf(const std::string& a, const std::string& b) {
-  auto x = spansOf(a);
-  auto y = spansOf(b);
-  if (!x || !y) {
+  const json ja = json::parse(a, nullptr, false);
+  const json jb = json::parse(b, nullptr, false);
+  auto x = spansOf(ja);
+  auto y = spansOf(jb);
+  if (!x || !y || isGuidPool(ja) != isGuidPool(jb)) {
     return std::nullopt;
   }
   for (const auto& s : *x) {

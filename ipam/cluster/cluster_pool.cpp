@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // ClusterPool: what ADD does (reading the ledger, the checks before handing out, claiming room).
-// The periodic pass is in cluster_pool_pass.cpp, what both share in cluster_pool_sync.cpp.
+// Addresses named by pods and the exhaustion message are in cluster_pool_named.cpp, the periodic
+// pass is in cluster_pool_pass.cpp, what both share in cluster_pool_sync.cpp.
 #include "ipam/cluster/cluster_pool.h"
 
 #include <algorithm>
@@ -25,18 +26,16 @@ constexpr std::chrono::seconds kPendingRetry{30};
 /// s is trusted until s + lease x (1 - 2 kDrift) - margin.
 constexpr double kDrift = 1e-3;
 
-std::string ownerOf(const AttachmentKey& key) { return key.containerId + ":" + key.ifName; }
-
-bool retryable(const BackendError& e) {
-  // The claim may have reached the backend: keep the intent, the next call finds out.
-  return e.kind == BackendErrc::kTimeout || e.kind == BackendErrc::kUnreachable || e.kind == BackendErrc::kBadAnswer;
-}
-
 std::string seconds(std::chrono::nanoseconds d) {
   return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(d).count()) + " s";
 }
 
 }  // namespace
+
+bool ClusterPool::retryable(const BackendError& e) {
+  // The claim may have reached the backend: keep the intent, the next call finds out.
+  return e.kind == BackendErrc::kTimeout || e.kind == BackendErrc::kUnreachable || e.kind == BackendErrc::kBadAnswer;
+}
 
 ClusterPool::ClusterPool(const config::IpamConfig& config, std::string network, std::string node, std::string dir,
                          const Allocator& allocator, BackendFactory factory, BootClock bootClock,
@@ -69,7 +68,7 @@ ClusterPool::ClusterPool(const config::IpamConfig& config, std::string network, 
 }
 
 cni::Error ClusterPool::backendError(const BackendError& e, const std::string& action) const {
-  return toCniError(e, action + " of pool " + cni::quoted(cluster_.pool) + " (ipam.cluster.backend " +
+  return toCniError(e, action + " of pool " + cni::quoted(cluster_.pool) + " (" + cluster_.path + ".backend " +
                            std::string(config::clusterBackendName(cluster_.backend)) + ")");
 }
 
@@ -78,7 +77,7 @@ cni::Result<BlockBackend*> ClusterPool::backend() {
     return backend_.get();
   }
   if (!factory_) {
-    return cni::fail(cni::Errc::kInvalidEnvironment, "ipam.cluster is not supported by this build of ibcni-ipam");
+    return cni::fail(cni::Errc::kInvalidEnvironment, cluster_.path + " is not supported by this build of ibcni-ipam");
   }
   BackendContext ctx{node_, ledger_.etcdLease, [this](std::int64_t id) {
                        ledger_.etcdLease = id;
@@ -132,7 +131,7 @@ void ClusterPool::recompute() {
     if (e.state != State::kOwned || e.attrs.lender.empty()) {
       continue;  // a named address is handed out to its pod by claimNamed, not round-robin
     }
-    auto ip = net::IpAddress::parse(e.name);
+    auto ip = grid_.space().fromClaimName(e.name);
     auto b = ip ? grid_.blockOf(*ip) : std::nullopt;
     if (b && b->set < owned_.size()) {
       owned_[b->set].push_back({toInt(*ip), toInt(*ip)});
@@ -191,7 +190,8 @@ cni::Result<void> ClusterPool::checkIdentity() const {
   return cni::fail(cni::Errc::kInvalidConfig,
                    "this node is named " + cni::quoted(node_) + " but its blocks of pool " + cni::quoted(cluster_.pool) +
                        " were claimed as node " + cni::quoted(ledger_.node) + " (ledger " + dir_ + "/" +
-                       kLedgerFileName + "); set ipam.cluster.nodeName to the node's Kubernetes name and keep it");
+                       kLedgerFileName + "); set " + cluster_.path +
+                       ".nodeName to the node's Kubernetes name and keep it");
 }
 
 cni::Result<void> ClusterPool::prepare() {
@@ -237,7 +237,7 @@ cni::Result<void> ClusterPool::resolvePending() {
   }
   std::vector<Claim> mine;
   for (auto kind : {ClaimKind::kBlock, ClaimKind::kAddress}) {
-    auto list = (*b)->list(kind, cluster_.pool, node_);
+    auto list = (*b)->list(kind, bpool(), node_);
     if (!list) {
       log::warn("pool {}: cannot resolve a pending claim: {}", cluster_.pool, list.error().describe());
       return {};
@@ -264,7 +264,7 @@ cni::Result<void> ClusterPool::confirm() {
     return std::unexpected(b.error());
   }
   const auto held = heldClaims();
-  auto renewed = (*b)->renew(node_, cluster_.pool, held);
+  auto renewed = (*b)->renew(node_, bpool(), held);
   if (!renewed) {
     const std::string when = ago ? seconds(*ago) + " ago" : "never on this boot";
     return std::unexpected(backendError(renewed.error(), "confirming that node " + node_ + " still holds its blocks "
@@ -288,8 +288,8 @@ cni::Result<std::optional<Holder>> ClusterPool::claimBlock(BlockBackend& be, con
     ledger_.blocks.pop_back();
     return std::unexpected(s.error());
   }
-  auto outcome = takeFrom != nullptr ? be.takeOver(ClaimKind::kBlock, cluster_.pool, blk.key, node_, *takeFrom, {})
-                                     : be.claim(ClaimKind::kBlock, cluster_.pool, blk.key, node_, {});
+  auto outcome = takeFrom != nullptr ? be.takeOver(ClaimKind::kBlock, bpool(), blk.key, node_, *takeFrom, {})
+                                     : be.claim(ClaimKind::kBlock, bpool(), blk.key, node_, {});
   const auto forget = [&] {
     std::erase_if(ledger_.blocks, [&](const LedgerEntry& e) { return e.name == blk.key; });
     return save();
@@ -338,7 +338,7 @@ cni::Result<bool> ClusterPool::claimFree(BlockBackend& be, std::size_t set) {
   }
   bool listed = false;
   const auto listAll = [&]() -> cni::Result<void> {
-    auto list = be.list(ClaimKind::kBlock, cluster_.pool, std::nullopt);
+    auto list = be.list(ClaimKind::kBlock, bpool(), std::nullopt);
     if (!list) {
       return std::unexpected(backendError(list.error(), "listing the blocks"));
     }
@@ -386,7 +386,7 @@ cni::Result<bool> ClusterPool::claimFree(BlockBackend& be, std::size_t set) {
 
 // Addresses other nodes lent this node (after it asked for room), adopted into the ledger.
 cni::Result<bool> ClusterPool::adoptLoans(BlockBackend& be, std::size_t set) {
-  auto mine = be.list(ClaimKind::kAddress, cluster_.pool, node_);
+  auto mine = be.list(ClaimKind::kAddress, bpool(), node_);
   if (!mine) {
     return std::unexpected(backendError(mine.error(), "listing the addresses lent to this node"));
   }
@@ -410,7 +410,7 @@ cni::Result<void> ClusterPool::askForRoom(BlockBackend& be) {
   if (auto s = save(); !s) {
     return s;
   }
-  if (auto d = be.demand(cluster_.pool, node_, 1); !d) {
+  if (auto d = be.demand(bpool(), node_, 1); !d) {
     return std::unexpected(backendError(d.error(), "asking the pool's holders for room"));
   }
   const auto age = os::elapsed(ledger_.demandedAt, now);
@@ -434,7 +434,7 @@ cni::Result<bool> ClusterPool::grow(std::size_t set) {
                                    [](const auto& e) { return e.state == State::kIntent; });
   if (fresh || pending) {
     const U128 before = totalSize(owned_.at(set));
-    auto mine = be.list(ClaimKind::kBlock, cluster_.pool, node_);
+    auto mine = be.list(ClaimKind::kBlock, bpool(), node_);
     if (!mine) {
       return std::unexpected(backendError(mine.error(), "listing this node's blocks"));
     }
@@ -457,131 +457,6 @@ cni::Result<bool> ClusterPool::grow(std::size_t set) {
     return std::unexpected(a.error());
   }
   return false;
-}
-
-cni::Result<void> ClusterPool::claimNamed(const net::IpAddress& ip, const AttachmentKey& key, const PodRef& pod,
-                                          const std::string& what) {
-  if (what.starts_with("reserved")) {
-    return claimReserved(ip, key, pod, what);
-  }
-  // A requested address is this node's to give when its block is: inside an owned block (or lent
-  // to this node) the node-local store decides; a free block is claimed; another node's block is
-  // that node's to hand out from.
-  auto blk = grid_.blockOf(ip);
-  if (!blk || findInterval(owned_.at(blk->set), toInt(ip)) >= 0) {
-    return {};
-  }
-  auto b = backend();
-  if (!b) {
-    return std::unexpected(b.error());
-  }
-  if (auto d = define(**b); !d) {
-    return std::unexpected(d.error());
-  }
-  if (block(blk->key) != nullptr) {
-    return cni::fail(cni::Errc::kTryAgainLater, what + " " + ip.toString() + " lies in block " + blk->describe() +
-                                                    " of pool " + cni::quoted(cluster_.pool) +
-                                                    ", which this node is claiming or giving back; try again");
-  }
-  auto r = claimBlock(**b, *blk, nullptr);
-  if (!r) {
-    return std::unexpected(r.error());
-  }
-  if (*r) {
-    return cni::fail(cni::Errc::kTryAgainLater,
-                     what + " " + ip.toString() + " lies in block " + blk->describe() + " of pool " +
-                         cni::quoted(cluster_.pool) + ", which node " + (*r)->node +
-                         " holds and hands out from; a pod can name an address of a block no node holds or this "
-                         "node holds, or use ipam.reservations (reserved addresses are skipped by every node)");
-  }
-  return {};
-}
-
-// A reserved address is skipped by every node's allocator: only the pod it is reserved for gets it,
-// wherever it lies; its own claim keeps it to one node at a time (a pod recreated on another node
-// before its predecessor's DEL). The claim names the pod: the pod's next sandbox adopts it.
-cni::Result<void> ClusterPool::claimReserved(const net::IpAddress& ip, const AttachmentKey& key, const PodRef& pod,
-                                             const std::string& what) {
-  const std::string name = ip.toString();
-  const ClaimAttrs attrs{ownerOf(key), pod.toString(), ""};
-  if (LedgerEntry* e = address(name); e != nullptr && e->state == State::kOwned && e->attrs == attrs) {
-    return {};
-  }
-  auto b = backend();
-  if (!b) {
-    return std::unexpected(b.error());
-  }
-  BlockBackend& be = **b;
-  if (auto d = define(be); !d) {
-    return std::unexpected(d.error());
-  }
-  std::erase_if(ledger_.addresses, [&](const LedgerEntry& e) { return e.name == name; });
-  ledger_.addresses.push_back(LedgerEntry{State::kIntent, 0, name, attrs, {}, {},
-                                          os::rfc3339(wallClock_()), bootClock_(), {}});
-  if (auto s = save(); !s) {
-    return s;
-  }
-  const auto forget = [&] {
-    std::erase_if(ledger_.addresses, [&](const LedgerEntry& e) { return e.name == name; });
-    return save();
-  };
-  auto outcome = be.claim(ClaimKind::kAddress, cluster_.pool, name, node_, attrs);
-  if (outcome && outcome->state == ClaimState::kHeldByOther && outcome->holder.lapsed) {
-    // Its holder may be gone for good (a StatefulSet pod recreated after its node was deleted).
-    outcome = be.takeOver(ClaimKind::kAddress, cluster_.pool, name, node_, outcome->holder, attrs);
-  }
-  if (!outcome) {
-    if (!retryable(outcome.error())) {
-      (void)forget();
-    }
-    return std::unexpected(backendError(outcome.error(), "claiming " + what + " " + name));
-  }
-  if (outcome->state == ClaimState::kHeldByOther) {
-    (void)forget();
-    const auto& h = outcome->holder;
-    return cni::fail(cni::Errc::kTryAgainLater,
-                     what + " " + name + " is held in pool " + cni::quoted(cluster_.pool) + " by node " + h.node +
-                         (h.attrs.pod.empty() ? "" : " for pod " + h.attrs.pod) + " (" + h.attrs.owner +
-                         "); it is given out once that attachment is deleted (that node's agent gives it back) or "
-                         "that node is gone (its Node deleted)");
-  }
-  LedgerEntry* e = address(name);
-  e->state = State::kOwned;
-  e->identity = outcome->holder.identity;
-  e->version = outcome->holder.version;
-  if (auto s = save(); !s) {
-    return s;
-  }
-  return stillDefined(be, ClaimKind::kAddress, name, attrs.owner);
-}
-
-cni::Error ClusterPool::exhausted(std::size_t set) {
-  std::string mine;
-  std::size_t count = 0;
-  for (const auto& e : ledger_.blocks) {
-    if (e.state == State::kOwned && e.set == set) {
-      auto b = grid_.byKey(e.name);
-      mine += (mine.empty() ? "" : ", ") + (b ? b->describe() : e.name);
-      ++count;
-    }
-  }
-  const auto& rs = config_.rangeSets.at(set);
-  const std::string head = "no free address in pool " + cni::quoted(cluster_.pool) + " (" + rs.path + " = " +
-                           rs.describe() + "): node " + node_ + " holds " + std::to_string(count) + " block(s) of " +
-                           std::to_string(grid_.blockSize()) + " addresses" + (mine.empty() ? "" : " (" + mine + ")") +
-                           ", all in use, and none of the pool's " + toDecimal(grid_.count(set)) + " blocks is free";
-  if (asked_) {
-    return cni::Error{cni::Errc::kTryAgainLater,
-                      head + "; the nodes holding blocks were asked to give back empty ones or lend addresses (their "
-                             "agents do within one reconcileInterval): the runtime's retry gets one",
-                      {}};
-  }
-  return cni::Error{kIpamExhausted,
-                    head + ", and the nodes holding blocks had none to give back or lend since they were asked " +
-                        std::to_string(cluster_.leaseDuration.count()) +
-                        " s ago and more: the pool is full. `ibcni-ipam pools` lists the blocks and their holders; "
-                        "to make the pool larger see ipam/README.md \"Changing a pool\"",
-                    {}};
 }
 
 }  // namespace ibcni::ipam

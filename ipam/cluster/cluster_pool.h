@@ -98,6 +98,10 @@ class ClusterPool final : public BlockSource {
   struct Pass;  // one periodic pass (cluster_pool_pass.cpp)
 
   // Backend and ledger.
+  /// The pool's name in the backend (IdentSpace::backendPool): every backend call names the pool so.
+  [[nodiscard]] std::string bpool() const { return grid_.space().backendPool(cluster_.pool); }
+  /// The name of `ip`'s address claim in the backend and the ledger (IdentSpace::claimName).
+  [[nodiscard]] std::string nameOf(const net::IpAddress& ip) const { return grid_.space().claimName(ip); }
   cni::Result<BlockBackend*> backend();
   cni::Result<void> save();
   cni::Error backendError(const BackendError& e, const std::string& action) const;
@@ -105,8 +109,10 @@ class ClusterPool final : public BlockSource {
   LedgerEntry* address(const std::string& name);
   void recompute();
   std::chrono::nanoseconds window() const;
+  /// A claim whose error may hide a write that reached the backend (its intent is kept).
+  static bool retryable(const BackendError& e);
 
-  // ADD's side (cluster_pool.cpp).
+  // ADD's side (cluster_pool.cpp; named addresses in cluster_pool_named.cpp).
   cni::Result<void> checkIdentity() const;
   cni::Result<void> checkDefinition() const;
   cni::Result<void> define(BlockBackend& be);

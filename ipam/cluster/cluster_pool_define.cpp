@@ -21,7 +21,10 @@ cni::Result<void> ClusterPool::checkDefinition() const {
   if (!diff) {
     return {};
   }
-  const std::string field = diff->field == "blockSize" ? "ipam.cluster.blockSize" : "ipam." + diff->field;
+  // A GUID pool's definition is its range and block size (guidRanges, kind: guidPool.range).
+  const std::string field = diff->field == "blockSize"                 ? cluster_.poolKeysPath + ".blockSize"
+                            : grid_.space().kind == SpaceKind::kIp ? "ipam." + diff->field
+                                                                   : config_.rangeSets.front().path;
   return cni::fail(cni::Errc::kInvalidConfig,
                    field + " of network " + cni::quoted(network_) + " is " + diff->mine +
                        ", but pool " + cni::quoted(cluster_.pool) + " (" + cluster_.poolPath + ") was defined by " +
@@ -36,7 +39,7 @@ cni::Result<void> ClusterPool::define(BlockBackend& be) {
   if (ledger_.definition) {
     return {};
   }
-  PoolDefinition def{cluster_.pool, fields_, "network " + network_ + " on node " + node_, {}, {}};
+  PoolDefinition def{bpool(), fields_, "network " + network_ + " on node " + node_, {}, {}};
   auto stored = be.definePool(def);
   if (!stored) {
     return std::unexpected(backendError(stored.error(), "recording the definition"));
@@ -88,20 +91,22 @@ cni::Result<void> ClusterPool::changeRegistry(BlockBackend& be, const std::strin
 
 cni::Result<void> ClusterPool::registerPool(BlockBackend& be, const std::string& fields) {
   return changeRegistry(be, "entered in it", [&](PoolRegistry& reg) -> cni::Result<bool> {
-    if (auto mine = reg.pools.find(cluster_.pool); mine != reg.pools.end() && mine->second == fields) {
+    if (auto mine = reg.pools.find(bpool()); mine != reg.pools.end() && mine->second == fields) {
       return false;
     }
-    for (const auto& [other, otherFields] : reg.pools) {
-      auto overlap = other == cluster_.pool ? std::nullopt : overlapOf(fields, otherFields);
+    for (const auto& [registered, otherFields] : reg.pools) {
+      auto overlap = registered == bpool() ? std::nullopt : overlapOf(fields, otherFields);
       if (overlap) {
+        // Definitions of one kind only overlap: the other pool is of this pool's space.
+        const std::string other = registered.substr(bpool().size() - cluster_.pool.size());
         return cni::fail(cni::Errc::kInvalidConfig,
                          "pool " + cni::quoted(cluster_.pool) + " (" + cluster_.poolPath + ", network " +
                              cni::quoted(network_) + ") overlaps pool " + cni::quoted(other) +
-                             ": both could hand out " + *overlap + "; give this network ipam.cluster.pool " +
-                             cni::quoted(other) + " with that pool's ranges, or ranges no other pool has");
+                             ": both could hand out " + *overlap + "; give this network " + cluster_.poolKeysPath +
+                             ".pool " + cni::quoted(other) + " with that pool's ranges, or ranges no other pool has");
       }
     }
-    reg.pools[cluster_.pool] = fields;
+    reg.pools[bpool()] = fields;
     return true;
   });
 }
@@ -125,14 +130,14 @@ cni::Result<void> ClusterPool::refreshDefinition() {
 // back at once, before anything is handed out from it.
 cni::Result<void> ClusterPool::stillDefined(BlockBackend& be, ClaimKind kind, const std::string& name,
                                             const std::string& owner) {
-  auto d = be.definition(cluster_.pool);
+  auto d = be.definition(bpool());
   if (!d) {
     return std::unexpected(backendError(d.error(), "reading the definition"));
   }
   if (*d && !(**d).closed && ledger_.definition && (**d).identity == ledger_.definition->identity) {
     return {};
   }
-  auto r = be.release(kind, cluster_.pool, name, node_, owner);
+  auto r = be.release(kind, bpool(), name, node_, owner);
   auto& list = kind == ClaimKind::kBlock ? ledger_.blocks : ledger_.addresses;
   if (r) {
     std::erase_if(list, [&](const LedgerEntry& e) { return e.name == name; });
@@ -148,7 +153,7 @@ cni::Result<void> ClusterPool::stillDefined(BlockBackend& be, ClaimKind kind, co
 
 cni::Result<void> ClusterPool::unregisterPool(BlockBackend& be) {
   return changeRegistry(be, "taken out of it",
-                        [&](PoolRegistry& reg) -> cni::Result<bool> { return reg.pools.erase(cluster_.pool) != 0; });
+                        [&](PoolRegistry& reg) -> cni::Result<bool> { return reg.pools.erase(bpool()) != 0; });
 }
 
 // Closed first: from now on no node claims under it (a claim made meanwhile is given back by
@@ -166,7 +171,7 @@ cni::Result<PoolDefinition> ClusterPool::closeDrained(BlockBackend& be, const Po
   std::string left;
   std::optional<cni::Error> failed;
   for (auto kind : {ClaimKind::kBlock, ClaimKind::kAddress}) {
-    auto claims = be.list(kind, cluster_.pool, std::nullopt);
+    auto claims = be.list(kind, bpool(), std::nullopt);
     if (!claims) {
       failed = backendError(claims.error(), "listing the claims");
       break;
@@ -203,7 +208,7 @@ cni::Result<ClusterPool::StoredDefinition> ClusterPool::storedDefinition() {
   if (!b) {
     return std::unexpected(b.error());
   }
-  auto current = (*b)->definition(cluster_.pool);
+  auto current = (*b)->definition(bpool());
   if (!current) {
     return std::unexpected(backendError(current.error(), "reading the definition"));
   }
@@ -217,7 +222,7 @@ cni::Result<PoolDefinition> ClusterPool::redefine() {
   }
   BlockBackend& be = *now->backend;
   const std::optional<PoolDefinition>& current = now->definition;
-  PoolDefinition next{cluster_.pool, fields_, "network " + network_ + " on node " + node_ + " (redefined)", {}, {}};
+  PoolDefinition next{bpool(), fields_, "network " + network_ + " on node " + node_ + " (redefined)", {}, {}};
   if (!current) {
     ledger_.definition.reset();
     if (auto d = define(be); !d) {
@@ -266,7 +271,7 @@ cni::Result<void> ClusterPool::retire() {
     if (auto u = unregisterPool(be); !u) {
       return u;
     }
-    auto removed = be.removeDefinition(cluster_.pool, closed->identity);
+    auto removed = be.removeDefinition(bpool(), closed->identity);
     if (!removed || !*removed) {
       return cni::fail(cni::Errc::kTryAgainLater,
                        "pool " + cni::quoted(cluster_.pool) + " is closed and out of the registry, but its definition " +

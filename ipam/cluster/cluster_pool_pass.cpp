@@ -9,7 +9,6 @@
 // back by the same rule as any other.
 
 #include <algorithm>
-#include <bit>
 #include <map>
 #include <set>
 
@@ -110,7 +109,7 @@ cni::Result<void> ClusterPool::Pass::checkDefinition() {
   if (!p.ledger_.definition) {
     return {};
   }
-  auto d = be.definition(p.cluster_.pool);
+  auto d = be.definition(p.bpool());
   if (!d) {
     return std::unexpected(error(d.error(), "reading the definition"));
   }
@@ -126,7 +125,7 @@ cni::Result<void> ClusterPool::Pass::checkDefinition() {
 cni::Result<void> ClusterPool::Pass::renew() {
   const auto claims = p.heldClaims();
   const auto sent = p.bootClock_();
-  auto renewed = be.renew(p.node_, p.cluster_.pool, claims);
+  auto renewed = be.renew(p.node_, p.bpool(), claims);
   if (!renewed) {
     return std::unexpected(error(renewed.error(), "renewing this node's claims"));
   }
@@ -141,15 +140,15 @@ cni::Result<void> ClusterPool::Pass::renew() {
 // The pool as the backend has it (its blocks, its address claims, the nodes asking for room), and
 // this node's part of it synced into the ledger.
 cni::Result<void> ClusterPool::Pass::list() {
-  auto b = be.list(ClaimKind::kBlock, p.cluster_.pool, std::nullopt);
+  auto b = be.list(ClaimKind::kBlock, p.bpool(), std::nullopt);
   if (!b) {
     return std::unexpected(error(b.error(), "listing the blocks"));
   }
-  auto a = be.list(ClaimKind::kAddress, p.cluster_.pool, std::nullopt);
+  auto a = be.list(ClaimKind::kAddress, p.bpool(), std::nullopt);
   if (!a) {
     return std::unexpected(error(a.error(), "listing the address claims"));
   }
-  auto d = be.demands(p.cluster_.pool);
+  auto d = be.demands(p.bpool());
   if (!d) {
     return std::unexpected(error(d.error(), "listing the demands"));
   }
@@ -165,7 +164,7 @@ cni::Result<void> ClusterPool::Pass::list() {
 }
 
 std::size_t ClusterPool::Pass::usedIn(const std::string& key, bool loansOnly) const {
-  const auto span = spanOfKey(key);
+  const auto span = p.grid_.space().spanOfKey(key);
   std::size_t n = 0;
   for (const auto& a : held) {
     const bool loan = !a.loanTo.empty();
@@ -188,7 +187,7 @@ void ClusterPool::Pass::reportLost() {
       return false;
     }
     std::string pods;
-    const auto span = spanOfKey(e.name);
+    const auto span = p.grid_.space().spanOfKey(e.name);
     for (const auto& a : held) {
       for (const auto& ip : a.addresses) {
         if (span && span->contains(ip)) {
@@ -205,7 +204,8 @@ void ClusterPool::Pass::reportLost() {
   });
   std::erase_if(p.ledger_.addresses, [&](const LedgerEntry& e) {
     return e.state == State::kLost && std::none_of(held.begin(), held.end(), [&](const Allocation& a) {
-             return std::any_of(a.addresses.begin(), a.addresses.end(), [&](const auto& ip) { return ip.toString() == e.name; });
+             return std::any_of(a.addresses.begin(), a.addresses.end(),
+                                [&](const auto& ip) { return p.nameOf(ip) == e.name; });
            });
   });
 }
@@ -216,7 +216,7 @@ void ClusterPool::Pass::markUnusedAddresses() {
   std::map<std::string, std::string> holderOf;  // address -> "<containerID>:<ifname>"
   for (const auto& a : held) {
     for (const auto& ip : a.addresses) {
-      holderOf[ip.toString()] = a.key.containerId + ":" + a.key.ifName;
+      holderOf[p.nameOf(ip)] = a.key.containerId + ":" + a.key.ifName;
     }
   }
   const auto now = p.bootClock_();
@@ -291,7 +291,7 @@ cni::Result<void> ClusterPool::Pass::giveBack() {
         ++i;
         continue;
       }
-      auto r = be.release(isBlock ? ClaimKind::kBlock : ClaimKind::kAddress, p.cluster_.pool, e.name, p.node_,
+      auto r = be.release(isBlock ? ClaimKind::kBlock : ClaimKind::kAddress, p.bpool(), e.name, p.node_,
                           e.attrs.owner);
       if (!r || *r == ReleaseOutcome::kPending) {
         log::warn("pool {}: {} {} is not given back yet: {}", p.cluster_.pool, isBlock ? "block" : "address", e.name,
@@ -335,7 +335,7 @@ cni::Result<void> ClusterPool::Pass::takeOverGone() {
     if (c.holder.node == p.node_ || !c.holder.lapsed || alive.contains(c.holder.node)) {
       continue;
     }
-    auto r = be.removeGone(ClaimKind::kAddress, p.cluster_.pool, c.name, c.holder);
+    auto r = be.removeGone(ClaimKind::kAddress, p.bpool(), c.name, c.holder);
     if (!r) {
       return std::unexpected(error(r.error(), "removing address " + c.name + " of gone node " + c.holder.node));
     }
@@ -346,7 +346,7 @@ cni::Result<void> ClusterPool::Pass::takeOverGone() {
   }
   for (const auto& d : demands) {
     if (d.lapsed && d.node != p.node_) {
-      if (auto w = be.withdraw(p.cluster_.pool, d.node); !w) {
+      if (auto w = be.withdraw(p.bpool(), d.node); !w) {
         log::warn("pool {}: cannot remove node {}'s old demand: {}", p.cluster_.pool, d.node, w.error().describe());
       }
     }
@@ -355,8 +355,8 @@ cni::Result<void> ClusterPool::Pass::takeOverGone() {
 }
 
 cni::Result<void> ClusterPool::Pass::takeOverBlock(const Claim& c, bool& gone) {
-  auto span = spanOfKey(c.name);
-  if (!span) {
+  const auto blk = p.grid_.anyByKey(c.name);
+  if (!blk) {
     return {};
   }
   if (!p.ledger_.definition) {
@@ -366,11 +366,7 @@ cni::Result<void> ClusterPool::Pass::takeOverBlock(const Claim& c, bool& gone) {
       return {};
     }
   }
-  const auto known = p.grid_.byKey(c.name);
-  const int bits = net::bitsOf(span->family);
-  const int len = bits - std::countr_zero(static_cast<unsigned long long>(span->span.hi - span->span.lo + 1));
-  const Block blk = known ? *known : Block{0, net::IpPrefix{fromInt(span->span.lo, span->family), len}, c.name, span->span};
-  auto r = p.claimBlock(be, blk, &c.holder);
+  auto r = p.claimBlock(be, *blk, &c.holder);
   if (!r) {
     return std::unexpected(r.error());
   }
@@ -381,8 +377,8 @@ cni::Result<void> ClusterPool::Pass::takeOverBlock(const Claim& c, bool& gone) {
   out.takenOver.push_back(c.name);
   // Its holder's loans stay lent: they are this node's loans now.
   for (const auto& a : addresses) {
-    auto ip = net::IpAddress::parse(a.name);
-    if (ip && span->contains(*ip) && a.holder.attrs.lender == c.holder.node) {
+    auto ip = p.grid_.space().fromClaimName(a.name);
+    if (ip && KeySpan{blk->cidr.address.family, blk->span}.contains(*ip) && a.holder.attrs.lender == c.holder.node) {
       if (auto l = loans.recordLent(*ip, a.holder.node); !l) {
         return l;
       }
@@ -410,7 +406,7 @@ cni::Result<void> ClusterPool::Pass::settleLoans() {
       continue;
     }
     for (const auto& ip : a.addresses) {
-      const auto it = byName.find(ip.toString());
+      const auto it = byName.find(p.nameOf(ip));
       if (it != byName.end()) {
         continue;  // still claimed: lent (or being taken from a gone borrower by a later pass)
       }
@@ -450,7 +446,7 @@ cni::Result<void> ClusterPool::Pass::lend() {
       if (!*ip) {
         continue;
       }
-      auto c = be.claim(ClaimKind::kAddress, p.cluster_.pool, (*ip)->toString(), d.node, {{}, {}, p.node_});
+      auto c = be.claim(ClaimKind::kAddress, p.bpool(), p.nameOf(**ip), d.node, {{}, {}, p.node_});
       if (!c) {
         log::warn("pool {}: lending {} to node {}: {}", p.cluster_.pool, (*ip)->toString(), d.node,
                   c.error().describe());
@@ -478,7 +474,7 @@ cni::Result<void> ClusterPool::Pass::settleDemand() {
   if (ago && *ago < p.cluster_.leaseDuration) {
     return {};
   }
-  if (auto w = be.withdraw(p.cluster_.pool, p.node_); !w) {
+  if (auto w = be.withdraw(p.bpool(), p.node_); !w) {
     return std::unexpected(error(w.error(), "withdrawing this node's demand"));
   }
   p.ledger_.demandedAt = {};
@@ -493,7 +489,7 @@ cni::Result<PoolMaintenance> ClusterPool::preview(const std::vector<Allocation>&
   }
   PoolMaintenance out;
   for (auto kind : {ClaimKind::kBlock, ClaimKind::kAddress}) {
-    auto mine = (*b)->list(kind, cluster_.pool, node_);
+    auto mine = (*b)->list(kind, bpool(), node_);
     if (!mine) {
       return std::unexpected(backendError(mine.error(), "listing this node's claims"));
     }

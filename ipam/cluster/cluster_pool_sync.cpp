@@ -124,7 +124,7 @@ cni::Result<void> ClusterPool::applyRenewal(BlockBackend& be, const std::vector<
       if (auto s = save(); !s) {
         return s;
       }
-      auto again = be.claim(held[i].kind, cluster_.pool, e.name, node_, e.attrs);
+      auto again = be.claim(held[i].kind, bpool(), e.name, node_, e.attrs);
       it = std::find_if(list.begin(), list.end(), [&](const auto& x) { return x.name == e.name; });
       if (!again) {
         log::warn("pool {}: {} {} was gone; claiming it again failed ({}): resolved by the next pass", cluster_.pool,

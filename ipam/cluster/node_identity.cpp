@@ -26,13 +26,13 @@ std::string firstLine(const std::string& path) {
 
 }  // namespace
 
-std::string clusterPoolDir(const std::string& dataDir, const std::string& pool) {
-  return dataDir + "/.cluster/" + pool;
+std::string clusterPoolDir(const std::string& dataDir, const std::string& pool, SpaceKind kind) {
+  return dataDir + (kind == SpaceKind::kGuid ? "/.guid/" : "/.cluster/") + pool;
 }
 
 cni::Result<NodeIdentity> clusterNodeIdentity(const config::ClusterConf& cluster, const std::string& nodeNameFile) {
   if (!cluster.nodeName.empty()) {
-    return NodeIdentity{cluster.nodeName, "ipam.cluster.nodeName"};
+    return NodeIdentity{cluster.nodeName, cluster.path + ".nodeName"};
   }
   std::string from = nodeNameFile;
   std::string name = nodeNameFile.empty() ? std::string() : firstLine(nodeNameFile);
@@ -48,8 +48,9 @@ cni::Result<NodeIdentity> clusterNodeIdentity(const config::ClusterConf& cluster
   }
   if (!config::isNodeName(name)) {
     return cni::fail(cni::Errc::kInvalidConfig,
-                     "ipam.cluster.nodeName is not set and " + from + " gives " + cni::quoted(name) +
-                         ", which is not a Kubernetes node name; set ipam.cluster.nodeName (the installer writes " +
+                     cluster.path + ".nodeName is not set and " + from + " gives " + cni::quoted(name) +
+                         ", which is not a Kubernetes node name; set " + cluster.path +
+                         ".nodeName (the installer writes " +
                          std::string(config::kNodeNameFile) + ")");
   }
   return NodeIdentity{name, source};

@@ -5,14 +5,16 @@
 #include <string>
 
 #include "ibcni/cni/error.h"
+#include "ipam/policy/allocation_space.h"
 #include "ibcni/config/ipam_conf.h"
 
 namespace ibcni::ipam {
 
 /// Where the node-local state of cluster pool `pool` lives under a data directory: pools are shared
-/// by name across networks, so it is not a network's directory. ".cluster" cannot be a network
-/// name (those start with a letter or digit).
-[[nodiscard]] std::string clusterPoolDir(const std::string& dataDir, const std::string& pool);
+/// by name across networks, so it is not a network's directory. ".cluster" (address pools) and
+/// ".guid" (GUID pools, `kind` kGuid) cannot be network names (those start with a letter or digit).
+[[nodiscard]] std::string clusterPoolDir(const std::string& dataDir, const std::string& pool,
+                                         SpaceKind kind = SpaceKind::kIp);
 
 /// This node's name for cluster mode, and where it came from.
 struct NodeIdentity {

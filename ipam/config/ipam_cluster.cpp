@@ -357,6 +357,8 @@ cni::Result<ClusterConf> clusterObjectAt(const json& j, const ClusterObjectRules
                                         : "must be an object, e.g. {\"backend\": \"kubernetes\"}");
   }
   ClusterConf c;
+  c.path = path;
+  c.poolKeysPath = ownPoolKeys ? path : rules.poolKeysIn;
   if (!ownPoolKeys) {
     if (auto r = refuseParentKeys(j, path, rules.poolKeysIn); !r) {
       return std::unexpected(r.error());

@@ -94,6 +94,8 @@ struct EtcdClusterConf {
 /// ipam.cluster: one address pool shared by every node; each node claims aligned blocks of the
 /// range sets through the backend and allocates inside its own blocks with the node-local store.
 struct ClusterConf {
+  std::string path = "ipam.cluster";          ///< the object's field path in messages: "guidPool.cluster"
+  std::string poolKeysPath = "ipam.cluster";  ///< the object with the pool and blockSize keys: "guidPool"
   ClusterBackend backend = ClusterBackend::kKubernetes;
   std::string pool;                 ///< the network name unless ipam.cluster.pool is given
   std::string poolPath;             ///< "ipam.cluster.pool", or "the network name" when defaulted

@@ -278,5 +278,16 @@ TEST(GuidPool, ABrokenGuidPoolDoesNotFailDelOrGc) {
   EXPECT_TRUE(ok->unknownKeys.empty()) << "guidPool is a known key";
 }
 
+TEST(GuidPool, ItsClusterObjectKnowsItsFieldPaths) {
+  auto g = parseOk(withCluster(R"({"backend": "etcd", "etcd": {"endpoints": ["http://10.0.0.1:2379"]}})"));
+  ASSERT_TRUE(g.cluster);
+  EXPECT_EQ(g.cluster->path, "guidPool.cluster");
+  EXPECT_EQ(g.cluster->poolKeysPath, "guidPool");
+  auto ipam = parseIpamConfig(R"({"type": "ibcni-ipam", "subnet": "10.56.0.0/16", "cluster": {}})");
+  ASSERT_TRUE(ipam && ipam->cluster) << (ipam ? "no cluster" : ipam.error().msg);
+  EXPECT_EQ(ipam->cluster->path, "ipam.cluster");
+  EXPECT_EQ(ipam->cluster->poolKeysPath, "ipam.cluster");
+}
+
 }  // namespace
 }  // namespace ibcni::config

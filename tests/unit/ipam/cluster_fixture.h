@@ -81,21 +81,26 @@ class ClusterFixture : public ::testing::Test {
       o.clock = [this] { return now_.load(); };
       o.bootClock = [this] { return bootNow(); };
       o.nodeNameFile = "";
-      o.backends = [this](const config::ClusterConf& c,
-                          const BackendContext& ctx) -> cni::Result<std::unique_ptr<BlockBackend>> {
-        if (c.backend == config::ClusterBackend::kKubernetes) {
-          auto ko = KubernetesBlockBackend::optionsFor(c);
-          if (!ko) {
-            return std::unexpected(ko.error());
-          }
-          return std::make_unique<KubernetesBlockBackend>(http_, *ko);
-        }
-        return std::make_unique<EtcdBlockBackend>(http_,
-                                                  EtcdBlockBackend::optionsFor(c, ctx.etcdLease, ctx.onLeaseGranted));
-      };
+      o.backends = backends();
       slot = std::make_unique<EmbeddedIpam>(o);
     }
     return *slot;
+  }
+
+  /// The backends of every node: the configured one over the counting client.
+  BackendFactory backends() {
+    return [this](const config::ClusterConf& c,
+                  const BackendContext& ctx) -> cni::Result<std::unique_ptr<BlockBackend>> {
+      if (c.backend == config::ClusterBackend::kKubernetes) {
+        auto ko = KubernetesBlockBackend::optionsFor(c);
+        if (!ko) {
+          return std::unexpected(ko.error());
+        }
+        return std::make_unique<KubernetesBlockBackend>(http_, *ko);
+      }
+      return std::make_unique<EtcdBlockBackend>(http_,
+                                                EtcdBlockBackend::optionsFor(c, ctx.etcdLease, ctx.onLeaseGranted));
+    };
   }
 
   /// The nodes' boot clock: the fixture's wall clock since the epoch, on one boot.

@@ -27,18 +27,8 @@ constexpr std::uint64_t kFirst = 0x0200000000000100ULL;
 // One range set: kFirst .. kFirst + size - 1, inside the GUID prefix of `prefixLen` (whose first and
 // last values an IP subnet would never hand out).
 IpamConfig guidConfig(std::uint64_t size, int prefixLen) {
-  config::Range r;
-  r.subnet = net::IpPrefix{g(kFirst), prefixLen};
-  r.rangeStart = g(kFirst);
-  r.rangeEnd = g(kFirst + size - 1);
-  r.path = "guidPool.range";
-  config::RangeSet set;
-  set.ranges = {r};
-  set.path = "guidPool.range";
-  set.family = net::kFamilyGuid;
-  IpamConfig c;
-  c.type = "ibcni-ipam";
-  c.rangeSets = {set};
+  IpamConfig c = guidRangeConfig(kFirst, kFirst + size - 1);
+  c.rangeSets[0].ranges[0].subnet = net::IpPrefix{g(kFirst), prefixLen};
   return c;
 }
 

@@ -10,12 +10,16 @@
 #include <optional>
 #include <random>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "block_backend_print.h"
 #include "block_backend_test_util.h"
+#include "ipam/backends/etcd_block_backend.h"
 #include "ipam/backends/k8s_block_backend.h"
+#include "ipam/config/ipam_config.h"
+#include "ipam/policy/allocation_space.h"
 
 namespace ibcni::ipam {
 namespace {
@@ -191,6 +195,58 @@ TEST(K8sBackendCalls, NoServerIsUnreachable) {
   EXPECT_EQ(c.error().kind, BackendErrc::kUnreachable);
   EXPECT_NE(c.error().message.find("no server here"), std::string::npos) << c.error().describe();
   EXPECT_EQ(http.sent, 1);
+}
+
+// A GUID pool's backend objects are named by "guid_<pool>", a name no address pool can have
+// (ipam.cluster.pool never holds '_') and that the Lease name encoding keeps apart from every
+// address pool's: no Lease and no etcd key is both a GUID pool's and an address pool's.
+TEST(GuidPoolNames, NoLeaseNameOrEtcdKeyOfAGuidPoolIsAnAddressPools) {
+  const std::vector<std::string> names{"a",       "ib",        "guid", "guid-a", "guid.a", "guidz5fa", "z5f",
+                                       "ib-pool", "guidz5fib", "z",    "0",      "p.q",    std::string(63, 'p')};
+  const std::vector<std::string> keys{"0200000000000100-8", "10.56.0.32-27", "fd00::20-123", "0200000000000105",
+                                      "10.56.0.5", "node-7"};
+  NoServer http;
+  EtcdBlockBackend::Options eo;
+  eo.endpoints = {"http://127.0.0.1:1"};
+  EtcdBlockBackend etcd(http, eo);
+  const auto objects = [&](const std::string& pool) {
+    std::vector<std::string> out{K::poolLeaseName(pool)};
+    for (const auto& key : keys) {
+      for (const auto kind : {ClaimKind::kBlock, ClaimKind::kAddress}) {
+        out.push_back(K::leaseName(kind, pool, key));
+        out.push_back(etcd.claimKey(kind, pool, key));
+      }
+      out.push_back(K::demandLeaseName(pool, key));
+    }
+    return out;
+  };
+  std::set<std::string> addressPools;
+  std::vector<std::string> guidPools;
+  for (const auto& name : names) {
+    ASSERT_TRUE(config::validPoolName(name)) << name;
+    EXPECT_EQ(ipSpace().backendPool(name), name);
+    const std::string backendName = guidSpace().backendPool(name);
+    EXPECT_EQ(backendName, "guid_" + name);
+    EXPECT_FALSE(config::validPoolName(backendName));
+    for (const auto& o : objects(name)) {
+      addressPools.insert(o);
+    }
+    for (const auto& o : objects(backendName)) {
+      ASSERT_FALSE(o.empty()) << backendName;
+      EXPECT_LE(o.size(), 253U) << o;
+      guidPools.push_back(o);
+    }
+  }
+  for (const auto& o : guidPools) {
+    EXPECT_FALSE(addressPools.contains(o)) << o;
+  }
+  EXPECT_EQ(http.sent, 0);
+  EXPECT_EQ(K::poolLeaseName("guid_ib"), "ibcni-guidz5fib--pool");
+  EXPECT_EQ(K::poolLeaseName("guidz5fib"), "ibcni-guidz7a5fib--pool");
+  EXPECT_EQ(K::leaseName(ClaimKind::kBlock, "guid_ib", "0200000000000100-8"), "ibcni-guidz5fib--b--0200000000000100-8");
+  EXPECT_EQ(etcd.claimKey(ClaimKind::kBlock, "guid_ib", "0200000000000100-8"),
+            "/ibcni/pools/guid_ib/blocks/0200000000000100-8");
+  EXPECT_EQ(K::labelValue("guid_ib"), "guid_ib") << "readable as the pool label";
 }
 
 }  // namespace

@@ -34,6 +34,23 @@ class TempDir : public ibcni::testing::TempDir {
 
 inline net::IpAddress ip(const char* s) { return *net::IpAddress::parse(s); }
 
+/// A GUID pool's configuration (what guidPool gives the IPAM): one range set of family
+/// net::kFamilyGuid holding the GUIDs first..last (no subnet, no gateway).
+inline IpamConfig guidRangeConfig(std::uint64_t first, std::uint64_t last) {
+  config::Range r;
+  r.rangeStart = net::IpAddress::fromGuid(net::Guid{first});
+  r.rangeEnd = net::IpAddress::fromGuid(net::Guid{last});
+  r.path = "guidPool.range";
+  config::RangeSet set;
+  set.ranges = {r};
+  set.path = "guidPool.range";
+  set.family = net::kFamilyGuid;
+  IpamConfig c;
+  c.type = "ibcni-ipam";
+  c.rangeSets = {set};
+  return c;
+}
+
 /// The whole network config for `ipamBody` (the members of the ipam object, without braces).
 inline std::string netConfig(const std::string& dataDir, const std::string& ipamBody,
                              const std::string& extraTopLevel = "", const std::string& name = "net1") {
