@@ -6,6 +6,7 @@
 
 #include "ibcni/os/safe_path.h"
 #include "lib/log/log.h"
+#include "plugin/modes/sriov_vf_guid_pool.h"
 
 namespace ibcni::plugin {
 
@@ -197,6 +198,8 @@ cni::Result<void> releaseAttachment(const Invocation& inv, Deps& deps, const os:
   }
   if (record) {
     removeDeviceInfo(deps, *record);
+  } else {
+    addFailure(errors, releaseConfiguredPoolGuid(inv, deps));
   }
   // The IPAM release runs even when the device could not be put back: the address must not leak.
   if (releaseIpam && !inv.conf.ipamType.empty()) {

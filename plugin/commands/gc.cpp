@@ -6,6 +6,7 @@
 
 #include "plugin/commands/commands.h"
 #include "plugin/commands/common.h"
+#include "plugin/modes/sriov_vf_guid_pool.h"
 #include "lib/log/log.h"
 
 namespace ibcni::plugin {
@@ -46,6 +47,15 @@ cni::Result<void> cmdGc(const Invocation& inv, Deps& deps) {
                                   r.error()));
       }
     }
+  }
+  // The pool's GUIDs of attachments neither listed nor still recorded (a record left by a failed
+  // release keeps its GUID until it is released).
+  std::vector<cni::AttachmentKey> keep = valid;
+  if (auto left = store->list(conf.name); left) {
+    for (const auto& r : *left) {
+      keep.push_back({r.containerId, r.ifName});
+    }
+    addFailure(errors, gcPoolGuids(inv, deps, keep));
   }
   if (!conf.ipamType.empty()) {
     addFailure(errors, deps.ipam.gc(ipamRequest(inv)));

@@ -25,6 +25,10 @@ struct VfPlace {
   nl::Link pfLink;                ///< the PF's netdev in the host; index 0 when it has none
   std::optional<nl::VfInfo> info; ///< what the PF reports about the VF, when it does
   std::optional<net::Guid> guid;  ///< the GUID requested for it (requestedGuid), if any
+  /// guidPool gives the VF its GUID: `guid` claimed in the pool, or a free one when `guid` is empty
+  /// (choosePoolGuid).
+  bool guidFromPool = false;
+  std::string guidFrom;  ///< where `guid` came from, for messages: "runtimeConfig.infinibandGUID"
 };
 
 /// The RDMA device behind the netdev, and whether ADD moves it into the pod.

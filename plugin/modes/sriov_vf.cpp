@@ -7,6 +7,7 @@
 #include <cerrno>
 
 #include "lib/log/log.h"
+#include "plugin/modes/sriov_vf_guid_pool.h"
 #include "plugin/modes/sriov_vf_lookup.h"
 
 namespace ibcni::plugin {
@@ -233,12 +234,25 @@ cni::Result<void> applyPfSettings(const ModeContext& ctx, const HostDevice& devi
   }
   const net::PciAddress& vfPci = *device.pciAddress;
 
-  const std::optional<net::Guid>& guid = vf.guid;  // validated by resolveVf
-  auto cur = currentGuids(device);
-  if (guid && !(cur.node == guid && cur.port == guid)) {
-    if (auto r = setRequestedGuid(ctx, device, what, vfPci, *guid, cur, rollback, record, ahead); !r) {
+  std::optional<net::Guid> guid = vf.guid;  // validated by resolveVf
+  const VfGuids cur = currentGuids(device);
+  VfGuids restoreTo = cur;
+  if (vf.guidFromPool) {
+    auto taken = takePoolGuid(ctx, vf, rollback, record, ahead);
+    if (!taken) {
+      return std::unexpected(taken.error());
+    }
+    guid = *taken;
+    restoreTo = restorableOutsidePool(cur, *guidPoolOf(ctx.inv.conf));
+  }
+  // A pool's GUID is recorded even when the VF carries it already: DEL must take it off the VF.
+  const bool carries = guid && cur.node == guid && cur.port == guid;
+  if (guid && (!carries || vf.guidFromPool)) {
+    if (auto r = setRequestedGuid(ctx, device, what, vfPci, *guid, restoreTo, rollback, record, ahead); !r) {
       return r;
     }
+  }
+  if (guid && !carries) {
     if (auto r = rebindForGuids(ctx, device, vfPci, now); !r) {
       return r;
     }
@@ -346,8 +360,11 @@ cni::Result<nl::Link> applyVfSettings(const ModeContext& ctx, const HostDevice& 
   return now.link;
 }
 
-std::vector<cni::Error> restoreVfSettings(const ModeContext& ctx, const state::AttachmentRecord& record,
-                                          const os::Netns* pod) {
+namespace {
+
+// restoreVfSettings without the pool GUID's release.
+std::vector<cni::Error> restoreVfParts(const ModeContext& ctx, const state::AttachmentRecord& record,
+                                       const os::Netns* pod) {
   std::vector<cni::Error> errors;
   if (record.rdmaMoved && !record.rdmaDevice.empty() && pod != nullptr) {
     if (auto inPod = rdmaDeviceIn(ctx, *pod, record.rdmaDevice)) {
@@ -414,6 +431,15 @@ std::vector<cni::Error> restoreVfSettings(const ModeContext& ctx, const state::A
   return errors;
 }
 
+}  // namespace
+
+std::vector<cni::Error> restoreVfSettings(const ModeContext& ctx, const state::AttachmentRecord& record,
+                                          const os::Netns* pod) {
+  std::vector<cni::Error> errors = restoreVfParts(ctx, record, pod);
+  releasePoolGuid(ctx, record, errors);
+  return errors;
+}
+
 cni::Result<void> checkVf(const ModeContext& ctx, const state::AttachmentRecord& record, const os::Netns& pod,
                           const nl::Link& podLink) {
   const auto& ifName = ctx.inv.args.ifName;
@@ -427,7 +453,7 @@ cni::Result<void> checkVf(const ModeContext& ctx, const state::AttachmentRecord&
   if (record.rdmaMoved && !rdmaDeviceIn(ctx, pod, record.rdmaDevice)) {
     return cni::fail(Errc::kCheckFailed, "RDMA device " + record.rdmaDevice + " is no longer in netns " + pod.path());
   }
-  return {};
+  return checkPoolGuid(ctx, record);
 }
 
 }  // namespace ibcni::plugin

@@ -15,6 +15,9 @@
 
 namespace ibcni::plugin {
 
+/// The field a requested GUID came from: "runtimeConfig.infinibandGUID", "args.cni.guid" or "CNI_ARGS GUID".
+[[nodiscard]] const char* requestedGuidField(const Invocation& inv);
+
 /// The GUID requested for the VF: runtimeConfig.infinibandGUID, else args.cni.guid, else CNI_ARGS
 /// GUID. @return error 7 for a CNI_ARGS GUID that is malformed, all zeros or all ones.
 [[nodiscard]] cni::Result<std::optional<net::Guid>> requestedGuid(const Invocation& inv);

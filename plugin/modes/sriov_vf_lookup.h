@@ -15,6 +15,9 @@ namespace ibcni::plugin {
 /// The GUID value a VF shows for "no GUID" (mlx5), and the one ibcni writes for an all-zero GUID.
 inline constexpr std::uint64_t kAllOnesGuid = ~std::uint64_t{0};
 
+/// A GUID no subnet manager brings a port up with: all zeros (no GUID), or all ones (mlx5's "none").
+[[nodiscard]] inline bool unusableGuid(const net::Guid& g) { return g.value == 0 || g.value == kAllOnesGuid; }
+
 /// "VF 3 of PF 0000:3b:00.0 (ibp59s0)", without the parenthesis when `pfName` is empty.
 [[nodiscard]] std::string vfName(const net::PciAddress& pfPci, std::uint32_t vf, const std::string& pfName);
 

@@ -5,6 +5,7 @@
 
 #include "lib/log/log.h"
 #include "plugin/modes/sriov_vf.h"
+#include "plugin/modes/sriov_vf_guid_pool.h"
 #include "plugin/modes/sriov_vf_lookup.h"
 
 namespace ibcni::plugin {
@@ -21,14 +22,9 @@ const char* const kExclusiveHowTo =
     "switch the node to exclusive mode: add \"options ib_core netns_mode=0\" to /etc/modprobe.d/ib_core.conf and "
     "reboot (or run `rdma system set netns exclusive` while no network namespace other than the host's exists)";
 
-bool unusableGuid(const net::Guid& g) { return g.value == 0 || g.value == kAllOnesGuid; }
-
 // "runtimeConfig.infinibandGUID = \"c2:..\"": the field the requested GUID came from, and its value.
 std::string guidField(const Invocation& inv, const net::Guid& guid) {
-  const char* field = inv.conf.runtime.infinibandGuid ? "runtimeConfig.infinibandGUID"
-                      : inv.conf.argsGuid             ? "args.cni.guid"
-                                                      : "CNI_ARGS GUID";
-  return std::string(field) + " = \"" + guid.toString() + "\"";
+  return std::string(requestedGuidField(inv)) + " = \"" + guid.toString() + "\"";
 }
 
 // The VF `fn` in `device.vf`: its place on its PF, what the PF reports of it, the GUID requested
@@ -55,7 +51,7 @@ cni::Result<void> placeVf(const ModeContext& ctx, const sysfs::PciFunction& fn, 
     } else if (info.error().err != ENOENT) {
       log::debug("cannot read VF {} of {}: {}", vf.vfIndex, vf.pfLink.name, info.error().describe());
     }
-  } else if (guid || ctx.inv.conf.linkState) {
+  } else if (guid || ctx.inv.conf.linkState || guidPoolOf(ctx.inv.conf) != nullptr) {
     return cni::fail(Errc::kDeviceNotFound,
                      subject + ": its PF " + vf.pfPci.text +
                          " has no netdev in the host namespace, and VF GUIDs and link state are set through it");
@@ -83,9 +79,11 @@ cni::Result<void> refuseUnusableGuid(const HostDevice& device, const std::string
 // A GUID or a link state asked of a device that is no SR-IOV VF.
 std::unexpected<cni::Error> vfSettingsOnNoVf(const Invocation& inv, const sysfs::PciFunction* fn,
                                              const std::string& subject, const std::optional<net::Guid>& guid) {
+  const std::string asked = guid                 ? "a GUID was requested (" + guidField(inv, *guid) + ")"
+                            : inv.conf.linkState ? std::string("linkState is set")
+                                                 : std::string("guidPool is set");
   return cni::fail(Errc::kInvalidConfig,
-                   (guid ? "a GUID was requested (" + guidField(inv, *guid) + ")" : std::string("linkState is set")) +
-                       ", but " + subject + " is no SR-IOV VF (" +
+                   asked + ", but " + subject + " is no SR-IOV VF (" +
                        (fn != nullptr ? "it has no physfn" : "it has no PCI function") +
                        "): GUIDs and link state are VF settings kept by a PF; drop them to attach this device");
 }
@@ -173,6 +171,12 @@ cni::Result<void> placeRdma(const ModeContext& ctx, const sysfs::PciFunction* fn
 
 }  // namespace
 
+const char* requestedGuidField(const Invocation& inv) {
+  return inv.conf.runtime.infinibandGuid ? "runtimeConfig.infinibandGUID"
+         : inv.conf.argsGuid             ? "args.cni.guid"
+                                         : "CNI_ARGS GUID";
+}
+
 cni::Result<std::optional<net::Guid>> requestedGuid(const Invocation& inv) {
   if (inv.conf.runtime.infinibandGuid) {
     return inv.conf.runtime.infinibandGuid;
@@ -204,12 +208,15 @@ cni::Result<void> resolveVf(const ModeContext& ctx, const sysfs::PciFunction* fn
     if (auto r = placeVf(ctx, *fn, device, subject, *guid, ib); !r) {
       return r;
     }
-    if (!*guid) {
+    if (auto r = choosePoolGuid(ctx, device); !r) {
+      return r;
+    }
+    if (!*guid && !device.vf->guidFromPool) {
       if (auto r = refuseUnusableGuid(device, subject); !r) {
         return r;
       }
     }
-  } else if (*guid || ctx.inv.conf.linkState) {
+  } else if (*guid || ctx.inv.conf.linkState || guidPoolOf(ctx.inv.conf) != nullptr) {
     return vfSettingsOnNoVf(ctx.inv, fn, subject, *guid);
   }
   if (auto r = checkMaxMtu(ctx.inv.conf, device, subject, ib); !r) {

@@ -56,6 +56,38 @@ os::SysResult<std::optional<net::PciAddress>> pciOf(const std::string& text, con
 
 }  // namespace
 
+namespace {
+
+// "vf": the VF settings on the PF (and the RDMA device), present only for what ADD touched.
+json encodeVf(const AttachmentRecord& r) {
+  json vf = json::object();
+  if (r.pfPci) {
+    vf["pfPciAddress"] = r.pfPci->text;
+  }
+  if (r.vfIndex) {
+    vf["index"] = *r.vfIndex;
+  }
+  if (!r.guid.empty()) {
+    vf["guid"] = r.guid;
+    vf["oldNodeGuid"] = r.oldNodeGuid;
+    vf["oldPortGuid"] = r.oldPortGuid;
+  }
+  if (!r.guidPoolDir.empty()) {
+    vf["guidPool"] = {{"pool", r.guidPool}, {"dir", r.guidPoolDir}};
+  }
+  if (r.oldLinkState) {
+    vf["oldLinkState"] = *r.oldLinkState;
+  }
+  if (!r.rdmaDevice.empty()) {
+    vf["rdmaDevice"] = r.rdmaDevice;
+    vf["rdmaPort"] = r.rdmaPort;
+    vf["rdmaMoved"] = r.rdmaMoved;
+  }
+  return vf;
+}
+
+}  // namespace
+
 std::string FileAttachmentStore::encode(const AttachmentRecord& r) {
   json j = {
       {"format", r.format},
@@ -93,29 +125,8 @@ std::string FileAttachmentStore::encode(const AttachmentRecord& r) {
   if (!r.config.empty()) {
     j["invocation"] = {{"config", r.config}, {"cniArgs", r.cniArgs}, {"cniPath", r.cniPath}};
   }
-  // The VF settings on the PF (and the RDMA device), present only for what ADD touched.
-  json vf = json::object();
-  if (r.pfPci) {
-    vf["pfPciAddress"] = r.pfPci->text;
-  }
-  if (r.vfIndex) {
-    vf["index"] = *r.vfIndex;
-  }
-  if (!r.guid.empty()) {
-    vf["guid"] = r.guid;
-    vf["oldNodeGuid"] = r.oldNodeGuid;
-    vf["oldPortGuid"] = r.oldPortGuid;
-  }
-  if (r.oldLinkState) {
-    vf["oldLinkState"] = *r.oldLinkState;
-  }
-  if (!r.rdmaDevice.empty()) {
-    vf["rdmaDevice"] = r.rdmaDevice;
-    vf["rdmaPort"] = r.rdmaPort;
-    vf["rdmaMoved"] = r.rdmaMoved;
-  }
-  if (!vf.empty()) {
-    j["vf"] = vf;
+  if (json vf = encodeVf(r); !vf.empty()) {
+    j["vf"] = std::move(vf);
   }
   if (r.pkey) {
     j["ipoib"] = {{"pkey", r.pkey->key()}, {"mode", r.ipoibMode}, {"umcast", r.umcast}};
@@ -184,6 +195,10 @@ os::SysResult<void> decodeVf(const json& vf, const std::string& origin, Attachme
   r.guid = vf.value("guid", "");
   r.oldNodeGuid = vf.value("oldNodeGuid", "");
   r.oldPortGuid = vf.value("oldPortGuid", "");
+  if (auto gp = vf.find("guidPool"); gp != vf.end() && gp->is_object()) {
+    r.guidPool = gp->value("pool", "");
+    r.guidPoolDir = gp->value("dir", "");
+  }
   if (auto ls = vf.find("oldLinkState"); ls != vf.end()) {
     r.oldLinkState = ls->get<std::uint32_t>();
   }

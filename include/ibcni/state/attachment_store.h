@@ -46,6 +46,11 @@ struct AttachmentRecord {
   std::string guid;                       ///< the node and port GUID ADD set
   std::string oldNodeGuid;                ///< the GUIDs before, restored by DEL
   std::string oldPortGuid;
+  /// guidPool: the pool the VF's GUID was asked from, and its store on this node (ipam::GuidLease),
+  /// written ahead of the allocation. DEL, GC and reconcile release the pool's GUID there, whatever
+  /// the configuration says by then. Empty: the GUID (if any) did not come from a pool.
+  std::string guidPool;
+  std::string guidPoolDir;
   std::optional<std::uint32_t> oldLinkState;  ///< IFLA_VF_LINK_STATE before ADD changed it
   std::string rdmaDevice;                 ///< the RDMA device behind the interface, when known
   std::uint32_t rdmaPort = 1;             ///< its port

@@ -191,6 +191,25 @@ TEST_F(StoreTest, DeviceInfoFileRoundTrips) {
   EXPECT_EQ(back->deviceInfoFile, rec.deviceInfoFile);
 }
 
+// A GUID from guidPool keeps the pool and its store beside the VF's GUIDs, so that DEL releases it
+// where ADD took it; a record without one writes no such key.
+TEST_F(StoreTest, GuidPoolAndItsStoreRoundTrip) {
+  auto rec = record("c1", "net1");
+  rec.pfPci = net::PciAddress::parse("0000:3b:00.0");
+  rec.vfIndex = 2;
+  EXPECT_EQ(FileAttachmentStore::encode(rec).find("guidPool"), std::string::npos);
+  rec.guid = "02:00:00:00:00:00:01:05";
+  rec.guidPool = "gpool";
+  rec.guidPoolDir = "/run/ibcni-ipam/.guid/gpool";
+  auto back = FileAttachmentStore::decode(FileAttachmentStore::encode(rec), "x");
+  ASSERT_TRUE(back) << back.error().describe();
+  EXPECT_EQ(back->guid, rec.guid);
+  EXPECT_EQ(back->guidPool, "gpool");
+  EXPECT_EQ(back->guidPoolDir, "/run/ibcni-ipam/.guid/gpool");
+  const auto text = FileAttachmentStore::encode(rec);
+  EXPECT_NE(text.find("\"dir\": \"/run/ibcni-ipam/.guid/gpool\""), std::string::npos) << text;
+}
+
 // An ipoib record keeps its pkey as the number of the key (no membership bit), as the first
 // version wrote it; anything else in that field is no record ibcni wrote.
 TEST_F(StoreTest, IpoibPkeyIsTheNumberOfTheKey) {
