@@ -2,6 +2,7 @@
 // `ibcni reconcile`: for each record whose pod netns is gone, DEL's work (mode tear-down, IPAM
 // release, record removal) under the device lock DEL takes; then each ibcni-ipam pool reclaimed.
 #include "plugin/agent/reconcile.h"
+#include "plugin/agent/reconcile_guid_pools.h"
 
 #include <cerrno>
 #include <filesystem>
@@ -276,6 +277,7 @@ ReconcileReport reconcile(const ReconcileOptions& options, Deps& deps) {
   }
   for (const auto& dir : options.ipamDataDirs) {
     reclaimPools(dir, options, deps, report);
+    reclaimGuidPools(dir, options, deps, report);
   }
   for (const auto& a : report.attachments) {
     if (a.action == "failed") {

@@ -47,7 +47,8 @@ struct AllocationOutcome {
   std::string containerId;
   std::string ifName;
   std::string netns;
-  std::vector<std::string> addresses;
+  std::vector<std::string> addresses;  ///< the addresses, or the GUID
+  std::string kind = "address";        ///< "address" (released: its netns is gone), "guid" (no record holds it)
 };
 
 /// What one pass did to the claims of one cluster pool (ipam.cluster, <dataDir>/.cluster/<pool>):
@@ -57,6 +58,7 @@ struct PoolOutcome {
   std::string dataDir;
   std::string network;  ///< the network whose configuration the pool's directory keeps
   ipam::PoolUpkeep upkeep;
+  std::string kind = "address";  ///< "address" (ipam.cluster) or "guid" (guidPool.cluster)
 };
 
 struct ReconcileReport {

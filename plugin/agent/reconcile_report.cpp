@@ -27,6 +27,12 @@ std::string renderReconcileText(const plugin::ReconcileReport& report, const std
     for (const auto& ip : a.addresses) {
       addresses += (addresses.empty() ? "" : ",") + ip;
     }
+    if (a.kind == "guid") {
+      out += fmt::format("{} ibcni reconcile: {} GUID {} of network={} containerID={} ifname={}: no ibcni record "
+                         "holds it\n",
+                         stamp, a.action, addresses, a.network, a.containerId, a.ifName);
+      continue;
+    }
     out += fmt::format("{} ibcni reconcile: {} {} of network={} containerID={} ifname={}: netns {} is gone\n", stamp,
                        a.action, addresses, a.network, a.containerId, a.ifName, a.netns);
   }
@@ -38,7 +44,8 @@ std::string renderReconcileText(const plugin::ReconcileReport& report, const std
     const auto& p = o.upkeep;
     const bool dry = o.action != "maintained";
     out += fmt::format(
-        "{} ibcni reconcile: {} cluster pool={} node={}: {}{}; blocks {}: {}{}{}{}{}{}{}{}\n", stamp, o.action, p.pool,
+        "{} ibcni reconcile: {} cluster {}pool={} node={}: {}{}; blocks {}: {}{}{}{}{}{}{}{}\n", stamp, o.action,
+        o.kind == "guid" ? "GUID " : "", p.pool,
         p.node, dry ? "claims not renewed (dry run)" : (p.renewed ? "claims renewed" : "claims NOT all renewed"),
         p.livenessRenewed ? " (WARNING: the node's liveness had lapsed: its agent did not run for a lease)" : "",
         dry ? "that would be given back" : "given back", joined(p.releasedBlocks),
@@ -79,7 +86,8 @@ std::string printReconcileReport(const plugin::ReconcileReport& report) {
                            {"containerID", a.containerId},
                            {"ifname", a.ifName},
                            {"netns", a.netns},
-                           {"addresses", a.addresses}});
+                           {"addresses", a.addresses},
+                           {"kind", a.kind}});
   }
   json pools = json::array();
   for (const auto& o : report.pools) {
@@ -98,7 +106,8 @@ std::string printReconcileReport(const plugin::ReconcileReport& report) {
                      {"reclaimedBlocks", p.reclaimedBlocks},
                      {"takenOver", p.takenOver},
                      {"lent", p.lent},
-                     {"loansReturned", p.loansReturned}});
+                     {"loansReturned", p.loansReturned},
+                     {"kind", o.kind}});
   }
   return json{{"attachments", attachments},
               {"allocations", allocations},

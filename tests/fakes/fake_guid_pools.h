@@ -91,7 +91,7 @@ class FakeGuidPools final : public ipam::GuidPools {
     for (auto it = store.begin(); it != store.end();) {
       const auto& [net, cid, ifName] = it->first;
       if (net == network && std::find(keep.begin(), keep.end(), cni::AttachmentKey{cid, ifName}) == keep.end()) {
-        released.push_back({cid, ifName, "", "", {it->second.toString()}});
+        released.push_back({cid, ifName, "", "", {it->second.toString()}, net});
         it = store.erase(it);
       } else {
         ++it;
@@ -114,7 +114,7 @@ class FakeGuidPools final : public ipam::GuidPools {
         ++it;
         continue;
       }
-      out.released.push_back({cid, ifName, "", "", {it->second.toString()}});
+      out.released.push_back({cid, ifName, "", "", {it->second.toString()}, net});
       it = dryRun ? std::next(it) : store.erase(it);
     }
     return out;

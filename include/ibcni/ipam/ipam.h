@@ -31,6 +31,7 @@ struct ReleasedAllocation {
   std::string pod;  ///< "namespace/name", empty outside Kubernetes
   std::string netns;
   std::vector<std::string> addresses;
+  std::string network = {};  ///< whose allocation it was (a GUID pool serves several networks); may be empty
 };
 
 /// What the periodic pass did to a cluster pool's blocks (ipam.cluster), besides releasing

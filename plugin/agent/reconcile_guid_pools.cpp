@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "plugin/agent/reconcile_guid_pools.h"
+
+#include <cerrno>
+#include <filesystem>
+
+#include "ibcni/os/safe_path.h"
+
+namespace ibcni::plugin {
+
+namespace {
+
+// Whether any state directory holds a record of (network, key); an unreadable one counts as held,
+// so that a GUID is never released on a guess.
+bool recordedIn(const std::vector<std::string>& stateDirs, Deps& deps, const std::string& network,
+                const cni::AttachmentKey& key) {
+  for (const auto& dir : stateDirs) {
+    auto found = deps.makeStore(dir)->load(network, key.containerId, key.ifName);
+    if (!found || *found) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void maintainGuidPool(const std::string& storeDir, const ReconcileOptions& options, Deps& deps,
+                      ReconcileReport& report) {
+  auto outcome = deps.guids->maintain(storeDir, options.dryRun,
+                                      [&](const std::string& network, const cni::AttachmentKey& key) {
+                                        return recordedIn(options.stateDirs, deps, network, key);
+                                      });
+  if (!outcome) {
+    report.errors.push_back("GUID pool in " + storeDir + ": " + outcome.error().msg);
+    return;
+  }
+  for (const auto& a : outcome->released) {
+    report.allocations.push_back(AllocationOutcome{options.dryRun ? "would-release" : "released", storeDir,
+                                                   a.network, a.containerId, a.ifName, a.netns, a.addresses, "guid"});
+  }
+  if (outcome->upkeep) {
+    report.pools.push_back(PoolOutcome{options.dryRun ? "would-maintain" : "maintained", storeDir, "",
+                                       *outcome->upkeep, "guid"});
+  }
+}
+
+}  // namespace
+
+void reclaimGuidPools(const std::string& dataDir, const ReconcileOptions& options, Deps& deps, ReconcileReport& report) {
+  const std::string guidDir = dataDir + "/.guid";
+  auto dir = os::openDirectory(guidDir, os::DirPolicy{.trustedOwners = true, .create = false});
+  if (!dir) {
+    if (dir.error().err != ENOENT) {
+      report.errors.push_back("GUID pools directory " + guidDir + ": " + dir.error().describe());
+    }
+    return;
+  }
+  if (deps.guids == nullptr) {
+    report.errors.push_back("GUID pools directory " + guidDir + ": this program has no GUID pools to keep");
+    return;
+  }
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(guidDir, ec)) {
+    if (entry.is_directory(ec) && !entry.is_symlink(ec)) {
+      maintainGuidPool(entry.path(), options, deps, report);
+    }
+  }
+  if (ec) {
+    report.errors.push_back("cannot list " + guidDir + ": " + ec.message());
+  }
+}
+
+}  // namespace ibcni::plugin

@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: Apache-2.0
+// The node agent's pass over sriov mode's GUID pools (<dataDir>/.guid/<pool>), beside the address
+// pools reconcile.cpp keeps.
+#pragma once
+
+#include <string>
+
+#include "plugin/agent/reconcile.h"
+
+namespace ibcni::plugin {
+
+/// Each GUID pool store under `dataDir`: releases the GUIDs no ibcni record of `options.stateDirs`
+/// holds (a record is written before its GUID is allocated and removed after it is released, so a
+/// GUID without one is no VF's) and keeps a cluster pool's claims (renewed, given back, adopted).
+/// A pod's network namespace is never the reason: a VF keeps its GUID in a lingering namespace
+/// until its record's DEL (or this pass's undo of it) takes it off.
+void reclaimGuidPools(const std::string& dataDir, const ReconcileOptions& options, Deps& deps, ReconcileReport& report);
+
+}  // namespace ibcni::plugin

@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: Apache-2.0
+// `ibcni reconcile` over sriov mode's GUID pools: a GUID no ibcni record holds is released, one a
+// record holds is kept whatever its pod's namespace, and a dry run only says so.
+#include <filesystem>
+
+#include "fakes/fake_guid_pools.h"
+#include "plugin/agent/reconcile.h"
+#include "unit/plugin_fixture.h"
+
+namespace ibcni::testing {
+namespace {
+
+class ReconcileGuidPoolsTest : public PluginTest {
+ protected:
+  void SetUp() override {
+    PluginTest::SetUp();
+    deps_.guids = &guids_;
+    data_ = stateDir_ + "/ipam";
+    store_ = data_ + "/.guid/gpool";
+    std::filesystem::create_directories(store_);
+  }
+  plugin::ReconcileReport pass(bool dryRun = false) {
+    plugin::ReconcileOptions o;
+    o.stateDirs = {stateDir_};
+    o.ipamDataDirs = {data_};
+    o.dryRun = dryRun;
+    o.lockWait = std::chrono::milliseconds(50);
+    return plugin::reconcile(o, deps_);
+  }
+  // A record of (ibnet, cid, net1) whose pod namespace is gone: the pass undoes the attachment
+  // first unless it is alive, so this one keeps a live namespace.
+  void recordOf(const std::string& cid) {
+    state::AttachmentRecord r;
+    r.network = "ibnet";
+    r.containerId = cid;
+    r.ifName = "net1";
+    r.netns = kPodPath;
+    r.netnsInode = pod_.inode();
+    r.hostName = "vf0";
+    state::FileAttachmentStore store(stateDir_);
+    ASSERT_TRUE(store.save(r));
+  }
+
+  FakeGuidPools guids_;
+  std::string data_;
+  std::string store_;
+};
+
+TEST_F(ReconcileGuidPoolsTest, AGuidWithoutARecordIsReleasedAndOneWithARecordKept) {
+  recordOf("live");
+  guids_.stores[store_][{"ibnet", "live", "net1"}] = net::Guid{0x0200000000000100};
+  guids_.stores[store_][{"ibnet", "lost", "net1"}] = net::Guid{0x0200000000000101};
+
+  auto dry = pass(true);
+  ASSERT_EQ(dry.allocations.size(), 1u) << plugin::ReconcileReport{}.errors.size();
+  EXPECT_EQ(dry.allocations[0].action, "would-release");
+  EXPECT_EQ(guids_.count(), 2u) << "a dry run releases nothing";
+
+  auto r = pass();
+  EXPECT_FALSE(r.failed()) << (r.errors.empty() ? "" : r.errors[0]);
+  ASSERT_EQ(r.allocations.size(), 1u);
+  EXPECT_EQ(r.allocations[0].action, "released");
+  EXPECT_EQ(r.allocations[0].kind, "guid");
+  EXPECT_EQ(r.allocations[0].containerId, "lost");
+  EXPECT_EQ(r.allocations[0].network, "ibnet");
+  EXPECT_EQ(r.allocations[0].addresses, std::vector<std::string>{"02:00:00:00:00:00:01:01"});
+  EXPECT_EQ(guids_.count(), 1u);
+  EXPECT_TRUE(guids_.stores[store_].contains({"ibnet", "live", "net1"}));
+}
+
+TEST_F(ReconcileGuidPoolsTest, WithoutGuidPoolsTheReportSaysWhy) {
+  deps_.guids = nullptr;
+  auto r = pass();
+  ASSERT_TRUE(r.failed());
+  EXPECT_NE(r.errors[0].find("no GUID pools"), std::string::npos) << r.errors[0];
+}
+
+TEST_F(ReconcileGuidPoolsTest, NoGuidDirectoryIsNothingToDo) {
+  std::filesystem::remove_all(data_ + "/.guid");
+  auto r = pass();
+  EXPECT_FALSE(r.failed());
+  EXPECT_TRUE(guids_.calls.empty());
+}
+
+}  // namespace
+}  // namespace ibcni::testing
