@@ -12,7 +12,6 @@
 #include "plugin/commands/common.h"
 #include "ibcni/os/file_io.h"
 #include "ibcni/os/netns_checker.h"
-#include "ibcni/os/safe_path.h"
 #include "lib/log/log.h"
 
 namespace ibcni::plugin {
@@ -142,11 +141,7 @@ AttachmentOutcome undo(const std::string& stateDir, const state::AttachmentRecor
 
 void reconcileStateDir(const std::string& stateDir, const ReconcileOptions& options, Deps& deps,
                        const os::Netns& host, ReconcileReport& report) {
-  auto dir = os::openDirectory(stateDir, os::DirPolicy{.trustedOwners = true, .create = false});
-  if (!dir) {
-    if (dir.error().err != ENOENT) {
-      report.errors.push_back("state directory " + stateDir + ": " + dir.error().describe());
-    }
+  if (!trustedDirPresent(stateDir, "state directory", report)) {
     return;
   }
   auto store = deps.makeStore(stateDir);
@@ -233,11 +228,7 @@ void reclaimPools(const std::string& dataDir, const ReconcileOptions& options, D
     report.errors.push_back("ipam data directory " + dataDir + ": this program has no embedded IPAM to reclaim its pools");
     return;
   }
-  auto dir = os::openDirectory(dataDir, os::DirPolicy{.trustedOwners = true, .create = false});
-  if (!dir) {
-    if (dir.error().err != ENOENT) {
-      report.errors.push_back("ipam data directory " + dataDir + ": " + dir.error().describe());
-    }
+  if (!trustedDirPresent(dataDir, "ipam data directory", report)) {
     return;
   }
   std::error_code ec;
@@ -248,11 +239,7 @@ void reclaimPools(const std::string& dataDir, const ReconcileOptions& options, D
     report.errors.push_back("cannot list " + dataDir + ": " + ec.message());
   }
   const std::string clusterDir = dataDir + "/.cluster";
-  auto cdir = os::openDirectory(clusterDir, os::DirPolicy{.trustedOwners = true, .create = false});
-  if (!cdir) {
-    if (cdir.error().err != ENOENT) {
-      report.errors.push_back("ipam data directory " + clusterDir + ": " + cdir.error().describe());
-    }
+  if (!trustedDirPresent(clusterDir, "ipam data directory", report)) {
     return;
   }
   for (const auto& entry : std::filesystem::directory_iterator(clusterDir, ec)) {

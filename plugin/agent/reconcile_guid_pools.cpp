@@ -45,13 +45,17 @@ void maintainGuidPool(const std::string& storeDir, const ReconcileOptions& optio
 
 }  // namespace
 
+bool trustedDirPresent(const std::string& dir, const std::string& what, ReconcileReport& report) {
+  auto opened = os::openDirectory(dir, os::DirPolicy{.trustedOwners = true, .create = false});
+  if (!opened && opened.error().err != ENOENT) {
+    report.errors.push_back(what + " " + dir + ": " + opened.error().describe());
+  }
+  return opened.has_value();
+}
+
 void reclaimGuidPools(const std::string& dataDir, const ReconcileOptions& options, Deps& deps, ReconcileReport& report) {
   const std::string guidDir = dataDir + "/.guid";
-  auto dir = os::openDirectory(guidDir, os::DirPolicy{.trustedOwners = true, .create = false});
-  if (!dir) {
-    if (dir.error().err != ENOENT) {
-      report.errors.push_back("GUID pools directory " + guidDir + ": " + dir.error().describe());
-    }
+  if (!trustedDirPresent(guidDir, "GUID pools directory", report)) {
     return;
   }
   if (deps.guids == nullptr) {

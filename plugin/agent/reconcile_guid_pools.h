@@ -9,6 +9,10 @@
 
 namespace ibcni::plugin {
 
+/// Whether `dir` is there as a directory of trusted owners; anything wrong with it but its absence
+/// is reported as an error of `what` ("ipam data directory").
+[[nodiscard]] bool trustedDirPresent(const std::string& dir, const std::string& what, ReconcileReport& report);
+
 /// Each GUID pool store under `dataDir`: releases the GUIDs no ibcni record of `options.stateDirs`
 /// holds (a record is written before its GUID is allocated and removed after it is released, so a
 /// GUID without one is no VF's) and keeps a cluster pool's claims (renewed, given back, adopted).

@@ -68,20 +68,16 @@ json encodeVf(const AttachmentRecord& r) {
     vf["index"] = *r.vfIndex;
   }
   if (!r.guid.empty()) {
-    vf["guid"] = r.guid;
-    vf["oldNodeGuid"] = r.oldNodeGuid;
-    vf["oldPortGuid"] = r.oldPortGuid;
-  }
-  if (!r.guidPoolDir.empty()) {
-    vf["guidPool"] = {{"pool", r.guidPool}, {"dir", r.guidPoolDir}};
+    vf.update(json{{"guid", r.guid}, {"oldNodeGuid", r.oldNodeGuid}, {"oldPortGuid", r.oldPortGuid}});
   }
   if (r.oldLinkState) {
     vf["oldLinkState"] = *r.oldLinkState;
   }
   if (!r.rdmaDevice.empty()) {
-    vf["rdmaDevice"] = r.rdmaDevice;
-    vf["rdmaPort"] = r.rdmaPort;
-    vf["rdmaMoved"] = r.rdmaMoved;
+    vf.update(json{{"rdmaDevice", r.rdmaDevice}, {"rdmaPort", r.rdmaPort}, {"rdmaMoved", r.rdmaMoved}});
+  }
+  if (!r.guidPoolDir.empty()) {  // the pool's GUID, written ahead of its allocation (ipam::GuidLease)
+    vf["guidPool"] = json{{"pool", r.guidPool}, {"dir", r.guidPoolDir}};
   }
   return vf;
 }

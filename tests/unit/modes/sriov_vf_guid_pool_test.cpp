@@ -2,6 +2,7 @@
 // sriov mode with guidPool on the mlx5 VF layout of the fakes, over GUID pools in memory: which VFs
 // get a pool GUID, that it is written ahead and undone by a failed ADD, and that DEL, GC and a DEL
 // without a record give it back only once the VF no longer carries it.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "fakes/fake_guid_pools.h"
@@ -9,6 +10,9 @@
 
 namespace ibcni::testing {
 namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
 
 constexpr const char* kFirst = "02:00:00:00:00:00:01:00";
 constexpr const char* kInRange = "02:00:00:00:00:00:01:05";
@@ -200,11 +204,9 @@ TEST_F(SriovGuidPoolTest, AVfCarryingAPoolGuidClaimsItAndIsLeftWithoutItByDel) {
 TEST_F(SriovGuidPoolTest, GuidPoolOnADeviceThatIsNoVfIs7) {
   json c = config();
   c["guidPool"] = poolConfig()["guidPool"];
-  auto out = run("ADD", c);
-  EXPECT_EQ(errorOf(out)["code"], 7);
-  const std::string msg = errorOf(out)["msg"];
-  EXPECT_NE(msg.find("guidPool is set"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("no SR-IOV VF"), std::string::npos) << msg;
+  const json error = errorOf(run("ADD", c));
+  EXPECT_EQ(error["code"], 7);
+  EXPECT_THAT(error["msg"].get<std::string>(), AllOf(HasSubstr("guidPool is set"), HasSubstr("no SR-IOV VF")));
 }
 
 TEST_F(SriovGuidPoolTest, AProgramWithoutGuidPoolsRefusesTheKey) {
