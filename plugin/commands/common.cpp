@@ -165,6 +165,10 @@ VerbsExpectations verbsExpectations(const config::NetConf& conf, const state::At
   want.pkey = record.pkey ? record.pkey : conf.pkey;
   want.ips = std::move(ips);
   want.qpProbe = conf.verbsCheck.qpProbe;
+  if (!record.guidPoolDir.empty()) {
+    want.poolGuid = record.guid;
+    want.guidPool = record.guidPool;
+  }
   return want;
 }
 

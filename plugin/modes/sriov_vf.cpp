@@ -306,7 +306,7 @@ cni::Result<void> moveRdmaIntoPod(const ModeContext& ctx, const std::optional<ne
 }  // namespace
 
 cni::Result<void> checkVfPkey(const ModeContext& ctx, const RdmaPlace& rdma, net::Pkey pkey,
-                              const std::optional<net::PciAddress>& pci) {
+                              const std::optional<net::PciAddress>& pci, const std::string& fix) {
   auto table = ctx.deps.devices.pkeys(rdma.name, rdma.port);
   if (!table) {
     return std::unexpected(sysError(Errc::kDeviceNotFound,
@@ -326,9 +326,10 @@ cni::Result<void> checkVfPkey(const ModeContext& ctx, const RdmaPlace& rdma, net
                    "pkey = " + pkey.hex() + ": " + rdma.name + " port " + std::to_string(rdma.port) +
                        (pci ? " (deviceID " + pci->text + ")" : std::string()) +
                        " is not a member of it (its pkey table holds " +
-                       (list.empty() ? std::string("nothing") : list) +
-                       "). The subnet manager assigns partitions: add the VF's GUID to that partition (e.g. in "
-                       "OpenSM's partitions.conf or UFM) or use a pkey the VF has");
+                       (list.empty() ? std::string("nothing") : list) + "). " +
+                       (fix.empty() ? "The subnet manager assigns partitions: add the VF's GUID to that partition "
+                                      "(e.g. in OpenSM's partitions.conf or UFM) or use a pkey the VF has"
+                                    : fix));
 }
 
 cni::Result<nl::Link> applyVfSettings(const ModeContext& ctx, const HostDevice& device, const os::Netns& pod,
@@ -348,7 +349,9 @@ cni::Result<nl::Link> applyVfSettings(const ModeContext& ctx, const HostDevice& 
     record.rdmaPort = now.rdma->port;
   }
   if (conf.pkey && now.rdma) {
-    if (auto member = checkVfPkey(ctx, *now.rdma, *conf.pkey, device.pciAddress); !member) {
+    const std::string fix =
+        record.guidPoolDir.empty() ? std::string() : pkeyFixForPoolGuid(record.guid, record.guidPool);
+    if (auto member = checkVfPkey(ctx, *now.rdma, *conf.pkey, device.pciAddress, fix); !member) {
       return std::unexpected(member.error());
     }
   }

@@ -40,8 +40,9 @@ namespace ibcni::plugin {
 /// The VF's RDMA port `rdma` has partition `pkey` (without the membership bit) in its pkey table.
 /// ADD checks it after setting the GUID (the subnet manager assigns partitions by GUID).
 /// @return error 7 listing the table and saying partitions are the SM's job; 100 when unreadable.
+/// @param fix  what to do, when the caller knows better than the general advice (a GUID from guidPool)
 [[nodiscard]] cni::Result<void> checkVfPkey(const ModeContext& ctx, const RdmaPlace& rdma, net::Pkey pkey,
-                                            const std::optional<net::PciAddress>& pci);
+                                            const std::optional<net::PciAddress>& pci, const std::string& fix = {});
 
 /// ADD's VF steps before the netdev moves: GUIDs (then a driver rebind), link state, pkey check,
 /// RDMA device move. Each change is written to `record` with the value it replaces and saved

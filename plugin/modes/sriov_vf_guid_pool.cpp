@@ -92,6 +92,13 @@ VfGuids restorableOutsidePool(const VfGuids& had, const config::GuidPoolConf& po
   return to;
 }
 
+std::string pkeyFixForPoolGuid(const std::string& guid, const std::string& pool) {
+  return "the VF's GUID " + guid + " came from guidPool " + pool +
+         ": the subnet manager admits GUIDs to partitions, and has not admitted this one (yet). List the pool's "
+         "GUIDs in the partition (OpenSM partitions.conf takes single GUIDs, not ranges; in UFM add them to the "
+         "PKey) and wait for the SM's next sweep";
+}
+
 void releasePoolGuid(const ModeContext& ctx, const state::AttachmentRecord& record, std::vector<cni::Error>& errors) {
   if (record.guidPoolDir.empty()) {
     return;

@@ -38,6 +38,10 @@ namespace ibcni::plugin {
 /// without a GUID instead.
 [[nodiscard]] VfGuids restorableOutsidePool(const VfGuids& had, const config::GuidPoolConf& pool);
 
+/// The fix for a VF that is no member of its partition after it got GUID `guid` from pool `pool`: the
+/// subnet manager has not admitted that GUID to the partition (yet).
+[[nodiscard]] std::string pkeyFixForPoolGuid(const std::string& guid, const std::string& pool);
+
 /// DEL: releases the record's pool GUID once the VF no longer carries it: when `errors` (of putting
 /// the VF's settings back) is empty. Otherwise keeps it, so that a retried DEL releases it then.
 void releasePoolGuid(const ModeContext& ctx, const state::AttachmentRecord& record, std::vector<cni::Error>& errors);

@@ -6,6 +6,7 @@
 
 #include "ibcni/os/text.h"
 #include "lib/log/log.h"
+#include "plugin/modes/sriov_vf_guid_pool.h"
 
 namespace ibcni::plugin {
 
@@ -254,7 +255,9 @@ void judgeInfiniband(const verbs::PortFacts& p, const std::string& where, std::v
 }
 
 // The port is a member of partition `pkey`.
-void judgePkey(const verbs::PortFacts& p, net::Pkey pkey, const std::string& where, std::vector<VerbsFinding>& out) {
+void judgePkey(const verbs::PortFacts& p, const VerbsExpectations& want, const std::string& where,
+               std::vector<VerbsFinding>& out) {
+  const net::Pkey pkey = *want.pkey;
   const bool member = std::any_of(p.pkeys.begin(), p.pkeys.end(), [&](net::Pkey k) { return k.samePartition(pkey); });
   if (!member) {
     std::string table;
@@ -264,7 +267,9 @@ void judgePkey(const verbs::PortFacts& p, net::Pkey pkey, const std::string& whe
     out.push_back({"pkey",
                    "pkey " + pkey.hex() + " is not in the pkey table of " + where + " (" +
                        (table.empty() ? std::string("empty") : table) + ")",
-                   "add the port's GUID to that partition in the subnet manager (OpenSM partitions.conf, UFM)"});
+                   want.poolGuid.empty()
+                       ? "add the port's GUID to that partition in the subnet manager (OpenSM partitions.conf, UFM)"
+                       : pkeyFixForPoolGuid(want.poolGuid, want.guidPool)});
   }
 }
 
@@ -299,7 +304,7 @@ std::vector<VerbsFinding> evaluateVerbs(const verbs::ProbeResult& result, const 
     judgeInfiniband(p, where, out);
   }
   if (want.pkey) {
-    judgePkey(p, *want.pkey, where, out);
+    judgePkey(p, want, where, out);
   }
   if (p.linkLayer == verbs::LinkLayer::kEthernet) {
     judgeRoceGids(p, want.ips, where, out);

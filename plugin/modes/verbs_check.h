@@ -34,6 +34,10 @@ struct VerbsExpectations {
   std::optional<net::Pkey> pkey;       ///< without the membership bit
   std::vector<net::IpAddress> ips;     ///< RoCE: each needs a RoCE v2 GID
   bool qpProbe = false;
+  /// The VF's GUID when sriov mode took it from guidPool (then a missing partition is the subnet
+  /// manager not having admitted it yet), and the pool's name.
+  std::string poolGuid;
+  std::string guidPool;
 };
 
 /// What the host tells of the RDMA device behind an interface, before libibverbs is asked: whether

@@ -231,6 +231,21 @@ TEST_F(SriovGuidPoolTest, GcReleasesTheGuidsOfAttachmentsNotListed) {
   EXPECT_FALSE(poolHolds("gone"));
 }
 
+// The partition is the subnet manager's: a pool GUID it has not admitted fails the pkey check with
+// that fix, and the failed ADD gives the GUID back.
+TEST_F(SriovGuidPoolTest, APkeyTheNewGuidIsNoMemberOfSaysTheSubnetManagerHasNotAdmittedIt) {
+  setVfGuids(0);
+  sysfs_.setPkeys("mlx5_3", 1, {"0xffff"});
+  json c = poolConfig();
+  c["pkey"] = "0x8124";
+  const json error = errorOf(run("ADD", c));
+  EXPECT_EQ(error["code"], 7);
+  EXPECT_THAT(error["msg"].get<std::string>(),
+              AllOf(HasSubstr("pkey = 0x0124"), HasSubstr("GUID 02:00:00:00:00:00:01:00 came from guidPool gpool")));
+  EXPECT_EQ(guids_.count(), 0u);
+  EXPECT_TRUE(records().empty());
+}
+
 TEST_F(SriovGuidPoolTest, CheckFailsWhenThePoolNoLongerHoldsTheGuid) {
   setVfGuids(0);
   json c = poolConfig();

@@ -102,6 +102,20 @@ TEST(EvaluateVerbs, ZeroPortGuidAndMissingPkey) {
   EXPECT_NE(f[1].fix.find("partitions.conf"), std::string::npos);
 }
 
+// A GUID the pool has just given is one the subnet manager may not have admitted to the partition.
+TEST(EvaluateVerbs, AMissingPkeyOfAPoolGuidSaysTheSubnetManagerHasNotAdmittedIt) {
+  auto r = FakeVerbsProbe::healthyIb("mlx5_3");
+  auto w = want();
+  w.pkey = net::Pkey::fromWire(0x0042);
+  w.poolGuid = "02:00:00:00:00:00:01:00";
+  w.guidPool = "gpool";
+  auto f = evaluateVerbs(r, w);
+  ASSERT_EQ(f.size(), 1u) << all(f);
+  EXPECT_EQ(f[0].check, "pkey");
+  EXPECT_NE(f[0].fix.find("GUID 02:00:00:00:00:00:01:00 came from guidPool gpool"), std::string::npos) << f[0].fix;
+  EXPECT_NE(f[0].fix.find("not ranges"), std::string::npos) << f[0].fix;
+}
+
 TEST(EvaluateVerbs, RoceNeedsARoceV2GidForEachAddress) {
   verbs::ProbeResult r;
   r.devices = {"rxe0"};
