@@ -42,6 +42,10 @@ class GuidPools {
  public:
   virtual ~GuidPools() = default;
 
+  /// The store of `pool` on this node (<dataDir>/.guid/<pool>), where allocate() keeps its GUIDs:
+  /// sriov mode writes it in the attachment's record before it allocates.
+  [[nodiscard]] virtual std::string storeDirOf(const config::GuidPoolConf& pool) const = 0;
+
   /// The attachment's GUID: the one it holds already (idempotent per containerID and ifname), the
   /// requested one, or a free one of the node's blocks (claiming a block when none has room).
   /// Errors: 7 (the pool's definition conflicts with the cluster's), 11 (the requested GUID is held,
