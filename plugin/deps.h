@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "ibcni/ipam/guid_pool.h"
 #include "ibcni/ipam/ipam.h"
 #include "ibcni/netlink/netlink.h"
 #include "ibcni/os/netns.h"
@@ -44,6 +45,9 @@ struct Deps {
   /// The upkeep of the embedded IPAM's pools on this node (`ibcni reconcile`); null: reconcile
   /// reclaims no pool and says why.
   ipam::IpamUpkeep* ipamUpkeep = nullptr;
+  /// sriov mode's guidPool: where VF GUIDs are allocated and released; null: a configuration with
+  /// guidPool is refused (and a record naming a pool cannot release its GUID).
+  ipam::GuidPools* guids = nullptr;
 };
 
 }  // namespace ibcni::plugin
