@@ -84,13 +84,8 @@ class GuidPoolsClusterTest : public ClusterFixture {
   EmbeddedGuidPools& pools(const std::string& n) {
     auto& slot = guidPools_[n];
     if (!slot) {
-      EmbeddedIpamOptions o;
-      o.defaultDataDir = tmp_.path() + "/" + n;
-      o.netnsChecker = checker_;
-      o.clock = [this] { return now_.load(); };
-      o.bootClock = [this] { return bootNow(); };
-      o.nodeNameFile = "";
-      o.backends = [this, inner = backends()](const config::ClusterConf& c, const BackendContext& ctx)
+      EmbeddedIpamOptions o = nodeOptions(n);
+      o.backends = [this, inner = o.backends](const config::ClusterConf& c, const BackendContext& ctx)
           -> cni::Result<std::unique_ptr<BlockBackend>> {
         auto b = inner(c, ctx);
         if (!b) {
