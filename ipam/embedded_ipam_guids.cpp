@@ -269,4 +269,18 @@ cni::Result<ReclaimOutcome> EmbeddedGuidPools::maintain(
   return out;
 }
 
+cni::Result<PoolReport> EmbeddedGuidPools::pools(const config::GuidPoolConf& pool, const std::string& network) {
+  if (!pool.cluster) {
+    return cni::fail(cni::Errc::kInvalidConfig,
+                     "guidPool " + cni::quoted(pool.pool) + " of network " + cni::quoted(network) +
+                         " has no guidPool.cluster: it is node-local (every node hands out the whole range on its "
+                         "own), so there are no blocks to list");
+  }
+  auto g = openGuidSession(pool, network, storeDirOf(pool), options_, false);
+  if (!g) {
+    return std::unexpected(g.error());
+  }
+  return reportPool(*(*g)->s, network, options_);
+}
+
 }  // namespace ibcni::ipam

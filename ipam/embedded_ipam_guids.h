@@ -51,6 +51,12 @@ class EmbeddedGuidPools final : public GuidPools {
       const std::string& storeDir, bool dryRun,
       const std::function<bool(const std::string& network, const cni::AttachmentKey&)>& recorded) override;
 
+  /// A cluster GUID pool's report for `network` (`ibcni pools`), as EmbeddedIpam::pools gives an
+  /// address pool's: its blocks (GUID ranges) as the backend lists them with their holders, this
+  /// node's fill and ledger, the GUIDs claimed one by one (PoolReport::guids). Changes nothing.
+  /// Error 7 for a node-local pool; a backend error as toCniError() words it.
+  [[nodiscard]] cni::Result<PoolReport> pools(const config::GuidPoolConf& pool, const std::string& network);
+
  private:
   EmbeddedIpamOptions options_;
 };

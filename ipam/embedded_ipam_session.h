@@ -70,4 +70,9 @@ struct LockedStore {
 /// without a pool.
 [[nodiscard]] cni::Result<void> keepBlocks(Session& s, bool dryRun, ReclaimOutcome& out);
 
+/// The report of the cluster pool of `s` for `network` (EmbeddedIpam::pools): one list call of
+/// its blocks and one of its named values, this node's ledger and fill. Changes nothing.
+[[nodiscard]] cni::Result<PoolReport> reportPool(Session& s, const std::string& network,
+                                                 const EmbeddedIpamOptions& options);
+
 }  // namespace ibcni::ipam

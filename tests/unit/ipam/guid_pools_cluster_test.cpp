@@ -8,8 +8,10 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -41,7 +43,8 @@ class CountingBackend final : public BlockBackend {
                                         std::string_view owner) override {
     return ++calls_, inner_->release(k, p, n, node, owner);
   }
-  BackendResult<RenewOutcome> renew(std::string_view node, std::string_view p, const std::vector<HeldClaim>& h) override {
+  BackendResult<RenewOutcome> renew(std::string_view node, std::string_view p,
+                                    const std::vector<HeldClaim>& h) override {
     return ++calls_, inner_->renew(node, p, h);
   }
   BackendResult<ClaimOutcome> takeOver(ClaimKind k, std::string_view p, std::string_view n, std::string_view node,
@@ -210,6 +213,53 @@ TEST_F(GuidPoolsClusterTest, AGuidPoolOverlappingAnotherGuidPoolIs7ButAnIpv6Pool
   EXPECT_THAT(other.error().msg, HasSubstr("pool \"gother\""));
   EXPECT_THAT(other.error().msg, HasSubstr("overlaps pool \"gpool\""));
   EXPECT_TRUE(etcdBlocks("guid_gother").empty());
+}
+
+TEST_F(GuidPoolsClusterTest, ThePoolsReportSpeaksOfGuidRanges) {
+  const auto a = guid("a", "c1");
+  guid("b", "c1");
+  auto r = pools("a").pools(guidPool("a"), "gnet");
+  ASSERT_TRUE(r) << r.error().msg;
+  EXPECT_TRUE(r->guids);
+  EXPECT_EQ(r->pool, "gpool");
+  EXPECT_EQ(r->network, "gnet");
+  EXPECT_EQ(r->node, "a");
+  EXPECT_EQ(r->storeDir, tmp_.path() + "/a/.guid/gpool");
+  EXPECT_EQ(r->blockSize, 4U);
+  EXPECT_EQ(r->rangeSets,
+            std::vector<std::string>{"guidPool.range = 02:00:00:00:00:00:01:00-02:00:00:00:00:00:01:0f"});
+  EXPECT_EQ(r->totalBlocks, "4");
+  EXPECT_EQ(r->claimedBlocks, 2U);
+  EXPECT_EQ(r->freeBlocks, "2");
+  ASSERT_EQ(r->blocks.size(), 2U);
+  std::size_t mine = 0;
+  for (const auto& b : r->blocks) {
+    if (!b.mine) {
+      EXPECT_EQ(b.holder, "b");
+      continue;
+    }
+    ++mine;
+    const std::uint64_t first = a / 4 * 4;
+    EXPECT_EQ(b.cidr, net::Guid{first}.toString() + "-" + net::Guid{first + 3}.toString());
+    EXPECT_EQ(b.inUse, std::optional<std::uint64_t>(1));
+    EXPECT_EQ(b.ledgerState, "owned");
+  }
+  EXPECT_EQ(mine, 1U);
+  EXPECT_TRUE(r->disagreements.empty());
+  const auto text = renderPoolReport(*r, now_.load());
+  EXPECT_THAT(text, HasSubstr("pool gpool (network gnet): etcd at "));
+  EXPECT_THAT(text, HasSubstr("blocks of 4 GUIDs"));
+  const auto j = nlohmann::json::parse(printPoolReport(*r));
+  EXPECT_EQ(j["kind"], "guid");
+  EXPECT_TRUE(j["blocks"][0].contains("range"));
+  EXPECT_FALSE(j["blocks"][0].contains("cidr"));
+
+  auto local = guidPool("a");
+  local.cluster.reset();
+  auto refused = pools("a").pools(local, "gnet");
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, cni::Errc::kInvalidConfig);
+  EXPECT_THAT(refused.error().msg, HasSubstr("has no guidPool.cluster"));
 }
 
 }  // namespace
