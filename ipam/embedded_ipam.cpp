@@ -17,7 +17,12 @@
 
 namespace ibcni::ipam {
 
-namespace {
+os::SysResult<void> keepFile(const std::string& path, const std::string& text) {
+  if (auto now = os::readFile(path, std::size_t{1} << 20); now && *now == text) {
+    return {};
+  }
+  return os::writeFileAtomic(path, text);
+}
 
 ReleasedAllocation toReleased(const Allocation& a) {
   ReleasedAllocation r{a.key.containerId, a.key.ifName, a.pod.empty() ? "" : a.pod.toString(), a.netns, {}};
@@ -27,19 +32,20 @@ ReleasedAllocation toReleased(const Allocation& a) {
   return r;
 }
 
-}  // namespace
-
-EmbeddedIpam::EmbeddedIpam(EmbeddedIpamOptions options) : options_(std::move(options)) {
-  if (!options_.netnsChecker) {
-    options_.netnsChecker = os::systemNetnsChecker();
+EmbeddedIpamOptions withDefaults(EmbeddedIpamOptions options) {
+  if (!options.netnsChecker) {
+    options.netnsChecker = os::systemNetnsChecker();
   }
-  if (!options_.clock) {
-    options_.clock = [] { return std::chrono::system_clock::now(); };
+  if (!options.clock) {
+    options.clock = [] { return std::chrono::system_clock::now(); };
   }
-  if (options_.defaultDataDir.empty()) {
-    options_.defaultDataDir = std::string(config::kDefaultIpamDataDir);
+  if (options.defaultDataDir.empty()) {
+    options.defaultDataDir = std::string(config::kDefaultIpamDataDir);
   }
+  return options;
 }
+
+EmbeddedIpam::EmbeddedIpam(EmbeddedIpamOptions options) : options_(withDefaults(std::move(options))) {}
 
 namespace {
 
@@ -61,19 +67,14 @@ void requestedAddresses(const Request& request, AddRequest& req) {
   }
 }
 
-// Keeps the pool's configuration in its directory (kNetworkFileName) when it differs from what is
-// there: written aside and renamed over, so a reader sees one whole file. A failure is only
-// logged: the allocation stands, and the file is what a node agent reclaims with, not what ADD
-// needs.
+// Keeps the pool's configuration in its directory (kNetworkFileName). A failure is only logged:
+// the allocation stands, and the file is what a node agent reclaims with, not what ADD needs.
 void keepNetworkFile(const std::string& dir, const std::string& text) {
   const std::string path = dir + "/" + kNetworkFileName;
   if (text.empty()) {
     return;
   }
-  if (auto now = os::readFile(path, std::size_t{1} << 20); now && *now == text) {
-    return;
-  }
-  if (auto w = os::writeFileAtomic(path, text); !w) {
+  if (auto w = keepFile(path, text); !w) {
     log::warn("cannot write {}: {}", path, w.error().describe());
   }
 }
@@ -340,29 +341,45 @@ cni::Result<ReclaimOutcome> EmbeddedIpam::reclaimPool(const Request& request, bo
   for (const auto& a : *released) {
     out.released.push_back(toReleased(a));
   }
-  if ((*s)->pool) {
-    // Cluster mode: the periodic pass also keeps this node's blocks (renewal, lost answers,
-    // empty blocks given back), under the store's lock.
-    auto lock = StoreLock::acquire(*(*s)->store);
-    if (!lock) {
-      return std::unexpected(storeError(lock.error(), "cannot lock the ipam store"));
-    }
-    auto held = (*s)->store->list();
-    if (!held) {
-      return std::unexpected(storeError(held.error(), "cannot list allocations"));
-    }
-    if (auto b = (*s)->pool->begin(); !b) {
-      return std::unexpected(b.error());
-    }
-    auto kept = (*s)->pool->maintain(*held, *(*s)->allocator, dryRun);
-    if (!kept) {
-      return std::unexpected(kept.error());
-    }
-    out.upkeep = PoolUpkeep{(*s)->config.cluster->pool, (*s)->pool->node(), kept->renewed, kept->livenessRenewed,
-                            kept->released, kept->lost, kept->adopted, kept->addressesReleased, kept->reclaimed,
-                            kept->takenOver, kept->lent, kept->loansReturned};
+  if (auto kept = keepBlocks(**s, dryRun, out); !kept) {
+    return std::unexpected(kept.error());
   }
   return out;
+}
+
+cni::Result<LockedStore> lockAndList(Store& store) {
+  auto lock = StoreLock::acquire(store);
+  if (!lock) {
+    return std::unexpected(storeError(lock.error(), "cannot lock the ipam store"));
+  }
+  auto held = store.list();
+  if (!held) {
+    return std::unexpected(storeError(held.error(), "cannot list allocations"));
+  }
+  return LockedStore{std::move(*lock), std::move(*held)};
+}
+
+cni::Result<void> keepBlocks(Session& s, bool dryRun, ReclaimOutcome& out) {
+  if (!s.pool) {
+    return {};
+  }
+  // Cluster mode: the periodic pass also keeps this node's blocks (renewal, lost answers, empty
+  // blocks given back), under the store's lock.
+  auto locked = lockAndList(*s.store);
+  if (!locked) {
+    return std::unexpected(locked.error());
+  }
+  if (auto b = s.pool->begin(); !b) {
+    return std::unexpected(b.error());
+  }
+  auto kept = s.pool->maintain(locked->held, *s.allocator, dryRun);
+  if (!kept) {
+    return std::unexpected(kept.error());
+  }
+  out.upkeep = PoolUpkeep{s.config.cluster->pool, s.pool->node(), kept->renewed, kept->livenessRenewed,
+                          kept->released, kept->lost, kept->adopted, kept->addressesReleased, kept->reclaimed,
+                          kept->takenOver, kept->lent, kept->loansReturned};
+  return {};
 }
 
 }  // namespace ibcni::ipam

@@ -49,11 +49,12 @@ std::optional<PoolDisagreement> disagreement(const std::string& name, const std:
 
 // The report's head: the pool, where its backend is, this node, and the blocks of each range set.
 // @return how many blocks the pool has (at most the largest U128).
-U128 describePool(PoolReport& r, const Request& request, const Session& s, const std::string& nodeNameFile) {
+U128 describePool(PoolReport& r, const std::string& network, const Session& s, const std::string& nodeNameFile) {
   const IpamConfig& conf = s.config;
   const config::ClusterConf& cluster = *conf.cluster;
   const BlockGrid& grid = s.pool->grid();
-  r.network = request.conf.name;
+  r.guids = spaceOf(conf).kind == SpaceKind::kGuid;
+  r.network = network;
   r.pool = cluster.pool;
   r.backend = std::string(config::clusterBackendName(cluster.backend));
   r.endpoint = endpointOf(cluster);
@@ -113,7 +114,8 @@ cni::Result<NodeSide> readNodeSide(Session& s, PoolReport& r) {
   }
   if (r.ledgerPresent && side.ledger.node != r.node) {
     r.warnings.push_back("the ledger's blocks were claimed as node " + cni::quoted(side.ledger.node) + ", not " +
-                         cni::quoted(r.node) + ": ADD refuses this until ipam.cluster.nodeName is set back");
+                         cni::quoted(r.node) + ": ADD refuses this until " + s.config.cluster->path +
+                         ".nodeName is set back");
   }
   return side;
 }
@@ -125,22 +127,25 @@ struct BackendSide {
 };
 
 // The backend's side: one list of the blocks (timed), one of the named addresses.
-cni::Result<BackendSide> listBackend(const BackendFactory& backends, const config::ClusterConf& cluster,
-                                     const Ledger& ledger, PoolReport& r) {
+cni::Result<BackendSide> listBackend(const BackendFactory& backends, const IpamConfig& config, const Ledger& ledger,
+                                     PoolReport& r) {
+  const config::ClusterConf& cluster = *config.cluster;
   auto be = backends(cluster, BackendContext{r.node, ledger.etcdLease, {}});
   if (!be) {
     return std::unexpected(be.error());
   }
-  const std::string what = " of pool " + cni::quoted(cluster.pool) + " (ipam.cluster.backend " + r.backend + ")";
+  const std::string what =
+      " of pool " + cni::quoted(cluster.pool) + " (" + cluster.path + ".backend " + r.backend + ")";
+  const std::string pool = spaceOf(config).backendPool(cluster.pool);
   const auto t0 = std::chrono::steady_clock::now();
-  auto claims = (*be)->list(ClaimKind::kBlock, cluster.pool, std::nullopt);
+  auto claims = (*be)->list(ClaimKind::kBlock, pool, std::nullopt);
   r.listTime = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
   if (!claims) {
     return std::unexpected(toCniError(claims.error(), "listing the blocks" + what));
   }
-  auto named = (*be)->list(ClaimKind::kAddress, cluster.pool, std::nullopt);
+  auto named = (*be)->list(ClaimKind::kAddress, pool, std::nullopt);
   if (!named) {
-    return std::unexpected(toCniError(named.error(), "listing the named addresses" + what));
+    return std::unexpected(toCniError(named.error(), "listing the named " + std::string(spaceOf(config).nouns) + what));
   }
   return BackendSide{std::move(*claims), std::move(*named)};
 }
@@ -264,17 +269,21 @@ cni::Result<PoolReport> EmbeddedIpam::pools(const Request& request) {
   if (!s) {
     return std::unexpected(s.error());
   }
+  return reportPool(**s, request.conf.name, options_);
+}
+
+cni::Result<PoolReport> reportPool(Session& s, const std::string& network, const EmbeddedIpamOptions& options) {
   PoolReport r;
-  const U128 total = describePool(r, request, **s, options_.nodeNameFile);
-  auto node = readNodeSide(**s, r);
+  const U128 total = describePool(r, network, s, options.nodeNameFile);
+  auto node = readNodeSide(s, r);
   if (!node) {
     return std::unexpected(node.error());
   }
-  auto backend = listBackend(options_.backends, *(*s)->config.cluster, node->ledger, r);
+  auto backend = listBackend(options.backends, s.config, node->ledger, r);
   if (!backend) {
     return std::unexpected(backend.error());
   }
-  BlockRows rows(r, (*s)->pool->grid(), *node);
+  BlockRows rows(r, s.pool->grid(), *node);
   rows.addClaimed(backend->blocks);
   rows.addLedgerOnly();
   addAddressDisagreements(r, node->ledger, backend->addresses);

@@ -16,11 +16,11 @@ namespace {
 // only root's symbolic links are followed, and every directory on the way is root's and writable
 // by no one else. A refusal is error 7; a failing system call is `ioCode`. @return the directory,
 // open: the store reaches its files relative to it.
-cni::Result<os::UniqueFd> prepareStoreDir(const std::string& dir, cni::Errc ioCode) {
+cni::Result<os::UniqueFd> prepareStoreDir(const std::string& dir, const std::string& field, cni::Errc ioCode) {
   auto fd = os::openDirectory(dir, os::DirPolicy{.trustedOwners = true, .create = true, .mode = 0700});
   if (!fd) {
     if (os::isRefusal(fd.error())) {
-      return cni::fail(cni::Errc::kInvalidConfig, "invalid ipam.dataDir: " + fd.error().op +
+      return cni::fail(cni::Errc::kInvalidConfig, "invalid " + field + ": " + fd.error().op +
                                                       "; use a directory only root can change, such as the default " +
                                                       std::string(config::kDefaultIpamDataDir) +
                                                       " (README \"Security model\")");
@@ -60,21 +60,44 @@ cni::Result<const IpamConfig*> embeddedConfig(const Request& request) {
   return &**parsed;
 }
 
-// The pool's store directory and this node's name, which cluster mode claims blocks as.
+}  // namespace
+
 cni::Result<std::string> clusterNode(Session& s, const std::string& dataDir, const EmbeddedIpamOptions& options) {
+  const SpaceKind kind = spaceOf(s.config).kind;
   if (!options.backends) {
-    return cni::fail(cni::Errc::kInvalidEnvironment,
-                     "ipam.cluster is not supported by this program: use ibcni or ibcni-ipam");
+    return cni::fail(cni::Errc::kInvalidEnvironment, s.config.cluster->path +
+                                                         " is not supported by this program: use ibcni" +
+                                                         (kind == SpaceKind::kIp ? " or ibcni-ipam" : ""));
   }
   auto name = clusterNodeName(*s.config.cluster, options.nodeNameFile);
   if (!name) {
     return std::unexpected(name.error());
   }
-  s.dir = clusterPoolDir(dataDir, s.config.cluster->pool);
+  s.dir = clusterPoolDir(dataDir, s.config.cluster->pool, kind);
   return name;
 }
 
-}  // namespace
+cni::Result<void> openStore(Session& s, const std::string& network, const std::string& node,
+                            const EmbeddedIpamOptions& options, cni::Errc ioCode, bool create) {
+  const SpaceKind kind = spaceOf(s.config).kind;
+  const std::string field = kind == SpaceKind::kIp ? "ipam.dataDir" : "guidPool.dataDir";
+  auto dirFd = create ? prepareStoreDir(s.dir, field, ioCode) : checkStoreDir(s.dir, ioCode);
+  if (!dirFd) {
+    return std::unexpected(dirFd.error());
+  }
+  FileStore::Options o{s.dir, Allocator::spansOf(s.config), options.lockTimeout, std::move(*dirFd)};
+  o.space = kind;
+  s.store = std::make_unique<FileStore>(std::move(o));
+  s.allocator = std::make_unique<Allocator>(s.config, *s.store, *options.netnsChecker, options.clock);
+  if (s.config.cluster) {
+    // The pool is cut from the allocator's view of what can be handed out; then the allocator
+    // hands out only inside the pool's blocks.
+    s.pool = std::make_unique<ClusterPool>(s.config, network, node, s.dir, *s.allocator, options.backends,
+                                           options.bootClock, options.clock);
+    s.allocator->useBlocks(*s.pool);
+  }
+  return {};
+}
 
 cni::Result<std::unique_ptr<Session>> openSession(const Request& request, const EmbeddedIpamOptions& options,
                                                   cni::Errc ioCode, bool create) {
@@ -97,19 +120,8 @@ cni::Result<std::unique_ptr<Session>> openSession(const Request& request, const 
   } else {
     s->dir = dataDir + "/" + request.conf.name;
   }
-  auto dirFd = create ? prepareStoreDir(s->dir, ioCode) : checkStoreDir(s->dir, ioCode);
-  if (!dirFd) {
-    return std::unexpected(dirFd.error());
-  }
-  s->store = std::make_unique<FileStore>(
-      FileStore::Options{s->dir, Allocator::spansOf(s->config), options.lockTimeout, std::move(*dirFd)});
-  s->allocator = std::make_unique<Allocator>(s->config, *s->store, *options.netnsChecker, options.clock);
-  if (s->config.cluster) {
-    // The pool is cut from the allocator's view of what can be handed out; then the allocator
-    // hands out only inside the pool's blocks.
-    s->pool = std::make_unique<ClusterPool>(s->config, request.conf.name, node, s->dir, *s->allocator,
-                                            options.backends, options.bootClock, options.clock);
-    s->allocator->useBlocks(*s->pool);
+  if (auto r = openStore(*s, request.conf.name, node, options, ioCode, create); !r) {
+    return std::unexpected(r.error());
   }
   return s;
 }

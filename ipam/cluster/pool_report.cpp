@@ -73,7 +73,7 @@ std::string printPoolReport(const PoolReport& r) {
   json blocks = json::array();
   for (const auto& b : r.blocks) {
     blocks.push_back({{"key", b.key},
-                      {"cidr", textOrNull(b.cidr)},
+                      {r.guids ? "range" : "cidr", textOrNull(b.cidr)},
                       {"set", b.set ? json(*b.set) : json(nullptr)},
                       {"holder", textOrNull(b.holder)},
                       {"mine", b.mine},
@@ -86,7 +86,7 @@ std::string printPoolReport(const PoolReport& r) {
   }
   json addresses = json::array();
   for (const auto& a : r.addresses) {
-    addresses.push_back({{"address", a.address},
+    addresses.push_back({{r.guids ? "guid" : "address", a.address},
                          {"holder", a.holder},
                          {"owner", textOrNull(a.owner)},
                          {"pod", textOrNull(a.pod)},
@@ -106,35 +106,39 @@ std::string printPoolReport(const PoolReport& r) {
     perNode[node] = n;
   }
   std::size_t mine = r.perNode.contains(r.node) ? r.perNode.at(r.node) : 0;
-  return json{{"network", r.network},
-              {"pool", r.pool},
-              {"backend", r.backend},
-              {"endpoint", r.endpoint},
-              {"node", r.node},
-              {"nodeSource", r.nodeSource},
-              {"blockSize", r.blockSize},
-              {"storeDir", r.storeDir},
-              {"rangeSets", perSet},
-              {"totals",
-               {{"blocks", count(r.totalBlocks)},
-                {"claimed", r.claimedBlocks},
-                {"free", count(r.freeBlocks)},
-                {"mine", mine},
-                {"perNode", perNode}}},
-              {"blocks", blocks},
-              {"addresses", addresses},
-              {"ledger",
-               {{"present", r.ledgerPresent},
-                {"confirmedAgoSeconds", r.confirmedAgoSeconds ? json(*r.confirmedAgoSeconds) : json(nullptr)},
-                {"disagreements", disagreements}}},
-              {"listMs", r.listTime.count()},
-              {"warnings", r.warnings}}
-      .dump(2);
+  json out{{"network", r.network},
+           {"pool", r.pool},
+           {"backend", r.backend},
+           {"endpoint", r.endpoint},
+           {"node", r.node},
+           {"nodeSource", r.nodeSource},
+           {"blockSize", r.blockSize},
+           {"storeDir", r.storeDir},
+           {"rangeSets", perSet},
+           {"totals",
+            {{"blocks", count(r.totalBlocks)},
+             {"claimed", r.claimedBlocks},
+             {"free", count(r.freeBlocks)},
+             {"mine", mine},
+             {"perNode", perNode}}},
+           {"blocks", blocks},
+           {r.guids ? "guids" : "addresses", addresses},
+           {"ledger",
+            {{"present", r.ledgerPresent},
+             {"confirmedAgoSeconds", r.confirmedAgoSeconds ? json(*r.confirmedAgoSeconds) : json(nullptr)},
+             {"disagreements", disagreements}}},
+           {"listMs", r.listTime.count()},
+           {"warnings", r.warnings}};
+  if (r.guids) {
+    out["kind"] = "guid";  // an address pool's report stays as it was
+  }
+  return out.dump(2);
 }
 
 std::string renderPoolReport(const PoolReport& r, std::chrono::system_clock::time_point now) {
   std::string out = "pool " + r.pool + " (network " + r.network + "): " + r.backend + " at " + r.endpoint +
-                    ", blocks of " + std::to_string(r.blockSize) + " addresses (list took " +
+                    ", blocks of " + std::to_string(r.blockSize) + (r.guids ? " GUIDs" : " addresses") +
+                    " (list took " +
                     std::to_string(r.listTime.count()) + " ms)\n";
   out += "this node: " + r.node + " (from " + r.nodeSource + "); store " + r.storeDir +
          (r.ledgerPresent ? "" : " (no ledger yet: this node holds no block)") + "\n";
@@ -159,8 +163,9 @@ std::string renderPoolReport(const PoolReport& r, std::chrono::system_clock::tim
     out += "(* this node; IN USE is known only for this node's blocks: other nodes keep theirs locally)\n";
   }
   if (!r.addresses.empty()) {
-    out += "\naddresses claimed one by one (named by pods, or lent):\n";
-    std::vector<std::vector<std::string>> arows{{"ADDRESS", "HOLDER", "OWNER", "POD", "LENT BY", "CLAIMED"}};
+    out += std::string(r.guids ? "\nGUIDs" : "\naddresses") + " claimed one by one (named by pods, or lent):\n";
+    std::vector<std::vector<std::string>> arows{
+        {r.guids ? "GUID" : "ADDRESS", "HOLDER", "OWNER", "POD", "LENT BY", "CLAIMED"}};
     for (const auto& a : r.addresses) {
       arows.push_back({a.address, a.holder, a.owner.empty() ? "-" : a.owner, a.pod.empty() ? "-" : a.pod,
                        a.lender.empty() ? "-" : a.lender, a.claimedAt ? os::rfc3339(*a.claimedAt) : "-"});

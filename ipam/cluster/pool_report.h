@@ -47,6 +47,7 @@ struct PoolDisagreement {
 };
 
 struct PoolReport {
+  bool guids = false;       ///< a GUID pool (guidPool.cluster): blocks are GUID ranges, named values GUIDs
   std::string network;      ///< the network of the configuration read
   std::string pool;         ///< ipam.cluster.pool
   std::string backend;      ///< "etcd", "kubernetes"

@@ -166,7 +166,33 @@ cni::Result<GuidPoolConf> guidPoolObject(const json& j, const std::string& netwo
   if (auto r = parsePoolAndCluster(j, network, g); !r) {
     return std::unexpected(r.error());
   }
+  g.poolFile = j.dump();
   return g;
+}
+
+cni::Result<GuidPoolConf> guidPoolFile(std::string_view text, const std::string& pool) {
+  auto j = json::parse(text, nullptr, false);
+  if (!j.is_object()) {
+    return cni::fail(cni::Errc::kIoFailure, "the GUID pool file of pool " + cni::quoted(pool) + " is no JSON object");
+  }
+  return guidPoolObject(j, pool);
+}
+
+IpamConfig guidIpamConfig(const GuidPoolConf& pool) {
+  Range r;
+  r.rangeStart = net::IpAddress::fromGuid(pool.first);
+  r.rangeEnd = net::IpAddress::fromGuid(pool.last);
+  r.path = "guidPool.range";
+  RangeSet set;
+  set.ranges = {r};
+  set.path = r.path;
+  set.family = net::kFamilyGuid;
+  IpamConfig c;
+  c.type = std::string(kEmbeddedIpamType);
+  c.rangeSets = {set};
+  c.dataDir = pool.dataDir;
+  c.cluster = pool.cluster;
+  return c;
 }
 
 }  // namespace ibcni::config

@@ -20,6 +20,9 @@ bool Range::contains(const net::IpAddress& ip) const {
 }
 
 std::string Range::describe() const {
+  if (rangeStart.isGuid()) {
+    return rangeStart.toString() + "-" + rangeEnd.toString();  // GUIDs have no subnet
+  }
   return subnet.toString() + " (" + rangeStart.toString() + "-" + rangeEnd.toString() + ")";
 }
 

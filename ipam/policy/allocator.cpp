@@ -230,9 +230,7 @@ cni::Result<std::vector<Allocation>> Allocator::releaseDead(const AttachmentKey*
     if ((except != nullptr && a.key == *except) || !a.loanTo.empty()) {
       continue;  // a loan has no network namespace: its borrower gives it back
     }
-    // Only a namespace positively known to be gone frees the address: kUnknown keeps it, so a
-    // live pod is never robbed because its namespace could not be checked.
-    if (netns_.check(a.netns, a.netnsInode) != os::NetnsLiveness::kGone) {
+    if (!reclaimable(a)) {
       continue;
     }
     if (!dryRun) {
@@ -251,6 +249,12 @@ cni::Result<std::vector<Allocation>> Allocator::releaseDead(const AttachmentKey*
     }
   }
   return released;
+}
+
+bool Allocator::reclaimable(const Allocation& a) const {
+  // Only a namespace positively known to be gone frees the address: kUnknown keeps it, so a live
+  // pod is never robbed because its namespace could not be checked.
+  return space_.kind != SpaceKind::kGuid && netns_.check(a.netns, a.netnsInode) == os::NetnsLiveness::kGone;
 }
 
 cni::Result<bool> Allocator::release(const AttachmentKey& key, const std::string& network, bool exact) {
@@ -322,7 +326,7 @@ cni::Result<std::vector<Allocation>> Allocator::gc(const std::vector<AttachmentK
     // A cluster pool's store is shared by the networks of the pool: a network's GC judges only its
     // own allocations (an allocation recorded before networks were kept is left to DEL and to
     // reclaiming). Loans are the pool's, not any network's.
-    const bool others = blocks_ != nullptr && a.network != network;
+    const bool others = (blocks_ != nullptr || space_.kind == SpaceKind::kGuid) && a.network != network;
     if (keep.contains(a.key) || others || !a.loanTo.empty()) {
       continue;
     }

@@ -107,8 +107,9 @@ class LoanBook {
 /// * a pod's reservation wins; a requested address must be inside a range, not excluded, not a
 ///   gateway/network/broadcast, not reserved for another pod and not held by a live attachment;
 /// * idempotent per (containerID, ifname): an attachment that holds addresses gets them back;
-/// * on exhaustion, allocations whose network namespace is gone are released first, then
-///   error 108 names the range set, its size and how many addresses are in use.
+/// * on exhaustion, allocations whose network namespace is gone are released first (never in a
+///   GUID space: see reclaimable()), then error 108 names the range set, its size and how many
+///   addresses are in use.
 /// Each public call is one critical section under the store's lock.
 class Allocator final : public LoanBook {
  public:
@@ -137,11 +138,12 @@ class Allocator final : public LoanBook {
   [[nodiscard]] cni::Result<std::vector<Lease>> held(const AttachmentKey& key);
   /// GC of network `network`: releases every allocation of that network not in `valid`, and claims
   /// no record accounts for. With a BlockSource (a cluster pool's store, shared by the pool's
-  /// networks) only allocations recorded for `network` are considered; loans never are.
+  /// networks) or in a GUID space (a GUID pool's store is shared by its networks too) only
+  /// allocations recorded for `network` are considered; loans never are.
   [[nodiscard]] cni::Result<std::vector<Allocation>> gc(const std::vector<AttachmentKey>& valid,
                                                         const std::string& network);
   /// Releases every allocation whose network namespace is gone (os::NetnsLiveness::kGone), and
-  /// claims no record accounts for. With `dryRun`, only reports them.
+  /// claims no record accounts for. With `dryRun`, only reports them. A GUID space releases none.
   [[nodiscard]] cni::Result<std::vector<Allocation>> reclaim(bool dryRun = false);
   /// Size and use of each range set. Counting the addresses held in a range too large for a
   /// bitmap takes a scan of the store: prefer exhausted() when only that matters.
@@ -211,6 +213,10 @@ class Allocator final : public LoanBook {
   cni::Result<std::optional<net::IpAddress>> roundRobin(std::size_t set);
   cni::Result<std::optional<net::IpAddress>> firstFreeOwned(std::size_t set, std::size_t range, U128 lo, U128 hi);
   cni::Result<std::vector<Allocation>> releaseDead(const AttachmentKey* except, bool dryRun);
+  /// Whether `a`'s network namespace is positively gone, so that what it holds may be taken back.
+  /// Never for GUIDs: a VF keeps its GUID in a namespace that lingers after its path is gone, and
+  /// only ibcni's own records say when it let the GUID go.
+  bool reclaimable(const Allocation& a) const;
   cni::Result<std::vector<SetUsage>> usageLocked();
   std::string now() const;
 

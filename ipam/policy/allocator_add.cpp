@@ -60,7 +60,7 @@ cni::Result<void> Allocator::takeFrom(const net::IpAddress& ip, const Attachment
   if (!rec) {
     return std::unexpected(storeError(rec.error(), "cannot allocate " + ip.toString()));
   }
-  if (*rec && netns_.check((*rec)->netns, (*rec)->netnsInode) == os::NetnsLiveness::kGone) {
+  if (*rec && reclaimable(**rec)) {
     log::info("releasing {} ({}) held by {}: its network namespace is gone", ip.toString(), what,
               describeHolder(**owner, *rec));
     if (auto r = store_.release(**owner); !r) {
@@ -208,15 +208,16 @@ cni::Result<net::IpAddress> Allocator::freeAddress(std::size_t set, const Attach
 }
 
 cni::Error Allocator::noFreeAddress(std::size_t set) {
+  const bool ip = space_.kind == SpaceKind::kIp;
+  const std::string dead = ip ? "allocations whose network namespace is gone were released first" : "";
   if (blocks_ != nullptr) {
     auto e = blocks_->exhausted(set);
-    e.details = "allocations whose network namespace is gone were released first";
+    e.details = dead;
     return e;
   }
   auto use = usageLocked();
   std::string size = use ? toDecimal((*use)[set].allocatable) : "?";
   std::string inUse = use ? std::to_string((*use)[set].inUse) : "?";
-  const bool ip = space_.kind == SpaceKind::kIp;
   return cni::Error{kIpamExhausted,
                     "no free " + std::string(space_.noun) + " in " + config_.rangeSets[set].path + " = " +
                         config_.rangeSets[set].describe() + ": " + size + (ip ? " addresses" : " GUIDs") +
@@ -225,7 +226,7 @@ cni::Error Allocator::noFreeAddress(std::size_t set) {
                               "ipam.reservations are not counted as free)"
                             : "") +
                         "; widen the range or delete pods",
-                    "allocations whose network namespace is gone were released first"};
+                    dead};
 }
 
 cni::Result<void> Allocator::recordAllocation(const AddRequest& req, const std::optional<Allocation>& existing,

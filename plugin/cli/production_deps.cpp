@@ -7,6 +7,7 @@
 #include "ipam/backends/production_backends.h"
 #include "plugin/cli/production_http.h"
 #include "ipam/embedded_ipam.h"
+#include "ipam/embedded_ipam_guids.h"
 #include "ibcni/os/file_io.h"
 #include "ibcni/os/time_text.h"
 #include "plugin/delegate/delegate_ipam.h"
@@ -58,6 +59,7 @@ struct ProductionDeps::Impl {
   state::FileDeviceInfoFiles deviceInfo;
   delegate::DelegateIpam delegated{processEnvironment()};
   ipam::EmbeddedIpam embedded{clusterCapable(productionHttpClient())};
+  ipam::EmbeddedGuidPools guids{clusterCapable(productionHttpClient())};
   delegate::IpamRouter ipam{embedded, delegated};
 };
 
@@ -78,6 +80,7 @@ ProductionDeps::ProductionDeps() : impl_(std::make_unique<Impl>()) {
   deps_->verbs = &impl_->verbs;
   deps_->deviceInfo = &impl_->deviceInfo;
   deps_->ipamUpkeep = &impl_->embedded;
+  deps_->guids = &impl_->guids;
 }
 
 ProductionDeps::~ProductionDeps() = default;

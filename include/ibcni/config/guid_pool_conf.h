@@ -33,6 +33,10 @@ struct GuidPoolConf {
   /// guidPool.cluster: absent = node-local. Its pool, poolPath and blockSize are guidPool's (the
   /// cluster object itself refuses those keys).
   std::optional<ClusterConf> cluster;
+  /// The guidPool object as given, as JSON text: what the pool's store directory keeps (pool.json),
+  /// so that DEL, GC and the node agent's pass read the pool the attachment was given from, whatever
+  /// the configuration says by then.
+  std::string poolFile;
 };
 
 }  // namespace ibcni::config

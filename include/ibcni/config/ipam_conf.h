@@ -36,7 +36,8 @@ struct Range {
 
   /// True when `ip` lies in [rangeStart, rangeEnd].
   [[nodiscard]] bool contains(const net::IpAddress& ip) const;
-  /// "10.1.2.0/24 (10.1.2.2-10.1.2.254)", for messages.
+  /// "10.1.2.0/24 (10.1.2.2-10.1.2.254)", for messages; a GUID range (family net::kFamilyGuid) has no
+  /// subnet: "02:00:00:00:00:00:00:00-02:00:00:00:00:ff:ff:ff".
   [[nodiscard]] std::string describe() const;
 };
 
@@ -51,6 +52,7 @@ struct RangeSet {
 
   /// The range holding `ip`, or nullptr.
   [[nodiscard]] const Range* find(const net::IpAddress& ip) const;
+  /// Each range's describe(), joined by ", ".
   [[nodiscard]] std::string describe() const;
 };
 

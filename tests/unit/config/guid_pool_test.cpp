@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "ibcni/config/guid_pool_conf.h"
 #include "ibcni/config/ipam_conf.h"
 #include "ibcni/config/net_conf.h"
+#include "ipam/config/guid_pool.h"
 
 namespace ibcni::config {
 namespace {
@@ -287,6 +289,54 @@ TEST(GuidPool, ItsClusterObjectKnowsItsFieldPaths) {
   ASSERT_TRUE(ipam && ipam->cluster) << (ipam ? "no cluster" : ipam.error().msg);
   EXPECT_EQ(ipam->cluster->path, "ipam.cluster");
   EXPECT_EQ(ipam->cluster->poolKeysPath, "ipam.cluster");
+}
+
+TEST(GuidPool, TheMachineryRunsItAsOneGuidRangeSetDescribedByItsEnds) {
+  auto g = parseOk(R"({"range": "02:00:00:00:00:01:00:00-02:00:00:00:00:01:ff:ff", "blockSize": 1024,
+      "dataDir": "/var/lib/guids", "cluster": {"backend": "etcd", "etcd": {"endpoints": ["http://10.0.0.1:2379"]}}})");
+  const IpamConfig c = guidIpamConfig(g);
+  ASSERT_EQ(c.rangeSets.size(), 1U);
+  const RangeSet& set = c.rangeSets[0];
+  EXPECT_EQ(set.family, net::kFamilyGuid);
+  EXPECT_EQ(set.path, "guidPool.range");
+  ASSERT_EQ(set.ranges.size(), 1U);
+  EXPECT_EQ(set.ranges[0].path, "guidPool.range");
+  EXPECT_EQ(set.ranges[0].rangeStart, net::IpAddress::fromGuid(net::Guid{0x0200000000010000ULL}));
+  EXPECT_EQ(set.ranges[0].rangeEnd, net::IpAddress::fromGuid(net::Guid{0x020000000001ffffULL}));
+  EXPECT_EQ(set.ranges[0].describe(), "02:00:00:00:00:01:00:00-02:00:00:00:00:01:ff:ff");
+  EXPECT_EQ(set.describe(), "02:00:00:00:00:01:00:00-02:00:00:00:00:01:ff:ff");
+  EXPECT_EQ(c.dataDir, "/var/lib/guids");
+  ASSERT_TRUE(c.cluster);
+  EXPECT_EQ(c.cluster->blockSize, 1024U);
+  EXPECT_EQ(c.cluster->path, "guidPool.cluster");
+  EXPECT_TRUE(c.exclude.empty());
+  EXPECT_TRUE(c.reservations.empty());
+  EXPECT_TRUE(c.networkFile.empty());
+  EXPECT_FALSE(guidIpamConfig(parseOk(std::string("{") + kRange + "}")).cluster);
+
+  // An address range reads as before.
+  auto ip = parseIpamConfig(R"({"type": "ibcni-ipam", "ranges": [[{"subnet": "10.1.2.0/24"}],
+      [{"subnet": "fd00::/120", "rangeStart": "fd00::10", "rangeEnd": "fd00::20"}]]})");
+  ASSERT_TRUE(ip) << ip.error().msg;
+  EXPECT_EQ(ip->rangeSets[0].describe(), "10.1.2.0/24 (10.1.2.2-10.1.2.254)");
+  EXPECT_EQ(ip->rangeSets[1].describe(), "fd00::/120 (fd00::10-fd00::20)");
+}
+
+TEST(GuidPool, ItsPoolFileIsTheObjectAsGivenAndReadsBackToThePool) {
+  const std::string given = R"({"range": "02:00:00:00:00:00:00:00-02:00:00:00:00:ff:ff:ff", "assign": "always"})";
+  auto g = parseOk(given, "ib-net");
+  EXPECT_EQ(nlohmann::json::parse(g.poolFile), nlohmann::json::parse(given));
+  auto back = guidPoolFile(g.poolFile, "ib-net");
+  ASSERT_TRUE(back) << back.error().msg;
+  EXPECT_EQ(back->pool, "ib-net");
+  EXPECT_EQ(back->first.value, g.first.value);
+  EXPECT_EQ(back->last.value, g.last.value);
+  EXPECT_EQ(back->assign, GuidAssign::kAlways);
+  EXPECT_EQ(back->poolFile, g.poolFile);
+  auto broken = guidPoolFile("{\"range\":", "ib-net");
+  ASSERT_FALSE(broken);
+  EXPECT_EQ(broken.error().code, cni::Errc::kIoFailure);
+  EXPECT_THAT(broken.error().msg, HasSubstr("\"ib-net\""));
 }
 
 }  // namespace

@@ -75,16 +75,20 @@ class ClusterFixture : public ::testing::Test {
   EmbeddedIpam& node(const std::string& name) {
     auto& slot = nodes_[name];
     if (!slot) {
-      EmbeddedIpamOptions o;
-      o.defaultDataDir = tmp_.path() + "/" + name;
-      o.netnsChecker = checker_;
-      o.clock = [this] { return now_.load(); };
-      o.bootClock = [this] { return bootNow(); };
-      o.nodeNameFile = "";
-      o.backends = backends();
-      slot = std::make_unique<EmbeddedIpam>(o);
+      slot = std::make_unique<EmbeddedIpam>(nodeOptions(name));
     }
     return *slot;
+  }
+  /// The options of node `name`: its data directory, the fixture's clocks and backends.
+  EmbeddedIpamOptions nodeOptions(const std::string& name) {
+    EmbeddedIpamOptions o;
+    o.defaultDataDir = tmp_.path() + "/" + name;
+    o.netnsChecker = checker_;
+    o.clock = [this] { return now_.load(); };
+    o.bootClock = [this] { return bootNow(); };
+    o.nodeNameFile = "";
+    o.backends = backends();
+    return o;
   }
 
   /// The backends of every node: the configured one over the counting client.
