@@ -25,7 +25,7 @@ os::SysResult<void> keepFile(const std::string& path, const std::string& text) {
 }
 
 ReleasedAllocation toReleased(const Allocation& a) {
-  ReleasedAllocation r{a.key.containerId, a.key.ifName, a.pod.empty() ? "" : a.pod.toString(), a.netns, {}};
+  ReleasedAllocation r{a.key.containerId, a.key.ifName, a.pod.empty() ? "" : a.pod.toString(), a.netns, {}, a.network};
   for (const auto& ip : a.addresses) {
     r.addresses.push_back(ip.toString());
   }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "fakes/fake_guid_pools.h"
+#include "ipam/embedded_ipam_guids.h"
 #include "unit/plugin_fixture.h"
 
 namespace ibcni::testing {
@@ -261,6 +262,25 @@ TEST_F(SriovGuidPoolTest, CheckFailsWhenThePoolNoLongerHoldsTheGuid) {
   auto out = run("CHECK", c);
   EXPECT_EQ(errorOf(out)["code"], 107) << out.stdoutText;
   EXPECT_NE(errorOf(out)["msg"].get<std::string>().find(kFirst), std::string::npos);
+}
+
+// The same over the embedded GUID pools ibcni runs (node-local, the store on disk): the GUID is in
+// the pool's store under the record's directory from ADD to DEL, and DEL leaves nothing.
+TEST_F(SriovGuidPoolTest, OverTheEmbeddedGuidPoolsTheStoreHoldsTheGuidFromAddToDel) {
+  ipam::EmbeddedGuidPools real;
+  deps_.guids = &real;
+  setVfGuids(0);
+  add(poolConfig());
+  ASSERT_EQ(records().size(), 1u);
+  EXPECT_EQ(records()[0].guidPoolDir, storeDir());
+  auto held = real.held(storeDir(), {"c1", "net1"});
+  ASSERT_TRUE(held && *held) << (held ? "none" : held.error().msg);
+  EXPECT_EQ((*held)->toString(), kFirst);
+  EXPECT_EQ(vfGuids(), std::string(kFirst) + "/" + kFirst);
+  ASSERT_EQ(run("DEL", poolConfig()).exitCode, 0);
+  held = real.held(storeDir(), {"c1", "net1"});
+  ASSERT_TRUE(held);
+  EXPECT_FALSE(*held);
 }
 
 }  // namespace
