@@ -85,9 +85,6 @@ done
 
 # --- argument checks ------------------------------------------------------------------------------
 
-# guid_hex GUID: the 16 lowercase hex digits of a GUID written with ':' (IB style) or not.
-guid_hex() { tr -d ':' <<<"$1" | tr 'A-F' 'a-f'; }
-
 DNS1123='^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'
 [[ $TIMEOUT =~ ^[0-9]+$ ]] || die "--timeout must be a number of seconds"
 [[ $MIN_BW =~ ^[0-9]+([.][0-9]+)?$ ]] || die "--min-bw must be a number of Gb/s"
@@ -174,32 +171,6 @@ echo "NAD $NAD_NS/$NAD_NAME, resource $RESOURCE, namespace $NS, image $IMAGE, ru
 # --- node helper pods (hostNetwork: they see the node's host network and RDMA namespace) ---------
 
 declare -A HELPER HELPER_ERR SNAPSHOT PREFLIGHTED
-
-# Prints "== PF" then `ip link show dev PF` for every IPoIB netdev with VFs.
-# shellcheck disable=SC2016 # expanded by the remote shell
-HOST_VF_TABLE='
-for n in /sys/class/net/*; do
-  [ -r "$n/device/sriov_numvfs" ] || continue
-  [ "$(cat "$n/device/sriov_numvfs")" -gt 0 ] 2>/dev/null || continue
-  [ "$(cat "$n/type")" = 32 ] || continue
-  echo "== ${n##*/}"
-  ip link show dev "${n##*/}"
-done'
-
-# vf_rows: from HOST_VF_TABLE-style text, one line per VF: PF INDEX NODE_GUID PORT_GUID LINK_STATE
-# (GUIDs as 16 hex digits; "-" when ip does not print them).
-vf_rows() {
-  awk '
-    /^== / { pf = $2; next }
-    $1 == "vf" && $2 ~ /^[0-9]+$/ {
-      ng = "-"; pg = "-"; ls = "-"
-      if (match($0, /NODE_GUID [0-9a-fA-F:]+/)) ng = substr($0, RSTART + 10, RLENGTH - 10)
-      if (match($0, /PORT_GUID [0-9a-fA-F:]+/)) pg = substr($0, RSTART + 10, RLENGTH - 10)
-      if (match($0, /link-state [a-z]+/)) ls = substr($0, RSTART + 11, RLENGTH - 11)
-      gsub(":", "", ng); gsub(":", "", pg)
-      print pf, $2, tolower(ng), tolower(pg), ls
-    }'
-}
 
 # node_image_check NODE: the node's architecture (amd64, or arm64 on Grace nodes: GH200, GB200,
 # GB300) and, where ibcni's DaemonSet runs on it, that the image the node pulled from the manifest
@@ -558,24 +529,6 @@ if kc -n "$NS" delete pod "$POD_A" "$POD_B" --wait=true --timeout="${TIMEOUT}s" 
 else
   fail pods_deleted "not gone within ${TIMEOUT}s (CNI DEL failing? see the ibcni log below and the kubelet log)"
 fi
-
-# Facts about a VF on the host, as key=value lines, then "== PF" and `ip link show dev PF`.
-# shellcheck disable=SC2016 # expanded by the remote shell
-HOST_VF_PROBE='
-d=/sys/bus/pci/devices/$1
-nd=$(ls $d/net 2>/dev/null | head -n 1)
-echo "netdev=$nd"
-[ -n "$nd" ] && echo "netdev_type=$(cat /sys/class/net/$nd/type)"
-ib=$(ls $d/infiniband 2>/dev/null | head -n 1)
-echo "ibdev=$ib"
-[ -n "$ib" ] && echo "ib_node_guid=$(cat /sys/class/infiniband/$ib/node_guid)"
-if [ -n "$ib" ] && command -v rdma >/dev/null 2>&1; then echo "rdma_dev=$(rdma dev show "$ib" 2>&1 | head -n 1)"; fi
-for l in $d/physfn/virtfn*; do
-  [ "$(readlink -f $l)" = "$(readlink -f $d)" ] && echo "vf_index=${l##*virtfn}"
-done
-pf=$(ls $d/physfn/net 2>/dev/null | head -n 1)
-echo "pf=$pf"
-[ -n "$pf" ] && { echo "== $pf"; ip link show dev "$pf"; }'
 
 for p in "$POD_A" "$POD_B"; do
   node=${NODE[$p]} pci=${PCI[$p]:-} want=$(guid_hex "${GUID[$p]}")

@@ -3,7 +3,8 @@
 # What the hardware validations (e2e/hw/validate-ipoib.sh, validate-sriov-vf.sh) share, sourced by
 # both: reporting a check (pass, fail, skip, note) and the summary (finish), the EXIT trap's
 # cleanup, the hostNetwork helper pod on each node (named $HELPER_POD_PREFIX-$RUN-...) and what
-# runs in it, kubectl ($KC), and reading the NAD's ibcni config ($CONF) and the probes' facts.
+# runs in it, kubectl ($KC), and reading the NAD's ibcni config ($CONF) and the probes' facts; for
+# the sriov validations (validate-sriov-vf.sh, validate-sriov-guid-pool.sh) the node's VF tables.
 # The functions use the calling script's variables (NS, RUN, LABEL, KEEP, TMP, TIMEOUT, ...).
 
 pass() { PASSED=$((PASSED + 1)); echo "PASS $1${2:+: $2}"; }
@@ -103,3 +104,52 @@ conf() { jq -r "$1" <<<"$CONF"; }
 # fact POD KEY: a value from the pod's probe; hfact TEXT KEY: a value from a node's probe.
 fact() { grep -m1 "^$2=" <<<"${FACTS[$1]}" | cut -d= -f2- | sed 's/[[:space:]]*$//'; }
 hfact() { grep -m1 "^$2=" <<<"$1" | cut -d= -f2- | sed 's/[[:space:]]*$//'; }
+
+# --- SR-IOV VFs on a node (validate-sriov-vf.sh, validate-sriov-guid-pool.sh) -----------------------
+
+# guid_hex GUID: the 16 lowercase hex digits of a GUID written with ':' (IB style) or not.
+guid_hex() { tr -d ':' <<<"$1" | tr 'A-F' 'a-f'; }
+
+# Prints "== PF" then `ip link show dev PF` for every IPoIB netdev with VFs.
+# shellcheck disable=SC2016,SC2034 # expanded by the remote shell; used by the sriov scripts
+HOST_VF_TABLE='
+for n in /sys/class/net/*; do
+  [ -r "$n/device/sriov_numvfs" ] || continue
+  [ "$(cat "$n/device/sriov_numvfs")" -gt 0 ] 2>/dev/null || continue
+  [ "$(cat "$n/type")" = 32 ] || continue
+  echo "== ${n##*/}"
+  ip link show dev "${n##*/}"
+done'
+
+# vf_rows: from HOST_VF_TABLE-style text, one line per VF: PF INDEX NODE_GUID PORT_GUID LINK_STATE
+# (GUIDs as 16 hex digits; "-" when ip does not print them).
+vf_rows() {
+  awk '
+    /^== / { pf = $2; next }
+    $1 == "vf" && $2 ~ /^[0-9]+$/ {
+      ng = "-"; pg = "-"; ls = "-"
+      if (match($0, /NODE_GUID [0-9a-fA-F:]+/)) ng = substr($0, RSTART + 10, RLENGTH - 10)
+      if (match($0, /PORT_GUID [0-9a-fA-F:]+/)) pg = substr($0, RSTART + 10, RLENGTH - 10)
+      if (match($0, /link-state [a-z]+/)) ls = substr($0, RSTART + 11, RLENGTH - 11)
+      gsub(":", "", ng); gsub(":", "", pg)
+      print pf, $2, tolower(ng), tolower(pg), ls
+    }'
+}
+
+# Facts about a VF on the host, as key=value lines, then "== PF" and `ip link show dev PF`.
+# shellcheck disable=SC2016,SC2034 # expanded by the remote shell; used by the sriov scripts
+HOST_VF_PROBE='
+d=/sys/bus/pci/devices/$1
+nd=$(ls $d/net 2>/dev/null | head -n 1)
+echo "netdev=$nd"
+[ -n "$nd" ] && echo "netdev_type=$(cat /sys/class/net/$nd/type)"
+ib=$(ls $d/infiniband 2>/dev/null | head -n 1)
+echo "ibdev=$ib"
+[ -n "$ib" ] && echo "ib_node_guid=$(cat /sys/class/infiniband/$ib/node_guid)"
+if [ -n "$ib" ] && command -v rdma >/dev/null 2>&1; then echo "rdma_dev=$(rdma dev show "$ib" 2>&1 | head -n 1)"; fi
+for l in $d/physfn/virtfn*; do
+  [ "$(readlink -f $l)" = "$(readlink -f $d)" ] && echo "vf_index=${l##*virtfn}"
+done
+pf=$(ls $d/physfn/net 2>/dev/null | head -n 1)
+echo "pf=$pf"
+[ -n "$pf" ] && { echo "== $pf"; ip link show dev "$pf"; }'
