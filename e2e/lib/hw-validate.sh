@@ -37,6 +37,100 @@ finish() {
   exit 1
 }
 
+# common_opt ARGS...: takes the option $1 (with its value $2) when every validation has it, sets
+# the variable it names and OPT_TAKEN to how many arguments it used; fails for any other option.
+# shellcheck disable=SC2034 # the variables are the calling script's
+common_opt() {
+  OPT_TAKEN=$(($# < 2 ? 1 : 2))
+  case $1 in
+    -n | --nad) NAD=${2-} ;;
+    -N | --namespace) NS=${2-} ;;
+    -i | --image) IMAGE=${2-} ;;
+    --host-image) HOST_IMAGE=${2-} ;;
+    --node-a) NODE_A=${2-} ;;
+    --node-b) NODE_B=${2-} ;;
+    --ip-a) IP_A=${2-} ;;
+    --ip-b) IP_B=${2-} ;;
+    -t | --timeout) TIMEOUT=${2-} ;;
+    --kubectl) KUBECTL=${2-} ;;
+    --no-nad-apply) NAD_APPLY=0 OPT_TAKEN=1 ;;
+    --keep) KEEP=1 OPT_TAKEN=1 ;;
+    *) return 1 ;;
+  esac
+}
+
+# check_common_args EXAMPLE_CIDR: the checks of the options every validation has (--ip-a/--ip-b,
+# the images, jq and awk, kubectl, the manifests, the NAD's and the namespace's names); sets KC,
+# NAD_NS and NAD_NAME.
+check_common_args() {
+  local ip v dns1123='^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'
+  for ip in "$IP_A" "$IP_B"; do
+    [[ $ip =~ ^([0-9]{1,3}[.]){3}[0-9]{1,3}/[0-9]{1,2}$ ]] || die "address '$ip': give IPv4 CIDR, e.g. $1"
+  done
+  [[ ${IP_A%/*} != "${IP_B%/*}" ]] || die "--ip-a and --ip-b must differ"
+  for v in "$IMAGE" "$HOST_IMAGE"; do
+    [[ $v =~ ^[A-Za-z0-9._/:@-]+$ ]] || die "image '$v': unexpected characters"
+  done
+  command -v jq >/dev/null 2>&1 || die "jq is required on this machine"
+  command -v awk >/dev/null 2>&1 || die "awk is required on this machine"
+  read -r -a KC <<<"$KUBECTL"
+  command -v "${KC[0]}" >/dev/null 2>&1 || die "'${KC[0]}' not found"
+  [[ -r $NAD_MANIFEST && -r $POD_TEMPLATE ]] || die "manifests not found next to the script ($HERE/manifests)"
+  if [[ $NAD == */* ]]; then NAD_NS=${NAD%%/*} NAD_NAME=${NAD#*/}; else NAD_NS=$NS NAD_NAME=$NAD; fi
+  [[ $NAD_NAME =~ $dns1123 && $NAD_NS =~ $dns1123 && $NS =~ $dns1123 ]] || die "NAD and namespace names must be DNS-1123 labels"
+}
+
+# pkey_member PKEY TABLE: the entry of the pkey table (space-separated, 0x....) of PKEY's partition
+# (full or limited member); fails when there is none.
+pkey_member() {
+  local k
+  for k in $2; do
+    [[ $k =~ ^0x[0-9a-fA-F]+$ ]] && (((k & 0x7fff) == ($1 & 0x7fff))) && { echo "$k"; return 0; }
+  done
+  return 1
+}
+
+# start_run PREFIX: the run's id, labels, test pod names (PREFIX-a-RUN, PREFIX-b-RUN), scratch
+# directory and counters.
+# shellcheck disable=SC2034 # the variables are the calling script's
+start_run() {
+  RUN=$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
+  LABEL=ibcni-hw-validate-run
+  CREATED_BY=ibcni-hw-validate
+  POD_A=$1-a-$RUN
+  POD_B=$1-b-$RUN
+  TMP=$(mktemp -d)
+  PASSED=0 FAILED=0 SKIPPED=0 NAD_CREATED=0 BW_SERVER_PID=""
+}
+
+# delete_test_pods WHAT: with --keep, skips the teardown (WHAT is what it would have checked) and
+# finishes; else deletes the two test pods and checks that they are gone (CNI DEL succeeded).
+delete_test_pods() {
+  if ((KEEP)); then
+    skip teardown "--keep given: pods left running, $1 not checked"
+    finish
+  fi
+  if kc -n "$NS" delete pod "$POD_A" "$POD_B" --wait=true --timeout="${TIMEOUT}s" >/dev/null 2>&1; then
+    pass pods_deleted
+  else
+    fail pods_deleted "not gone within ${TIMEOUT}s (CNI DEL failing? see the ibcni log below and the kubelet log)"
+  fi
+}
+
+# fill_placeholders TEXT KEY VALUE...: TEXT with each ${KEY} replaced by its VALUE; fails when a
+# placeholder is left.
+fill_placeholders() {
+  local t=$1
+  shift
+  while (($# >= 2)); do
+    t=${t//"\${$1}"/"$2"}
+    shift 2
+  done
+  # shellcheck disable=SC2016 # a literal "${"
+  [[ $t != *'${'* ]] || return 1
+  printf '%s\n' "$t"
+}
+
 # print_logs: the tail of ibcni's log on every node a helper runs on.
 print_logs() {
   local node
