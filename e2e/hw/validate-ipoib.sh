@@ -64,26 +64,15 @@ IP_A=192.168.110.201/24 IP_B=192.168.110.202/24 TIMEOUT=180 KEEP=0 KUBECTL=kubec
 IFN=net1 # the interface name the pod template asks Multus for
 
 while (($#)); do
+  common_opt "$@" && { shift "$OPT_TAKEN"; continue; }
   case $1 in
-    -n | --nad) NAD=${2-}; shift ;;
-    --no-nad-apply) NAD_APPLY=0 ;;
     --master) OPT_MASTER=${2-}; RENDER_OPTS+=" $1"; shift ;;
     --rdma-device) OPT_RDMA_DEV=${2-}; RENDER_OPTS+=" $1"; shift ;;
     --port) OPT_PORT=${2-}; RENDER_OPTS+=" $1"; shift ;;
     --pkey) OPT_PKEY=${2-}; RENDER_OPTS+=" $1"; shift ;;
     --mode) OPT_MODE=${2-}; RENDER_OPTS+=" $1"; shift ;;
-    -N | --namespace) NS=${2-}; shift ;;
-    -i | --image) IMAGE=${2-}; shift ;;
-    --host-image) HOST_IMAGE=${2-}; shift ;;
     --rdma-resource) RDMA_RESOURCE=${2-}; shift ;;
     --privileged) PRIVILEGED=true ;;
-    --node-a) NODE_A=${2-}; shift ;;
-    --node-b) NODE_B=${2-}; shift ;;
-    --ip-a) IP_A=${2-}; shift ;;
-    --ip-b) IP_B=${2-}; shift ;;
-    -t | --timeout) TIMEOUT=${2-}; shift ;;
-    --keep) KEEP=1 ;;
-    --kubectl) KUBECTL=${2-}; shift ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; die "unknown argument: $1" ;;
   esac
@@ -92,7 +81,6 @@ done
 
 # --- argument checks ------------------------------------------------------------------------------
 
-DNS1123='^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'
 PKEY_RE='^0[xX][0-9a-fA-F]{1,4}$'
 [[ $TIMEOUT =~ ^[0-9]+$ ]] || die "--timeout must be a number of seconds"
 if ((NAD_APPLY == 0)) && [[ -n $RENDER_OPTS ]]; then
@@ -108,31 +96,11 @@ fi
 valid_pkey() { [[ $1 =~ $PKEY_RE ]] && (($1 & 0x7fff)); }
 valid_pkey "$OPT_PKEY" || die "--pkey '$OPT_PKEY': give 0x0001-0x7fff or 0x8001-0xffff"
 [[ -z $OPT_MODE || $OPT_MODE == datagram || $OPT_MODE == connected ]] || die "--mode must be datagram or connected"
-for ip in "$IP_A" "$IP_B"; do
-  [[ $ip =~ ^([0-9]{1,3}[.]){3}[0-9]{1,3}/[0-9]{1,2}$ ]] || die "address '$ip': give IPv4 CIDR, e.g. 192.168.110.201/24"
-done
-[[ ${IP_A%/*} != "${IP_B%/*}" ]] || die "--ip-a and --ip-b must differ"
-for v in "$IMAGE" "$HOST_IMAGE"; do
-  [[ $v =~ ^[A-Za-z0-9._/:@-]+$ ]] || die "image '$v': unexpected characters"
-done
 [[ -z $RDMA_RESOURCE || $RDMA_RESOURCE =~ ^[A-Za-z0-9.-]+/[A-Za-z0-9._-]+$ ]] \
   || die "--rdma-resource '$RDMA_RESOURCE': expected DOMAIN/NAME"
-command -v jq >/dev/null 2>&1 || die "jq is required on this machine"
-command -v awk >/dev/null 2>&1 || die "awk is required on this machine"
-read -r -a KC <<<"$KUBECTL"
-command -v "${KC[0]}" >/dev/null 2>&1 || die "'${KC[0]}' not found"
-[[ -r $NAD_MANIFEST && -r $POD_TEMPLATE ]] || die "manifests not found next to the script ($HERE/manifests)"
+check_common_args 192.168.110.201/24
 
-if [[ $NAD == */* ]]; then NAD_NS=${NAD%%/*} NAD_NAME=${NAD#*/}; else NAD_NS=$NS NAD_NAME=$NAD; fi
-[[ $NAD_NAME =~ $DNS1123 && $NAD_NS =~ $DNS1123 && $NS =~ $DNS1123 ]] || die "NAD and namespace names must be DNS-1123 labels"
-
-RUN=$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
-LABEL=ibcni-hw-validate-run
-CREATED_BY=ibcni-hw-validate
-POD_A=ibcni-ipoib-a-$RUN
-POD_B=ibcni-ipoib-b-$RUN
-TMP=$(mktemp -d)
-PASSED=0 FAILED=0 SKIPPED=0 NAD_CREATED=0 BW_SERVER_PID=""
+start_run ibcni-ipoib
 
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
@@ -656,16 +624,7 @@ fi
 
 # --- teardown: nothing left on the host -----------------------------------------------------------
 
-if ((KEEP)); then
-  skip teardown "--keep given: pods left running, children's removal not checked"
-  finish
-fi
-
-if kc -n "$NS" delete pod "$POD_A" "$POD_B" --wait=true --timeout="${TIMEOUT}s" >/dev/null 2>&1; then
-  pass pods_deleted
-else
-  fail pods_deleted "not gone within ${TIMEOUT}s (CNI DEL failing? see the ibcni log below and the kubelet log)"
-fi
+delete_test_pods "children's removal"
 
 for node in $(printf '%s\n' "${NODE[$POD_A]}" "${NODE[$POD_B]}" | sort -u); do
   if ! ensure_helper "$node"; then

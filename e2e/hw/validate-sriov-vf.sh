@@ -60,23 +60,12 @@ IP_A=192.168.100.201/24 IP_B=192.168.100.202/24 MIN_BW=0 TIMEOUT=180 KEEP=0 KUBE
 IFN=net1 # the interface name the pod template asks Multus for
 
 while (($#)); do
+  common_opt "$@" && { shift "$OPT_TAKEN"; continue; }
   case $1 in
-    -n | --nad) NAD=${2-}; shift ;;
-    --no-nad-apply) NAD_APPLY=0 ;;
     -r | --resource) RESOURCE=${2-}; shift ;;
-    -N | --namespace) NS=${2-}; shift ;;
-    -i | --image) IMAGE=${2-}; shift ;;
-    --host-image) HOST_IMAGE=${2-}; shift ;;
-    --node-a) NODE_A=${2-}; shift ;;
-    --node-b) NODE_B=${2-}; shift ;;
     --guid-a) GUID_A=${2-}; shift ;;
     --guid-b) GUID_B=${2-}; shift ;;
-    --ip-a) IP_A=${2-}; shift ;;
-    --ip-b) IP_B=${2-}; shift ;;
     --min-bw) MIN_BW=${2-}; shift ;;
-    -t | --timeout) TIMEOUT=${2-}; shift ;;
-    --keep) KEEP=1 ;;
-    --kubectl) KUBECTL=${2-}; shift ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; die "unknown argument: $1" ;;
   esac
@@ -85,10 +74,6 @@ done
 
 # --- argument checks ------------------------------------------------------------------------------
 
-# guid_hex GUID: the 16 lowercase hex digits of a GUID written with ':' (IB style) or not.
-guid_hex() { tr -d ':' <<<"$1" | tr 'A-F' 'a-f'; }
-
-DNS1123='^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'
 [[ $TIMEOUT =~ ^[0-9]+$ ]] || die "--timeout must be a number of seconds"
 [[ $MIN_BW =~ ^[0-9]+([.][0-9]+)?$ ]] || die "--min-bw must be a number of Gb/s"
 for g in "$GUID_A" "$GUID_B"; do
@@ -97,30 +82,10 @@ for g in "$GUID_A" "$GUID_B"; do
     || die "GUID '$g': all-zero and all-ones GUIDs are not valid port GUIDs"
 done
 [[ $(guid_hex "$GUID_A") != "$(guid_hex "$GUID_B")" ]] || die "--guid-a and --guid-b must differ"
-for ip in "$IP_A" "$IP_B"; do
-  [[ $ip =~ ^([0-9]{1,3}[.]){3}[0-9]{1,3}/[0-9]{1,2}$ ]] || die "address '$ip': give IPv4 CIDR, e.g. 192.168.100.201/24"
-done
-[[ ${IP_A%/*} != "${IP_B%/*}" ]] || die "--ip-a and --ip-b must differ"
-for v in "$IMAGE" "$HOST_IMAGE"; do
-  [[ $v =~ ^[A-Za-z0-9._/:@-]+$ ]] || die "image '$v': unexpected characters"
-done
 [[ -z $RESOURCE || $RESOURCE =~ ^[A-Za-z0-9.-]+/[A-Za-z0-9._-]+$ ]] || die "--resource '$RESOURCE': expected DOMAIN/NAME"
-command -v jq >/dev/null 2>&1 || die "jq is required on this machine"
-command -v awk >/dev/null 2>&1 || die "awk is required on this machine"
-read -r -a KC <<<"$KUBECTL"
-command -v "${KC[0]}" >/dev/null 2>&1 || die "'${KC[0]}' not found"
-[[ -r $NAD_MANIFEST && -r $POD_TEMPLATE ]] || die "manifests not found next to the script ($HERE/manifests)"
+check_common_args 192.168.100.201/24
 
-if [[ $NAD == */* ]]; then NAD_NS=${NAD%%/*} NAD_NAME=${NAD#*/}; else NAD_NS=$NS NAD_NAME=$NAD; fi
-[[ $NAD_NAME =~ $DNS1123 && $NAD_NS =~ $DNS1123 && $NS =~ $DNS1123 ]] || die "NAD and namespace names must be DNS-1123 labels"
-
-RUN=$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
-LABEL=ibcni-hw-validate-run
-CREATED_BY=ibcni-hw-validate
-POD_A=ibcni-hw-a-$RUN
-POD_B=ibcni-hw-b-$RUN
-TMP=$(mktemp -d)
-PASSED=0 FAILED=0 SKIPPED=0 NAD_CREATED=0 BW_SERVER_PID=""
+start_run ibcni-hw
 
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
@@ -174,32 +139,6 @@ echo "NAD $NAD_NS/$NAD_NAME, resource $RESOURCE, namespace $NS, image $IMAGE, ru
 # --- node helper pods (hostNetwork: they see the node's host network and RDMA namespace) ---------
 
 declare -A HELPER HELPER_ERR SNAPSHOT PREFLIGHTED
-
-# Prints "== PF" then `ip link show dev PF` for every IPoIB netdev with VFs.
-# shellcheck disable=SC2016 # expanded by the remote shell
-HOST_VF_TABLE='
-for n in /sys/class/net/*; do
-  [ -r "$n/device/sriov_numvfs" ] || continue
-  [ "$(cat "$n/device/sriov_numvfs")" -gt 0 ] 2>/dev/null || continue
-  [ "$(cat "$n/type")" = 32 ] || continue
-  echo "== ${n##*/}"
-  ip link show dev "${n##*/}"
-done'
-
-# vf_rows: from HOST_VF_TABLE-style text, one line per VF: PF INDEX NODE_GUID PORT_GUID LINK_STATE
-# (GUIDs as 16 hex digits; "-" when ip does not print them).
-vf_rows() {
-  awk '
-    /^== / { pf = $2; next }
-    $1 == "vf" && $2 ~ /^[0-9]+$/ {
-      ng = "-"; pg = "-"; ls = "-"
-      if (match($0, /NODE_GUID [0-9a-fA-F:]+/)) ng = substr($0, RSTART + 10, RLENGTH - 10)
-      if (match($0, /PORT_GUID [0-9a-fA-F:]+/)) pg = substr($0, RSTART + 10, RLENGTH - 10)
-      if (match($0, /link-state [a-z]+/)) ls = substr($0, RSTART + 11, RLENGTH - 11)
-      gsub(":", "", ng); gsub(":", "", pg)
-      print pf, $2, tolower(ng), tolower(pg), ls
-    }'
-}
 
 # node_image_check NODE: the node's architecture (amd64, or arm64 on Grace nodes: GH200, GB200,
 # GB300) and, where ibcni's DaemonSet runs on it, that the image the node pulled from the manifest
@@ -548,34 +487,7 @@ fi
 
 # --- teardown: everything back on the host --------------------------------------------------------
 
-if ((KEEP)); then
-  skip teardown "--keep given: pods left running, VF return not checked"
-  finish
-fi
-
-if kc -n "$NS" delete pod "$POD_A" "$POD_B" --wait=true --timeout="${TIMEOUT}s" >/dev/null 2>&1; then
-  pass pods_deleted
-else
-  fail pods_deleted "not gone within ${TIMEOUT}s (CNI DEL failing? see the ibcni log below and the kubelet log)"
-fi
-
-# Facts about a VF on the host, as key=value lines, then "== PF" and `ip link show dev PF`.
-# shellcheck disable=SC2016 # expanded by the remote shell
-HOST_VF_PROBE='
-d=/sys/bus/pci/devices/$1
-nd=$(ls $d/net 2>/dev/null | head -n 1)
-echo "netdev=$nd"
-[ -n "$nd" ] && echo "netdev_type=$(cat /sys/class/net/$nd/type)"
-ib=$(ls $d/infiniband 2>/dev/null | head -n 1)
-echo "ibdev=$ib"
-[ -n "$ib" ] && echo "ib_node_guid=$(cat /sys/class/infiniband/$ib/node_guid)"
-if [ -n "$ib" ] && command -v rdma >/dev/null 2>&1; then echo "rdma_dev=$(rdma dev show "$ib" 2>&1 | head -n 1)"; fi
-for l in $d/physfn/virtfn*; do
-  [ "$(readlink -f $l)" = "$(readlink -f $d)" ] && echo "vf_index=${l##*virtfn}"
-done
-pf=$(ls $d/physfn/net 2>/dev/null | head -n 1)
-echo "pf=$pf"
-[ -n "$pf" ] && { echo "== $pf"; ip link show dev "$pf"; }'
+delete_test_pods "VF return"
 
 for p in "$POD_A" "$POD_B"; do
   node=${NODE[$p]} pci=${PCI[$p]:-} want=$(guid_hex "${GUID[$p]}")
