@@ -24,7 +24,7 @@ namespace ibcni::plugin {
 /// one when the VF has none (all zeros or all ones) or with "assign": "always", and a VF's own GUID
 /// inside the pool's range is claimed for this attachment (so that the pool never hands it to
 /// another VF while this one carries it). A requested GUID outside the range is set as without a pool.
-/// @return error 4 when this program has no GUID pools.
+/// @return error 2 when this program has no GUID pools.
 [[nodiscard]] cni::Result<void> choosePoolGuid(const ModeContext& ctx, HostDevice& device);
 
 /// ADD: the pool's GUID for the VF. Writes the pool and its store in the record first (so that a kill

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // sriov mode's `guidPool`: a range of VF GUIDs handed out in aligned blocks, node-local or shared by
 // every node through the same cluster backends as ipam.cluster. ipam/config/guid_pool.cpp parsed and
-// validated it; what reads it trusts every field. (Parsed and validated only for now: no GUID is
-// assigned from the pool yet.)
+// validated it; what reads it trusts every field. sriov mode takes VF GUIDs from it
+// (plugin/modes/sriov_vf_guid_pool.h) through ipam::GuidPools (ipam/embedded_ipam_guids.h).
 #pragma once
 
 #include <cstdint>
