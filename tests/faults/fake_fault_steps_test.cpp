@@ -12,6 +12,7 @@
 #include <optional>
 #include <set>
 
+#include "ipam/embedded_ipam_guids.h"
 #include "support/fault/faulty_deps.h"
 #include "unit/plugin_fixture.h"
 
@@ -96,10 +97,13 @@ class FakeFaultSteps : public PluginTest {
     std::set<std::pair<std::string, std::string>> allocations;
     std::string stateCopy;
   };
+  // The state directory as it is: symbolic links (an IPAM store's claims) copied as links.
+  static constexpr auto kCopyTree =
+      std::filesystem::copy_options::recursive | std::filesystem::copy_options::copy_symlinks;
   World capture() {
     World w{nl_, rdma_, ipam_.allocations, stateDir_ + ".killed"};
     std::filesystem::remove_all(w.stateCopy);
-    std::filesystem::copy(stateDir_, w.stateCopy, std::filesystem::copy_options::recursive);
+    std::filesystem::copy(stateDir_, w.stateCopy, kCopyTree);
     return w;
   }
   void restore(const World& w) {
@@ -107,7 +111,7 @@ class FakeFaultSteps : public PluginTest {
     rdma_ = w.rdma;
     ipam_.allocations = w.allocations;
     std::filesystem::remove_all(stateDir_);
-    std::filesystem::copy(w.stateCopy, stateDir_, std::filesystem::copy_options::recursive);
+    std::filesystem::copy(w.stateCopy, stateDir_, kCopyTree);
     std::filesystem::remove_all(w.stateCopy);
   }
 
@@ -223,6 +227,59 @@ TEST_F(VfFaultSteps, EveryAddStepFailsCleanlyAndEveryDelStepConverges) {
 TEST_F(VfFaultSteps, SigkillAfterEveryStepThenDelTwiceLeavesNothing) {
   const std::string points = everyKill(vfConfig());
   std::cout << "sriov IB VF with GUID, linkState and rdmaIsolation (fakes): " << points << "\n";
+}
+
+// ---- sriov mode with guidPool: the VF's GUID from the embedded GUID pools ----
+
+// A VF without a GUID takes one from a node-local guidPool (its store under the stateDir, so that a
+// killed process leaves it as the records are left): every step of ADD failing or killed, then DEL,
+// must leave the VF without a GUID and the pool holding none.
+class GuidPoolVfFaultSteps : public VfFaultSteps {
+ protected:
+  void SetUp() override {
+    VfFaultSteps::SetUp();
+    std::vector<nl::VfInfo> vfs;
+    for (std::uint32_t i = 0; i < 4; ++i) {
+      nl::VfInfo v;
+      v.vf = i;
+      v.linkState = nl::VfLinkState::kAuto;
+      v.nodeGuid = v.portGuid = net::Guid{~std::uint64_t{0}};  // mlx5's "no GUID", which DEL writes back
+      vfs.push_back(v);
+    }
+    nl_.setVfs(host_, pfIndex_, vfs);
+    deps_.guids = &guids_;
+  }
+  std::string storeDir() const { return stateDir_ + "/ipam/.guid/gpool"; }
+  std::string nodeState() override {
+    std::string s = VfFaultSteps::nodeState();
+    auto held = guids_.held(storeDir(), {"c1", "net1"});
+    s += "pool holds " + (!held ? "error " + held.error().msg : *held ? (*held)->toString() : std::string("none"));
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(storeDir() + "/ips", ec)) {
+      s += " claim " + e.path().filename().string();
+    }
+    return s + "\n";
+  }
+  json poolConfig() const {
+    json c = vfConfig();
+    c["runtimeConfig"].erase("infinibandGUID");
+    c["guidPool"] = {{"range", "02:00:00:00:00:00:01:00-02:00:00:00:00:00:01:ff"},
+                     {"blockSize", 256},
+                     {"pool", "gpool"},
+                     {"dataDir", stateDir_ + "/ipam"}};
+    return c;
+  }
+  ipam::EmbeddedGuidPools guids_;
+};
+
+constexpr const char* kGuidPoolVf = "sriov IB VF with a guidPool GUID, linkState and rdmaIsolation (fakes): ";
+
+TEST_F(GuidPoolVfFaultSteps, EveryAddStepFailsCleanlyAndEveryDelStepConverges) {
+  std::cout << kGuidPoolVf << everyStep(poolConfig()) << "\n";
+}
+
+TEST_F(GuidPoolVfFaultSteps, SigkillAfterEveryStepThenDelTwiceLeavesNothing) {
+  std::cout << kGuidPoolVf << everyKill(poolConfig()) << "\n";
 }
 
 }  // namespace

@@ -176,6 +176,35 @@ cni::Result<void> FaultyIpam::gc(const ipam::Request& request) {
   return countIpam<void>(plan_, ipamWhat("ipamGc", request), [&] { return real_.gc(request); });
 }
 
+// ---- GUID pools ----
+
+cni::Result<ipam::GuidLease> FaultyGuidPools::allocate(const ipam::GuidRequest& request) {
+  return countIpam<ipam::GuidLease>(
+      plan_, "guidAllocate pool=" + request.pool.pool + " container=" + request.args.containerId + " ifname=" +
+                 request.args.ifName,
+      [&] { return real_->allocate(request); });
+}
+
+cni::Result<bool> FaultyGuidPools::release(const std::string& storeDir, const cni::AttachmentKey& key,
+                                           const std::string& network) {
+  return countIpam<bool>(plan_, "guidRelease dir=" + storeDir + " " + key.toString(),
+                         [&] { return real_->release(storeDir, key, network); });
+}
+
+cni::Result<std::vector<ipam::ReleasedAllocation>> FaultyGuidPools::gc(const config::GuidPoolConf& pool,
+                                                                       const std::string& network,
+                                                                       const std::vector<cni::AttachmentKey>& keep) {
+  return countIpam<std::vector<ipam::ReleasedAllocation>>(plan_, "guidGc pool=" + pool.pool + " network=" + network,
+                                                          [&] { return real_->gc(pool, network, keep); });
+}
+
+cni::Result<ipam::ReclaimOutcome> FaultyGuidPools::maintain(
+    const std::string& storeDir, bool dryRun,
+    const std::function<bool(const std::string&, const cni::AttachmentKey&)>& recorded) {
+  return countIpam<ipam::ReclaimOutcome>(plan_, "guidMaintain dir=" + storeDir,
+                                         [&] { return real_->maintain(storeDir, dryRun, recorded); });
+}
+
 // ---- Deps ----
 
 FaultyDeps::FaultyDeps(plugin::Deps& real, FaultPlan& plan)
@@ -183,6 +212,7 @@ FaultyDeps::FaultyDeps(plugin::Deps& real, FaultPlan& plan)
       rdma_(real.rdma, plan),
       devices_(real.devices, plan),
       ipam_(real.ipam, plan),
+      guids_(real.guids, plan),
       deps_{netlink_,
             real.netns,
             devices_,
@@ -197,6 +227,7 @@ FaultyDeps::FaultyDeps(plugin::Deps& real, FaultPlan& plan)
             real.settleTimeout,
             real.verbs,
             real.deviceInfo,
-            real.ipamUpkeep} {}
+            real.ipamUpkeep,
+            real.guids != nullptr ? &guids_ : nullptr} {}
 
 }  // namespace ibcni::fault

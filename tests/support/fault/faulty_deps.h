@@ -110,7 +110,30 @@ class FaultyIpam final : public ipam::Ipam {
   FaultPlan& plan_;
 };
 
-/// `real` with its netlink, RDMA netlink, sysfs devices, IPAM and attachment stores wrapped.
+/// Counted: allocate, release, gc, maintain. An injected failure is what a store that is not
+/// writable reports: error 5 with the errno in details.
+class FaultyGuidPools final : public ipam::GuidPools {
+ public:
+  FaultyGuidPools(ipam::GuidPools* real, FaultPlan& plan) : real_(real), plan_(plan) {}
+  std::string storeDirOf(const config::GuidPoolConf& pool) const override { return real_->storeDirOf(pool); }
+  cni::Result<ipam::GuidLease> allocate(const ipam::GuidRequest& request) override;
+  cni::Result<bool> release(const std::string& storeDir, const cni::AttachmentKey& key,
+                            const std::string& network) override;
+  cni::Result<std::optional<net::Guid>> held(const std::string& storeDir, const cni::AttachmentKey& key) override {
+    return real_->held(storeDir, key);
+  }
+  cni::Result<std::vector<ipam::ReleasedAllocation>> gc(const config::GuidPoolConf& pool, const std::string& network,
+                                                        const std::vector<cni::AttachmentKey>& keep) override;
+  cni::Result<ipam::ReclaimOutcome> maintain(
+      const std::string& storeDir, bool dryRun,
+      const std::function<bool(const std::string&, const cni::AttachmentKey&)>& recorded) override;
+
+ private:
+  ipam::GuidPools* real_;
+  FaultPlan& plan_;
+};
+
+/// `real` with its netlink, RDMA netlink, sysfs devices, IPAM, GUID pools and attachment stores wrapped.
 /// Namespaces, clocks, the verbs probe and the timeouts are `real`'s.
 class FaultyDeps {
  public:
@@ -125,6 +148,7 @@ class FaultyDeps {
   FaultyRdmaNetlink rdma_;
   FaultyDevices devices_;
   FaultyIpam ipam_;
+  FaultyGuidPools guids_;
   plugin::Deps deps_;
 };
 
