@@ -269,6 +269,24 @@ cni::Result<ReclaimOutcome> EmbeddedGuidPools::maintain(
   return out;
 }
 
+cni::Result<std::vector<ReleasedAllocation>> EmbeddedGuidPools::holders(const std::string& storeDir) {
+  std::vector<ReleasedAllocation> out;
+  auto g = recordedSession(storeDir, "", options_);
+  if (!g || !*g) {
+    return g ? cni::Result<std::vector<ReleasedAllocation>>(out) : std::unexpected(g.error());
+  }
+  auto locked = lockAndList(*(*g)->s->store);
+  if (!locked) {
+    return std::unexpected(locked.error());
+  }
+  for (const auto& a : locked->held) {
+    if (a.loanTo.empty()) {
+      out.push_back(toReleased(a));
+    }
+  }
+  return out;
+}
+
 cni::Result<PoolReport> EmbeddedGuidPools::pools(const config::GuidPoolConf& pool, const std::string& network) {
   if (!pool.cluster) {
     return cni::fail(cni::Errc::kInvalidConfig,

@@ -57,6 +57,11 @@ class EmbeddedGuidPools final : public GuidPools {
   /// Error 7 for a node-local pool; a backend error as toCniError() words it.
   [[nodiscard]] cni::Result<PoolReport> pools(const config::GuidPoolConf& pool, const std::string& network);
 
+  /// Every GUID the store at `storeDir` hands out on this node, with its network and attachment
+  /// (`ibcni pools`; node-local and cluster pools alike). Reads the store only: no backend call.
+  /// Empty when there is no store there.
+  [[nodiscard]] cni::Result<std::vector<ReleasedAllocation>> holders(const std::string& storeDir);
+
  private:
   EmbeddedIpamOptions options_;
 };

@@ -18,9 +18,11 @@
 
 #include "ipam/backends/production_backends.h"
 #include "lib/http/http_relay.h"
+#include "plugin/cli/pools_main.h"
 #include "plugin/cli/production_http.h"
 #include "plugin/doctor/config_check.h"
 #include "ipam/embedded_ipam.h"
+#include "ipam/embedded_ipam_guids.h"
 #include "lib/http/curl_http_client.h"
 #include "plugin/doctor/doctor.h"
 #include "plugin/cli/production_deps.h"
@@ -158,6 +160,10 @@ doctor::ConfigReport checkConfigFile(Deps& deps, const os::Netns& host, const do
   // Cluster mode: the pool's report as `ibcni-ipam pools` makes it, and whether libcurl loads.
   auto clusterIpam = std::make_shared<ipam::EmbeddedIpam>(clusterCapable(productionHttpClient()));
   cin.clusterPools = [clusterIpam](const ipam::Request& r) { return clusterIpam->pools(r); };
+  auto guidPools = std::make_shared<ipam::EmbeddedGuidPools>(clusterCapable(productionHttpClient()));
+  cin.guidPools = [guidPools](const config::GuidPoolConf& pool, const std::string& network) {
+    return guidPools->pools(pool, network);
+  };
   cin.libcurlProblem = libcurlProblem;
   return doctor::checkConfig(configText, *a.configFile, cin);
 }
@@ -275,6 +281,9 @@ int runPluginMain(int argc, char** argv, const char* name, const PluginEntry& en
   }
   if (argc >= 2 && std::string_view(argv[1]) == "reconcile") {
     return runReconcile(argc, argv);
+  }
+  if (argc >= 2 && std::string_view(argv[1]) == "pools") {
+    return runPools(argc, argv);
   }
   if (argc == 2 && std::string_view(argv[1]) == "http-relay") {
     return http::serveHttpRelay(productionHttpClient(), STDIN_FILENO, STDOUT_FILENO);

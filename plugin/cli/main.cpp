@@ -3,6 +3,7 @@
 //
 //   ibcni                  the CNI plugin: CNI_COMMAND and the configuration on stdin
 //   ibcni doctor [--json]  a report on this node's RDMA, IPoIB and SR-IOV set-up (doctor_main.h)
+//   ibcni pools CONFIG     the network's cluster pools and the GUIDs this node hands out (pools_main.h)
 //   ibcni version          one line: release and CNI spec versions (what the installer checks)
 #include <string_view>
 

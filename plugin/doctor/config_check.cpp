@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "plugin/doctor/config_check.h"
 #include "plugin/doctor/cluster_check.h"
+#include "plugin/doctor/guid_pool_check.h"
 
 #include <algorithm>
 #include <cstddef>
@@ -353,6 +354,16 @@ std::ptrdiff_t judgeCandidates(bool pick, ConfigReport& r) {
 
 }  // namespace
 
+cni::Result<std::string> ibcniConfigIn(std::string_view text) {
+  ConfigReport scratch;
+  auto ex = extract(text, scratch);
+  if (!ex) {
+    const Problem& p = scratch.problems.front();
+    return cni::fail(cni::Errc::kInvalidConfig, p.what + ": " + p.fix);
+  }
+  return std::move(ex->config);
+}
+
 ConfigReport checkConfig(std::string_view text, const std::string& file, const ConfigCheckInputs& in) {
   ConfigReport r;
   r.file = file;
@@ -380,6 +391,7 @@ ConfigReport checkConfig(std::string_view text, const std::string& file, const C
     const auto good = judgeCandidates(pick, r);
     checkStatus(in, inv, r);
     checkCluster(in, inv, r);
+    checkGuidPool(in, inv, r);
     r.works = good > 0 && std::none_of(r.problems.begin(), r.problems.end(),
                                        [](const Problem& p) { return !p.informational; });
   } catch (const std::exception& e) {

@@ -28,6 +28,10 @@ struct ConfigCheckInputs {
   /// Cluster mode (ipam.cluster): the pool's report as `ibcni-ipam pools` makes it
   /// (EmbeddedIpam::pools with the production backends). Null: the backend is not asked.
   std::function<cni::Result<ipam::PoolReport>(const ipam::Request&)> clusterPools = nullptr;
+  /// guidPool.cluster: the GUID pool's report as `ibcni pools` makes it (EmbeddedGuidPools::pools).
+  /// Null: the backend is not asked.
+  std::function<cni::Result<ipam::PoolReport>(const config::GuidPoolConf&, const std::string& network)> guidPools =
+      nullptr;
   /// Cluster mode: "" when libcurl loads, else why not. Null: not checked.
   std::function<std::string()> libcurlProblem = nullptr;
   /// Where the node's name is read when ipam.cluster.nodeName is absent (then the host name).
@@ -37,6 +41,12 @@ struct ConfigCheckInputs {
   std::optional<std::int64_t> agentInterval = std::nullopt;
   std::string agentIntervalSource = {};
 };
+
+/// The ibcni network config inside `text` (a NetworkAttachmentDefinition as kubectl prints it, a
+/// config list with an ibcni entry, or the network config itself), as JSON text; a list's entry
+/// gets the list's cniVersion and name, as libcni passes them.
+/// @return error 7 saying what `text` is instead, and what to give.
+[[nodiscard]] cni::Result<std::string> ibcniConfigIn(std::string_view text);
 
 /// Judges `text`: a NetworkAttachmentDefinition as `kubectl get net-attach-def NAME -o json`
 /// prints it, a network config (type ibcni), or a config list with an ibcni entry.

@@ -111,6 +111,29 @@ struct ClusterCheckReport {
   bool agree = false;        ///< ledger and backend name the same blocks
 };
 
+/// One VF of this node attached with a GUID from the network's guidPool, as its record says and as
+/// its PF reports it now.
+struct GuidVfReport {
+  std::string vf;           ///< "VF 2 of PF 0000:3b:00.0"
+  std::string attachment;   ///< "containerID/ifname"
+  std::string recorded;     ///< the GUID ADD set
+  std::string portGuid;     ///< the VF's port GUID now; empty when it cannot be read
+  std::string poolHolds;    ///< what the pool's store holds for the attachment ("" none)
+  bool ok = false;          ///< port GUID, record and pool agree
+};
+
+/// `ibcni doctor --config FILE` on a sriov config with guidPool: the pool, its cluster object as
+/// ipam.cluster's is checked, and each VF attached with one of its GUIDs.
+struct GuidPoolCheckReport {
+  std::string pool;
+  std::string range;      ///< "FIRST-LAST"
+  std::uint32_t blockSize = 0;
+  std::string assign;     ///< "when-unset", "always"
+  std::string storeDir;   ///< this node's store of the pool
+  std::optional<ClusterCheckReport> cluster;  ///< guidPool.cluster only
+  std::vector<GuidVfReport> vfs;
+};
+
 /// `ibcni doctor --config FILE`: whether that network config would work on this node, and why not.
 struct ConfigReport {
   std::string file;
@@ -122,6 +145,7 @@ struct ConfigReport {
   std::vector<CandidateReport> candidates;
   std::vector<Problem> problems;  ///< what stops it; informational ones only warn
   std::optional<ClusterCheckReport> cluster;  ///< ipam.cluster only
+  std::optional<GuidPoolCheckReport> guidPool;  ///< sriov mode with guidPool only
 };
 
 /// Everything `ibcni doctor` found. Plain data: renderText and doctor/doctor_json print it.

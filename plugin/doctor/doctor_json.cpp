@@ -102,6 +102,25 @@ json clusterJson(const doctor::ClusterCheckReport& k) {
           {"agree", k.agree}};
 }
 
+json guidPoolJson(const doctor::GuidPoolCheckReport& g) {
+  json vfs = json::array();
+  for (const auto& v : g.vfs) {
+    vfs.push_back({{"vf", v.vf},
+                   {"attachment", v.attachment},
+                   {"recorded", v.recorded},
+                   {"portGuid", orNull(v.portGuid)},
+                   {"poolHolds", orNull(v.poolHolds)},
+                   {"ok", v.ok}});
+  }
+  return {{"pool", g.pool},
+          {"range", g.range},
+          {"blockSize", g.blockSize},
+          {"assign", g.assign},
+          {"storeDir", orNull(g.storeDir)},
+          {"cluster", g.cluster ? clusterJson(*g.cluster) : json(nullptr)},
+          {"vfs", vfs}};
+}
+
 json configJson(const doctor::ConfigReport& c) {
   json candidates = json::array();
   for (const auto& d : c.candidates) {
@@ -121,6 +140,9 @@ json configJson(const doctor::ConfigReport& c) {
               {"problems", problemList(c.problems)}};
   if (c.cluster) {
     out["cluster"] = clusterJson(*c.cluster);
+  }
+  if (c.guidPool) {
+    out["guidPool"] = guidPoolJson(*c.guidPool);
   }
   return out;
 }

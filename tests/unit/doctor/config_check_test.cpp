@@ -11,6 +11,7 @@
 
 #include "plugin/doctor/config_check.h"
 #include "plugin/doctor/doctor.h"
+#include "fakes/fake_guid_pools.h"
 #include "fakes/fake_verbs_probe.h"
 #include "plugin/doctor/doctor_json.h"
 #include "unit/plugin_fixture.h"
@@ -123,6 +124,7 @@ class ConfigCheckTest : public PluginTest {
     report_ = node();
     doctor::ConfigCheckInputs in{deps_, host_, report_, {cniPath_}, "/proc/self/ns/net"};
     in.clusterPools = clusterPools_;
+    in.guidPools = guidPools_;
     in.libcurlProblem = libcurlProblem_;
     in.nodeNameFile = nodeNameFile_;
     report_.config = doctor::checkConfig(text, "ibnet.json", in);
@@ -142,6 +144,7 @@ class ConfigCheckTest : public PluginTest {
 
   FakeVerbsProbe verbs_;
   std::function<cni::Result<ipam::PoolReport>(const ipam::Request&)> clusterPools_;
+  std::function<cni::Result<ipam::PoolReport>(const config::GuidPoolConf&, const std::string&)> guidPools_;
   std::function<std::string()> libcurlProblem_;
   std::string nodeNameFile_;
   std::string cniPath_;
@@ -572,6 +575,95 @@ TEST_F(ConfigCheckTest, NodeLocalIpamHasNoClusterCheck) {
   auto c = check(conf.dump());
   EXPECT_EQ(calls, 0);
   EXPECT_FALSE(c.cluster);
+}
+
+// ---- guidPool ----
+
+json guidPoolConfig(const std::string& stateDir, const json& cluster = nullptr) {
+  json c = {{"cniVersion", "1.1.0"}, {"name", "ibnet"}, {"type", "ibcni"}, {"mode", "sriov"}, {"stateDir", stateDir},
+            {"guidPool", {{"range", "02:00:00:00:00:00:aa:00-02:00:00:00:00:00:aa:ff"}, {"pool", "gpool"}}}};
+  if (!cluster.is_null()) {
+    c["guidPool"]["cluster"] = cluster;
+  }
+  return c;
+}
+
+// The pool is described, a VF without a GUID is accepted without one being asked for (the pool
+// gives it), and each VF attached with a pool GUID is checked against its record and the pool.
+TEST_F(ConfigCheckTest, GuidPoolIsDescribedAndEachVfCarryingAPoolGuidIsChecked) {
+  FakeGuidPools guids;
+  deps_.guids = &guids;
+  config::GuidPoolConf pool;
+  pool.pool = "gpool";
+  state::AttachmentRecord rec;
+  rec.network = "ibnet";
+  rec.containerId = "c1";
+  rec.ifName = "net1";
+  rec.hostName = "ibp59s0v0";
+  rec.pfPci = net::PciAddress::parse(kPf);
+  rec.vfIndex = 0;
+  rec.guid = "02:00:00:00:00:00:aa:00";  // VF 0's GUID in the PF's table
+  rec.guidPool = "gpool";
+  rec.guidPoolDir = guids.storeDirOf(pool);
+  ASSERT_TRUE(state::FileAttachmentStore(stateDir_).save(rec));
+  guids.stores[rec.guidPoolDir][{"ibnet", "c1", "net1"}] = *net::Guid::parse(rec.guid);
+
+  auto c = check(nad(guidPoolConfig(stateDir_)));
+  const std::string ok = okLines(c);
+  EXPECT_NE(ok.find("guidPool \"gpool\": GUIDs 02:00:00:00:00:00:aa:00-02:00:00:00:00:00:aa:ff in blocks of 256, "
+                    "assigned when-unset, node-local, this node's store /run/ibcni-ipam/.guid/gpool"),
+            std::string::npos)
+      << ok;
+  EXPECT_NE(ok.find("VF 0 of PF 0000:3b:00.0 (c1/net1) carries GUID 02:00:00:00:00:00:aa:00 of guidPool gpool"),
+            std::string::npos)
+      << ok;
+  for (const auto& d : c.candidates) {
+    if (d.device.find(kVf1) != std::string::npos) {
+      EXPECT_TRUE(d.works && !d.needsGuid) << d.device << ": the pool gives the VF without a GUID one";
+    }
+  }
+  ASSERT_TRUE(c.guidPool);
+  ASSERT_EQ(c.guidPool->vfs.size(), 1u);
+  EXPECT_TRUE(c.guidPool->vfs[0].ok);
+  EXPECT_EQ(json::parse(doctor::printDoctorReport(report_))["config"]["guidPool"]["vfs"][0]["portGuid"],
+            "02:00:00:00:00:00:aa:00");
+
+  // The VF's GUID changed behind ibcni's back, and the pool lost its allocation: both are named.
+  guids.stores[rec.guidPoolDir].clear();
+  std::vector<nl::VfInfo> vfs;
+  for (std::uint32_t i = 0; i < 3; ++i) {
+    vfs.push_back(*nl_.vf(host_, pfIndex_, i));
+  }
+  vfs[0].portGuid = net::Guid{0x020000000000bb00ULL};
+  nl_.setVfs(host_, pfIndex_, vfs);
+  c = check(nad(guidPoolConfig(stateDir_)));
+  EXPECT_FALSE(c.works);
+  const std::string problems = all(c);
+  EXPECT_NE(problems.find("VF 0 of PF 0000:3b:00.0 (c1/net1) has port GUID 02:00:00:00:00:00:bb:00, but its record "
+                          "says 02:00:00:00:00:00:aa:00 (from guidPool gpool)"),
+            std::string::npos)
+      << problems;
+  EXPECT_NE(problems.find("guidPool gpool holds no GUID for c1/net1"), std::string::npos) << problems;
+}
+
+TEST_F(ConfigCheckTest, AClusterGuidPoolIsCheckedAsIpamClusterIs) {
+  FakeGuidPools guids;
+  deps_.guids = &guids;
+  std::string seenPool;
+  guidPools_ = [&](const config::GuidPoolConf& pool, const std::string&) -> cni::Result<ipam::PoolReport> {
+    seenPool = pool.pool;
+    return cni::fail(cni::Errc::kTryAgainLater, "etcd http://10.0.0.1:2379 is unreachable");
+  };
+  auto c = check(nad(guidPoolConfig(
+      stateDir_, {{"backend", "etcd"}, {"nodeName", "node-7"}, {"etcd", {{"endpoints", {"http://10.0.0.1:2379"}}}}})));
+  EXPECT_EQ(seenPool, "gpool");
+  const std::string ok = okLines(c);
+  EXPECT_NE(ok.find("GUID pool \"gpool\" (etcd): this node claims blocks as \"node-7\" (from guidPool.cluster.nodeName)"),
+            std::string::npos)
+      << ok;
+  EXPECT_NE(all(c).find("this node cannot list GUID pool \"gpool\" (etcd)'s blocks"), std::string::npos) << all(c);
+  ASSERT_TRUE(c.guidPool && c.guidPool->cluster);
+  EXPECT_FALSE(c.guidPool->cluster->reachable);
 }
 
 }  // namespace
