@@ -24,7 +24,7 @@ void healEverything(World& world) {
   for (auto& n : world.nodes) {
     n.agentRunning = true;
   }
-  for (const auto& name : networkNames(world.params().networks)) {
+  for (const auto& name : networkNames(world.params().networks, world.params().guids)) {
     world.setNetwork(baseNetwork(name));
   }
 }
@@ -59,13 +59,14 @@ bool liveName(const World& world, const std::string& name) {
   return false;
 }
 
-// I4 from one node's `ibcni-ipam pools --json` of the pool: no address objects, no block of a
-// gone node, no more blocks per live node and range set than it may keep.
+// I4 from one node's `ibcni-ipam pools --json` of the pool (a GUID pool's: the GUID driver's): no
+// address (GUID) objects, no block of a gone node, no more blocks per live node and range set than it may keep.
 void checkHoldings(World& world, const NetworkDef& def, const json& report) {
-  const json addresses = jsonArray(report, "addresses");
+  const json addresses = jsonArray(report, def.guid ? "guids" : "addresses");
   if (!addresses.empty()) {
     world.violate("I4", "pool " + def.pool + " still has " + std::to_string(addresses.size()) +
-                            " address object(s) after every pod was deleted, first " + addresses[0].dump());
+                            (def.guid ? " GUID claim(s)" : " address object(s)") +
+                            " after every pod was deleted, first " + addresses[0].dump());
     return;
   }
   const int keep = world.params().baseline ? 1 : world.params().minBlocksPerNode;
@@ -76,7 +77,8 @@ void checkHoldings(World& world, const NetworkDef& def, const json& report) {
       continue;  // only in this node's ledger: LEDGER judges it
     }
     if (!liveName(world, holder)) {
-      world.violate("I4", "pool " + def.pool + ": block " + jsonText(b, "cidr", "?") + " is still held by " + holder +
+      world.violate("I4", "pool " + def.pool + ": block " + jsonText(b, def.guid ? "range" : "cidr", "?") +
+                              " is still held by " + holder +
                               ", which is not a live node");
       return;
     }
@@ -85,6 +87,19 @@ void checkHoldings(World& world, const NetworkDef& def, const json& report) {
       world.violate("I4", "pool " + def.pool + ": " + holder + " still holds " +
                               std::to_string(perNodeSet[{holder, set}]) + " blocks of range set " +
                               std::to_string(set) + " with no pod left (it may keep " + std::to_string(keep) + ")");
+      return;
+    }
+  }
+}
+
+// I4 for a GUID pool, from each node's report: none of its blocks has a GUID in use on it (the node's
+// store holds no allocation).
+void checkNoGuidInUse(World& world, const NetworkDef& def, int node, const json& report) {
+  for (const auto& b : jsonArray(report, "blocks")) {
+    if (b.value("mine", false) && jsonInt(b, "inUse") > 0) {
+      world.violate("I4", "pool " + def.pool + ": node " + std::to_string(node) + " still has " +
+                              std::to_string(jsonInt(b, "inUse")) + " GUID(s) of block " + jsonText(b, "range", "?") +
+                              " in use after every pod was deleted");
       return;
     }
   }
@@ -111,6 +126,9 @@ void checkPools(World& world) {
       if (!holdingsChecked) {
         checkHoldings(world, def, report);
         holdingsChecked = true;
+      }
+      if (def.guid) {
+        checkNoGuidInUse(world, def, node, report);
       }
       const json disagreements = report.contains("ledger") ? jsonArray(report["ledger"], "disagreements") : json::array();
       if (!disagreements.empty()) {
