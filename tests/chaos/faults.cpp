@@ -46,6 +46,7 @@ std::string opReboot(World& world, const Step& step) {
   const int killed = killPodsOf(world, node, false);
   std::error_code ec;
   fs::remove_all(world.nodes[node].dataDir, ec);
+  world.nodes[node].wiped = true;
   world.nodes[node].agentRunning = true;  // the agent's pod comes back with the node
   return "ok: " + std::to_string(killed) + " pod(s) died, data dir wiped";
 }
@@ -214,6 +215,7 @@ std::string opNodeRecreate(World& world, const Step& step) {
   NodeState& n = world.nodes[node];
   std::error_code ec;
   fs::remove_all(n.dataDir, ec);
+  n.wiped = true;
   n.decommissioned = false;
   n.agentRunning = true;
   if (auto r = world.backend().createNode(n.name); !r) {

@@ -93,6 +93,7 @@ struct NodeState {
   std::string dataDir;
   bool agentRunning = true;
   bool decommissioned = false;
+  bool wiped = false;          ///< its data dir was wiped (reboot, node-recreate) in this schedule
   bool touched = false;        ///< ran any ibcni-ipam process in this schedule
   double lastTouch = -1e9;     ///< virtual time at the end of its last process
   double revokedAt = -1e9;     ///< lastTouch when its etcd leases were last revoked
