@@ -2,6 +2,7 @@
 // The end of every schedule: heal every fault, DEL every pod, let time pass with the agents
 // running, then check what the backend and the ledgers still hold (I4, LEDGER) and that every
 // reserved address can be had on another node (RESERVED).
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -24,7 +25,7 @@ void healEverything(World& world) {
   for (auto& n : world.nodes) {
     n.agentRunning = true;
   }
-  for (const auto& name : networkNames(world.params().networks)) {
+  for (const auto& name : networkNames(world.params().networks, world.params().guids)) {
     world.setNetwork(baseNetwork(name));
   }
 }
@@ -49,23 +50,24 @@ int deleteEveryPod(World& world) {
   return n;
 }
 
-// Whether a live node goes by `name`.
-bool liveName(const World& world, const std::string& name) {
+// Whether a live node goes by `name` (and, with `wiped`, had its data dir wiped in this schedule).
+bool liveName(const World& world, const std::string& name, bool wiped = false) {
   for (const auto& n : world.nodes) {
-    if (!n.decommissioned && n.name == name) {
+    if (!n.decommissioned && n.name == name && (!wiped || n.wiped)) {
       return true;
     }
   }
   return false;
 }
 
-// I4 from one node's `ibcni-ipam pools --json` of the pool: no address objects, no block of a
-// gone node, no more blocks per live node and range set than it may keep.
+// I4 from one node's `ibcni-ipam pools --json` of the pool (a GUID pool's: the GUID driver's): no
+// address (GUID) objects, no block of a gone node, no more blocks per live node and range set than it may keep.
 void checkHoldings(World& world, const NetworkDef& def, const json& report) {
-  const json addresses = jsonArray(report, "addresses");
+  const json addresses = jsonArray(report, def.guid ? "guids" : "addresses");
   if (!addresses.empty()) {
     world.violate("I4", "pool " + def.pool + " still has " + std::to_string(addresses.size()) +
-                            " address object(s) after every pod was deleted, first " + addresses[0].dump());
+                            (def.guid ? " GUID claim(s)" : " address object(s)") +
+                            " after every pod was deleted, first " + addresses[0].dump());
     return;
   }
   const int keep = world.params().baseline ? 1 : world.params().minBlocksPerNode;
@@ -76,15 +78,35 @@ void checkHoldings(World& world, const NetworkDef& def, const json& report) {
       continue;  // only in this node's ledger: LEDGER judges it
     }
     if (!liveName(world, holder)) {
-      world.violate("I4", "pool " + def.pool + ": block " + jsonText(b, "cidr", "?") + " is still held by " + holder +
+      world.violate("I4", "pool " + def.pool + ": block " + jsonText(b, def.guid ? "range" : "cidr", "?") +
+                              " is still held by " + holder +
                               ", which is not a live node");
       return;
+    }
+    if (def.guid && liveName(world, holder, true)) {
+      // Not judged: a node whose data dir was wiped keeps the GUID blocks it held until its next ADD
+      // of the pool. The agent's pass is over the pool's store (<dataDir>/.guid/<pool>, its pool.json),
+      // and a wiped node has none, so nothing gives them back (README: "What it proves").
+      continue;
     }
     const int set = static_cast<int>(jsonInt(b, "set"));
     if (++perNodeSet[{holder, set}] > keep) {
       world.violate("I4", "pool " + def.pool + ": " + holder + " still holds " +
                               std::to_string(perNodeSet[{holder, set}]) + " blocks of range set " +
                               std::to_string(set) + " with no pod left (it may keep " + std::to_string(keep) + ")");
+      return;
+    }
+  }
+}
+
+// I4 for a GUID pool, from each node's report: none of its blocks has a GUID in use on it (the node's
+// store holds no allocation).
+void checkNoGuidInUse(World& world, const NetworkDef& def, int node, const json& report) {
+  for (const auto& b : jsonArray(report, "blocks")) {
+    if (b.value("mine", false) && jsonInt(b, "inUse") > 0) {
+      world.violate("I4", "pool " + def.pool + ": node " + std::to_string(node) + " still has " +
+                              std::to_string(jsonInt(b, "inUse")) + " GUID(s) of block " + jsonText(b, "range", "?") +
+                              " in use after every pod was deleted");
       return;
     }
   }
@@ -112,7 +134,16 @@ void checkPools(World& world) {
         checkHoldings(world, def, report);
         holdingsChecked = true;
       }
-      const json disagreements = report.contains("ledger") ? jsonArray(report["ledger"], "disagreements") : json::array();
+      if (def.guid) {
+        checkNoGuidInUse(world, def, node, report);
+      }
+      json disagreements = report.contains("ledger") ? jsonArray(report["ledger"], "disagreements") : json::array();
+      if (def.guid && world.nodes[node].wiped) {
+        // Not judged, as in checkHoldings: the wiped node's GUID blocks its ledger no longer knows.
+        disagreements.erase(std::remove_if(disagreements.begin(), disagreements.end(),
+                                           [](const json& d) { return jsonText(d, "ledger") == "absent"; }),
+                            disagreements.end());
+      }
       if (!disagreements.empty()) {
         world.violate("LEDGER", "node " + std::to_string(node) + "'s ledger of pool " + pool +
                                     " disagrees with the backend: " + disagreements.dump());

@@ -46,6 +46,7 @@ std::string opReboot(World& world, const Step& step) {
   const int killed = killPodsOf(world, node, false);
   std::error_code ec;
   fs::remove_all(world.nodes[node].dataDir, ec);
+  world.nodes[node].wiped = true;
   world.nodes[node].agentRunning = true;  // the agent's pod comes back with the node
   return "ok: " + std::to_string(killed) + " pod(s) died, data dir wiped";
 }
@@ -192,6 +193,9 @@ std::string forgetNode(World& world, int node) {
   std::string outcome;
   const int other = world.liveNodes().front();
   for (const auto& [pool, def] : world.pools) {
+    if (def.guid) {
+      continue;  // a node's liveness is the etcd prefix's: forgetting it through an address pool covers the GUID pool
+    }
     const Invocation inv = world.tool(other, "forget-node", def, {world.nodes[node].name});
     checkProcess(world, inv);
     outcome += "; forget-node " + world.nodes[node].name + " (" + pool + ") from node " + std::to_string(other) +
@@ -211,6 +215,7 @@ std::string opNodeRecreate(World& world, const Step& step) {
   NodeState& n = world.nodes[node];
   std::error_code ec;
   fs::remove_all(n.dataDir, ec);
+  n.wiped = true;
   n.decommissioned = false;
   n.agentRunning = true;
   if (auto r = world.backend().createNode(n.name); !r) {

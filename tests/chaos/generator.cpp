@@ -116,6 +116,9 @@ ScheduleParams drawParams(ScheduleParams p, int nodesMin, int nodesMax, std::uin
   p.leaseSeconds = 20;
   p.releaseAfterSeconds = rng() % 2 == 0 ? 0 : 30;
   p.minBlocksPerNode = p.baseline ? 0 : (rng() % 4 == 0 ? 1 : 0);
+  // GUID networks in 1 of 2 schedules (drawn last: the draws above stay what they were for a seed); the
+  // baseline had no GUID pools.
+  p.guids = p.plant == "skip-guid-record" || (!p.baseline && rng() % 2 == 0);
   return p;
 }
 
@@ -222,7 +225,7 @@ std::optional<Step> Generator::makeAdd(const std::string& op, const World& world
   const std::string net = pick(nets);
   s.set("net", net).set("pod", "p" + std::to_string(nextPod_));
   if (op == "add-ip") {
-    s.set("ip", pick(requestableAddresses(net)));
+    s.set(world.nets.at(net).guid ? "guid" : "ip", pick(requestableAddresses(net)));
   } else if (op == "add-sts") {
     std::vector<std::string> owners;
     for (const auto& [owner, address] : world.nets.at(net).reservations) {

@@ -70,8 +70,25 @@ std::string emptyBlocks(const NetworkDef& def, const std::set<std::uint32_t>& he
 
 // Whether the pool of `pod` still has an address for it that no live pod holds; `why` says how
 // many (or who holds the reserved one).
+// The same for a GUID pool: a GUID stays held until its pod's DEL (not when the pod dies: the VF
+// keeps it), so every pod the runtime still knows counts as holding one.
+bool guidPoolHasRoom(const World& world, const Pod& pod, std::string& why) {
+  const NetworkDef& def = world.nets.at(pod.net);
+  const auto [first, last] = guidRangeOf(def);
+  long free = static_cast<long>(last - first + 1);
+  for (const auto& [id, other] : world.pods) {
+    free -= id != pod.id && samePool(world, other, def) && other.known() ? 1 : 0;
+  }
+  why = std::to_string(free) + " of " + std::to_string(last - first + 1) + " GUIDs of pool " + def.pool +
+        " held by no pod the runtime knows";
+  return free > 0;
+}
+
 bool poolHasRoom(const World& world, const Pod& pod, std::string& why) {
   const NetworkDef& def = world.nets.at(pod.net);
+  if (def.guid) {
+    return guidPoolHasRoom(world, pod, why);
+  }
   const auto reserved = def.reservations.find("chaos/" + pod.k8sName);
   std::set<std::uint32_t> held;
   int maybe = 0;  // pods whose ADD or DEL outcome is unknown and whose sandbox lives
@@ -133,6 +150,9 @@ void checkNoAddressTwice(World& world) {
       for (const auto& a : pod.addresses) {
         holders[a].push_back(&pod);
       }
+      if (!pod.guid.empty()) {
+        holders["GUID " + pod.guid].push_back(&pod);
+      }
     }
   }
   for (const auto& [address, pods] : holders) {
@@ -171,6 +191,14 @@ void checkAddResult(World& world, const Pod& pod, const NetworkDef& def) {
       world.violate("ADDR", describePod(pod) + " asked for " + pod.requested + " and was given " + text);
       return;
     }
+  }
+}
+
+void checkGuidResult(World& world, const Pod& pod, const NetworkDef& def) {
+  if (const std::string reason = guidForbiddenReason(def, pod.guid); !reason.empty()) {
+    world.violate("ADDR", describePod(pod) + " was given GUID " + pod.guid + ": " + reason);
+  } else if (!pod.requested.empty() && pod.guid != pod.requested) {
+    world.violate("ADDR", describePod(pod) + " asked for GUID " + pod.requested + " and was given " + pod.guid);
   }
 }
 

@@ -5,7 +5,8 @@
 //
 //   ibcni_chaos --plugin PATH --backend etcd|kubernetes [--seed N] [--schedules N | --seconds T]
 //               [--steps N] [--nodes-min 4 --nodes-max 12] [--profile NAME] [--compat baseline]
-//               [--replay FILE] [--plant same-node-name] [--out DIR] [--jobs N] [--expect KIND]
+//               [--replay FILE] [--plant same-node-name|skip-guid-record] [--out DIR] [--jobs N]
+//               [--expect KIND] [--guid-driver PATH]
 //
 // Exit status: 0 no violation (with --expect: the expected one found and shrunk); 1 a violation
 // (with --expect: not found); 2 usage; 77 this host cannot run it (not root, no etcd, no
@@ -74,15 +75,18 @@ struct Options {
   std::string find;       ///< only a violation of this kind stops the run (others are counted)
   bool keepGoing = false; ///< no violation stops the run (none is shrunk)
   std::string shim = IBCNI_CHAOS_KILL_SHIM;
+  std::string guidDriver;  ///< empty: ibcni-guidpool-preloadable beside the plugin
   bool verbose = false;
 };
 
 constexpr const char* kUsage =
     "usage: ibcni_chaos --plugin PATH [--backend etcd|kubernetes] [--seed N] [--schedules N | --seconds T]\n"
     "                   [--steps N] [--nodes-min N] [--nodes-max N] [--profile NAME] [--compat baseline|new]\n"
-    "                   [--replay FILE] [--plant same-node-name] [--out DIR] [--jobs N] [--tries N]\n"
-    "                   [--shrink-seconds S] [--expect KIND] [--find KIND] [--keep-going] [--shim PATH]\n"
-    "                   [--verbose]\n"
+    "                   [--replay FILE] [--plant same-node-name|skip-guid-record] [--out DIR] [--jobs N]\n"
+    "                   [--tries N] [--shrink-seconds S] [--expect KIND] [--find KIND] [--keep-going]\n"
+    "                   [--shim PATH] [--guid-driver PATH] [--verbose]\n"
+    "  --guid-driver PATH  the GUID networks' program (default: ibcni-guidpool-preloadable beside the\n"
+    "                plugin; without one no schedule has GUID networks)\n"
     "  --find KIND   only a violation of KIND stops the run and is shrunk; others are counted\n"
     "  --keep-going  no violation stops the run (each is counted and named, none shrunk)\n"
     "  --expect KIND exit 0 only when a violation of KIND was found and shrunk\n";
@@ -135,6 +139,7 @@ std::optional<Options> parseArgs(int argc, char** argv) {
     else if (a == "--expect") o.expect = v;
     else if (a == "--find") o.find = v;
     else if (a == "--shim") o.shim = v;
+    else if (a == "--guid-driver") o.guidDriver = v;
     else return std::nullopt;
   }
   auto known = [](const std::string& k) {
@@ -143,7 +148,7 @@ std::optional<Options> parseArgs(int argc, char** argv) {
   const bool kindKnown = known(o.expect) && known(o.find);
   if (o.plugin.empty() || (o.backend != "etcd" && o.backend != "kubernetes") || findProfile(o.profile) == nullptr ||
       o.nodesMin < 2 || o.nodesMax < o.nodesMin || o.steps < 1 || !kindKnown ||
-      (!o.plant.empty() && o.plant != "same-node-name")) {
+      (!o.plant.empty() && o.plant != "same-node-name" && o.plant != "skip-guid-record")) {
     return std::nullopt;
   }
   if (o.find.empty()) {
@@ -334,7 +339,8 @@ void worker(Shared& s, int job) {
     base.plant = s.options.plant;
     base.profile = s.options.profile;
     for (long i = s.next++; budgetLeft(s, i) && !s.found; i = s.next++) {
-      const ScheduleParams params = drawParams(base, s.options.nodesMin, s.options.nodesMax, mixSeed(mixSeed(s.seed) + static_cast<std::uint64_t>(i)));
+      ScheduleParams params = drawParams(base, s.options.nodesMin, s.options.nodesMax, mixSeed(mixSeed(s.seed) + static_cast<std::uint64_t>(i)));
+      params.guids = params.guids && !s.tools.guidDriver.empty();
       const RunResult r = runner.generate(params, s.options.steps);
       recordSchedule(s, r, i);
       if (r.violation && countViolation(s, r, i)) {
@@ -390,6 +396,10 @@ int replayOne(const std::string& file, const Options& o, const Tools& tools, Bac
   auto schedule = Schedule::parse(text.str());
   if (!in || !schedule) {
     std::cerr << "ibcni_chaos: " << file << ": " << (schedule ? "cannot read" : schedule.error()) << "\n";
+    return 2;
+  }
+  if (schedule->params.guids && tools.guidDriver.empty()) {
+    std::cerr << "ibcni_chaos: " << file << " has GUID networks, and there is no GUID driver (--guid-driver)\n";
     return 2;
   }
   if (!backend.started()) {
@@ -480,6 +490,16 @@ int main(int argc, char** argv) {
     std::cerr << "ibcni_chaos: " << tools.plugin << " is not a dynamically linked program: the kill shim and "
               << "libfaketime (LD_PRELOAD) would not reach it; give the build's ibcni-ipam-preloadable "
               << "(the same sources, linked dynamically)\n";
+    return 2;
+  }
+  const std::string driver = options->guidDriver.empty()
+                                 ? (fs::path(tools.plugin).parent_path() / "ibcni-guidpool-preloadable").string()
+                                 : fs::absolute(options->guidDriver).string();
+  if (::access(driver.c_str(), X_OK) == 0 && isDynamicProgram(driver)) {
+    tools.guidDriver = driver;
+  } else if (!options->guidDriver.empty() || options->plant == "skip-guid-record") {
+    std::cerr << "ibcni_chaos: " << driver << " is no dynamically linked executable: give the build's "
+              << "ibcni-guidpool-preloadable (--guid-driver)\n";
     return 2;
   }
   if (const std::string why = cannotRun(*options, options->backend, tools); !why.empty()) {

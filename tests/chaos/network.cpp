@@ -5,11 +5,26 @@
 
 #include <cstdlib>
 
+#include "ibcni/net/ip.h"
+
 namespace ibcni::chaos {
+
+namespace {
+
+constexpr const char* kGuidRange = "02:00:00:00:00:c7:00:00-02:00:00:00:00:c7:00:1f";
+
+}  // namespace
 
 NetworkDef baseNetwork(const std::string& name) {
   NetworkDef d;
   d.name = name;
+  if (name == "g1" || name == "g2") {
+    d.pool = "gshared";
+    d.guid = true;
+    d.guidRange = kGuidRange;
+    d.blockSize = 4;
+    return d;
+  }
   if (name == "n3") {
     d.pool = "n3";
     d.poolKey = false;
@@ -25,10 +40,13 @@ NetworkDef baseNetwork(const std::string& name) {
   return d;
 }
 
-std::vector<std::string> networkNames(int count) {
+std::vector<std::string> networkNames(int count, bool guids) {
   std::vector<std::string> names{"n1", "n2"};
   if (count >= 3) {
     names.emplace_back("n3");
+  }
+  if (guids) {
+    names.insert(names.end(), {"g1", "g2"});
   }
   return names;
 }
@@ -57,6 +75,9 @@ NetworkDef applyChange(const NetworkDef& def, const std::string& change) {
 std::vector<std::string> requestableAddresses(const std::string& net) {
   if (net == "n3") {
     return {"10.78.0.9", "10.78.0.18", "10.78.0.27"};
+  }
+  if (net == "g1" || net == "g2") {
+    return {"02:00:00:00:00:c7:00:05", "02:00:00:00:00:c7:00:0e", "02:00:00:00:00:c7:00:1b"};
   }
   return {"10.77.0.9", "10.77.0.33", "10.77.0.50"};
 }
@@ -152,6 +173,28 @@ std::set<std::uint32_t> allocatable(const NetworkDef& def) {
     }
   }
   return out;
+}
+
+std::pair<std::uint64_t, std::uint64_t> guidRangeOf(const NetworkDef& def) {
+  const auto dash = def.guidRange.find('-');
+  const auto first = net::Guid::parse(def.guidRange.substr(0, dash));
+  const auto last = dash == std::string::npos ? std::nullopt : net::Guid::parse(def.guidRange.substr(dash + 1));
+  return {first ? first->value : 1, last ? last->value : 0};
+}
+
+std::string guidForbiddenReason(const NetworkDef& def, const std::string& guid) {
+  const auto g = net::Guid::parse(guid);
+  if (!g) {
+    return "not a GUID";
+  }
+  if (g->value == 0 || g->value == ~std::uint64_t{0}) {
+    return "no valid port GUID";
+  }
+  const auto [first, last] = guidRangeOf(def);
+  if (g->value < first || g->value > last) {
+    return "outside guidPool.range " + def.guidRange + " of network " + def.name;
+  }
+  return {};
 }
 
 bool rangesOverlap(const NetworkDef& a, const NetworkDef& b) {

@@ -7,6 +7,8 @@
 //           reservations chaos/sts-0 = 10.77.0.20, chaos/sts-1 = 10.77.0.45
 //   n3      its own pool (ipam.cluster.pool left out: the network's name) over [[10.78.0.0/27]],
 //           blockSize 4
+//   g1, g2  sriov mode's guidPool: one pool "gshared" of VF GUIDs 02:00:00:00:00:c7:00:00-...:1f,
+//           blockSize 4 (8 blocks), on the address networks' cluster backend (in 1 of 2 schedules)
 //
 // Changes (`config change=...`, reverted by `revert net=...`):
 //   widen-n1    n1's range set gets a second subnet 10.77.1.0/26 (the pool's shape changes)
@@ -20,6 +22,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ibcni::chaos {
@@ -32,19 +35,22 @@ struct NetworkDef {
   int blockSize = 8;
   std::vector<std::string> exclude;
   std::map<std::string, std::string> reservations;  ///< "chaos/sts-0" -> "10.77.0.20"
+  bool guid = false;        ///< a guidPool network (sriov mode's VF GUIDs): no address ranges
+  std::string guidRange;    ///< guidPool.range "FIRST-LAST"
 
   auto operator<=>(const NetworkDef&) const = default;
 };
 
-/// The network as every schedule starts with it ("n1", "n2", "n3").
+/// The network as every schedule starts with it ("n1", "n2", "n3", "g1", "g2").
 [[nodiscard]] NetworkDef baseNetwork(const std::string& name);
-/// The networks of a schedule with `count` networks: n1, n2[, n3].
-[[nodiscard]] std::vector<std::string> networkNames(int count);
+/// The networks of a schedule with `count` address networks: n1, n2[, n3][, g1, g2 with `guids`].
+[[nodiscard]] std::vector<std::string> networkNames(int count, bool guids = false);
 /// Every change a `config` step can make, and the network it changes.
 [[nodiscard]] const std::map<std::string, std::string>& configChanges();
 /// `def` after `change` (which must be one of configChanges() for def's network).
 [[nodiscard]] NetworkDef applyChange(const NetworkDef& def, const std::string& change);
-/// An address a pod of `net` may ask for with CNI_ARGS IP= (never reserved nor excluded).
+/// An address a pod of `net` may ask for with CNI_ARGS IP= (never reserved nor excluded); for a
+/// GUID network a GUID of its range (CNI_ARGS GUID=).
 [[nodiscard]] std::vector<std::string> requestableAddresses(const std::string& net);
 
 // --- IPv4 arithmetic ---
@@ -68,6 +74,11 @@ struct Cidr {
 /// The addresses `def` hands out to pods without a reservation: its ranges minus network,
 /// broadcast, gateway, excluded and reserved addresses.
 [[nodiscard]] std::set<std::uint32_t> allocatable(const NetworkDef& def);
+/// The GUIDs of a GUID network's range, [first, last].
+[[nodiscard]] std::pair<std::uint64_t, std::uint64_t> guidRangeOf(const NetworkDef& def);
+/// Why `guid` may not be handed out by the GUID network `def` ("" when it may): not a GUID, outside
+/// its range, the all-zero or all-ones GUID.
+[[nodiscard]] std::string guidForbiddenReason(const NetworkDef& def, const std::string& guid);
 /// Whether two definitions' ranges share an address.
 [[nodiscard]] bool rangesOverlap(const NetworkDef& a, const NetworkDef& b);
 

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "invariants.h"
+#include "json_text.h"
 
 namespace ibcni::chaos {
 
@@ -64,7 +65,7 @@ std::string opAdd(World& world, const Step& step) {
   pod.node = node;
   pod.net = net;
   pod.k8sName = step.has("name") ? step.arg("name") : id;
-  pod.requested = step.arg("ip");
+  pod.requested = world.nets.at(net).guid ? step.arg("guid") : step.arg("ip");
   pod.step = world.step;
   auto sandbox = PodProcess::start();
   if (!sandbox) {
@@ -115,6 +116,9 @@ std::string opCheck(World& world, const Step& step) {
   Pod* pod = findPod(world, step.arg("pod"));
   if (pod == nullptr || !pod->holding() || !world.live(pod->node)) {
     return skipped("pod " + step.arg("pod") + " holds no address");
+  }
+  if (world.nets.at(pod->net).guid) {
+    return skipped("the GUID driver has no CHECK (sriov mode's compares the VF's GUID)");
   }
   const Invocation inv = world.cni("CHECK", *pod);
   checkProcess(world, inv);
@@ -239,15 +243,25 @@ std::string outcomeClass(const std::string& outcome) {
 }  // namespace
 
 std::string adoptAddResult(World& world, Pod& pod, const Invocation& inv) {
-  pod.addresses = resultAddresses(inv.out);
-  if (pod.addresses.empty()) {
+  const NetworkDef& def = world.nets.at(pod.net);
+  if (def.guid) {
+    pod.guid = jsonText(json::parse(inv.out, nullptr, false), "guid");
+  } else {
+    pod.addresses = resultAddresses(inv.out);
+  }
+  const std::string held = def.guid ? pod.guid : joined(pod.addresses);
+  if (held.empty()) {
     pod.phase = PodPhase::kUnknown;
-    world.violate("ERR", inv.what + " exited 0 without ips[].address: " + inv.out);
-    return "ok without an address";
+    world.violate("ERR", inv.what + " exited 0 without " + (def.guid ? "a guid" : "ips[].address") + ": " + inv.out);
+    return def.guid ? "ok without a GUID" : "ok without an address";
   }
   pod.phase = PodPhase::kLive;
-  checkAddResult(world, pod, world.nets.at(pod.net));
-  return "ok " + joined(pod.addresses);
+  if (def.guid) {
+    checkGuidResult(world, pod, def);
+  } else {
+    checkAddResult(world, pod, def);
+  }
+  return "ok " + held;
 }
 
 const std::vector<std::string>& stepOps() {
@@ -285,14 +299,19 @@ bool backendDisturbed(World& world) {
 std::string agentPass(World& world, int node, std::optional<KillPoint> kill, const std::string& killNet) {
   int ok = 0;
   std::string notes;
+  std::set<std::string> guidPools;  // a GUID pool's pass is over its store, whichever network names it
   for (const auto& def : passDefinitions(world)) {
+    if (def.guid && !guidPools.insert(def.pool).second) {
+      continue;
+    }
     const bool disturbed = backendDisturbed(world);
     const bool armed = kill && (killNet.empty() || killNet == def.name) && world.nets.contains(def.name) &&
                        world.nets.at(def.name) == def;
-    const Invocation inv = world.tool(node, "gc", def, {}, armed ? kill : std::nullopt);
+    const auto armedKill = armed ? kill : std::nullopt;
+    const Invocation inv = def.guid ? world.guidPass(node, def, armedKill) : world.tool(node, "gc", def, {}, armedKill);
     checkProcess(world, inv);
     if (inv.killedByShim) {
-      return "killed: gc " + def.name + " (the pass is over);" + notes;
+      return "killed: " + std::string(def.guid ? "pass " : "gc ") + def.name + " (the pass is over);" + notes;
     }
     if (inv.ok()) {
       ++ok;

@@ -91,6 +91,7 @@ std::string Schedule::text(bool withOutcomes) const {
       << "seed " << p.seed << "\n"
       << "nodes " << p.nodes << "\n"
       << "networks " << p.networks << "\n"
+      << "guidNetworks " << (p.guids ? 1 : 0) << "\n"
       << "leaseDurationSeconds " << p.leaseSeconds << "\n"
       << "releaseAfterSeconds " << p.releaseAfterSeconds << "\n"
       << "minBlocksPerNode " << p.minBlocksPerNode << "\n"
@@ -121,6 +122,8 @@ bool readParam(ScheduleParams& p, const std::string& key, const std::string& val
     p.nodes = static_cast<int>(num());
   } else if (key == "networks") {
     p.networks = static_cast<int>(num());
+  } else if (key == "guidNetworks") {
+    p.guids = num() != 0;
   } else if (key == "leaseDurationSeconds") {
     p.leaseSeconds = static_cast<int>(num());
   } else if (key == "releaseAfterSeconds") {

@@ -49,11 +49,12 @@ struct Step {
 struct ScheduleParams {
   std::string backend = "etcd";  ///< "etcd" | "kubernetes"
   bool baseline = false;         ///< --compat baseline: no keys the baseline does not know
-  std::string plant;             ///< "" | "same-node-name"
+  std::string plant;             ///< "" | "same-node-name" | "skip-guid-record"
   std::string profile = "all";
   std::uint64_t seed = 0;
   int nodes = 4;
   int networks = 3;              ///< 2: n1, n2 (one shared pool); 3: and n3 (a pool of its own)
+  bool guids = false;            ///< and the GUID networks g1, g2 (one shared guidPool)
   int leaseSeconds = 15;         ///< ipam.cluster.leaseDurationSeconds
   int releaseAfterSeconds = 0;   ///< ipam.cluster.releaseAfterSeconds
   int minBlocksPerNode = 0;      ///< ipam.cluster.minBlocksPerNode (new code only)

@@ -111,7 +111,7 @@ World::World(const ScheduleParams& params, Backend& backend, const Tools& tools,
     n.dataDir = dir_ + "/node-" + twoDigits(i);
     nodes.push_back(n);
   }
-  for (const auto& name : networkNames(params.networks)) {
+  for (const auto& name : networkNames(params.networks, params.guids)) {
     setNetwork(baseNetwork(name));
   }
 }
@@ -161,16 +161,12 @@ double World::now() const {
          static_cast<double>(offset_);
 }
 
-std::string World::config(int node, const NetworkDef& def, const std::string& cniVersion) const {
+nlohmann::json World::clusterObject(int node) const {
   json cluster = {{"backend", params_.backend},
-                  {"blockSize", def.blockSize},
                   {"nodeName", nodes[node].name},
                   {"timeoutMs", params_.timeoutMs},
                   {"leaseDurationSeconds", params_.leaseSeconds},
                   {"releaseAfterSeconds", params_.releaseAfterSeconds}};
-  if (def.poolKey) {
-    cluster["pool"] = poolName(def);
-  }
   if (!params_.baseline) {
     cluster["minBlocksPerNode"] = params_.minBlocksPerNode;  // unknown to the baseline: error 7 there
   }
@@ -178,6 +174,22 @@ std::string World::config(int node, const NetworkDef& def, const std::string& cn
     cluster["kubernetes"] = {{"kubeconfig", backend_.kubeconfig()}, {"namespace", "kube-system"}};
   } else {
     cluster["etcd"] = {{"endpoints", backend_.etcdEndpoints()}, {"prefix", etcdPrefix()}};
+  }
+  return cluster;
+}
+
+std::string World::config(int node, const NetworkDef& def, const std::string& cniVersion) const {
+  json cluster = clusterObject(node);
+  if (def.guid) {
+    // sriov mode's network: the guidPool's pool and blockSize are its own (its cluster object refuses them).
+    const json pool = {{"range", def.guidRange}, {"blockSize", def.blockSize}, {"pool", poolName(def)},
+                       {"dataDir", nodes[node].dataDir}, {"cluster", cluster}};
+    return json{{"cniVersion", cniVersion}, {"name", networkName(def.name)}, {"type", "ibcni"}, {"guidPool", pool}}
+        .dump();
+  }
+  cluster["blockSize"] = def.blockSize;
+  if (def.poolKey) {
+    cluster["pool"] = poolName(def);
   }
   json ipam = {{"type", "ibcni-ipam"}, {"dataDir", nodes[node].dataDir}, {"ranges", rangesJson(def)},
                {"cluster", cluster}};
@@ -191,6 +203,8 @@ std::string World::config(int node, const NetworkDef& def, const std::string& cn
   return json{{"cniVersion", cniVersion}, {"name", networkName(def.name)}, {"type", "macvlan"}, {"ipam", ipam}}.dump();
 }
 
+const std::string& World::program(const NetworkDef& def) const { return def.guid ? tools_.guidDriver : tools_.plugin; }
+
 std::string World::configFile(int node, const NetworkDef& def) const {
   const std::string path = dir_ + "/conf/node-" + twoDigits(node) + "-" + def.name + "-" + def.pool + ".json";
   std::ofstream(path, std::ios::trunc) << config(node, def) << "\n";
@@ -200,6 +214,9 @@ std::string World::configFile(int node, const NetworkDef& def) const {
 std::vector<std::string> World::baseEnv(std::optional<KillPoint> kill) const {
   std::vector<std::string> env{testing::kPathEnv, "LD_PRELOAD=" + tools_.killShim + " " + tools_.faketime,
                                "FAKETIME=+" + std::to_string(offset_)};
+  if (params_.plant == "skip-guid-record") {
+    env.emplace_back("IBCNI_GUID_DRIVER_PLANT=skip-record");  // the GUID driver writes no record ahead
+  }
   if (kill) {
     env.push_back("CHAOS_KILL_AT=" + std::to_string(kill->at));
     env.push_back(std::string("CHAOS_KILL_WHEN=") + (kill->after ? "after" : "before"));
@@ -235,16 +252,17 @@ Invocation World::run(int node, const std::string& what, const std::vector<std::
 }
 
 Invocation World::cni(const std::string& verb, Pod& pod, std::optional<KillPoint> kill) {
+  const NetworkDef& def = nets.at(pod.net);
   std::string args = "IgnoreUnknown=1;K8S_POD_NAMESPACE=chaos;K8S_POD_NAME=" + pod.k8sName;
   if (!pod.requested.empty()) {
-    args += ";IP=" + pod.requested;
+    args += (def.guid ? ";GUID=" : ";IP=") + pod.requested;
   }
   auto env = baseEnv(kill);
   env.insert(env.end(), {"CNI_COMMAND=" + verb, "CNI_CONTAINERID=" + containerId(pod),
                          "CNI_NETNS=" + (pod.sandbox ? pod.sandbox->netns() : std::string()),
                          std::string("CNI_IFNAME=") + kIfName, "CNI_ARGS=" + args, "CNI_PATH=/usr/lib/cni"});
   const std::string what = verb + " " + pod.id + " (" + pod.net + ") on node " + std::to_string(pod.node);
-  return run(pod.node, what, {tools_.plugin}, env, config(pod.node, nets.at(pod.net)), kill);
+  return run(pod.node, what, {program(def)}, env, config(pod.node, def), kill);
 }
 
 Invocation World::cniGc(int node, const std::string& net, std::optional<KillPoint> kill) {
@@ -260,16 +278,22 @@ Invocation World::cniGc(int node, const std::string& net, std::optional<KillPoin
   env.insert(env.end(), {"CNI_COMMAND=GC", "CNI_PATH=/usr/lib/cni"});
   const std::string what = "GC " + net + " on node " + std::to_string(node) + " (" + std::to_string(valid.size()) +
                            " valid attachments)";
-  return run(node, what, {tools_.plugin}, env, conf.dump(), kill);
+  return run(node, what, {program(nets.at(net))}, env, conf.dump(), kill);
 }
 
 Invocation World::tool(int node, const std::string& command, const NetworkDef& def,
                        const std::vector<std::string>& extra, std::optional<KillPoint> kill) {
-  std::vector<std::string> argv{tools_.plugin, command, configFile(node, def)};
+  std::vector<std::string> argv{program(def), command, configFile(node, def)};
   argv.insert(argv.end(), extra.begin(), extra.end());
-  const std::string what = "ibcni-ipam " + command + " " + def.name + " (pool " + def.pool + ") on node " +
-                           std::to_string(node);
+  const std::string what = (def.guid ? "ibcni-guidpool " : "ibcni-ipam ") + command + " " + def.name + " (pool " +
+                           def.pool + ") on node " + std::to_string(node);
   return run(node, what, argv, baseEnv(kill), {}, kill);
+}
+
+Invocation World::guidPass(int node, const NetworkDef& def, std::optional<KillPoint> kill) {
+  const std::string storeDir = nodes[node].dataDir + "/.guid/" + poolName(def);
+  const std::string what = "ibcni-guidpool pass (pool " + def.pool + ") on node " + std::to_string(node);
+  return run(node, what, {tools_.guidDriver, "pass", storeDir}, baseEnv(kill), {}, kill);
 }
 
 }  // namespace ibcni::chaos

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "backend.h"
 #include "network.h"
 #include "pod_process.h"
@@ -26,6 +28,7 @@ namespace ibcni::chaos {
 /// Where the run's helpers are (found once by main).
 struct Tools {
   std::string plugin;     ///< the ibcni-ipam under test
+  std::string guidDriver; ///< ibcni-guidpool-preloadable (GUID networks); empty: none drawn
   std::string faketime;   ///< libfaketime.so.1
   std::string killShim;   ///< kill_shim.so
   std::string root;       ///< a private temporary directory for the data dirs
@@ -74,10 +77,11 @@ struct Pod {
   std::unique_ptr<PodProcess> sandbox;
   PodPhase phase = PodPhase::kUnknown;
   std::vector<std::string> addresses;  ///< its ADD's ips[].address, without the prefix length
+  std::string guid;                    ///< a GUID network's: its ADD's "guid"
   int step = 0;                        ///< the step of its ADD
 
   [[nodiscard]] bool alive() const { return sandbox && sandbox->alive(); }
-  /// Holds its addresses as a running pod: ADD succeeded, no DEL started, sandbox alive.
+  /// Holds its addresses (or GUID) as a running pod: ADD succeeded, no DEL started, sandbox alive.
   [[nodiscard]] bool holding() const { return phase == PodPhase::kLive && alive(); }
   /// The runtime still knows it (it is owed or may be owed a DEL).
   [[nodiscard]] bool known() const { return phase != PodPhase::kDeleted && phase != PodPhase::kForgotten; }
@@ -89,6 +93,7 @@ struct NodeState {
   std::string dataDir;
   bool agentRunning = true;
   bool decommissioned = false;
+  bool wiped = false;          ///< its data dir was wiped (reboot, node-recreate) in this schedule
   bool touched = false;        ///< ran any ibcni-ipam process in this schedule
   double lastTouch = -1e9;     ///< virtual time at the end of its last process
   double revokedAt = -1e9;     ///< lastTouch when its etcd leases were last revoked
@@ -162,15 +167,21 @@ class World {
   Invocation cni(const std::string& verb, Pod& pod, std::optional<KillPoint> kill = std::nullopt);
   /// CNI GC of `net` on `node`: cni.dev/valid-attachments = the pods the runtime knows there.
   Invocation cniGc(int node, const std::string& net, std::optional<KillPoint> kill = std::nullopt);
-  /// `ibcni-ipam ARGS... CONFIG_FILE-of(node, def) [EXTRA...]` (gc, pools, forget-node).
+  /// `ibcni-ipam ARGS... CONFIG_FILE-of(node, def) [EXTRA...]` (gc, pools, forget-node); for a
+  /// GUID network the GUID driver's (pools).
   Invocation tool(int node, const std::string& command, const NetworkDef& def,
                   const std::vector<std::string>& extra = {}, std::optional<KillPoint> kill = std::nullopt);
+  /// The node agent's pass over the GUID pool of `def` on `node`: `ibcni-guidpool-preloadable pass
+  /// <dataDir>/.guid/<pool>` (sriov mode's reconcile: allocations without a record are released).
+  Invocation guidPass(int node, const NetworkDef& def, std::optional<KillPoint> kill = std::nullopt);
 
  private:
   [[nodiscard]] std::vector<std::string> baseEnv(std::optional<KillPoint> kill) const;
   Invocation run(int node, const std::string& what, const std::vector<std::string>& argv,
                  std::vector<std::string> env, const std::string& input, std::optional<KillPoint> kill);
   [[nodiscard]] std::string clusterKeys(int node, const NetworkDef& def) const;
+  [[nodiscard]] nlohmann::json clusterObject(int node) const;
+  [[nodiscard]] const std::string& program(const NetworkDef& def) const;
 
   ScheduleParams params_;
   Backend& backend_;
