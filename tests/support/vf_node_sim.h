@@ -91,8 +91,8 @@ class VfNodeSim {
   [[nodiscard]] std::string storeDir(const std::string& pool) const { return dataDir_ + "/.guid/" + pool; }
 
   static std::string vfPci(int vf) {
-    char buf[16];
-    std::snprintf(buf, sizeof buf, "0000:3b:%02x.%x", 1 + vf / 8, vf % 8);
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "0000:3b:%02x.%x", (1 + vf / 8) & 0x1f, vf % 8);
     return buf;
   }
   std::string containerId(int vf) const { return name_ + "-pod-" + std::to_string(vf); }
