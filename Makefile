@@ -111,7 +111,9 @@ test-arm64: build-arm64-tests
 # Debian's host-device + host-local (ADD+DEL exec'd and through libcni, 100 concurrent pods, peak
 # RSS, where the time of an ADD goes: bench/cni_bench.cpp, target: ADD+DEL 5x faster); ibcni-ipam's
 # cluster mode against a 3-member etcd beside node-local (bench/cluster_ipam_bench.cpp, target:
-# steady-state ADD within 1.2x of node-local); then the verbs check's cost on this host (target:
+# steady-state ADD within 1.2x of node-local); sriov mode's ADD with a cluster GUID pool against one
+# with a requested GUID, in process over fakes (bench/guid_pool_bench.cpp, target: within 1.05x and
+# no backend call); then the verbs check's cost on this host (target:
 # median under 20 ms) and against rxe0 in the kernel-lab VM (emulated: target relative to
 # ibv_devinfo). Every part runs; the status is 1 if any failed.
 # The VM runner is tests/kernel-lab's (IBCNI_KERNEL_LAB_RUN in the CMake cache) unless
@@ -125,6 +127,8 @@ bench: deps build
 	$(BUILD)/bench/cni_bench --ibcni $(BUILD)/ibcni --ref /usr/lib/cni || rc=1; \
 	echo; echo "== ibcni-ipam cluster mode (etcd, 3 members) against node-local =="; \
 	$(BUILD)/bench/cluster_ipam_bench $(BUILD)/ibcni-ipam || rc=1; \
+	echo; echo "== ibcni sriov mode: ADD with a cluster GUID pool (etcd) against a requested GUID =="; \
+	$(BUILD)/bench/guid_pool_bench || rc=1; \
 	echo; echo "== verbs check on this host =="; \
 	$(BUILD)/bench/verbs_bench || rc=1; \
 	lab="$(KERNEL_LAB_RUN)"; \

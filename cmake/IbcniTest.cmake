@@ -19,7 +19,7 @@ function(ibcni_test_pch target)
 endfunction()
 
 function(ibcni_add_test name)
-  cmake_parse_arguments(T "ARM64_LAB" "" "SOURCES;DEPENDS;LABELS" ${ARGN})
+  cmake_parse_arguments(T "ARM64_LAB" "TIMEOUT" "SOURCES;DEPENDS;LABELS" ${ARGN})
   if(CMAKE_CROSSCOMPILING AND NOT "unit" IN_LIST T_LABELS AND NOT T_ARM64_LAB)
     add_executable(${name} EXCLUDE_FROM_ALL ${T_SOURCES})
   else()
@@ -40,7 +40,11 @@ function(ibcni_add_test name)
     endif()
     return()
   endif()
+  set(timeout)
+  if(T_TIMEOUT)
+    set(timeout TIMEOUT ${T_TIMEOUT})
+  endif()
   gtest_discover_tests(${name}
-    PROPERTIES LABELS "${T_LABELS}"
+    PROPERTIES LABELS "${T_LABELS}" ${timeout}
     DISCOVERY_TIMEOUT 60)
 endfunction()

@@ -122,28 +122,6 @@ TEST(ClusterSim, HundredNodesTwentyPodsEach) {
   EXPECT_TRUE(sim.blocksConsistent());
 }
 
-// The Kubernetes API emulator over `etcd`, with the RBAC the chart gives ibcni's ServiceAccount
-// (leases in kube-system, nodes get) and its token; `o` set up to use it through a kubeconfig in
-// `dir`.
-::testing::AssertionResult startEmulator(const EtcdCluster& etcd, K8sEmulator& k8s, const std::string& dir,
-                                         ClusterSimOptions& o) {
-  const std::string user = "system:serviceaccount:kube-system:ibcni";
-  const std::string token = "sim-token-7f3a";
-  auto started = k8s.start(etcd.endpointList(), {{token, user}},
-                           R"({"rules": [{"user": ")" + user + R"(", "namespace": "kube-system", "resource": "leases",
-                                 "verbs": ["get", "list", "create", "update", "delete"]},
-                                {"user": ")" + user + R"(", "resource": "nodes", "verbs": ["get"]}]})");
-  if (!started) {
-    return started;
-  }
-  o.backend = "kubernetes";
-  o.kubeconfig = dir + "/ibcni.kubeconfig";
-  o.k8sUrl = k8s.url();
-  o.k8sToken = token;
-  o.k8sNamespace = "kube-system";
-  return writeKubeconfig(o.kubeconfig, o.k8sUrl, token);
-}
-
 // GET <url>/_emulator/validation: {total, invalid, entries}.
 nlohmann::json emulatorValidation(const std::string& url) {
   auto body = httpCall("GET", url + "/_emulator/validation");
@@ -177,7 +155,7 @@ TEST(ClusterSim, HundredNodesTwentyPodsEachThroughTheKubernetesApi) {
   o.root = root.path();
   o.nodes = 100;
   K8sEmulator k8s;
-  ASSERT_TRUE(startEmulator(etcd, k8s, root.path(), o));
+  ASSERT_TRUE(startK8sEmulator(etcd, k8s, root.path(), o));
   ClusterSim sim(o);
   ASSERT_TRUE(httpCall("DELETE", k8s.url() + "/_emulator/stats"));
 
@@ -565,7 +543,7 @@ TEST(ClusterSimFaults, KubernetesApiFaultsDuringABlockClaim) {
   o.blockSize = 4;
   o.timeoutMs = 1500;
   K8sEmulator k8s;
-  ASSERT_TRUE(startEmulator(etcd, k8s, root.path(), o));
+  ASSERT_TRUE(startK8sEmulator(etcd, k8s, root.path(), o));
   const std::string endpoint = k8s.url();
   const int slow = o.timeoutMs + 700;
   struct Case {

@@ -830,4 +830,23 @@ std::map<std::string, std::uint64_t> countDiff(const std::map<std::string, std::
   return d;
 }
 
+::testing::AssertionResult startK8sEmulator(const EtcdCluster& etcd, K8sEmulator& k8s, const std::string& dir,
+                                            ClusterSimOptions& o) {
+  const std::string user = "system:serviceaccount:kube-system:ibcni";
+  const std::string token = "sim-token-7f3a";
+  auto started = k8s.start(etcd.endpointList(), {{token, user}},
+                           R"({"rules": [{"user": ")" + user + R"(", "namespace": "kube-system", "resource": "leases",
+                                 "verbs": ["get", "list", "create", "update", "delete"]},
+                                {"user": ")" + user + R"(", "resource": "nodes", "verbs": ["get"]}]})");
+  if (!started) {
+    return started;
+  }
+  o.backend = "kubernetes";
+  o.kubeconfig = dir + "/ibcni.kubeconfig";
+  o.k8sUrl = k8s.url();
+  o.k8sToken = token;
+  o.k8sNamespace = "kube-system";
+  return writeKubeconfig(o.kubeconfig, o.k8sUrl, token);
+}
+
 }  // namespace ibcni::testing

@@ -32,7 +32,9 @@
 #include <string>
 #include <vector>
 
+#include "support/etcd_cluster.h"
 #include "support/exec_program.h"
+#include "support/k8s_emulator.h"
 
 namespace ibcni::testing {
 
@@ -204,6 +206,12 @@ class ClusterSim {
 /// A kubeconfig at `path` (0600) for `server` with bearer token `token` (one cluster, user, context).
 [[nodiscard]] ::testing::AssertionResult writeKubeconfig(const std::string& path, const std::string& server,
                                                          const std::string& token);
+
+/// Starts the Kubernetes API emulator over `etcd` with the RBAC the chart gives ibcni's
+/// ServiceAccount (leases in kube-system, nodes get) and its token, and sets `o` up to use it
+/// (backend kubernetes, a kubeconfig written in `dir`, the URL and token its checks read with).
+[[nodiscard]] ::testing::AssertionResult startK8sEmulator(const EtcdCluster& etcd, K8sEmulator& k8s,
+                                                          const std::string& dir, ClusterSimOptions& o);
 
 /// One HTTP request (no proxy, 5 s timeout) with `headers` ("Name: value"): the body of any
 /// status when `anyStatus`, else of a 2xx only.

@@ -23,6 +23,7 @@
 #include "plugin/state/file_attachment_store.h"
 #include "plugin/state/file_device_info.h"
 #include "plugin/sysfs/sysfs_devices.h"
+#include "support/plugin_deps.h"
 
 namespace ibcni::testing {
 
@@ -182,11 +183,9 @@ class PluginTest : public ::testing::Test {
                      devices_,
                      rdma_,
                      ipam_,
-                     [](const std::string& dir) -> std::unique_ptr<state::AttachmentStore> {
-                       return std::make_unique<state::FileAttachmentStore>(dir);
-                     },
+                     fileAttachmentStores(),
                      std::chrono::milliseconds(100),
-                     [] { return std::string("2026-11-21T00:00:00Z"); },
+                     fixedNow,
                      [this] { return bootId_; },
                      std::chrono::milliseconds(200)};
 };
