@@ -137,6 +137,9 @@ cni::Result<cni::AddResult> EmbeddedIpam::add(const Request& request) {
     return std::unexpected(leases.error());
   }
   keepNetworkFile((*s)->dir, conf.networkFile);
+  if (conf.cluster && !conf.networkFile.empty()) {
+    keepPoolIndex(options_, conf.cluster->pool, {"address", (*s)->dir, kNetworkFileName, conf.networkFile});
+  }
   // What host-local returns: each address with its subnet's prefix length and its range's
   // gateway, then the configured routes and DNS.
   cni::AddResult result;

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ibcni/cni/error.h"
@@ -19,6 +20,11 @@
 
 namespace ibcni::ipam {
 
+
+/// Where a node keeps, across reboots, the configuration of each cluster pool whose store is in the
+/// default data directory (on tmpfs, wiped by a reboot), so that the node agent finds the pool again
+/// and gives back its idle blocks without waiting for the pool's next ADD (ipam/README.md, I7).
+inline constexpr std::string_view kDefaultPoolIndexDir = "/var/lib/ibcni/pools";
 
 /// The file in each pool's directory that keeps its configuration (IpamConfig::networkFile).
 inline constexpr const char* kNetworkFileName = "network.json";
@@ -36,7 +42,29 @@ struct EmbeddedIpamOptions {
   BackendFactory backends;
   /// Where the node's name is read when ipam.cluster.nodeName is absent (then the host name).
   std::string nodeNameFile = std::string(config::kNodeNameFile);
+  /// Where the configuration of each cluster pool stored under defaultDataDir is also kept, to
+  /// survive a reboot (config::kDefaultPoolIndexDir in the programs; empty: not kept). Pools of
+  /// another dataDir are not: the operator chose where they live.
+  std::string poolIndexDir;
 };
+
+/// One cluster pool in the pool index (EmbeddedIpamOptions::poolIndexDir): its kind ("address" or
+/// "guid"), its store directory and the file the store keeps its configuration in (network.json,
+/// pool.json), as the store keeps it.
+struct PoolIndexEntry {
+  std::string kind;
+  std::string storeDir;
+  std::string fileName;
+  std::string text;
+};
+
+/// Keeps `entry` in the pool index when the options keep one and the store is under their
+/// defaultDataDir (written only when it changed). A failure is only logged: the index is for a
+/// node agent after a reboot, not for the ADD.
+void keepPoolIndex(const EmbeddedIpamOptions& options, const std::string& pool, const PoolIndexEntry& entry);
+
+/// Every entry of the pool index at `dir` (unreadable or malformed ones skipped, logged).
+[[nodiscard]] std::vector<PoolIndexEntry> readPoolIndex(const std::string& dir);
 
 
 

@@ -190,6 +190,9 @@ cni::Result<GuidLease> EmbeddedGuidPools::allocate(const GuidRequest& request) {
   if (auto w = keepFile(path, pool.poolFile); !w) {
     return cni::fail(cni::Errc::kIoFailure, "cannot write " + path, w.error().describe());
   }
+  if (pool.cluster) {
+    keepPoolIndex(options_, pool.pool, {"guid", s.dir, kGuidPoolFileName, pool.poolFile});
+  }
   AddRequest req;
   req.key = {request.args.containerId, request.args.ifName};
   req.pod = {request.cniArgs.podNamespace, request.cniArgs.podName, request.cniArgs.podUid};

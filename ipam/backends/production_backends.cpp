@@ -36,6 +36,7 @@ ipam::BackendFactory productionBackends(http::HttpClient& client) {
 ipam::EmbeddedIpamOptions clusterCapable(http::HttpClient& client) {
   ipam::EmbeddedIpamOptions o;
   o.backends = productionBackends(client);
+  o.poolIndexDir = std::string(ipam::kDefaultPoolIndexDir);
   return o;
 }
 

@@ -254,6 +254,7 @@ void reclaimPools(const std::string& dataDir, const ReconcileOptions& options, D
 
 ReconcileReport reconcile(const ReconcileOptions& options, Deps& deps) {
   ReconcileReport report;
+  report.dryRun = options.dryRun;
   auto host = hostNetns(deps);
   if (!host) {
     report.errors.push_back(host.error().msg);
@@ -262,6 +263,7 @@ ReconcileReport reconcile(const ReconcileOptions& options, Deps& deps) {
   for (const auto& dir : options.stateDirs) {
     reconcileStateDir(dir, options, deps, *host, report);
   }
+  restorePoolsFromIndex(options, report);
   for (const auto& dir : options.ipamDataDirs) {
     reclaimPools(dir, options, deps, report);
     reclaimGuidPools(dir, options, deps, report);

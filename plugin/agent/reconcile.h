@@ -16,6 +16,10 @@ struct ReconcileOptions {
   std::vector<std::string> stateDirs;     ///< where ibcni keeps attachment records (stateDir)
   std::vector<std::string> ipamDataDirs;  ///< where ibcni-ipam keeps its pools (ipam.dataDir)
   bool dryRun = false;                    ///< change nothing: say what would be undone
+  /// The pool index (ipam::EmbeddedIpamOptions::poolIndexDir; `ibcni reconcile`: ipam's
+  /// kDefaultPoolIndexDir): a cluster pool whose store a reboot wiped is given its directory back
+  /// from there first, so that this pass keeps it. Empty: none.
+  std::string poolIndexDir;
   /// How long to wait for an ADD or DEL that holds an attachment's device lock; then the
   /// attachment is left for the next pass ("busy").
   std::chrono::milliseconds lockWait = std::chrono::seconds(2);
@@ -65,6 +69,8 @@ struct ReconcileReport {
   std::vector<AttachmentOutcome> attachments;
   std::vector<AllocationOutcome> allocations;
   std::vector<PoolOutcome> pools;  ///< cluster pools kept (one per pool directory)
+  bool dryRun = false;                    ///< the pass changed nothing
+  std::vector<std::string> restoredPools;  ///< pool directories given back from the pool index (dry run: would be)
   std::vector<std::string> errors;  ///< what could not be read or undone, in words
   [[nodiscard]] bool failed() const { return !errors.empty(); }
 };

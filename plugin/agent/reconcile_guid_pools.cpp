@@ -4,7 +4,9 @@
 #include <cerrno>
 #include <filesystem>
 
+#include "ibcni/os/file_io.h"
 #include "ibcni/os/safe_path.h"
+#include "ipam/embedded_ipam.h"
 
 namespace ibcni::plugin {
 
@@ -51,6 +53,28 @@ bool trustedDirPresent(const std::string& dir, const std::string& what, Reconcil
     report.errors.push_back(what + " " + dir + ": " + opened.error().describe());
   }
   return opened.has_value();
+}
+
+void restorePoolsFromIndex(const ReconcileOptions& options, ReconcileReport& report) {
+  if (options.poolIndexDir.empty()) {
+    return;
+  }
+  for (const auto& e : ipam::readPoolIndex(options.poolIndexDir)) {
+    std::error_code ec;
+    if (std::filesystem::exists(e.storeDir, ec) || ec) {
+      continue;
+    }
+    report.restoredPools.push_back(e.storeDir);
+    if (options.dryRun) {
+      continue;
+    }
+    std::filesystem::create_directories(e.storeDir, ec);
+    auto w = ec ? os::sysFail(ec.value(), "create " + e.storeDir) : os::writeFileAtomic(e.storeDir + "/" + e.fileName, e.text);
+    if (!w) {
+      report.errors.push_back("cannot give " + e.kind + " pool directory " + e.storeDir + " back from the pool index: " +
+                              w.error().describe());
+    }
+  }
 }
 
 void reclaimGuidPools(const std::string& dataDir, const ReconcileOptions& options, Deps& deps, ReconcileReport& report) {

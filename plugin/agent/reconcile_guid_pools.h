@@ -13,6 +13,12 @@ namespace ibcni::plugin {
 /// is reported as an error of `what` ("ipam data directory").
 [[nodiscard]] bool trustedDirPresent(const std::string& dir, const std::string& what, ReconcileReport& report);
 
+/// Each cluster pool of the pool index at options.poolIndexDir whose store directory is missing (a
+/// reboot wiped the tmpfs it lived on) gets the directory back with the configuration file it kept
+/// (network.json, pool.json), so that the pass that follows finds the pool, adopts the node's blocks
+/// from the backend and gives the idle ones back (dry run: only reported).
+void restorePoolsFromIndex(const ReconcileOptions& options, ReconcileReport& report);
+
 /// Each GUID pool store under `dataDir`: releases the GUIDs no ibcni record of `options.stateDirs`
 /// holds (a record is written before its GUID is allocated and removed after it is released, so a
 /// GUID without one is no VF's) and keeps a cluster pool's claims (renewed, given back, adopted).

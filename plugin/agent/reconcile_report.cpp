@@ -54,6 +54,11 @@ std::string renderReconcileText(const plugin::ReconcileReport& report, const std
         part("claims of gone nodes taken", p.takenOver), part("addresses lent", p.lent),
         part("loans given back", p.loansReturned));
   }
+  for (const auto& d : report.restoredPools) {
+    out += fmt::format("{} ibcni reconcile: {} pool directory {} from the pool index (its store was wiped: a "
+                       "reboot?)\n",
+                       stamp, report.dryRun ? "would give back" : "gave back", d);
+  }
   for (const auto& e : report.errors) {
     out += fmt::format("{} ibcni reconcile: error: {}\n", stamp, e);
   }
@@ -112,6 +117,7 @@ std::string printReconcileReport(const plugin::ReconcileReport& report) {
   return json{{"attachments", attachments},
               {"allocations", allocations},
               {"pools", pools},
+              {"restoredPools", report.restoredPools},
               {"errors", report.errors}}
       .dump(2);
 }

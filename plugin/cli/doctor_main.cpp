@@ -213,6 +213,7 @@ namespace {
 
 constexpr const char* kReconcileUsage =
     "usage: ibcni reconcile [--dry-run] [--json] [--verbose] [--state-dir DIR]... [--ipam-data-dir DIR]...\n"
+    "                       [--pool-index-dir DIR]\n"
     "  Undoes what the DELs that never came would have undone: every attachment whose pod network\n"
     "  namespace is gone (device back home, IPAM released, record removed), then every ibcni-ipam\n"
     "  allocation whose pod network namespace is gone. Live attachments, and those whose namespace\n"
@@ -224,12 +225,16 @@ constexpr const char* kReconcileUsage =
     "  --verbose        log each step on stderr\n"
     "  --state-dir      ibcni's stateDir (repeatable; default /run/ibcni)\n"
     "  --ipam-data-dir  ibcni-ipam's ipam.dataDir (repeatable; default /run/ibcni-ipam)\n"
+    "  --pool-index-dir where the cluster pools of the default dataDir are kept across reboots (default\n"
+    "                   /var/lib/ibcni/pools; \"\": none): a pool whose directory a reboot wiped is given it\n"
+    "                   back first, so that its idle blocks go back without waiting for its next ADD\n"
     "  exit status: 0 nothing failed, 1 something could not be undone or read, 2 usage\n";
 
 }  // namespace
 
 int runReconcile(int argc, char** argv) {
   ReconcileOptions options;
+  options.poolIndexDir = std::string(ipam::kDefaultPoolIndexDir);
   bool json = false;
   bool verbose = false;
   for (int i = 2; i < argc; ++i) {
@@ -244,6 +249,8 @@ int runReconcile(int argc, char** argv) {
       options.stateDirs.emplace_back(argv[++i]);
     } else if (arg == "--ipam-data-dir" && i + 1 < argc && *argv[i + 1] != '\0') {
       options.ipamDataDirs.emplace_back(argv[++i]);
+    } else if (arg == "--pool-index-dir" && i + 1 < argc) {
+      options.poolIndexDir = argv[++i];
     } else {
       std::fputs(kReconcileUsage, stderr);
       return 2;

@@ -50,10 +50,10 @@ int deleteEveryPod(World& world) {
   return n;
 }
 
-// Whether a live node goes by `name` (and, with `wiped`, had its data dir wiped in this schedule).
-bool liveName(const World& world, const std::string& name, bool wiped = false) {
+// Whether a live node goes by `name` (and, with `recreated`, was re-created in this schedule).
+bool liveName(const World& world, const std::string& name, bool recreated = false) {
   for (const auto& n : world.nodes) {
-    if (!n.decommissioned && n.name == name && (!wiped || n.wiped)) {
+    if (!n.decommissioned && n.name == name && (!recreated || n.recreated)) {
       return true;
     }
   }
@@ -84,9 +84,9 @@ void checkHoldings(World& world, const NetworkDef& def, const json& report) {
       return;
     }
     if (def.guid && liveName(world, holder, true)) {
-      // Not judged: a node whose data dir was wiped keeps the GUID blocks it held until its next ADD
-      // of the pool. The agent's pass is over the pool's store (<dataDir>/.guid/<pool>, its pool.json),
-      // and a wiped node has none, so nothing gives them back (README: "What it proves").
+      // Not judged: a re-created node (a new machine of the same name, without its pool index) keeps
+      // the GUID blocks its predecessor held until its next ADD of the pool: no pass knows the pool
+      // (README: "What it proves").
       continue;
     }
     const int set = static_cast<int>(jsonInt(b, "set"));
@@ -138,8 +138,8 @@ void checkPools(World& world) {
         checkNoGuidInUse(world, def, node, report);
       }
       json disagreements = report.contains("ledger") ? jsonArray(report["ledger"], "disagreements") : json::array();
-      if (def.guid && world.nodes[node].wiped) {
-        // Not judged, as in checkHoldings: the wiped node's GUID blocks its ledger no longer knows.
+      if (def.guid && world.nodes[node].recreated) {
+        // Not judged, as in checkHoldings: the re-created node's GUID blocks its ledger never knew.
         disagreements.erase(std::remove_if(disagreements.begin(), disagreements.end(),
                                            [](const json& d) { return jsonText(d, "ledger") == "absent"; }),
                             disagreements.end());

@@ -215,7 +215,9 @@ std::string opNodeRecreate(World& world, const Step& step) {
   NodeState& n = world.nodes[node];
   std::error_code ec;
   fs::remove_all(n.dataDir, ec);
+  fs::remove_all(n.indexDir, ec);  // a new machine
   n.wiped = true;
+  n.recreated = true;
   n.decommissioned = false;
   n.agentRunning = true;
   if (auto r = world.backend().createNode(n.name); !r) {

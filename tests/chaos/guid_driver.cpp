@@ -113,9 +113,38 @@ Network readNetwork(const std::string& text) {
   return n;
 }
 
+// The production options, on the checker's node: IBCNI_DRIVER_DATA_DIR stands for the default data
+// directory and IBCNI_DRIVER_POOL_INDEX for the pool index (unset: none).
+ibcni::ipam::EmbeddedIpamOptions driverOptions() {
+  auto o = ibcni::plugin::clusterCapable(ibcni::plugin::productionHttpClient());
+  if (const std::string d = env("IBCNI_DRIVER_DATA_DIR"); !d.empty()) {
+    o.defaultDataDir = d;
+  }
+  o.poolIndexDir = env("IBCNI_DRIVER_POOL_INDEX");
+  return o;
+}
+
 ibcni::ipam::EmbeddedGuidPools& pools() {
-  static ibcni::ipam::EmbeddedGuidPools p{ibcni::plugin::clusterCapable(ibcni::plugin::productionHttpClient())};
+  static ibcni::ipam::EmbeddedGuidPools p{driverOptions()};
   return p;
+}
+
+// As the node agent does first (restorePoolsFromIndex): the store a reboot wiped, given back from
+// the pool index with its pool.json.
+void restoreFromIndex(const std::string& storeDir) {
+  const std::string index = env("IBCNI_DRIVER_POOL_INDEX");
+  std::error_code ec;
+  if (index.empty() || fs::exists(storeDir, ec)) {
+    return;
+  }
+  for (const auto& e : ibcni::ipam::readPoolIndex(index)) {
+    if (e.storeDir == storeDir) {
+      fs::create_directories(storeDir, ec);
+      if (auto w = ibcni::os::writeFileAtomic(storeDir + "/" + e.fileName, e.text); !w) {
+        failWith(Error{Errc::kIoFailure, "cannot give " + storeDir + " back from the pool index", w.error().describe()});
+      }
+    }
+  }
 }
 
 std::string storeDataDir(const Network& n) { return dataDirOfStore(pools().storeDirOf(n.pool)); }
@@ -172,6 +201,7 @@ bool recorded(const std::string& dataDir, const std::string& network, const ibcn
 }
 
 int pass(const std::string& storeDir) {
+  restoreFromIndex(storeDir);
   const std::string dataDir = dataDirOfStore(storeDir);
   const auto outcome = orFail(pools().maintain(storeDir, false, [&](const std::string& network, const auto& key) {
     return recorded(dataDir, network, key);

@@ -109,6 +109,7 @@ World::World(const ScheduleParams& params, Backend& backend, const Tools& tools,
     // --plant same-node-name: node 1 believes it is node 0 (its own data dir, node 0's name).
     n.name = tag + "-node-" + twoDigits(params.plant == "same-node-name" && i == 1 ? 0 : i);
     n.dataDir = dir_ + "/node-" + twoDigits(i);
+    n.indexDir = dir_ + "/index-" + twoDigits(i);
     nodes.push_back(n);
   }
   for (const auto& name : networkNames(params.networks, params.guids)) {
@@ -228,6 +229,10 @@ Invocation World::run(int node, const std::string& what, const std::vector<std::
                       std::vector<std::string> env, const std::string& input, std::optional<KillPoint> kill) {
   std::error_code ec;
   fs::create_directories(nodes[node].dataDir, ec);
+  // The GUID driver's node: its data directory stands for the default one, and its pool index for
+  // /var/lib/ibcni/pools (kept across the node's reboots, gone with a re-created node).
+  env.push_back("IBCNI_DRIVER_DATA_DIR=" + nodes[node].dataDir);
+  env.push_back("IBCNI_DRIVER_POOL_INDEX=" + nodes[node].indexDir);
   const auto r = testing::runProgram(argv, env, input, kProcessTimeout);
   Invocation inv;
   inv.what = what;

@@ -91,9 +91,11 @@ struct NodeState {
   int index = 0;
   std::string name;      ///< ipam.cluster.nodeName (two nodes share it with --plant same-node-name)
   std::string dataDir;
+  std::string indexDir;  ///< the GUID driver's pool index: survives a reboot, not a re-created node
   bool agentRunning = true;
   bool decommissioned = false;
   bool wiped = false;          ///< its data dir was wiped (reboot, node-recreate) in this schedule
+  bool recreated = false;      ///< re-created (node-recreate): a new machine, without the pool index
   bool touched = false;        ///< ran any ibcni-ipam process in this schedule
   double lastTouch = -1e9;     ///< virtual time at the end of its last process
   double revokedAt = -1e9;     ///< lastTouch when its etcd leases were last revoked

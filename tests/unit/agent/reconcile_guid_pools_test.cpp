@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // `ibcni reconcile` over sriov mode's GUID pools: a GUID no ibcni record holds is released, one a
 // record holds is kept whatever its pod's namespace, and a dry run only says so.
+#include <algorithm>
 #include <filesystem>
 
 #include "fakes/fake_guid_pools.h"
+#include "ibcni/os/file_io.h"
+#include "ipam/embedded_ipam.h"
 #include "plugin/agent/reconcile.h"
 #include "unit/plugin_fixture.h"
 
@@ -19,8 +22,9 @@ class ReconcileGuidPoolsTest : public PluginTest {
   }
   std::string data() const { return stateDir_ + "/ipam"; }
   std::string store() const { return data() + "/.guid/gpool"; }
-  plugin::ReconcileReport pass(bool dryRun = false) {
+  plugin::ReconcileReport pass(bool dryRun = false, const std::string& index = "") {
     plugin::ReconcileOptions o;
+    o.poolIndexDir = index;
     o.stateDirs = {stateDir_};
     o.ipamDataDirs = {data()};
     o.dryRun = dryRun;
@@ -64,6 +68,29 @@ TEST_F(ReconcileGuidPoolsTest, AGuidWithoutARecordIsReleasedAndOneWithARecordKep
   EXPECT_EQ(r.allocations[0].addresses, std::vector<std::string>{"02:00:00:00:00:00:01:01"});
   EXPECT_EQ(guids_.count(), 1u);
   EXPECT_TRUE(guids_.stores[store()].contains({"ibnet", "live", "net1"}));
+}
+
+// A reboot wiped the store of a cluster pool of the default data directory: the pool index gives
+// the directory back (with its pool.json) before the pass, which then keeps the pool.
+TEST_F(ReconcileGuidPoolsTest, APoolWhoseDirectoryARebootWipedIsGivenItBackFromThePoolIndex) {
+  ipam::EmbeddedIpamOptions o;
+  o.defaultDataDir = data();
+  o.poolIndexDir = stateDir_ + "/index";
+  const std::string wiped = data() + "/.guid/rpool";
+  ipam::keepPoolIndex(o, "rpool", {"guid", wiped, "pool.json", R"({"range": "02:00:00:00:00:00:01:00-02:00:00:00:00:00:01:ff"})"});
+  ipam::keepPoolIndex(o, "other", {"guid", stateDir_ + "/elsewhere/.guid/other", "pool.json", "{}"});
+
+  auto dry = pass(true, o.poolIndexDir);
+  EXPECT_EQ(dry.restoredPools, std::vector<std::string>{wiped});
+  EXPECT_FALSE(std::filesystem::exists(wiped)) << "a dry run creates nothing";
+
+  auto r = pass(false, o.poolIndexDir);
+  EXPECT_FALSE(r.failed()) << (r.errors.empty() ? "" : r.errors[0]);
+  EXPECT_EQ(r.restoredPools, std::vector<std::string>{wiped}) << "only the default data directory's pools are indexed";
+  EXPECT_EQ(*os::readFile(wiped + "/pool.json", 4096), R"({"range": "02:00:00:00:00:00:01:00-02:00:00:00:00:00:01:ff"})");
+  EXPECT_NE(std::find(guids_.calls.begin(), guids_.calls.end(), "maintain " + wiped + "/"), guids_.calls.end())
+      << "the pass kept the pool given back";
+  EXPECT_TRUE(pass(false, o.poolIndexDir).restoredPools.empty()) << "a directory that is there is left alone";
 }
 
 TEST_F(ReconcileGuidPoolsTest, WithoutGuidPoolsTheReportSaysWhy) {

@@ -5,6 +5,7 @@
 // given back, dual stack, the node's name, a missing libcurl or kubeconfig, and the kubernetes
 // backend end to end. The faults of ipam/README.md "Cluster safety" are cluster_safety_test.cpp.
 #include "cluster_fixture.h"
+#include "ibcni/os/file_io.h"
 
 namespace ibcni::ipam::testing {
 namespace {
@@ -121,6 +122,36 @@ TEST_F(ClusterPoolTest, AClaimWhoseAnswerWasLostIsAdoptedNeverClaimedTwice) {
     EXPECT_EQ(e.state, LedgerEntry::State::kOwned) << e.name;
   }
   EXPECT_EQ(etcdBlocks().size(), 2U) << "never claimed twice";
+}
+
+// A reboot wipes the default data directory (tmpfs) with the pool's store and ledger. The pool index
+// kept the pool: the node agent gives its directory back with network.json (restorePoolsFromIndex,
+// done by hand here), and the pass over it adopts the node's block from the backend and gives it back
+// once idle, without waiting for the pool's next ADD.
+TEST_F(ClusterPoolTest, AfterAWipeThePoolIndexLetsThePassGiveTheIdleBlockBack) {
+  EmbeddedIpamOptions o = nodeOptions("w");
+  o.poolIndexDir = tmp_.path() + "/index-w";
+  nodes_["w"] = std::make_unique<EmbeddedIpam>(o);
+  const std::string c = conf("w", R"(, "releaseAfterSeconds": 0)");
+  ASSERT_TRUE(add("w", "c1", c));
+  ASSERT_TRUE(del("w", "c1", c));
+  EXPECT_EQ(etcdBlocks().size(), 1U) << "DEL gives no block back; the agent's pass does";
+  const auto index = readPoolIndex(o.poolIndexDir);
+  ASSERT_EQ(index.size(), 1U);
+  EXPECT_EQ(index[0].kind, "address");
+  EXPECT_EQ(index[0].storeDir, ledgerDir("w"));
+  EXPECT_EQ(index[0].fileName, kNetworkFileName);
+  EXPECT_EQ(json::parse(index[0].text)["name"], "ibnet");
+
+  fs::remove_all(tmp_.path() + "/w");  // the reboot
+  fs::create_directories(index[0].storeDir);
+  ASSERT_TRUE(os::writeFileAtomic(index[0].storeDir + "/" + index[0].fileName, index[0].text));
+  for (int i = 0; i < 2 && !etcdBlocks().empty(); ++i) {
+    auto p = pass("w", c);
+    ASSERT_TRUE(p) << p.error().msg;
+    advance(1s);
+  }
+  EXPECT_TRUE(etcdBlocks().empty()) << "the adopted block, idle, went back";
 }
 
 TEST_F(ClusterPoolTest, ALostLedgerIsRebuiltFromTheBackend) {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <set>
@@ -16,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cluster_fixture.h"
+#include "ibcni/os/file_io.h"
 #include "support/counting_backend.h"
 #include "ipam/config/guid_pool.h"
 #include "ipam/embedded_ipam_guids.h"
@@ -120,6 +122,66 @@ TEST_F(GuidPoolsClusterTest, AddsInsideOwnedBlocksMakeNoBackendCallAndDelNeverDo
   ASSERT_TRUE(pass->upkeep);
   EXPECT_EQ(pass->upkeep->pool, "gpool");
   EXPECT_EQ(pass->upkeep->node, "a");
+}
+
+// A reboot wipes the default data directory (tmpfs) with the pool's store and ledger. The pool index
+// kept the pool: the node agent gives the directory back from it (restorePoolsFromIndex, done by hand
+// here), and its pass adopts the node's block from the backend and gives it back once idle, without
+// waiting for the pool's next ADD. A pool of another data directory is not indexed.
+TEST_F(GuidPoolsClusterTest, AfterAWipeThePoolIndexLetsThePassGiveTheIdleBlockBack) {
+  EmbeddedIpamOptions o = nodeOptions("r");
+  o.poolIndexDir = tmp_.path() + "/index-r";
+  EmbeddedGuidPools node(o);
+  nlohmann::json cluster = {{"backend", "etcd"}, {"etcd", {{"endpoints", etcd_.endpoints()}}}, {"nodeName", "r"},
+                            {"timeoutMs", 2000}, {"releaseAfterSeconds", 0}};
+  auto pool = config::guidPoolObject(
+      {{"range", "02:00:00:00:00:00:01:00-02:00:00:00:00:00:01:0f"}, {"pool", "rpool"}, {"blockSize", 4},
+       {"cluster", cluster}},
+      "gnet");
+  ASSERT_TRUE(pool) << pool.error().msg;
+  const cni::CmdArgs args{cni::Command::kAdd, "c1", netns("r", "c1"), "net1", "", {}};
+  checker_->state[netns("r", "c1")] = os::NetnsLiveness::kAlive;
+  auto lease = node.allocate(GuidRequest{*pool, "gnet", args, cni::CniArgs{}, {}, {}});
+  ASSERT_TRUE(lease) << lease.error().msg;
+  ASSERT_TRUE(node.release(lease->storeDir, {"c1", "net1"}, "gnet"));
+  EXPECT_EQ(etcdBlocks("guid_rpool").size(), 1U) << "the node keeps its block after its last DEL";
+
+  auto index = readPoolIndex(o.poolIndexDir);
+  ASSERT_EQ(index.size(), 1U);
+  EXPECT_EQ(index[0].kind, "guid");
+  EXPECT_EQ(index[0].storeDir, lease->storeDir);
+  EXPECT_EQ(index[0].text, pool->poolFile);
+
+  std::filesystem::remove_all(o.defaultDataDir);  // the reboot
+  auto nothing = node.maintain(lease->storeDir, false, [](const std::string&, const cni::AttachmentKey&) {
+    return false;
+  });
+  ASSERT_TRUE(nothing);
+  EXPECT_FALSE(nothing->upkeep) << "without its directory the pass does not know the pool";
+  EXPECT_EQ(etcdBlocks("guid_rpool").size(), 1U);
+
+  std::filesystem::create_directories(index[0].storeDir);
+  ASSERT_TRUE(os::writeFileAtomic(index[0].storeDir + "/" + index[0].fileName, index[0].text));
+  for (int pass = 0; pass < 2 && !etcdBlocks("guid_rpool").empty(); ++pass) {
+    auto kept = node.maintain(lease->storeDir, false, [](const std::string&, const cni::AttachmentKey&) {
+      return false;
+    });
+    ASSERT_TRUE(kept) << kept.error().msg;
+    advance(std::chrono::seconds(1));
+  }
+  EXPECT_TRUE(etcdBlocks("guid_rpool").empty()) << "the adopted block, idle, went back";
+
+  // A pool of another data directory is the operator's to keep: no entry.
+  auto other = config::guidPoolObject({{"range", "02:00:00:00:00:00:02:00-02:00:00:00:00:00:02:0f"},
+                                       {"pool", "elsewhere"},
+                                       {"blockSize", 4},
+                                       {"dataDir", tmp_.path() + "/persistent"},
+                                       {"cluster", cluster}},
+                                      "gnet");
+  ASSERT_TRUE(other) << other.error().msg;
+  auto elsewhere = node.allocate(GuidRequest{*other, "gnet", args, cni::CniArgs{}, {}, {}});
+  ASSERT_TRUE(elsewhere) << elsewhere.error().msg;
+  EXPECT_EQ(readPoolIndex(o.poolIndexDir).size(), 1U);
 }
 
 TEST_F(GuidPoolsClusterTest, TwoNodesGetDistinctBlocks) {
