@@ -25,7 +25,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kUsage =
+constexpr const char* kPoolsUsage =
     "usage: ibcni pools CONFIG_FILE [--json]\n"
     "  The pools of an ibcni network: its ipam.cluster address pool and its guidPool's GUID blocks as\n"
     "  the backend lists them (one list call each), with their holder nodes, this node's fill and\n"
@@ -40,7 +40,7 @@ constexpr const char* kUsage =
 
 // A NAD's sriov config names no device (Multus injects the VF the device plugin picked): a stand-in
 // one lets it parse as the plugin parses it; the pools do not depend on the device.
-std::string withDevice(const std::string& config) {
+std::string withStandInDevice(const std::string& config) {
   json j = json::parse(config, nullptr, false);
   if (j.is_object() && j.value("mode", std::string("sriov")) == "sriov" && !j.contains("deviceID") &&
       !j.contains("device")) {
@@ -52,14 +52,14 @@ std::string withDevice(const std::string& config) {
 
 // The network's parsed configuration; nullopt (said on stderr) when the file cannot be read or holds
 // no ibcni network, or the configuration is refused.
-std::optional<config::NetConf> readNetwork(const std::string& path) {
+std::optional<config::NetConf> readPoolsNetwork(const std::string& path) {
   auto text = os::readFile(path, std::size_t{1} << 20);
   if (!text) {
     std::fprintf(stderr, "ibcni pools: cannot read %s: %s\n", path.c_str(), text.error().describe().c_str());
     return std::nullopt;
   }
   auto config = doctor::ibcniConfigIn(*text);
-  auto conf = config ? config::parseNetConf(withDevice(*config), cni::Command::kCheck)
+  auto conf = config ? config::parseNetConf(withStandInDevice(*config), cni::Command::kCheck)
                      : cni::Result<config::NetConf>(std::unexpected(config.error()));
   if (!conf) {
     std::fprintf(stderr, "ibcni pools: %s: %s [CNI error %d]\n", path.c_str(), conf.error().msg.c_str(),
@@ -70,15 +70,15 @@ std::optional<config::NetConf> readNetwork(const std::string& path) {
 }
 
 // What `ibcni pools` found: each report, or the first error.
-struct Found {
+struct PoolsFound {
   std::optional<ipam::PoolReport> ipam;
   std::optional<ipam::PoolReport> guidPool;
   std::optional<std::vector<ipam::ReleasedAllocation>> guids;
 };
 
-cni::Result<Found> collect(const config::NetConf& conf) {
+cni::Result<PoolsFound> collectPools(const config::NetConf& conf) {
   const ipam::EmbeddedIpamOptions options = clusterCapable(productionHttpClient());
-  Found found;
+  PoolsFound found;
   if (conf.embeddedIpam && *conf.embeddedIpam && (**conf.embeddedIpam).cluster) {
     ipam::EmbeddedIpam ipam(options);
     const cni::CmdArgs args;
@@ -107,7 +107,7 @@ cni::Result<Found> collect(const config::NetConf& conf) {
   return found;
 }
 
-json guidsJson(const std::vector<ipam::ReleasedAllocation>& guids) {
+json guidHoldersJson(const std::vector<ipam::ReleasedAllocation>& guids) {
   json out = json::array();
   for (const auto& a : guids) {
     out.push_back({{"guid", a.addresses.empty() ? "" : a.addresses.front()},
@@ -119,7 +119,7 @@ json guidsJson(const std::vector<ipam::ReleasedAllocation>& guids) {
   return out;
 }
 
-std::string render(const config::NetConf& conf, const Found& f, bool asJson) {
+std::string renderPools(const config::NetConf& conf, const PoolsFound& f, bool asJson) {
   const auto now = std::chrono::system_clock::now();
   if (asJson) {
     auto report = [](const std::optional<ipam::PoolReport>& r) {
@@ -128,7 +128,7 @@ std::string render(const config::NetConf& conf, const Found& f, bool asJson) {
     return json{{"network", conf.name},
                 {"ipam", report(f.ipam)},
                 {"guidPool", report(f.guidPool)},
-                {"guids", f.guids ? guidsJson(*f.guids) : json(nullptr)}}
+                {"guids", f.guids ? guidHoldersJson(*f.guids) : json(nullptr)}}
                .dump(2) +
            "\n";
   }
@@ -167,11 +167,11 @@ int runPools(int argc, char** argv) {
     }
   }
   if (!file) {
-    std::fputs(kUsage, stderr);
+    std::fputs(kPoolsUsage, stderr);
     return 2;
   }
   try {
-    const auto conf = readNetwork(*file);
+    const auto conf = readPoolsNetwork(*file);
     if (!conf) {
       return 2;
     }
@@ -184,7 +184,7 @@ int runPools(int argc, char** argv) {
                    conf->name.c_str(), file->c_str());
       return 2;
     }
-    auto found = collect(*conf);
+    auto found = collectPools(*conf);
     if (!found) {
       const auto& e = found.error();
       if (asJson) {
@@ -195,7 +195,7 @@ int runPools(int argc, char** argv) {
       }
       return 1;
     }
-    const std::string out = render(*conf, *found, asJson);
+    const std::string out = renderPools(*conf, *found, asJson);
     std::fwrite(out.data(), 1, out.size(), stdout);
     return 0;
   } catch (const std::exception& e) {
