@@ -17,11 +17,14 @@
 
 namespace ibcni::ipam {
 
-os::SysResult<void> keepFile(const std::string& path, const std::string& text) {
+os::SysResult<bool> keepFile(const std::string& path, const std::string& text) {
   if (auto now = os::readFile(path, std::size_t{1} << 20); now && *now == text) {
-    return {};
+    return false;
   }
-  return os::writeFileAtomic(path, text);
+  if (auto w = os::writeFileAtomic(path, text); !w) {
+    return std::unexpected(w.error());
+  }
+  return true;
 }
 
 ReleasedAllocation toReleased(const Allocation& a) {
@@ -69,14 +72,17 @@ void requestedAddresses(const Request& request, AddRequest& req) {
 
 // Keeps the pool's configuration in its directory (kNetworkFileName). A failure is only logged:
 // the allocation stands, and the file is what a node agent reclaims with, not what ADD needs.
-void keepNetworkFile(const std::string& dir, const std::string& text) {
+// @return whether it was written (it was missing or differed).
+bool keepNetworkFile(const std::string& dir, const std::string& text) {
   const std::string path = dir + "/" + kNetworkFileName;
   if (text.empty()) {
-    return;
+    return false;
   }
-  if (auto w = keepFile(path, text); !w) {
+  auto w = keepFile(path, text);
+  if (!w) {
     log::warn("cannot write {}: {}", path, w.error().describe());
   }
+  return w && *w;
 }
 
 // `base` with each field `over` sets in its place: a list that is not empty, the domain when
@@ -136,8 +142,9 @@ cni::Result<cni::AddResult> EmbeddedIpam::add(const Request& request) {
   if (!leases) {
     return std::unexpected(leases.error());
   }
-  keepNetworkFile((*s)->dir, conf.networkFile);
-  if (conf.cluster && !conf.networkFile.empty()) {
+  // The pool index follows the pool's own file: written with it (after a reboot, on the first ADD),
+  // so that an ADD whose pool is as it was pays nothing more for it.
+  if (keepNetworkFile((*s)->dir, conf.networkFile) && conf.cluster) {
     keepPoolIndex(options_, conf.cluster->pool, {"address", (*s)->dir, kNetworkFileName, conf.networkFile});
   }
   // What host-local returns: each address with its subnet's prefix length and its range's
@@ -346,6 +353,11 @@ cni::Result<ReclaimOutcome> EmbeddedIpam::reclaimPool(const Request& request, bo
   }
   if (auto kept = keepBlocks(**s, dryRun, out); !kept) {
     return std::unexpected(kept.error());
+  }
+  const IpamConfig& conf = (*s)->config;
+  if (conf.cluster && !dryRun && !conf.networkFile.empty()) {
+    // A pool an older ibcni made (or whose entry went) is indexed here, off the ADD's path.
+    keepPoolIndex(options_, conf.cluster->pool, {"address", (*s)->dir, kNetworkFileName, conf.networkFile});
   }
   return out;
 }

@@ -187,10 +187,11 @@ cni::Result<GuidLease> EmbeddedGuidPools::allocate(const GuidRequest& request) {
   Session& s = *(*g)->s;
   // The pool first: DEL and the node agent find it there (the attachment's record keeps the directory).
   const std::string path = s.dir + "/" + kGuidPoolFileName;
-  if (auto w = keepFile(path, pool.poolFile); !w) {
-    return cni::fail(cni::Errc::kIoFailure, "cannot write " + path, w.error().describe());
+  auto written = keepFile(path, pool.poolFile);
+  if (!written) {
+    return cni::fail(cni::Errc::kIoFailure, "cannot write " + path, written.error().describe());
   }
-  if (pool.cluster) {
+  if (*written && pool.cluster) {  // the index follows pool.json: nothing more when it is as it was
     keepPoolIndex(options_, pool.pool, {"guid", s.dir, kGuidPoolFileName, pool.poolFile});
   }
   AddRequest req;
@@ -268,6 +269,11 @@ cni::Result<ReclaimOutcome> EmbeddedGuidPools::maintain(
   }
   if (auto k = keepBlocks(*(*g)->s, dryRun, out); !k) {
     return std::unexpected(k.error());
+  }
+  const config::GuidPoolConf& pool = (*g)->pool;
+  if (pool.cluster && !dryRun) {
+    // A pool an older ibcni made (or whose entry went) is indexed here, off the ADD's path.
+    keepPoolIndex(options_, pool.pool, {"guid", storeDir, kGuidPoolFileName, pool.poolFile});
   }
   return out;
 }

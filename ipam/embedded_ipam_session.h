@@ -47,7 +47,8 @@ struct Session {
 
 /// Makes the file at `path` hold `text` unless it does already (ADD inside owned blocks stays
 /// free of needless writes): written aside and renamed over, so a reader sees one whole file.
-[[nodiscard]] os::SysResult<void> keepFile(const std::string& path, const std::string& text);
+/// @return whether it was written (it was missing or held something else).
+[[nodiscard]] os::SysResult<bool> keepFile(const std::string& path, const std::string& text);
 
 /// `options` with the production default of every field left empty (netns checker, clock, data
 /// directory).

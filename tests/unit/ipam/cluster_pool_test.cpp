@@ -152,6 +152,14 @@ TEST_F(ClusterPoolTest, AfterAWipeThePoolIndexLetsThePassGiveTheIdleBlockBack) {
     advance(1s);
   }
   EXPECT_TRUE(etcdBlocks().empty()) << "the adopted block, idle, went back";
+
+  // An ADD whose pool file is as it was does not touch the index; the agent's pass keeps it.
+  fs::remove_all(o.poolIndexDir);
+  ASSERT_TRUE(add("w", "c2", c));
+  EXPECT_TRUE(readPoolIndex(o.poolIndexDir).empty()) << "not on the ADD's path";
+  ASSERT_TRUE(del("w", "c2", c));
+  ASSERT_TRUE(pass("w", c));
+  EXPECT_EQ(readPoolIndex(o.poolIndexDir).size(), 1U) << "the pass indexes the pool";
 }
 
 TEST_F(ClusterPoolTest, ALostLedgerIsRebuiltFromTheBackend) {
