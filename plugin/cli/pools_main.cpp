@@ -38,18 +38,6 @@ constexpr const char* kPoolsUsage =
     "  exit status: 0 listed; 1 a backend or a store could not be read (a CNI error, naming the\n"
     "  endpoint or the file); 2 usage, an unreadable CONFIG_FILE, or a network with neither\n";
 
-// A NAD's sriov config names no device (Multus injects the VF the device plugin picked): a stand-in
-// one lets it parse as the plugin parses it; the pools do not depend on the device.
-std::string withStandInDevice(const std::string& config) {
-  json j = json::parse(config, nullptr, false);
-  if (j.is_object() && j.value("mode", std::string("sriov")) == "sriov" && !j.contains("deviceID") &&
-      !j.contains("device")) {
-    j["deviceID"] = "0000:00:00.0";
-    return j.dump();
-  }
-  return config;
-}
-
 // The network's parsed configuration; nullopt (said on stderr) when the file cannot be read or holds
 // no ibcni network, or the configuration is refused.
 std::optional<config::NetConf> readPoolsNetwork(const std::string& path) {
@@ -59,7 +47,7 @@ std::optional<config::NetConf> readPoolsNetwork(const std::string& path) {
     return std::nullopt;
   }
   auto config = doctor::ibcniConfigIn(*text);
-  auto conf = config ? config::parseNetConf(withStandInDevice(*config), cni::Command::kCheck)
+  auto conf = config ? doctor::parseNadConfig(*config, cni::Command::kCheck)
                      : cni::Result<config::NetConf>(std::unexpected(config.error()));
   if (!conf) {
     std::fprintf(stderr, "ibcni pools: %s: %s [CNI error %d]\n", path.c_str(), conf.error().msg.c_str(),

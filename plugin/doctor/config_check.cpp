@@ -275,23 +275,13 @@ void checkCluster(const ConfigCheckInputs& in, const plugin::Invocation& inv, Co
   r.cluster = checkClusterPool(in, c, poolText, pools, r);
 }
 
-// The config as ADD parses it; when the device plugin picks the device (`pick`), with a stand-in
-// deviceID where Multus would put the one it picked, taken out again once parsed.
-std::optional<config::NetConf> parseAsAdd(const std::string& config, bool pick, ConfigReport& r) {
-  std::string asAdd = config;
-  if (pick) {
-    json j = json::parse(config);
-    j["deviceID"] = kStandInPci;
-    asAdd = j.dump();
-  }
-  auto conf = config::parseNetConf(asAdd, cni::Command::kAdd);
+// The config as ADD parses it (parseNadConfig); a refusal is the report's problem.
+std::optional<config::NetConf> parseAsAdd(const std::string& config, ConfigReport& r) {
+  auto conf = parseNadConfig(config, cni::Command::kAdd);
   if (!conf) {
     r.problems.push_back({"ADD would refuse the config: " + errorText(conf.error()),
                           "fix the field the message names in the NetworkAttachmentDefinition's config"});
     return std::nullopt;
-  }
-  if (pick) {
-    conf->deviceId.reset();
   }
   return std::move(*conf);
 }
@@ -354,6 +344,21 @@ std::ptrdiff_t judgeCandidates(bool pick, ConfigReport& r) {
 
 }  // namespace
 
+cni::Result<config::NetConf> parseNadConfig(const std::string& config, cni::Command command) {
+  const bool pick = devicePluginPicks(config);
+  std::string asGiven = config;
+  if (pick) {
+    json j = json::parse(config);
+    j["deviceID"] = kStandInPci;
+    asGiven = j.dump();
+  }
+  auto conf = config::parseNetConf(asGiven, command);
+  if (conf && pick) {
+    conf->deviceId.reset();
+  }
+  return conf;
+}
+
 cni::Result<std::string> ibcniConfigIn(std::string_view text) {
   ConfigReport scratch;
   auto ex = extract(text, scratch);
@@ -374,7 +379,7 @@ ConfigReport checkConfig(std::string_view text, const std::string& file, const C
     }
     r.resourceName = ex->resourceName;
     const bool pick = devicePluginPicks(ex->config);
-    auto conf = parseAsAdd(ex->config, pick, r);
+    auto conf = parseAsAdd(ex->config, r);
     if (!conf) {
       return r;
     }

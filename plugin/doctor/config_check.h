@@ -48,6 +48,11 @@ struct ConfigCheckInputs {
 /// @return error 7 saying what `text` is instead, and what to give.
 [[nodiscard]] cni::Result<std::string> ibcniConfigIn(std::string_view text);
 
+/// `config` (an ibcni network config) parsed as `command` parses it. When the device plugin picks
+/// the device (no deviceID, pciBusID or device: Multus injects the VF it picked), with a stand-in
+/// deviceID while parsing, taken out again.
+[[nodiscard]] cni::Result<config::NetConf> parseNadConfig(const std::string& config, cni::Command command);
+
 /// Judges `text`: a NetworkAttachmentDefinition as `kubectl get net-attach-def NAME -o json`
 /// prints it, a network config (type ibcni), or a config list with an ibcni entry.
 /// - sriov without a device (the device plugin picks one per pod): every VF of the node's SR-IOV
