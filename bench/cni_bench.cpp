@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // ibcni against Debian's host-device + host-local, side by side in one run, on the same veth end
-// standing in for a VF. Four parts (README, "Benchmarks"):
+// standing in for a VF. Five parts (README, "Benchmarks"):
 //
 //   exec        ADD then DEL, each plugin exec'd as a runtime execs it (fresh environment, CNI_*
 //               variables, the configuration on stdin, stdout read to the end, then wait4), a fresh
@@ -20,6 +20,10 @@
 //   breakdown   where the time of one ibcni ADD goes, from its own timing line at logLevel debug
 //               (lib/log/timing.h), against bench/netdev_floor, the same kernel operations over
 //               raw rtnetlink and nothing else, exec'd and timed the same way.
+//   events      the call event's cost (<stateDir>/events): ibcni's exec'd ADD+DEL against
+//               ibcni_no_events (the same program with the append compiled out), interleaved, a
+//               fresh pod netns per cycle; the ratio of the medians against 1.02; and the floor,
+//               the append alone in process.
 //
 // The whole bench runs in its own network and mount namespaces (unshared at start): the "host" of
 // the plugins is a fresh netns, the pod netns are bind mounts that vanish with the bench, nothing
@@ -29,7 +33,7 @@
 // defaults /run/ibcni and /run/ibcni-ipam are).
 //
 //   cni_bench --ibcni PATH [--ref DIR] [--disk DIR] [--cycles N] [--warmup N] [--pods N] [--groups N]
-//             [--rounds N] [--breakdown N] [--only exec,libcni,concurrent,breakdown] [--no-targets]
+//             [--rounds N] [--breakdown N] [--only exec,libcni,concurrent,breakdown,events] [--no-targets]
 //             [--target-ratio R] [--reuse-netns]
 //
 //   --ref DIR        Debian's plugins (host-device, host-local); default /usr/lib/cni
@@ -42,8 +46,8 @@
 //   --no-targets     no PASS/FAIL lines for timings and RSS (the smoke test); correctness still fails
 //   --reuse-netns    one pod netns per contender for all cycles instead of a fresh one per cycle
 //
-// netdev_floor and libcni_driver are looked up next to this executable; without libcni_driver
-// the libcni part is skipped with a note. Exit status: 0, 1 when a target or a check failed, 2
+// netdev_floor, libcni_driver and ibcni_no_events are looked up next to this executable; without
+// libcni_driver the libcni part is skipped with a note, without ibcni_no_events the events part. Exit status: 0, 1 when a target or a check failed, 2
 // on a usage or setup error, 77 when Debian's plugins are missing (skipped).
 //
 // This file holds the options and the set-up; each part is in cni_bench_<part>.cpp, what they
@@ -160,6 +164,7 @@ int main(int argc, char** argv) {
     return 77;
   }
   p.floor = selfDir() + "/netdev_floor";
+  p.noEvents = selfDir() + "/ibcni_no_events";
   p.driver = selfDir() + "/libcni_driver";
   if (::access(p.driver.c_str(), X_OK) != 0) {
     p.driver.clear();
@@ -218,6 +223,12 @@ int main(int argc, char** argv) {
   }
   if (o.wants("breakdown")) {
     ok = breakdownPart(p, o) && ok;
+    std::fflush(stdout);
+  }
+  if (o.wants("events") && ::access(p.noEvents.c_str(), X_OK) != 0) {
+    std::printf("\n## The call event: skipped, no %s\n", p.noEvents.c_str());
+  } else if (o.wants("events")) {
+    ok = eventsPart(p, o) && ok;
     std::fflush(stdout);
   }
   std::error_code ec;

@@ -57,6 +57,7 @@ struct Paths {
   std::string driver;
   std::string disk;   // stateDir, host-local dataDir
   std::string tmpfs;  // ibcni-ipam dataDir
+  std::string noEvents;  // ibcni built without the call event (the events part's B side)
 };
 
 struct Contender {
@@ -138,5 +139,6 @@ bool execPart(const Paths& p, const Options& o);
 bool libcniPart(const Paths& p, const Options& o);
 bool concurrentPart(const Paths& p, const Options& o);
 bool breakdownPart(const Paths& p, const Options& o);
+bool eventsPart(const Paths& p, const Options& o);
 
 }  // namespace ibcni::bench

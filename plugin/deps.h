@@ -12,6 +12,7 @@
 #include "ibcni/os/netns.h"
 #include "ibcni/rdma/rdma_netlink.h"
 #include "ibcni/state/attachment_store.h"
+#include "ibcni/state/call_events.h"
 #include "ibcni/state/device_info_file.h"
 #include "ibcni/sysfs/devices.h"
 #include "ibcni/verbs/verbs_probe.h"
@@ -48,6 +49,9 @@ struct Deps {
   /// sriov mode's guidPool: where VF GUIDs are allocated and released; null: a configuration with
   /// guidPool is refused (and a record naming a pool cannot release its GUID).
   ipam::GuidPools* guids = nullptr;
+  /// Where the ibcni executable appends each call's event (<stateDir>/events); null: nowhere. The
+  /// verbs never use it: the executable's entry appends once the outcome is known (runPluginMain).
+  state::CallEvents* callEvents = nullptr;
 };
 
 }  // namespace ibcni::plugin

@@ -58,7 +58,9 @@ std::vector<std::string> splitPath(const std::string& s) {
 
 Outcome failure(const cni::Error& e, std::string_view cniVersion) {
   log::error("{}{}{}", e.msg, e.details.empty() ? "" : ": ", e.details);
-  return Outcome{result::printError(e, cniVersion), 1};
+  Outcome out{result::printError(e, cniVersion), 1};
+  out.code = static_cast<int>(e.code);
+  return out;
 }
 
 cni::Result<cni::CmdArgs> readEnvironment(const Getenv& getenv, cni::Command command) {
@@ -133,6 +135,15 @@ Outcome runVerb(cni::Command command, const Invocation& inv, Verbs& verbs) {
   return Outcome{};
 }
 
+// What the call's event names, learnt as the call goes (Outcome's verb, network and stateDir).
+struct CallFacts {
+  std::optional<cni::Command> verb;
+  std::string network;
+  std::string stateDir = std::string(config::kDefaultStateDir);
+};
+
+Outcome runCall(const Getenv& getenv, std::string_view stdinText, bool stdinOk, Verbs& verbs, CallFacts& facts);
+
 }  // namespace
 
 cni::Result<cni::AddResult> PluginVerbs::add(const Invocation& inv) { return cmdAdd(inv, deps_); }
@@ -148,6 +159,17 @@ cni::Result<void> IpamVerbs::gc(const Invocation& inv) { return ipam_.gc(ipamReq
 cni::Result<void> IpamVerbs::status(const Invocation& inv) { return ipam_.status(ipamRequest(inv)); }
 
 Outcome dispatch(const Getenv& getenv, std::string_view stdinText, bool stdinOk, Verbs& verbs) {
+  CallFacts facts;
+  Outcome out = runCall(getenv, stdinText, stdinOk, verbs, facts);
+  out.verb = facts.verb;
+  out.network = std::move(facts.network);
+  out.stateDir = std::move(facts.stateDir);
+  return out;
+}
+
+namespace {
+
+Outcome runCall(const Getenv& getenv, std::string_view stdinText, bool stdinOk, Verbs& verbs, CallFacts& facts) {
   log::timing::lap("setup");
   auto commandText = getenv("CNI_COMMAND").value_or("");
   if (commandText.empty()) {
@@ -170,6 +192,7 @@ Outcome dispatch(const Getenv& getenv, std::string_view stdinText, bool stdinOk,
     }
     return Outcome{result::printVersion(asked), 0};
   }
+  facts.verb = *command;
   if (!stdinOk) {
     return failure({cni::Errc::kIoFailure, "cannot read the network configuration from stdin", {}}, "");
   }
@@ -189,6 +212,8 @@ Outcome dispatch(const Getenv& getenv, std::string_view stdinText, bool stdinOk,
   if (!conf) {
     return failure(conf.error(), preamble->cniVersion);
   }
+  facts.network = conf->name;
+  facts.stateDir = conf->stateDir;
   // A log file the rules refuse (a symbolic link, not a regular file, a second hard link: README
   // "Security model") fails ADD and CHECK, as an invalid field would; DEL, GC and STATUS must not be
   // blocked by logging and only warn (on stderr).
@@ -219,5 +244,7 @@ Outcome dispatch(const Getenv& getenv, std::string_view stdinText, bool stdinOk,
 
   return runVerb(*command, inv, verbs);
 }
+
+}  // namespace
 
 }  // namespace ibcni::plugin

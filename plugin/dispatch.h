@@ -15,10 +15,16 @@
 
 namespace ibcni::plugin {
 
-/// What the process prints on stdout and the status it exits with.
+/// What the process prints on stdout and the status it exits with, and what the call's event
+/// (ibcni/state/call_events.h) records.
 struct Outcome {
   std::string stdoutText;  ///< a result, a version answer, an error object, or nothing
   int exitCode = 0;
+  int code = 0;  ///< the CNI error code printed; 0 on success
+  /// ADD, DEL, CHECK, GC or STATUS once CNI_COMMAND named one; nullopt for VERSION or none.
+  std::optional<cni::Command> verb = std::nullopt;
+  std::string network = {};  ///< the configuration's name; empty when it could not be parsed
+  std::string stateDir = std::string(config::kDefaultStateDir);  ///< its stateDir, or the default
 };
 
 /// Reads one environment variable; nullopt when unset.

@@ -296,8 +296,11 @@ int runPluginMain(int argc, char** argv, const char* name, const PluginEntry& en
     return http::serveHttpRelay(productionHttpClient(), STDIN_FILENO, STDOUT_FILENO);
   }
   return runMain([&entry](const Getenv& getenv, std::string_view input, bool inputOk) {
+    const auto start = std::chrono::steady_clock::now();
     ProductionDeps production;
-    return entry(getenv, input, inputOk, production.deps());
+    Outcome out = entry(getenv, input, inputOk, production.deps());
+    appendCallEvent(production.deps().callEvents, out, start);
+    return out;
   });
 }
 

@@ -41,4 +41,26 @@ int runMain(const Entry& entry) {
   return out.exitCode;
 }
 
+void appendCallEvent(state::CallEvents* sink, const Outcome& out, std::chrono::steady_clock::time_point start) noexcept {
+  if (sink == nullptr || !out.verb) {
+    return;
+  }
+  try {
+    const auto elapsed = std::chrono::steady_clock::now() - start;
+    state::CallEvent event;
+    event.endUnixMillis = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
+    event.verb = *out.verb;
+    event.network = out.network;
+    event.code = out.code;
+    event.durationSeconds = std::chrono::duration<double>(elapsed).count();
+    if (auto r = sink->append(out.stateDir, event); !r) {
+      log::debug("call event not recorded: {}", r.error().describe());
+    }
+  } catch (const std::exception& e) {  // bad_alloc: the event is lost, the call is not
+    log::debug("call event not recorded: {}", e.what());
+  }
+}
+
 }  // namespace ibcni::plugin

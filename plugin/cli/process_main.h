@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <string_view>
+
+#include "ibcni/state/call_events.h"
 
 #include "plugin/dispatch.h"
 
@@ -16,5 +19,10 @@ using Entry = std::function<Outcome(const Getenv& getenv, std::string_view stdin
 /// turns a stray exception (bad_alloc, a bug) into error 999, flushes the log, prints the outcome.
 /// @return the exit status
 [[nodiscard]] int runMain(const Entry& entry);
+
+/// Appends the event of the call `out` describes to `sink` (nothing for VERSION or when CNI_COMMAND
+/// named no verb, or when `sink` is null), its duration counted from `start`. Never fails and never
+/// throws: a failed append is logged at debug, and the call's output stays as it is.
+void appendCallEvent(state::CallEvents* sink, const Outcome& out, std::chrono::steady_clock::time_point start) noexcept;
 
 }  // namespace ibcni::plugin

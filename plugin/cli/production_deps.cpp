@@ -16,6 +16,7 @@
 #include "lib/os/system_netns.h"
 #include "plugin/rdma/mnl_rdma_netlink.h"
 #include "plugin/verbs/dlopen_verbs_probe.h"
+#include "plugin/state/call_event_ring.h"
 #include "plugin/state/file_attachment_store.h"
 #include "plugin/state/file_device_info.h"
 #include "plugin/sysfs/sysfs_devices.h"
@@ -57,6 +58,7 @@ struct ProductionDeps::Impl {
   rdma::MnlRdmaNetlink rdma;
   verbs::DlopenVerbsProbe verbs;
   state::FileDeviceInfoFiles deviceInfo;
+  state::FileCallEvents callEvents;
   delegate::DelegateIpam delegated{processEnvironment()};
   ipam::EmbeddedIpam embedded{clusterCapable(productionHttpClient())};
   ipam::EmbeddedGuidPools guids{clusterCapable(productionHttpClient())};
@@ -81,6 +83,9 @@ ProductionDeps::ProductionDeps() : impl_(std::make_unique<Impl>()) {
   deps_->deviceInfo = &impl_->deviceInfo;
   deps_->ipamUpkeep = &impl_->embedded;
   deps_->guids = &impl_->guids;
+#ifndef IBCNI_BENCH_NO_CALL_EVENTS  // cni_bench's copy of ibcni without the append (bench/CMakeLists.txt)
+  deps_->callEvents = &impl_->callEvents;
+#endif
 }
 
 ProductionDeps::~ProductionDeps() = default;
