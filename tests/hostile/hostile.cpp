@@ -37,6 +37,11 @@ std::string describeFile(const fs::path& p) {
   return out;
 }
 
+// The call-event ring (<stateDir>/events, plugin/state/call_event_ring.h): a bounded log of every
+// invocation, which a refused or failed one appends to as well, by design. Not what an invocation
+// leaves of itself on the node.
+bool isCallEventRing(const fs::path& p) { return p.filename() == "events" && p.parent_path().filename() == "state"; }
+
 void listTree(const fs::path& root, std::vector<std::string>& out) {
   out.push_back(describeFile(root));
   std::error_code ec;
@@ -47,6 +52,9 @@ void listTree(const fs::path& root, std::vector<std::string>& out) {
        it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (ec) {
       break;
+    }
+    if (isCallEventRing(it->path())) {
+      continue;
     }
     out.push_back(describeFile(it->path()));
   }
