@@ -37,7 +37,7 @@ namespace {
 constexpr const char* kAgentUsage =
     "usage: ibcni agent [--interval SECONDS] [--metrics-listen ADDRESS:PORT] [--state-dir DIR]...\n"
     "                   [--ipam-data-dir DIR]... [--pool-index-dir DIR] [--dry-run] [--once]\n"
-    "  The node agent: a reconcile pass (see `ibcni reconcile --help`) every --interval seconds, its\n"
+    "  The node agent: `ibcni reconcile`'s pass every --interval seconds, its\n"
     "  report on stdout, and Prometheus metrics at http://ADDRESS:PORT/metrics (/healthz: \"ok\").\n"
     "  Runs until SIGTERM or SIGINT (then exits 0 after the current pass).\n"
     "  --interval        seconds between passes (default 60; 0: no passes, metrics only)\n"
@@ -85,8 +85,9 @@ std::variant<AgentArgs, int> parseAgentArgs(int argc, char** argv) {
     } else if (arg == "--once") {
       a.once = true;
     } else if (!takeReconcileOption(argc, argv, i, a.options)) {
-      return usageError(arg.starts_with("--") && !hasValue ? arg + ": missing its value, or not an option"
-                                                           : arg + ": not an option (or an empty DIR)");
+      const bool takesValue = arg == "--interval" || arg == "--metrics-listen" || arg == "--state-dir" ||
+                              arg == "--ipam-data-dir" || arg == "--pool-index-dir";
+      return usageError(takesValue ? arg + ": missing its value (or an empty DIR)" : arg + ": not an option");
     }
   }
   defaultReconcileDirs(a.options);
@@ -153,8 +154,9 @@ int runAgentLoop(const AgentArgs& a, const sigset_t& stop) {
   metrics::MetricsServer::setHealthy(true);
   std::fprintf(stdout, "%s ibcni agent: serving /metrics and /healthz on %s (port %d), %s\n", now().c_str(),
                a.listen.c_str(), (*server)->port(),
-               a.interval > 0 || a.once ? ("a reconcile pass every " + std::to_string(a.interval) + " s").c_str()
-                                        : "no reconcile passes (--interval 0)");
+               a.once           ? "one reconcile pass (--once)"
+               : a.interval > 0 ? ("a reconcile pass every " + std::to_string(a.interval) + " s").c_str()
+                                : "no reconcile passes (--interval 0)");
   std::fflush(stdout);
   bool failed = false;
   for (;;) {
