@@ -12,7 +12,12 @@ set -euo pipefail
 build_pkgs=(cmake ninja-build g++ make pkg-config
             libnl-3-dev libnl-route-3-dev libmnl-dev libibverbs-dev libcurl4-openssl-dev nlohmann-json3-dev libspdlog-dev
             libyaml-dev zlib1g-dev
-            libfmt-dev libgtest-dev libgmock-dev googletest)
+            libfmt-dev libgtest-dev libgmock-dev googletest
+            # ibcni-agent's metrics (prometheus-cpp, shared libraries, with civetweb). Not in the arm64
+            # cross build's list: prometheus-cpp-dev:arm64 does not install beside the amd64 one (apt
+            # removes it and civetweb), so the cross build leaves ibcni-agent out; the image's build
+            # stage installs the target's alone (deploy/Dockerfile).
+            prometheus-cpp-dev)
 test_pkgs=(iproute2 jq util-linux coreutils findutils strace
            # tests/unit/http: a local HTTP(S) server (python3's http.server and ssl) and its test PKI
            python3 openssl
@@ -32,7 +37,9 @@ test_pkgs=(iproute2 jq util-linux coreutils findutils strace
            # machines carry another package's /usr/bin/kubectl, which the package would clash with)
            python3-kubernetes
            # tests/chaos: a simulated clock for the ibcni-ipam processes (libfaketime)
-           faketime)
+           faketime
+           # ibcni-agent's metrics test: a real Prometheus server scrapes it, and promtool checks them
+           prometheus)
 # What ../shared/kernel-lab/run.sh boots: Debian's kernel in QEMU, with rdma-core inside.
 lab_pkgs=(qemu-system-x86 linux-image-amd64 busybox-static kmod cpio
           rdma-core ibverbs-providers ibverbs-utils perftest iputils-ping)

@@ -2,7 +2,9 @@
 // `ibcni doctor` and the ibcni executable's main(): wiring only, like production_deps.cpp.
 #include "plugin/cli/doctor_main.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
@@ -19,6 +21,7 @@
 #include "ipam/backends/production_backends.h"
 #include "lib/http/http_relay.h"
 #include "plugin/cli/pools_main.h"
+#include "plugin/cli/reconcile_args.h"
 #include "plugin/cli/production_http.h"
 #include "plugin/doctor/config_check.h"
 #include "ipam/embedded_ipam.h"
@@ -233,35 +236,21 @@ constexpr const char* kReconcileUsage =
 }  // namespace
 
 int runReconcile(int argc, char** argv) {
-  ReconcileOptions options;
-  options.poolIndexDir = std::string(ipam::kDefaultPoolIndexDir);
+  ReconcileOptions options = defaultReconcileOptions();
   bool json = false;
   bool verbose = false;
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--dry-run") {
-      options.dryRun = true;
-    } else if (arg == "--json") {
+    if (arg == "--json") {
       json = true;
     } else if (arg == "--verbose") {
       verbose = true;
-    } else if (arg == "--state-dir" && i + 1 < argc && *argv[i + 1] != '\0') {
-      options.stateDirs.emplace_back(argv[++i]);
-    } else if (arg == "--ipam-data-dir" && i + 1 < argc && *argv[i + 1] != '\0') {
-      options.ipamDataDirs.emplace_back(argv[++i]);
-    } else if (arg == "--pool-index-dir" && i + 1 < argc) {
-      options.poolIndexDir = argv[++i];
-    } else {
+    } else if (!takeReconcileOption(argc, argv, i, options)) {
       std::fputs(kReconcileUsage, stderr);
       return 2;
     }
   }
-  if (options.stateDirs.empty()) {
-    options.stateDirs.emplace_back(config::kDefaultStateDir);
-  }
-  if (options.ipamDataDirs.empty()) {
-    options.ipamDataDirs.emplace_back(config::kDefaultIpamDataDir);
-  }
+  defaultReconcileDirs(options);
   try {
     (void)log::setup(verbose ? log::Level::kInfo : log::Level::kWarn, "", log::Context{"RECONCILE", "", "", ""});
     ProductionDeps production;
@@ -278,6 +267,25 @@ int runReconcile(int argc, char** argv) {
   }
 }
 
+int runAgent(int argc, char** argv) {
+  // The agent links prometheus-cpp and civetweb: an executable of its own, so that no CNI call loads them.
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) {
+    std::fprintf(stderr, "ibcni agent: cannot read /proc/self/exe to find ibcni-agent beside ibcni: %s\n",
+                 ec.message().c_str());
+    return 1;
+  }
+  const std::string agent = (self.parent_path() / "ibcni-agent").string();
+  std::vector<char*> args{const_cast<char*>(agent.c_str())};
+  args.insert(args.end(), argv + 2, argv + argc);
+  args.push_back(nullptr);
+  ::execv(agent.c_str(), args.data());
+  std::fprintf(stderr, "ibcni agent: cannot run %s: %s (install ibcni-agent in the same directory as ibcni)\n",
+               agent.c_str(), std::strerror(errno));
+  return 1;
+}
+
 int runPluginMain(int argc, char** argv, const char* name, const PluginEntry& entry) {
   if (isVersionRequest(argc, argv)) {
     std::puts(versionLine(name).c_str());
@@ -288,6 +296,9 @@ int runPluginMain(int argc, char** argv, const char* name, const PluginEntry& en
   }
   if (argc >= 2 && std::string_view(argv[1]) == "reconcile") {
     return runReconcile(argc, argv);
+  }
+  if (argc >= 2 && std::string_view(argv[1]) == "agent") {
+    return runAgent(argc, argv);
   }
   if (argc >= 2 && std::string_view(argv[1]) == "pools") {
     return runPools(argc, argv);

@@ -20,12 +20,17 @@ namespace ibcni::plugin {
 /// @return 0 when nothing failed, 1 when something could not be undone or read, 2 on a usage error
 [[nodiscard]] int runReconcile(int argc, char** argv);
 
+/// `ibcni agent ARGS...`: execs ibcni-agent from the directory of ibcni's own executable with ARGS
+/// (cli/agent_main.cpp); returns only when it cannot.
+/// @return 1 when ibcni-agent cannot be run (the message says where it was looked for)
+[[nodiscard]] int runAgent(int argc, char** argv);
+
 /// What the ibcni executable does with one invocation, given the node's real dependencies (ibcni
 /// dispatches over them; its fault-injection build wraps them first).
 using PluginEntry =
     std::function<Outcome(const Getenv& getenv, std::string_view stdinText, bool stdinOk, Deps& production)>;
 
-/// main() of the ibcni executable: `NAME version`, `NAME doctor ...`, `NAME reconcile ...`, `NAME http-relay`
+/// main() of the ibcni executable: `NAME version`, `NAME doctor ...`, `NAME reconcile ...`, `NAME agent ...`, `NAME http-relay`
 /// (sends ibcni-ipam's HTTP requests: lib/http/http_relay.h), else one CNI invocation through `entry` (runMain)
 /// with the production dependencies.
 /// @return the exit status

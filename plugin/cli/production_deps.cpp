@@ -49,9 +49,19 @@ std::string bootId() {
   return *text;
 }
 
+ipam::EmbeddedIpamOptions ipamOptions(const ProductionDeps::BackendWrap& wrap) {
+  ipam::EmbeddedIpamOptions o = clusterCapable(productionHttpClient());
+  if (wrap) {
+    o.backends = wrap(std::move(o.backends));
+  }
+  return o;
+}
+
 }  // namespace
 
 struct ProductionDeps::Impl {
+  explicit Impl(const BackendWrap& wrap) : embedded(ipamOptions(wrap)), guids(ipamOptions(wrap)) {}
+
   nl::LibnlNetlink netlink;
   os::SystemNetnsProvider netns;
   sysfs::SysfsDevices devices{"/sys"};
@@ -60,12 +70,12 @@ struct ProductionDeps::Impl {
   state::FileDeviceInfoFiles deviceInfo;
   state::FileCallEvents callEvents;
   delegate::DelegateIpam delegated{processEnvironment()};
-  ipam::EmbeddedIpam embedded{clusterCapable(productionHttpClient())};
-  ipam::EmbeddedGuidPools guids{clusterCapable(productionHttpClient())};
+  ipam::EmbeddedIpam embedded;
+  ipam::EmbeddedGuidPools guids;
   delegate::IpamRouter ipam{embedded, delegated};
 };
 
-ProductionDeps::ProductionDeps() : impl_(std::make_unique<Impl>()) {
+ProductionDeps::ProductionDeps(const BackendWrap& wrapBackends) : impl_(std::make_unique<Impl>(wrapBackends)) {
   deps_ = std::make_unique<Deps>(Deps{
       impl_->netlink,
       impl_->netns,

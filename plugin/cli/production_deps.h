@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <functional>
 #include <memory>
 
+#include "ipam/cluster/cluster_pool.h"
 #include "plugin/deps.h"
 
 namespace ibcni::plugin {
@@ -11,7 +13,11 @@ namespace ibcni::plugin {
 /// namespaces, IPAM (ibcni-ipam in process, any other type delegated) and the file attachment store.
 class ProductionDeps {
  public:
-  ProductionDeps();
+  /// Wraps the factory of the cluster-pool backends the embedded IPAM builds (the node agent counts
+  /// their calls); none: the production factory as it is.
+  using BackendWrap = std::function<ipam::BackendFactory(ipam::BackendFactory)>;
+
+  explicit ProductionDeps(const BackendWrap& wrapBackends = {});
   ~ProductionDeps();
   ProductionDeps(const ProductionDeps&) = delete;
   ProductionDeps& operator=(const ProductionDeps&) = delete;

@@ -93,6 +93,8 @@ check "image holds /opt/ibcni/bin/ibcni and ibcni-ipam" test -x "$rootfs/opt/ibc
 check "image holds the installer" test -x "$rootfs/usr/local/bin/ibcni-install"
 check "image holds what the installer's reconcile loop runs (nsenter, timeout, stat)" \
   chroot "$rootfs" sh -c 'command -v nsenter && command -v timeout && command -v stat' >/dev/null
+check "image holds ibcni-agent, which runs there (its libraries are in the image)" \
+  chroot "$rootfs" /opt/ibcni/bin/ibcni-agent version
 check "image's binaries pass check-portable" "$repo/deploy/check-portable.sh" "$rootfs/opt/ibcni/bin/ibcni" "$rootfs/opt/ibcni/bin/ibcni-ipam"
 expected=$(chroot "$rootfs" /opt/ibcni/bin/ibcni version)
 check "image's ibcni runs in the image: $expected" test -n "$expected"
