@@ -4,13 +4,19 @@
 // /healthz served on --metrics-listen (agent/metrics/). SIGTERM or SIGINT: it stops after the current
 // pass (or at once between passes), closes the listener and exits 0. An executable of its own,
 // linked with prometheus-cpp, so that the CNI plugin never loads it.
+#include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <exception>
 #include <optional>
@@ -19,9 +25,11 @@
 #include <variant>
 
 #include "ibcni/os/time_text.h"
+#include "ibcni/os/unique_fd.h"
 #include "lib/log/log.h"
 #include "lib/version/version.h"
 #include "plugin/agent/backend_calls.h"
+#include "plugin/agent/cni_events.h"
 #include "plugin/agent/metrics/agent_metrics.h"
 #include "plugin/agent/metrics/metrics_server.h"
 #include "plugin/agent/node_counts.h"
@@ -37,6 +45,7 @@ namespace {
 constexpr const char* kAgentUsage =
     "usage: ibcni agent [--interval SECONDS] [--metrics-listen ADDRESS:PORT] [--state-dir DIR]...\n"
     "                   [--ipam-data-dir DIR]... [--pool-index-dir DIR] [--dry-run] [--once]\n"
+    "                   [--host-root DIR]\n"
     "  The node agent: `ibcni reconcile`'s pass every --interval seconds, its\n"
     "  report on stdout, and Prometheus metrics at http://ADDRESS:PORT/metrics (/healthz: \"ok\").\n"
     "  Runs until SIGTERM or SIGINT (then exits 0 after the current pass).\n"
@@ -44,6 +53,10 @@ constexpr const char* kAgentUsage =
     "  --metrics-listen  where to serve /metrics and /healthz (default :9464, every IPv4 address)\n"
     "  --state-dir, --ipam-data-dir, --pool-index-dir, --dry-run: as `ibcni reconcile`'s\n"
     "  --once            one pass, then exit (status 1 when it failed something)\n"
+    "  --host-root DIR   the node's / as mounted in this container (the DaemonSet's pod): PID 1's / must\n"
+    "                    be DIR (hostPID); the agent then enters PID 1's mount namespace, and its passes\n"
+    "                    PID 1's network namespace, where they see what the runtime and ibcni's DEL see;\n"
+    "                    /metrics stays in the pod's own network namespace\n"
     "  exit status: 0 stopped by a signal (or --once's pass failed nothing), 1 cannot listen or the pass\n"
     "  failed, 2 usage\n";
 
@@ -52,6 +65,7 @@ struct AgentArgs {
   long long interval = 60;
   std::string listen = ":9464";
   bool once = false;
+  std::string hostRoot;  ///< empty: the agent stays in its own namespaces
 };
 
 int usageError(const std::string& what) {
@@ -84,9 +98,11 @@ std::variant<AgentArgs, int> parseAgentArgs(int argc, char** argv) {
       }
     } else if (arg == "--once") {
       a.once = true;
+    } else if (arg == "--host-root" && hasValue && argv[i + 1][0] != '\0') {
+      a.hostRoot = argv[++i];
     } else if (!takeReconcileOption(argc, argv, i, a.options)) {
       const bool takesValue = arg == "--interval" || arg == "--metrics-listen" || arg == "--state-dir" ||
-                              arg == "--ipam-data-dir" || arg == "--pool-index-dir";
+                              arg == "--ipam-data-dir" || arg == "--pool-index-dir" || arg == "--host-root";
       return usageError(takesValue ? arg + ": missing its value (or an empty DIR)" : arg + ": not an option");
     }
   }
@@ -111,6 +127,38 @@ bool runPass(const ReconcileOptions& options, Deps& deps, metrics::AgentMetrics&
   return report.failed();
 }
 
+// --host-root: checks that PID 1's / is `hostRoot` (with hostPID, PID 1 is the node's init; without
+// it, the pod's own, whose view would show no pod's netns path and make every pod look dead), then
+// enters PID 1's mount namespace. Must run before any thread starts (setns refuses a mount
+// namespace to a multi-threaded process). @return PID 1's network namespace, for setns later
+// (the listener is made in the pod's own first).
+cni::Result<os::UniqueFd> enterNodeMountNamespace(const std::string& hostRoot) {
+  struct stat want {};
+  struct stat got {};
+  if (::stat((hostRoot + "/").c_str(), &want) != 0) {
+    return cni::fail(cni::Errc::kIoFailure, "cannot stat --host-root " + hostRoot, std::strerror(errno));
+  }
+  if (::stat("/proc/1/root/", &got) != 0) {
+    return cni::fail(cni::Errc::kIoFailure, "cannot see PID 1's root", std::string(std::strerror(errno)) +
+                     ": the pod needs hostPID, CAP_SYS_PTRACE, and no AppArmor/SELinux confinement that forbids it");
+  }
+  if (got.st_dev != want.st_dev || got.st_ino != want.st_ino) {
+    return cni::fail(cni::Errc::kInvalidConfig, "PID 1's / is not the node's root (--host-root " + hostRoot + ")",
+                     "the pod needs hostPID: true, and --host-root (hostPaths.hostRoot) must be the node's /");
+  }
+  os::UniqueFd mnt(::open("/proc/1/ns/mnt", O_RDONLY | O_CLOEXEC));
+  os::UniqueFd net(::open("/proc/1/ns/net", O_RDONLY | O_CLOEXEC));
+  if (!mnt || !net) {
+    return cni::fail(cni::Errc::kIoFailure, "cannot open PID 1's namespaces (/proc/1/ns/mnt, net)",
+                     std::strerror(errno));
+  }
+  if (::setns(mnt.get(), CLONE_NEWNS) != 0 || ::chdir("/") != 0) {
+    return cni::fail(cni::Errc::kIoFailure, "cannot enter PID 1's mount namespace",
+                     std::string(std::strerror(errno)) + ": the pod needs CAP_SYS_ADMIN");
+  }
+  return net;
+}
+
 // Waits up to `seconds` (negative: without end) for SIGTERM or SIGINT, blocked in every thread.
 // @return whether one came.
 bool stopSignal(const sigset_t& stop, long long seconds) {
@@ -131,7 +179,16 @@ bool stopSignal(const sigset_t& stop, long long seconds) {
   }
 }
 
-int runAgentLoop(const AgentArgs& a, const sigset_t& stop) {
+// Seconds between two reads of the plugin's call events (the CNI request metrics' delay at most).
+constexpr long long kEventsEverySeconds = 5;
+
+// Seconds until `when` (at least 0), at most kEventsEverySeconds.
+long long secondsUntil(std::chrono::steady_clock::time_point when) {
+  const auto left = std::chrono::ceil<std::chrono::seconds>(when - std::chrono::steady_clock::now()).count();
+  return std::clamp<long long>(left, 0, kEventsEverySeconds);
+}
+
+int runAgentLoop(const AgentArgs& a, const sigset_t& stop, const os::UniqueFd& nodeNet) {
   std::optional<metrics::AgentMetrics> m;
   const auto dirs = a.options;
   m.emplace([dirs] {
@@ -141,16 +198,24 @@ int runAgentLoop(const AgentArgs& a, const sigset_t& stop) {
     countPools(dirs.ipamDataDirs, std::chrono::milliseconds(500), c);
     return c;
   });
-  ProductionDeps production([&m](ipam::BackendFactory inner) {
-    return countingBackends(std::move(inner), [&m](std::string_view b, std::string_view op, std::string_view r) {
-      m->recordBackendCall(b, op, r);
-    });
-  });
   auto server = metrics::MetricsServer::start(a.listen, *m);
   if (!server) {
     std::fprintf(stderr, "ibcni agent: %s (%s)\n", server.error().msg.c_str(), server.error().details.c_str());
     return 1;
   }
+  // The listener's threads stay in the pod's network namespace; this thread, and what it starts, go
+  // to the node's (--host-root) before the dependencies open their sockets.
+  if (nodeNet && ::setns(nodeNet.get(), CLONE_NEWNET) != 0) {
+    std::fprintf(stderr, "ibcni agent: cannot enter PID 1's network namespace: %s (the pod needs CAP_SYS_ADMIN)\n",
+                 std::strerror(errno));
+    return 1;
+  }
+  ProductionDeps production([&m](ipam::BackendFactory inner) {
+    return countingBackends(std::move(inner), [&m](std::string_view b, std::string_view op, std::string_view r) {
+      m->recordBackendCall(b, op, r);
+    });
+  });
+  CniEventDrain events(a.options.stateDirs);
   metrics::MetricsServer::setHealthy(true);
   std::fprintf(stdout, "%s ibcni agent: serving /metrics and /healthz on %s (port %d), %s\n", now().c_str(),
                a.listen.c_str(), (*server)->port(),
@@ -158,15 +223,20 @@ int runAgentLoop(const AgentArgs& a, const sigset_t& stop) {
                : a.interval > 0 ? ("a reconcile pass every " + std::to_string(a.interval) + " s").c_str()
                                 : "no reconcile passes (--interval 0)");
   std::fflush(stdout);
+  const bool passes = a.interval > 0 || a.once;
   bool failed = false;
+  auto nextPass = std::chrono::steady_clock::now();
   for (;;) {
-    if (a.interval > 0 || a.once) {
+    m->recordCniRequests(events.drain());
+    if (passes && std::chrono::steady_clock::now() >= nextPass) {
       failed = runPass(a.options, production.deps(), *m);
+      nextPass = std::chrono::steady_clock::now() + std::chrono::seconds(a.interval);
     }
-    if (a.once || stopSignal(stop, a.interval > 0 ? a.interval : -1)) {
+    if (a.once || stopSignal(stop, passes ? secondsUntil(nextPass) : kEventsEverySeconds)) {
       break;
     }
   }
+  m->recordCniRequests(events.drain());
   metrics::MetricsServer::setHealthy(false);
   server->reset();
   std::fprintf(stdout, "%s ibcni agent: stopped\n", now().c_str());
@@ -189,8 +259,18 @@ int runAgentMain(int argc, char** argv) {
   sigaddset(&stop, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
   (void)log::setup(log::Level::kWarn, "", log::Context{"RECONCILE", "", "", ""});
+  const AgentArgs& args = std::get<AgentArgs>(parsed);
+  os::UniqueFd nodeNet;
+  if (!args.hostRoot.empty()) {
+    auto net = enterNodeMountNamespace(args.hostRoot);
+    if (!net) {
+      std::fprintf(stderr, "ibcni agent: %s: %s\n", net.error().msg.c_str(), net.error().details.c_str());
+      return 1;
+    }
+    nodeNet = std::move(*net);
+  }
   try {
-    return runAgentLoop(std::get<AgentArgs>(parsed), stop);
+    return runAgentLoop(args, stop, nodeNet);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ibcni agent: %s\n", e.what());
     return 1;

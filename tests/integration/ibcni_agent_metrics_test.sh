@@ -7,6 +7,11 @@
 #    DEL 1 and 1; ibcni_reconcile_runs_total{result="success"} increases;
 #  - `promtool check metrics` passes on a scrape of /metrics;
 #  - a second agent on the same port exits 1 naming it; a bad --interval exits 2 naming it;
+#  - ibcni_cni_requests_total and ibcni_cni_request_duration_seconds count the ADDs and the DEL (and
+#    an ADD that failed, under its code) from the plugin's call events;
+#  - --host-root: a dry pass runs in PID 1's mount namespace (in a PID namespace of the test's, its
+#    PID 1 sees pod b's netns path, the agent's own view does not), and naming another directory
+#    than PID 1's / exits 1;
 #  - SIGTERM: the agent exits 0. Its VmRSS/VmHWM after the scrapes are printed.
 #   ibcni_agent_metrics_test.sh IBCNI IBCNI_AGENT
 # Exit 77 (skip) only when prometheus or promtool is not installed.
@@ -106,9 +111,21 @@ done
 check "ibcni_attachments is 2 after 2 ADDs" await 'sum(ibcni_attachments{network="agnet",mode="sriov"})' 2
 check "ibcni_ipam_addresses used is 2" await 'ibcni_ipam_addresses{network="agnet",pool="agnet",state="used"}' 2
 check "... and free 251 (10.79.0.2-254 less 2)" await 'ibcni_ipam_addresses{network="agnet",pool="agnet",state="free"}' 251
+# --- the CNI calls, from the plugin's event ring -----------------------------------------------
+out=$(cni ADD c c nosuchvf); code=$(jq -r '.code // empty' <<<"$out" 2>/dev/null)
+check "an ADD on a device that is not there fails with a CNI error code" test -n "$code"
+check "ibcni_cni_requests_total counts the 2 ADDs that succeeded" \
+  await 'ibcni_cni_requests_total{verb="ADD",network="agnet",code="0"}' 2
+check "... and the failed ADD under its code ($code)" \
+  await "ibcni_cni_requests_total{verb=\"ADD\",network=\"agnet\",code=\"$code\"}" 1
+check "ibcni_cni_request_duration_seconds has the 3 ADDs" \
+  await 'ibcni_cni_request_duration_seconds_count{verb="ADD",network="agnet"}' 3
+check "... none of them over 30 s" \
+  await 'ibcni_cni_request_duration_seconds_bucket{verb="ADD",network="agnet",le="30"}' 3
 runs1=$(query 'ibcni_reconcile_runs_total{result="success"}')
 check "DEL of pod a" cni DEL a a vfa
 check "ibcni_attachments is 1 after the DEL" await 'sum(ibcni_attachments{network="agnet"})' 1
+check "ibcni_cni_requests_total counts the DEL" await 'ibcni_cni_requests_total{verb="DEL",network="agnet",code="0"}' 1
 check "ibcni_ipam_addresses used is 1" await 'ibcni_ipam_addresses{network="agnet",pool="agnet",state="used"}' 1
 sleep 2.5
 runs2=$(query 'ibcni_reconcile_runs_total{result="success"}')
@@ -134,6 +151,31 @@ check "... naming --metrics-listen and the address" grep -q -- "--metrics-listen
 out=$("$ibcni" agent --interval abc 2>&1); rc=$?
 check "--interval abc exits 2" test "$rc" -eq 2
 check "... naming the flag and the value" grep -q -- "--interval abc" <<<"$out"
+
+# --- --host-root: the node's mount namespace ---------------------------------------------------
+# hidden CMD...: CMD in a PID namespace of its own, whose PID 1 (a shell) has this test's view, and
+# in a mount namespace of its own where /run/netns is an empty tmpfs: pod b's netns path is missing
+# from CMD's own view, and there in PID 1's.
+# (PID 1 waits for CMD: "; exit" keeps bash from exec'ing the last command in its own place.)
+hidden() {
+  unshare --pid --fork --mount-proc -- bash -c \
+    'unshare --mount --propagation private -- bash -c "mount -t tmpfs tmpfs /run/netns && exec \"\$@\"" _ "$@"; exit' \
+    _ "$@"
+}
+once() {  # once [ARG...]: one dry pass over the test's state, on another port, hidden; its report
+  hidden "$agent" --once --dry-run --metrics-listen "127.0.0.1:$(free_port)" --state-dir "$state" \
+    --ipam-data-dir "$data" --pool-index-dir "" "$@" 2>&1
+}
+out=$(once); rc=$?
+check "without --host-root a dry pass sees its own view, where pod b's netns path is missing" \
+  grep -q "would-undo.*agnet" <<<"$out"
+out=$(once --host-root /); rc=$?
+check "--host-root /: the pass runs in PID 1's mount namespace, where pod b is alive" test "$rc" -eq 0
+check "... (it would undo nothing)" bash -c '! grep -q would-undo <<<"$1"' _ "$out"
+check "... and the dry passes changed nothing: pod b is still attached" test -f "$state/attachments/agnet/b/net1.json"
+out=$(once --host-root "$work"); rc=$?
+check "--host-root naming another directory than PID 1's /: exit 1" test "$rc" -eq 1
+check "... saying PID 1's / is not the node's root" grep -q "PID 1's / is not the node's root" <<<"$out"
 
 # --- SIGTERM ------------------------------------------------------------------------------------
 kill -TERM "$agent_pid"
