@@ -2,21 +2,17 @@
 #include "plugin/rdma/port_counters_child.h"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <sched.h>
-#include <signal.h>
 #include <sys/mount.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cerrno>
 #include <charconv>
-#include <cstring>
 #include <utility>
 
+#include "ibcni/os/child_process.h"
 #include "ibcni/os/file_io.h"
 #include "ibcni/os/unique_fd.h"
 
@@ -160,8 +156,7 @@ std::vector<cni::Result<PortCounters>> readInChild(int nsFd, const std::string& 
 /// The forked child: never returns (no destructor of the parent's objects runs here).
 [[noreturn]] void runChild(pid_t parent, int nsFd, int outFd, const std::string& netnsPath,
                            const std::vector<PortRef>& ports, const CounterSource& source) {
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != parent) {
+  if (!os::dieWithParent(parent)) {
     ::_exit(3);  // the parent died before prctl
   }
   try {
@@ -170,63 +165,6 @@ std::vector<cni::Result<PortCounters>> readInChild(int nsFd, const std::string& 
     ::_exit(2);
   }
   ::_exit(0);
-}
-
-/// waitpid, retried on EINTR. @return the status (0 if waitpid failed otherwise).
-int reap(pid_t pid) {
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) {
-      return 0;
-    }
-  }
-  return status;
-}
-
-std::string describeStatus(int status) {
-  if (WIFEXITED(status)) {
-    return "exited with status " + std::to_string(WEXITSTATUS(status));
-  }
-  if (WIFSIGNALED(status)) {
-    return std::string("killed by signal ") + sigabbrev_np(WTERMSIG(status));
-  }
-  return "ended with wait status " + std::to_string(status);
-}
-
-/// Everything the child writes until it closes the pipe, or an error once `deadline` passed (the
-/// child is then killed and reaped).
-os::SysResult<std::string> collect(int readFd, std::chrono::steady_clock::time_point deadline,
-                                   const std::string& what) {
-  std::string answer;
-  for (;;) {
-    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      return os::sysFail(ETIMEDOUT, what + ": no answer in time (child killed)");
-    }
-    pollfd pfd{readFd, POLLIN, 0};
-    const int ready = ::poll(&pfd, 1, static_cast<int>(std::min<std::int64_t>(left.count(), 60'000)));
-    if (ready <= 0) {
-      if (ready < 0 && errno != EINTR) {
-        return os::sysFail(errno, "poll for " + what);
-      }
-      continue;  // the deadline check above ends the loop
-    }
-    std::array<char, 4096> buf{};
-    const ssize_t n = ::read(readFd, buf.data(), buf.size());
-    if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
-      continue;
-    }
-    if (n < 0) {
-      return os::sysFail(errno, "read answer of " + what);
-    }
-    if (n == 0) {
-      return answer;
-    }
-    answer.append(buf.data(), static_cast<std::size_t>(n));
-    if (answer.size() > kMaxAnswerBytes) {
-      return os::sysFail(EPROTO, what + ": answer longer than " + std::to_string(kMaxAnswerBytes) + " bytes");
-    }
-  }
 }
 
 }  // namespace
@@ -317,18 +255,17 @@ std::vector<cni::Result<PortCounters>> readInNetnsChild(const os::Netns& ns, con
     runChild(parent, ns.fd(), writeEnd.get(), netnsPath, ports, source);
   }
   writeEnd.reset();
-  auto answer = collect(readEnd.get(), deadline, what);
+  auto answer = os::readChildAnswer(readEnd.get(), deadline, kMaxAnswerBytes, what);
   if (!answer) {
-    ::kill(pid, SIGKILL);
-    (void)reap(pid);
+    os::killAndReapChild(pid);
     return failed(cni::Errc::kIoFailure, answer.error());
   }
-  const int status = reap(pid);
+  const int status = os::reapChild(pid);
   auto decoded = decodePortCounters(*answer);
   if (!decoded || decoded->size() != ports.size()) {
     return failed(cni::Errc::kIoFailure,
                   os::SysError{EPROTO,
-                               what + ": child " + describeStatus(status) + " without a well-formed answer (" +
+                               what + ": child " + os::describeWaitStatus(status) + " without a well-formed answer (" +
                                    std::to_string(answer->size()) + " bytes)",
                                {}});
   }
