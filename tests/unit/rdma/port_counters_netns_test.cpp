@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <optional>
+#include <sstream>
 #include <string>
 
 #include "fakes/fake_sysfs_tree.h"
@@ -30,9 +31,21 @@ bool noChildren() {
   return ::waitpid(-1, nullptr, WNOHANG) < 0 && errno == ECHILD;
 }
 
-std::string mountInfo() {
+/// The sysfs mounts of this process's mount namespace (only those: netns tests running beside
+/// this one bind-mount namespace files).
+std::string sysfsMounts() {
   auto text = os::readFile("/proc/self/mountinfo", 1U << 20);
-  return text ? *text : std::string("unreadable: " + text.error().describe());
+  if (!text) {
+    return "unreadable: " + text.error().describe();
+  }
+  std::string out;
+  std::istringstream lines(*text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find(" - sysfs ") != std::string::npos) {
+      out += line + "\n";
+    }
+  }
+  return out;
 }
 
 class PortCountersNetnsTest : public ::testing::Test {
@@ -47,12 +60,12 @@ class PortCountersNetnsTest : public ::testing::Test {
     }
     ns_.emplace(std::move(*ns));
     ASSERT_TRUE(noChildren());
-    mountsBefore_ = mountInfo();
+    mountsBefore_ = sysfsMounts();
   }
   void TearDown() override {
     EXPECT_TRUE(noChildren()) << "a counters child was not reaped";
     if (ns_) {
-      EXPECT_EQ(mountInfo(), mountsBefore_) << "the reader changed this process's mounts";
+      EXPECT_EQ(sysfsMounts(), mountsBefore_) << "the reader mounted a sysfs in this process's mount namespace";
     }
   }
 
