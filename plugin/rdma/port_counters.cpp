@@ -131,9 +131,9 @@ cni::Result<os::UniqueFd> openDevice(const std::string& sysfsRoot, const std::st
   return std::move(*dir);
 }
 
-bool deviceVisible(const std::string& sysfsRoot, const std::string& device) {
-  return isDeviceName(device) &&
-         ::access((sysfsRoot + "/class/infiniband/" + device).c_str(), F_OK) == 0;
+/// Whether the netns child must read `device`: a valid name the host's sysfs does not show.
+bool onlyInNetns(const std::string& sysfsRoot, const std::string& device) {
+  return isDeviceName(device) && ::access((sysfsRoot + "/class/infiniband/" + device).c_str(), F_OK) != 0;
 }
 
 }  // namespace
@@ -191,7 +191,7 @@ std::vector<cni::Result<PortCounters>> readPortCountersBatch(const std::string& 
   }
   std::vector<std::size_t> inNetns;  // the ports only the netns's own sysfs shows
   for (std::size_t i = 0; i < ports.size(); ++i) {
-    if (ns && !deviceVisible(source.sysfsRoot, ports[i].device)) {
+    if (ns && onlyInNetns(source.sysfsRoot, ports[i].device)) {
       inNetns.push_back(i);
     } else {
       results[i] = readPortCountersAt(source.sysfsRoot, ports[i].device, ports[i].port);
