@@ -6,17 +6,13 @@
 #include <endian.h>
 #include <fcntl.h>
 #include <infiniband/verbs.h>
-#include <poll.h>
 #include <sched.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <chrono>
 #include <cerrno>
-#include <csignal>
 #include <cstdint>
 #include <cstring>
 #include <exception>
@@ -25,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "ibcni/os/child_process.h"
 #include "ibcni/os/unique_fd.h"
 #include "plugin/verbs/probe_codec.h"
 
@@ -348,8 +345,7 @@ void writeAll(int fd, const std::string& data) {
 /// The forked child: never returns (no destructor of the parent's objects runs here).
 [[noreturn]] void runChild(pid_t parent, int nsFd, int outFd, const std::string& library,
                            const ProbeRequest& req) {
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != parent) {
+  if (!os::dieWithParent(parent)) {
     ::_exit(3);  // the parent died before prctl
   }
   const int devNull = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
@@ -370,27 +366,6 @@ void writeAll(int fd, const std::string& data) {
     ::_exit(2);
   }
   ::_exit(0);
-}
-
-/// waitpid, retried on EINTR. @return the status (0 if waitpid failed otherwise).
-int reap(pid_t pid) {
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) {
-      return 0;
-    }
-  }
-  return status;
-}
-
-std::string describeStatus(int status) {
-  if (WIFEXITED(status)) {
-    return "exited with status " + std::to_string(WEXITSTATUS(status));
-  }
-  if (WIFSIGNALED(status)) {
-    return std::string("killed by signal ") + sigabbrev_np(WTERMSIG(status));
-  }
-  return "ended with wait status " + std::to_string(status);
 }
 
 }  // namespace
@@ -421,55 +396,20 @@ os::SysResult<ProbeResult> DlopenVerbsProbe::probe(const ProbeRequest& request) 
   writeEnd.reset();
   ns.value().reset();
 
-  auto killAndReap = [pid] {
-    ::kill(pid, SIGKILL);
-    (void)reap(pid);
-  };
-  std::string answer;
-  for (;;) {
-    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      killAndReap();
-      return os::sysFail(ETIMEDOUT, what + ": no answer within " +
-                                        std::to_string(request.timeout.count()) + " ms (child killed)");
+  auto answer = os::readChildAnswer(readEnd.get(), deadline, kMaxProbeFrame, what);
+  if (!answer) {
+    os::killAndReapChild(pid);
+    if (answer.error().err == ETIMEDOUT) {
+      return os::sysFail(ETIMEDOUT, what + ": no answer within " + std::to_string(request.timeout.count()) +
+                                        " ms (child killed)");
     }
-    pollfd pfd{readEnd.get(), POLLIN, 0};
-    const int ready = ::poll(&pfd, 1, static_cast<int>(std::min<std::int64_t>(left.count(), 60'000)));
-    if (ready < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      const int err = errno;
-      killAndReap();
-      return os::sysFail(err, "poll for " + what);
-    }
-    if (ready == 0) {
-      continue;  // the deadline check above ends the loop
-    }
-    std::array<char, 4096> buf{};
-    const ssize_t n = ::read(readEnd.get(), buf.data(), buf.size());
-    if (n < 0) {
-      if (errno == EINTR || errno == EAGAIN) {
-        continue;
-      }
-      const int err = errno;
-      killAndReap();
-      return os::sysFail(err, "read answer of " + what);
-    }
-    if (n == 0) {
-      break;
-    }
-    answer.append(buf.data(), static_cast<std::size_t>(n));
-    if (answer.size() > kMaxProbeFrame) {
-      killAndReap();
-      return os::sysFail(EPROTO, what + ": answer longer than " + std::to_string(kMaxProbeFrame) + " bytes");
-    }
+    return std::unexpected(answer.error());
   }
-  const int status = reap(pid);
-  auto decoded = decodeProbeAnswer(answer);
+  const int status = os::reapChild(pid);
+  auto decoded = decodeProbeAnswer(*answer);
   if (!decoded) {
-    return os::sysFail(EPROTO, what + ": child " + describeStatus(status) + " without a well-formed answer (" +
-                                   std::to_string(answer.size()) + " bytes)");
+    return os::sysFail(EPROTO, what + ": child " + os::describeWaitStatus(status) + " without a well-formed answer (" +
+                                   std::to_string(answer->size()) + " bytes)");
   }
   return std::move(*decoded);
 }

@@ -32,7 +32,7 @@ set -u
 self=$(readlink -f "${BASH_SOURCE[0]}")
 here=$(dirname "$self")
 repo=$(cd "$here/../.." && pwd)
-GTESTS=(sysfs_devices_vm_test rdma_netlink_vm_test ipoib_netlink_vm_test verbs_probe_vm_test)
+GTESTS=(sysfs_devices_vm_test rdma_netlink_vm_test rdma_counters_vm_test ipoib_netlink_vm_test verbs_probe_vm_test)
 ALL_PARTS=(deviceid_move doctor_verbs e2e_lab)
 # What the arm64 build runs natively in its VM (part `native`): the netlink requests byte for byte
 # against arm64's iproute2 (label netns on x86_64, where the netns tier runs them), and the unit
