@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ibcni/state/attachment_store.h"
+#include "plugin/agent/pod_ports.h"
 #include "plugin/agent/reconcile.h"
 
 namespace ibcni::plugin {
@@ -49,6 +50,7 @@ struct NodeCounts {
   std::vector<AttachmentCount> attachments;  ///< sorted by network, mode
   std::vector<AddressCount> addresses;       ///< in directory order: node-local pools, then cluster pools
   std::vector<BlockCount> blocks;            ///< sorted by pool, state
+  std::vector<PodPortCounters> ports;        ///< the pods' RDMA ports (readPodPorts), as last read
   std::vector<std::string> errors;           ///< what could not be read, in words
 };
 

@@ -21,6 +21,7 @@
 #include <exception>
 #include <optional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <variant>
 
@@ -33,6 +34,7 @@
 #include "plugin/agent/metrics/agent_metrics.h"
 #include "plugin/agent/metrics/metrics_server.h"
 #include "plugin/agent/node_counts.h"
+#include "plugin/agent/pod_ports.h"
 #include "plugin/agent/reconcile_report.h"
 #include "plugin/cli/production_deps.h"
 #include "plugin/cli/reconcile_args.h"
@@ -188,14 +190,49 @@ long long secondsUntil(std::chrono::steady_clock::time_point when) {
   return std::clamp<long long>(left, 0, kEventsEverySeconds);
 }
 
+// Seconds between two reads of the pods' RDMA port counters (each read of a PMA counter is a query to
+// the adapter; a device moved into a pod's netns costs a child process).
+constexpr long long kPortsEverySeconds = 10;
+
+// The pods' RDMA port counters as the loop last read them (in the node's namespaces), for the
+// listener's threads to expose.
+class PortSnapshot {
+ public:
+  void refresh(const std::vector<std::string>& stateDirs) {
+    std::vector<state::AttachmentRecord> records;
+    for (const auto& dir : stateDirs) {
+      auto listed = state::FileAttachmentStore(dir).list("");
+      if (listed) {
+        records.insert(records.end(), listed->begin(), listed->end());
+      }
+    }
+    PodPorts read = readPodPorts(records);
+    for (const auto& e : read.errors) {
+      log::warn("RDMA port counters: {}", e);
+    }
+    std::lock_guard lock(mutex_);
+    ports_ = std::move(read.ports);
+  }
+  [[nodiscard]] std::vector<PodPortCounters> ports() const {
+    std::lock_guard lock(mutex_);
+    return ports_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<PodPortCounters> ports_;
+};
+
 int runAgentLoop(const AgentArgs& a, const sigset_t& stop, const os::UniqueFd& nodeNet) {
   std::optional<metrics::AgentMetrics> m;
   const auto dirs = a.options;
-  m.emplace([dirs] {
+  auto ports = std::make_shared<PortSnapshot>();
+  m.emplace([dirs, ports] {
     NodeCounts c;
     countAttachments(
         dirs.stateDirs, [](const std::string& d) { return std::make_unique<state::FileAttachmentStore>(d); }, c);
     countPools(dirs.ipamDataDirs, std::chrono::milliseconds(500), c);
+    c.ports = ports->ports();
     return c;
   });
   auto server = metrics::MetricsServer::start(a.listen, *m);
@@ -226,8 +263,13 @@ int runAgentLoop(const AgentArgs& a, const sigset_t& stop, const os::UniqueFd& n
   const bool passes = a.interval > 0 || a.once;
   bool failed = false;
   auto nextPass = std::chrono::steady_clock::now();
+  auto nextPorts = nextPass;
   for (;;) {
     m->recordCniRequests(events.drain());
+    if (std::chrono::steady_clock::now() >= nextPorts) {
+      ports->refresh(a.options.stateDirs);
+      nextPorts = std::chrono::steady_clock::now() + std::chrono::seconds(kPortsEverySeconds);
+    }
     if (passes && std::chrono::steady_clock::now() >= nextPass) {
       failed = runPass(a.options, production.deps(), *m);
       nextPass = std::chrono::steady_clock::now() + std::chrono::seconds(a.interval);

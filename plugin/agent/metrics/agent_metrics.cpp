@@ -22,12 +22,87 @@ prometheus::ClientMetric gaugeSample(std::vector<prometheus::ClientMetric::Label
   return m;
 }
 
-prometheus::MetricFamily gaugeFamily(std::string name, std::string help) {
+prometheus::MetricFamily family(std::string name, std::string help, prometheus::MetricType type) {
   prometheus::MetricFamily f;
   f.name = std::move(name);
   f.help = std::move(help);
-  f.type = prometheus::MetricType::Gauge;
+  f.type = type;
   return f;
+}
+
+prometheus::MetricFamily gaugeFamily(std::string name, std::string help) {
+  return family(std::move(name), std::move(help), prometheus::MetricType::Gauge);
+}
+
+prometheus::MetricFamily counterFamily(std::string name, std::string help) {
+  return family(std::move(name), std::move(help), prometheus::MetricType::Counter);
+}
+
+prometheus::ClientMetric counterSample(std::vector<prometheus::ClientMetric::Label> labels, double value) {
+  prometheus::ClientMetric m;
+  m.label = std::move(labels);
+  m.counter.value = value;
+  return m;
+}
+
+// The PMA counters (ports/N/counters/) exposed each as a family of its own, with the factor to
+// its unit: port_xmit_data and port_rcv_data count 4-byte words.
+struct PortCounterMetric {
+  const char* counter;
+  const char* name;
+  const char* help;
+  double factor;
+};
+constexpr PortCounterMetric kPortCounterMetrics[] = {
+    {"port_xmit_data", "ibcni_rdma_port_xmit_data_bytes_total", "Bytes the pod's RDMA port sent (PortXmitData x 4).",
+     4},
+    {"port_rcv_data", "ibcni_rdma_port_rcv_data_bytes_total", "Bytes the pod's RDMA port received (PortRcvData x 4).",
+     4},
+    {"port_xmit_packets", "ibcni_rdma_port_xmit_packets_total", "Packets the pod's RDMA port sent.", 1},
+    {"port_rcv_packets", "ibcni_rdma_port_rcv_packets_total", "Packets the pod's RDMA port received.", 1},
+    {"link_downed", "ibcni_rdma_port_link_downed_total", "Times the pod's RDMA port's link went down.", 1},
+    {"symbol_error", "ibcni_rdma_port_symbol_errors_total", "Symbol errors on the pod's RDMA port's link.", 1},
+    {"port_rcv_errors", "ibcni_rdma_port_rcv_errors_total", "Packets with errors the pod's RDMA port received.", 1},
+};
+
+std::vector<prometheus::ClientMetric::Label> portLabels(const PodPortCounters& p) {
+  return {{"device", p.port.device},
+          {"network", p.network},
+          {"pod", p.pod},
+          {"pod_namespace", p.podNamespace},
+          {"port", std::to_string(p.port.port)}};
+}
+
+// The families of the pods' RDMA ports: the PMA counters above, every hw_counter the driver shows
+// (one family, labelled `counter`), and the port's state.
+std::vector<prometheus::MetricFamily> portFamilies(const std::vector<PodPortCounters>& ports) {
+  std::vector<prometheus::MetricFamily> out;
+  for (const auto& m : kPortCounterMetrics) {
+    auto f = counterFamily(m.name, m.help);
+    for (const auto& p : ports) {
+      if (auto it = p.port.counters.find(m.counter); it != p.port.counters.end()) {
+        f.metric.push_back(counterSample(portLabels(p), static_cast<double>(it->second) * m.factor));
+      }
+    }
+    out.push_back(std::move(f));
+  }
+  auto hw = counterFamily("ibcni_rdma_port_hw_counters_total",
+                          "The driver's hw_counters of the pod's RDMA port, by name (each in its driver's unit).");
+  auto state = gaugeFamily("ibcni_rdma_port_state", "Whether the pod's RDMA port is ACTIVE (1) or not (0).");
+  for (const auto& p : ports) {
+    for (const auto& [name, value] : p.port.hwCounters) {
+      auto labels = portLabels(p);
+      labels.push_back({"counter", name});
+      hw.metric.push_back(counterSample(std::move(labels), static_cast<double>(value)));
+    }
+    if (p.port.state) {
+      state.metric.push_back(gaugeSample(portLabels(p), *p.port.state == 4 ? 1 : 0));
+    }
+  }
+  out.push_back(std::move(hw));
+  out.push_back(std::move(state));
+  std::erase_if(out, [](const prometheus::MetricFamily& f) { return f.metric.empty(); });
+  return out;
 }
 
 // The gauges of what the node holds, counted at each scrape.
@@ -54,7 +129,11 @@ class NodeCollectable final : public prometheus::Collectable {
     for (const auto& b : c.blocks) {
       blocks.metric.push_back(gaugeSample({{"pool", b.pool}, {"state", b.state}}, static_cast<double>(b.count)));
     }
-    return {std::move(attachments), std::move(addresses), std::move(blocks)};
+    std::vector<prometheus::MetricFamily> out{std::move(attachments), std::move(addresses), std::move(blocks)};
+    for (auto& f : portFamilies(c.ports)) {
+      out.push_back(std::move(f));
+    }
+    return out;
   }
 
  private:

@@ -105,6 +105,40 @@ TEST(AgentMetrics, CniObservationsFillTheRequestCounterAndTheDurationHistogram) 
                        "ibcni_cni_request_duration_seconds_bucket{network=\"ibnet\",verb=\"DEL\",le=\"0.001\"} 1\n"});
 }
 
+// The pods' RDMA ports: each PMA counter a family of its own (data in bytes: 4-byte words x 4), the
+// driver's hw_counters in one family labelled `counter`, the state 1 for ACTIVE only; nothing for a
+// counter the device does not show.
+TEST(AgentMetrics, ThePodsRdmaPortsAreExposedWithTheirPodNetworkDeviceAndPort) {
+  plugin::NodeCounts c;
+  plugin::PodPortCounters vf{"team-a", "trainer-0", "ibnet", {}};
+  vf.port.device = "mlx5_3";
+  vf.port.port = 1;
+  vf.port.state = 4;
+  vf.port.counters = {{"port_xmit_data", 1000}, {"port_rcv_data", 250}, {"port_xmit_packets", 9},
+                      {"symbol_error", 2}, {"port_rcv_errors", 1}, {"link_downed", 3}};
+  vf.port.hwCounters = {{"out_of_buffer", 7}};
+  plugin::PodPortCounters rxe{"team-b", "probe", "roce", {}};
+  rxe.port.device = "rxe0";
+  rxe.port.state = 1;
+  rxe.port.hwCounters = {{"sent_pkts", 254}};
+  c.ports = {vf, rxe};
+  plugin::metrics::AgentMetrics m([c] { return c; });
+  const std::string text = m.renderText();
+  const std::string l = R"({device="mlx5_3",network="ibnet",pod="trainer-0",pod_namespace="team-a",port="1"})";
+  const std::string r = R"({device="rxe0",network="roce",pod="probe",pod_namespace="team-b",port="1")";
+  expectSamples(text, {"ibcni_rdma_port_xmit_data_bytes_total" + l + " 4000\n",
+                       "ibcni_rdma_port_rcv_data_bytes_total" + l + " 1000\n",
+                       "ibcni_rdma_port_xmit_packets_total" + l + " 9\n",
+                       "ibcni_rdma_port_symbol_errors_total" + l + " 2\n",
+                       "ibcni_rdma_port_rcv_errors_total" + l + " 1\n",
+                       "ibcni_rdma_port_link_downed_total" + l + " 3\n",
+                       "ibcni_rdma_port_state" + l + " 1\n",
+                       "ibcni_rdma_port_state" + r + "} 0\n",
+                       "ibcni_rdma_port_hw_counters_total" + r + R"(,counter="sent_pkts"} 254)" + "\n",
+                       "# TYPE ibcni_rdma_port_xmit_data_bytes_total counter\n"});
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("ibcni_rdma_port_rcv_packets_total"))) << "no device shows it";
+}
+
 TEST(AgentMetrics, TheDurationBucketsSpanOneMillisecondToThirtySeconds) {
   const auto b = plugin::metrics::cniDurationBuckets();
   ASSERT_FALSE(b.empty());
