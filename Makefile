@@ -131,6 +131,8 @@ bench: deps build
 	$(BUILD)/bench/cluster_ipam_bench $(BUILD)/ibcni-ipam || rc=1; \
 	echo; echo "== ibcni sriov mode: ADD with a cluster GUID pool (etcd) against a requested GUID =="; \
 	$(BUILD)/bench/guid_pool_bench || rc=1; \
+	echo; echo "== ibcni agent: a scrape of /metrics with 200 attachments =="; \
+	$(BUILD)/bench/agent_scrape_bench || rc=1; \
 	echo; echo "== verbs check on this host =="; \
 	$(BUILD)/bench/verbs_bench || rc=1; \
 	lab="$(KERNEL_LAB_RUN)"; \
