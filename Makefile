@@ -115,8 +115,10 @@ test-arm64: build-arm64-tests
 # cluster mode against a 3-member etcd beside node-local (bench/cluster_ipam_bench.cpp, target:
 # steady-state ADD within 1.2x of node-local); sriov mode's ADD with a cluster GUID pool against one
 # with a requested GUID: the exec'd ADD+DEL on a veth stand-in plus the pool's own work measured in
-# process over fakes (bench/guid_pool_bench.cpp, target: within 1.05x and no backend call); then the verbs check's cost on this host (target:
-# median under 20 ms) and against rxe0 in the kernel-lab VM (emulated: target relative to
+# process over fakes (bench/guid_pool_bench.cpp, target: within 1.05x and no backend call); a
+# scrape of ibcni agent's /metrics with 200 attachments and their RDMA ports
+# (bench/agent_scrape_bench.cpp, target: under 50 ms); then the verbs check's cost on this host
+# (target: median under 20 ms) and against rxe0 in the kernel-lab VM (emulated: target relative to
 # ibv_devinfo). Every part runs; the status is 1 if any failed.
 # The VM runner is tests/kernel-lab's (IBCNI_KERNEL_LAB_RUN in the CMake cache) unless
 # KERNEL_LAB_RUN is given; run from the repository root (the VM shares only it).
