@@ -105,6 +105,10 @@ void dumpStateDir(const fs::path& dir, std::vector<std::string>& out) {
     const fs::path rel = fs::relative(it->path(), dir);
     if (it->is_directory()) {
       out.push_back("state " + rel.string() + "/");
+    } else if (rel == "events") {
+      // The call-event ring (plugin/state/call_event_ring.h): the bounded log every invocation
+      // appends to, failed and killed ones too, by design; not what an attachment leaves behind.
+      continue;
     } else if (it->path().extension() == ".lock") {
       // Lock files stay by design (removing one races with a waiter); a held one is a leftover.
       if (const std::string s = lockState(it->path()); s != "free") {
