@@ -15,8 +15,12 @@
 # exits on its own (status 1, or 0) or with an error after SIGTERM makes the installer exit
 # non-zero; a pod without hostPID: the agent refuses and the installer says why; --reconcile-timeout
 # accepted with a warning; an image without ibcni-agent; bad options refused.
+# With IBCNI_AGENT (the built ibcni-agent) the installer also runs the real one: it takes the
+# installer's arguments, passes its --host-root check (the test is PID 1, with / as its root), serves
+# /healthz and /metrics, stops on SIGTERM with the installer exiting 0; a second one on the same
+# port fails and that installer exits 1.
 # What the agent itself does is tested with the plugin (tests/unit, tests/integration), not here.
-# Needs root (77 = skip).
+# Usage: installer_reconcile_test.sh [IBCNI_AGENT]. Needs root (77 = skip).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -26,9 +30,15 @@ if [[ $(id -u) -ne 0 ]]; then
   echo "SKIP: needs root (unshare)"
   exit 77
 fi
-if [[ ${1:-} != --inside ]]; then
-  exec unshare --pid --fork --mount-proc --mount --net --propagation private -- bash "$0" --inside
+real_agent=
+if [[ -n ${1:-} && $1 != --inside ]]; then
+  real_agent=$(readlink -f "$1")
 fi
+if [[ ${2:-${1:-}} != --inside ]]; then
+  exec unshare --pid --fork --mount-proc --mount --net --propagation private -- bash "$0" "${real_agent:-}" --inside
+fi
+real_agent=${1#--inside}
+ip link set lo up
 source "$repo/tests/support/check.sh"
 (($$ == 1)) || { echo "FAIL not PID 1 of a PID namespace of its own"; exit 1; }
 
@@ -63,7 +73,7 @@ while [ \$# -gt 0 ]; do
   shift
 done
 if [ "\$(stat -c %d:%i "\$host_root/")" != "\$(stat -L -c %d:%i /proc/1/root/ 2>/dev/null)" ]; then
-  echo "fake-agent: PID 1's / is not \$host_root" >&2
+  echo "fake-agent: PID 1's / is not the node's root (\$host_root): the pod needs hostPID: true" >&2
   exit 1
 fi
 if [ -e "\$w/control/exit" ]; then
@@ -251,9 +261,9 @@ check "without hostPID: installs into the node's root" wait_for 10 cmp -s "$imag
 check "without hostPID: the agent is given the node's root as --host-root" \
   wait_for 10 bash -c 'grep -Fxq -- "$1" "$2"' _ "$work/otherroot" "$work/agent.argv"
 check "without hostPID: the installer exits 1" ends nohostpid 1 10
-check "without hostPID: the agent's refusal and the installer's reason are logged" \
-  logged nohostpid "fake-agent: PID 1's / is not" &&
-  logged nohostpid "PID 1's / is not the node's root .* hostPID: true"
+check "without hostPID: the agent's reason and the installer's exit are logged" \
+  logged nohostpid "fake-agent: PID 1's / is not the node's root .* hostPID: true" &&
+  logged nohostpid "error: the node agent exited with status 1"
 umount "$work/otherroot/usr"
 
 # --- no agent: interval 0, no interval, --no-sleep ------------------------------------------------
@@ -268,6 +278,36 @@ check "no interval given: SIGTERM stops it with status 0" stops default
 start_installer nosleep -- --reconcile-interval 1 --metrics-listen :9464 --no-sleep
 check "--no-sleep with an interval and metrics: exits 0 after installing" ends nosleep 0 10
 check "--no-sleep with an interval and metrics: no agent" bash -c '! test -e "$1"' _ "$work/agent.argv"
+
+# --- the real ibcni-agent ----------------------------------------------------------------------
+# start_real NAME: an installer in a mount namespace of its own (the test's network namespace, where
+# curl reaches the listener) with the built agent in its image, metrics on 127.0.0.1:19464
+start_real() {
+  unshare --mount --propagation private -- env --default-signal=INT IBCNI_SOURCE_DIR="$work/realimage" \
+    IBCNI_HOST_ROOT=/ IBCNI_CNI_BIN_DIR="$bin" "$installer" --reconcile-interval 1 --metrics-listen 127.0.0.1:19464 \
+    --state-dir "$work/state" --ipam-data-dir "$work/ipam-data" >"$work/$1.log" 2>&1 &
+  bg_pids+=($!)
+  echo $! >"$work/$1.pid"
+}
+metrics_has() { curl -fsS http://127.0.0.1:19464/metrics 2>/dev/null | grep -q -- "$1"; }
+if [[ -x $real_agent ]]; then
+  mkdir -p "$work/realimage" "$work/state" "$work/ipam-data"
+  cp "$image/ibcni" "$image/ibcni-ipam" "$work/realimage/"
+  cp "$real_agent" "$work/realimage/ibcni-agent"
+  start_real real
+  check "real agent: /healthz answers ok" \
+    wait_for 10 bash -c '[[ $(curl -fsS http://127.0.0.1:19464/healthz 2>/dev/null) == ok ]]'
+  check "real agent: a pass counted on /metrics" \
+    wait_for 5 metrics_has 'ibcni_reconcile_runs_total{result="success"} [1-9]'
+  check "real agent: the installer and the agent keep running" running real
+  start_real second
+  check "real agent: a second one on the same port makes its installer exit 1" ends second 1 10
+  check "real agent: that one says the port cannot be listened on" logged second "127.0.0.1:19464: cannot listen there"
+  check "real agent: SIGTERM stops the first one's installer with status 0" stops real
+  check "real agent: it logged its stop" logged real "ibcni agent: stopped"
+else
+  echo "SKIP the real ibcni-agent: not given (installer_reconcile_test.sh IBCNI_AGENT)"
+fi
 
 # --- bad options are refused before anything is installed ---------------------------------------
 # refused EXPECT [VAR=VALUE...] -- ARGS...: status 2, EXPECT in the log, nothing installed
