@@ -20,7 +20,9 @@ trap 'rm -f "$tmp"' EXIT
 # ibcni's DaemonSet for `kubectl apply -f deploy/ibcni-daemonset.yaml`: in kube-system, one pod per
 # node labelled feature.node.kubernetes.io/pci-15b3.present=true (Node Feature Discovery's label
 # of Mellanox/NVIDIA devices) installs ibcni and ibcni-ipam into the node's /opt/cni/bin, then runs
-# `ibcni reconcile` every 60 s (undoes what pods that died without a CNI DEL left; reconcileInterval).
+# the node agent (ibcni-agent): a reconcile pass every 60 s (undoes what pods that died without a
+# CNI DEL left; reconcileInterval) and Prometheus /metrics and /healthz on port 9464 (metrics.*; no
+# PodMonitor: metrics.podMonitor.enabled in the chart).
 # For ibcni-ipam's cluster mode it writes /etc/cni/net.d/ibcni.d/node-name and, for the ServiceAccount
 # ibcni (Leases in kube-system, nodes get: see the Role and ClusterRole), ibcni.d/ibcni.kubeconfig.
 #

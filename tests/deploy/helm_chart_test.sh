@@ -5,9 +5,13 @@
 #   - helm lint --strict; the default render and a render with custom values are valid Kubernetes
 #     objects (tests/deploy/k8s/validate.mjs: Kubernetes' OpenAPI schemas, unknown fields refused)
 #     and carry each custom value where it belongs; invalid values are refused by values.schema.json;
-#   - the reconcile agent: by default hostPID, the interval and directories in the installer's
-#     environment, exactly NET_ADMIN, SYS_ADMIN and SYS_PTRACE added to SYS_CHROOT, AppArmor
-#     unconfined, no more hostPath volumes; reconcileInterval 0 renders none of that;
+#   - the node agent: by default hostPID, the interval, metrics address and directories in the
+#     installer's environment, exactly NET_ADMIN, SYS_ADMIN and SYS_PTRACE added to SYS_CHROOT,
+#     AppArmor unconfined, no more hostPath volumes, the port "metrics" and the /healthz probes;
+#     reconcileInterval 0 keeps the agent for the metrics; with metrics.enabled false too, none of
+#     that; metrics.enabled false alone: the agent without port or probes;
+#   - the PodMonitor only with metrics.podMonitor.enabled (valid, selecting the pods, port metrics,
+#     the node label), refused without metrics.enabled;
 #   - deploy/ibcni-daemonset.yaml is the default render (deploy/helm/render-static.sh);
 #   - every manifest under deploy/examples/ and e2e/hw/manifests/ is valid;
 #   - validate.mjs accepts tests/deploy/k8s/good/ and rejects each of tests/deploy/k8s/bad/ for the
@@ -189,22 +193,88 @@ check "clusterIPAM.enabled=false: the pod of before cluster IPAM (the default's 
   bash -c 'diff <(grep -vE "cluster-conf-dir|IBCNI_NODE_NAME|IBCNI_KUBECONFIG|IBCNI_CNI_CONF_DIR|serviceAccountName|automountServiceAccountToken" "$1") \
     <(grep -vE "automountServiceAccountToken" "$2") >&2' _ "$work/default.flat" "$work/cluster-enabled.flat"
 
-# reconcileInterval 0: the pod of before the agent: no hostPID, SYS_CHROOT only, no AppArmor change
-check "helm template renders reconcileInterval=0" \
-  "$helm" template ibcni "$chart" --namespace kube-system --set reconcileInterval=0 >"$work/off.yaml" 2>"$work/off.err" ||
-  show "$work/off.err"
-check "the reconcileInterval=0 render is valid (validate.mjs)" validate "$work/off.yaml" >"$work/off.out" ||
-  show "$work/off.out"
-flatten --kind DaemonSet "$work/off.yaml" >"$work/off.flat"
-check "reconcileInterval=0: IBCNI_RECONCILE_INTERVAL=\"0\" (the installer only sleeps), grace period 10 s" \
+# render NAME ARGS...: helm template with ARGS into $work/NAME.yaml, validated, the DaemonSet
+# flattened into $work/NAME.flat
+render() {
+  local name=$1
+  shift
+  check "helm template renders $*" \
+    "$helm" template ibcni "$chart" --namespace kube-system "$@" >"$work/$name.yaml" 2>"$work/$name.err" ||
+    { show "$work/$name.err"; return 1; }
+  check "the $* render is valid (validate.mjs)" validate "$work/$name.yaml" >"$work/$name.out" ||
+    show "$work/$name.out"
+  flatten --kind DaemonSet "$work/$name.yaml" >"$work/$name.flat"
+}
+# the lines the agent's privileges and metrics make
+agent_lines='hostPID|/capabilities/add/|appArmorProfile|IBCNI_RECONCILE_INTERVAL]/value|terminationGrace|IBCNI_METRICS_LISTEN|/ports|Probe/'
+
+# --- the agent's metrics: port, probes, listen address ------------------------------------------
+check "default render: metrics on :9464, the container port named metrics, /healthz probes on it" \
+  same_lines "$work/default.flat" 'IBCNI_METRICS_LISTEN|/ports|Probe/' \
+  "$c/env[IBCNI_METRICS_LISTEN]/name=\"IBCNI_METRICS_LISTEN\"" "$c/env[IBCNI_METRICS_LISTEN]/value=\":9464\"" \
+  "$c/ports[metrics]/name=\"metrics\"" "$c/ports[metrics]/containerPort=9464" "$c/ports[metrics]/protocol=\"TCP\"" \
+  "$c/startupProbe/httpGet/path=\"/healthz\"" "$c/startupProbe/httpGet/port=\"metrics\"" \
+  "$c/startupProbe/periodSeconds=2" "$c/startupProbe/failureThreshold=60" \
+  "$c/readinessProbe/httpGet/path=\"/healthz\"" "$c/readinessProbe/httpGet/port=\"metrics\"" \
+  "$c/readinessProbe/periodSeconds=10" "$c/readinessProbe/failureThreshold=3" \
+  "$c/livenessProbe/httpGet/path=\"/healthz\"" "$c/livenessProbe/httpGet/port=\"metrics\"" \
+  "$c/livenessProbe/periodSeconds=20" "$c/livenessProbe/timeoutSeconds=5" "$c/livenessProbe/failureThreshold=3"
+
+# metrics.enabled=false: the agent (reconcileInterval 60) without port, probes or listen address
+render nometrics --set metrics.enabled=false
+check "metrics.enabled=false: no port, no probes, no IBCNI_METRICS_LISTEN" \
+  bash -c '! grep -E "IBCNI_METRICS_LISTEN|/ports|Probe/" "$1" >&2' _ "$work/nometrics.flat"
+check "metrics.enabled=false: still the agent's hostPID, capabilities and grace period (reconcileInterval 60)" \
+  bash -c 'diff <(grep -vE "IBCNI_METRICS_LISTEN|/ports|Probe/" "$1") "$2" >&2' _ "$work/default.flat" "$work/nometrics.flat"
+check "metrics.port=9100: the listen address and the container port" \
+  bash -c '"$1" template ibcni "$2" --set metrics.port=9100 | grep -q "value: \":9100\"" &&
+    "$1" template ibcni "$2" --set metrics.port=9100 | grep -q "containerPort: 9100"' _ "$helm" "$chart"
+
+# reconcileInterval 0: the agent still runs for the metrics, with the same privileges
+render metricsonly --set reconcileInterval=0
+check "reconcileInterval=0: IBCNI_RECONCILE_INTERVAL=\"0\", the rest of the pod as the default's (metrics-only agent)" \
+  bash -c 'grep -Fxq "0 $3/env[IBCNI_RECONCILE_INTERVAL]/value=\"0\"" "$2" &&
+    diff <(grep -v "IBCNI_RECONCILE_INTERVAL]/value" "$1") <(grep -v "IBCNI_RECONCILE_INTERVAL]/value" "$2") >&2' \
+  _ "$work/default.flat" "$work/metricsonly.flat" "$c"
+
+# reconcileInterval 0 and metrics.enabled false: the pod of before the agent: no hostPID, SYS_CHROOT
+# only, no AppArmor change
+render off --set reconcileInterval=0 --set metrics.enabled=false
+check "no agent: IBCNI_RECONCILE_INTERVAL=\"0\" (the installer only sleeps), grace period 10 s" \
   has "$work/off.flat" "$c/env[IBCNI_RECONCILE_INTERVAL]/value=\"0\"" "$p/terminationGracePeriodSeconds=10"
-check "reconcileInterval=0: no hostPID, SYS_CHROOT only, no AppArmor profile" \
-  same_lines "$work/off.flat" '/hostPID=|/hostIPC=|/capabilities/add/|/appArmorProfile/' \
+check "no agent: no hostPID, SYS_CHROOT only, no AppArmor profile, no metrics" \
+  same_lines "$work/off.flat" '/hostPID=|/hostIPC=|/capabilities/add/|/appArmorProfile/|IBCNI_METRICS_LISTEN|/ports|Probe/' \
   "$c/securityContext/capabilities/add/0=\"SYS_CHROOT\""
-check "reconcileInterval=0: otherwise the same pod as the default (only those lines differ)" \
-  bash -c 'diff <(grep -vE "hostPID|/capabilities/add/|appArmorProfile|IBCNI_RECONCILE_INTERVAL]/value|terminationGrace" "$1") \
-    <(grep -vE "hostPID|/capabilities/add/|appArmorProfile|IBCNI_RECONCILE_INTERVAL]/value|terminationGrace" "$2") >&2' \
-  _ "$work/default.flat" "$work/off.flat"
+check "no agent: otherwise the same pod as the default (only those lines differ)" \
+  bash -c 'diff <(grep -vE "$3" "$1") <(grep -vE "$3" "$2") >&2' _ "$work/default.flat" "$work/off.flat" "$agent_lines"
+
+# --- the PodMonitor -----------------------------------------------------------------------------
+render podmonitor --set metrics.podMonitor.enabled=true --set metrics.podMonitor.interval=15s \
+  --set metrics.podMonitor.labels.release=kube-prometheus-stack
+check "metrics.podMonitor.enabled: the default objects and a PodMonitor" \
+  same_kinds "$work/podmonitor.yaml" ServiceAccount/kube-system/ibcni Role/kube-system/ibcni-cluster-ipam \
+  RoleBinding/kube-system/ibcni-cluster-ipam ClusterRole/-/ibcni-cluster-ipam ClusterRoleBinding/-/ibcni-cluster-ipam \
+  DaemonSet/kube-system/ibcni PodMonitor/kube-system/ibcni
+flatten --kind PodMonitor "$work/podmonitor.yaml" >"$work/podmonitor-pm.flat"
+check "the PodMonitor: the DaemonSet's pods in its namespace, port metrics, /metrics, 15s, node from the pod's node" \
+  same_lines "$work/podmonitor-pm.flat" '^0 /spec/' \
+  '/spec/selector/matchLabels/app.kubernetes.io/name="ibcni"' \
+  '/spec/selector/matchLabels/app.kubernetes.io/instance="ibcni"' \
+  '/spec/namespaceSelector/matchNames/0="kube-system"' \
+  '/spec/podMetricsEndpoints/0/port="metrics"' '/spec/podMetricsEndpoints/0/path="/metrics"' \
+  '/spec/podMetricsEndpoints/0/interval="15s"' \
+  '/spec/podMetricsEndpoints/0/relabelings/0/sourceLabels/0="__meta_kubernetes_pod_node_name"' \
+  '/spec/podMetricsEndpoints/0/relabelings/0/targetLabel="node"' \
+  '/spec/podMetricsEndpoints/0/relabelings/0/action="replace"'
+check "the PodMonitor: its selector is the DaemonSet's, its labels carry metrics.podMonitor.labels" \
+  bash -c 'diff <(grep "/spec/selector/matchLabels/" "$1" | sed "s|/spec/selector/|/|") \
+    <(grep "^0 /spec/selector/matchLabels/" "$2" | sed "s|/spec/selector/|/|") >&2 &&
+    grep -Fxq "0 /metadata/labels/release=\"kube-prometheus-stack\"" "$2"' _ "$work/default.flat" "$work/podmonitor-pm.flat"
+check "metrics.podMonitor.enabled: the DaemonSet is the default's" \
+  bash -c 'diff "$1" "$2" >&2' _ "$work/default.flat" "$work/podmonitor.flat"
+check "metrics.podMonitor.enabled without metrics.enabled: refused, saying why" \
+  bash -c '! out=$("$1" template ibcni "$2" --set metrics.podMonitor.enabled=true --set metrics.enabled=false 2>&1) &&
+    grep -q "metrics.podMonitor.enabled needs metrics.enabled" <<<"$out"' _ "$helm" "$chart"
 
 # securityContext that already lists some of reconcile's needs: nothing twice, its AppArmor profile kept
 cat >"$work/sc-values.yaml" <<'EOF2'
@@ -255,6 +325,7 @@ hostNetwork: false
 updateStrategy: {type: OnDelete}
 podAnnotations: {example.com/team: hpc}
 extraEnv: [{name: IBCNI_SLEEP, value: "true"}]
+metrics: {port: 9555}
 clusterIPAM:
   leaseNamespace: hpc-ipam
   apiServer: https://api.hpc.example.com:6443
@@ -282,6 +353,10 @@ check "custom render: reconcileInterval 3600, both state and IPAM data directori
   "$c/env[IBCNI_RECONCILE_INTERVAL]/value=\"3600\"" \
   "$c/env[IBCNI_STATE_DIRS]/value=\"/run/ibcni:/var/lib/ibcni/state\"" \
   "$c/env[IBCNI_IPAM_DATA_DIRS]/value=\"/run/ibcni-ipam:/var/lib/ibcni/ipam\"" "$p/hostPID=true"
+check "custom render: hostNetwork false, metrics on the pod's :9555, probes on the named port" \
+  has "$work/custom.flat" "$p/hostNetwork=false" "$c/env[IBCNI_METRICS_LISTEN]/value=\":9555\"" \
+  "$c/ports[metrics]/containerPort=9555" "$c/livenessProbe/httpGet/port=\"metrics\"" \
+  "$c/readinessProbe/httpGet/port=\"metrics\"" "$c/startupProbe/httpGet/port=\"metrics\""
 check "custom render: nodeSelector, tolerations, strategy, annotations, namespace, release name" \
   has "$work/custom.flat" \
   "$p/nodeSelector/node-role.example.com/infiniband=\"yes\"" \
@@ -326,9 +401,10 @@ notes_rendered() {
     grep -Fq 'kubectl -n hpc-system rollout status daemonset/ib-ibcni' "$work/notes.flat" &&
     grep -Fq 'kubectl -n hpc-system logs --prefix -l app.kubernetes.io/instance=ib,app.kubernetes.io/name=ibcni' "$work/notes.flat" &&
     grep -Fq 'labelled feature.node.kubernetes.io/pci-15b3.present=true' "$work/notes.flat" &&
-    grep -Fq 'every 60 s runs `ibcni reconcile`' "$work/notes.flat"
+    grep -Fq 'runs the node agent (ibcni-agent): every 60 s a reconcile pass' "$work/notes.flat" &&
+    grep -Fq 'http://POD_IP:9464/metrics' "$work/notes.flat"
 }
-check "NOTES.txt renders, with the rollout status and logs commands for the release and the reconcile interval" notes_rendered ||
+check "NOTES.txt renders, with the rollout status and logs commands for the release, the reconcile interval and the metrics" notes_rendered ||
   show "$work/notes.yaml"
 
 # refused: VALUE as --set, the field helm must name
@@ -357,6 +433,11 @@ check "values.schema.json refuses clusterIPAM.apiServer=http://api:6443 (not htt
 check "values.schema.json refuses clusterIPAM.rbac=yes" refused clusterIPAM.rbac=yes rbac
 check "values.schema.json refuses an unknown clusterIPAM value (namespace)" refused clusterIPAM.namespace=x namespace
 check "values.schema.json refuses a relative hostPaths.cniConfDir" refused hostPaths.cniConfDir=etc/cni/net.d cniConfDir
+check "values.schema.json refuses metrics.port=0" refused metrics.port=0 port
+check "values.schema.json refuses metrics.port=70000" refused metrics.port=70000 port
+check "values.schema.json refuses metrics.enabled=yes" refused metrics.enabled=yes enabled
+check "values.schema.json refuses metrics.podMonitor.interval=30 (no unit)" refused metrics.podMonitor.interval=30 interval
+check "values.schema.json refuses an unknown metrics value (metrics.path)" refused metrics.path=/m path
 
 # --- the static manifest -----------------------------------------------------------------------
 static=deploy/ibcni-daemonset.yaml

@@ -6,8 +6,9 @@
 # since no container registry is reachable. Then checks the image and runs its entrypoint the way
 # the DaemonSet does: the image's root with a fake node root bind-mounted at /host.
 #   - both stages build; the build stage's check-portable passes (else the build fails);
-#   - the image holds ibcni, ibcni-ipam and the installer as ENTRYPOINT, and what its reconcile
-#     loop runs (nsenter, timeout, stat); its binaries pass deploy/check-portable.sh here too;
+#   - the image holds ibcni, ibcni-ipam and the installer as ENTRYPOINT, the tools the installer
+#     runs (chroot, cmp, stat, sync), and ibcni-agent, which the installer starts and which runs there
+#     and takes each option the installer gives it; its binaries pass deploy/check-portable.sh here too;
 #   - the entrypoint installs both binaries into the node's /opt/cni/bin, and they run there;
 #   - against a node without libmnl.so.0 it refuses and leaves the node's binary alone;
 #   - linux/arm64: the same Dockerfile for the other platform (podman build --platform linux/arm64,
@@ -91,10 +92,21 @@ podman export -o "$work/rootfs.tar" "$cid" && tar -C "$rootfs" -xf "$work/rootfs
 podman rm -f "$cid" >/dev/null
 check "image holds /opt/ibcni/bin/ibcni and ibcni-ipam" test -x "$rootfs/opt/ibcni/bin/ibcni" -a -x "$rootfs/opt/ibcni/bin/ibcni-ipam"
 check "image holds the installer" test -x "$rootfs/usr/local/bin/ibcni-install"
-check "image holds what the installer's reconcile loop runs (nsenter, timeout, stat)" \
-  chroot "$rootfs" sh -c 'command -v nsenter && command -v timeout && command -v stat' >/dev/null
+check "image holds what the installer runs (chroot, cmp, stat, sync)" \
+  chroot "$rootfs" sh -c 'command -v chroot && command -v cmp && command -v stat && command -v sync' >/dev/null
 check "image holds ibcni-agent, which runs there (its libraries are in the image)" \
   chroot "$rootfs" /opt/ibcni/bin/ibcni-agent version
+# agent_takes: the image's agent's usage names each option deploy/installer/ibcni-install gives it
+agent_takes() {
+  local usage opt status=0
+  usage=$(chroot "$rootfs" /opt/ibcni/bin/ibcni-agent --help) || return 1
+  for opt in --host-root --interval --metrics-listen --state-dir --ipam-data-dir; do
+    grep -q -- "$opt" "$repo/deploy/installer/ibcni-install" || { echo "    the installer no longer gives $opt"; status=1; }
+    grep -q -- "$opt" <<<"$usage" || { echo "    the agent does not take $opt"; status=1; }
+  done
+  return $status
+}
+check "the image's ibcni-agent takes the options the installer gives it" agent_takes
 check "image's binaries pass check-portable" "$repo/deploy/check-portable.sh" "$rootfs/opt/ibcni/bin/ibcni" "$rootfs/opt/ibcni/bin/ibcni-ipam"
 expected=$(chroot "$rootfs" /opt/ibcni/bin/ibcni version)
 check "image's ibcni runs in the image: $expected" test -n "$expected"
@@ -102,7 +114,7 @@ check "image's ibcni runs in the image: $expected" test -n "$expected"
 # run_entrypoint NODE_ROOT LOG: the pod's view: the node's / read-only at /host and its
 # /opt/cni/bin read-write on top, as deploy/helm's DaemonSet mounts them, and the securityContext
 # installing needs: uid 0 with every capability dropped but SYS_CHROOT, no privilege escalation
-# (the DaemonSet adds reconcile's capabilities, which --no-sleep never uses).
+# (the DaemonSet adds the agent's capabilities, which --no-sleep never uses).
 run_entrypoint() {
   unshare -m bash -c '
     set -e

@@ -9,12 +9,12 @@
 # mounted token and the namespace. The ServiceAccount volume is laid out as the kubelet's atomic
 # writer does (token -> ..data/token, ..data -> a timestamped directory swapped on rotation).
 # Covers: a run that changes nothing rewrites nothing (inode and mtime kept); a rotated token is
-# written within seconds by the sleep loop and by the reconcile loop (whose interval is far
-# longer); a token that has not changed is never rewritten by the loops; the token in no log line;
+# written within seconds by the sleep loop and while the node agent runs (a fake ibcni-agent: the
+# installer's credentials loop runs beside it); a token that has not changed is never rewritten; the token in no log line;
 # a missing or malformed token fails the install (and, in a loop, keeps the last kubeconfig);
 # nothing written when not asked (node-local users); --uninstall removes both files.
 # Runs in PID, mount and network namespaces of its own (unshare, root; 77 = skip), as
-# installer_reconcile_test.sh: the test is PID 1, the node's init for the reconcile loop.
+# installer_reconcile_test.sh: the test is PID 1, the node's init for the agent.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -45,12 +45,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The fake image: versions, and a reconcile that counts its runs.
+# The fake image: versions, and an agent that counts its starts and runs until SIGTERM.
 image=$work/image
 mkdir -p "$image"
-printf '#!/bin/sh\ncase $1 in version) echo "ibcni 0.0.0-fake";; reconcile) echo run >>"%s/runs";; esac\n' "$work" >"$image/ibcni"
+printf '#!/bin/sh\necho "ibcni 0.0.0-fake"\n' >"$image/ibcni"
 printf '#!/bin/sh\necho "ibcni-ipam 0.0.0-fake"\n' >"$image/ibcni-ipam"
-chmod 0755 "$image/ibcni" "$image/ibcni-ipam"
+printf '#!/bin/sh\necho run >>"%s/runs"\ntrap "exit 0" TERM\nwhile :; do sleep 1 & wait $!; done\n' "$work" >"$image/ibcni-agent"
+chmod 0755 "$image/ibcni" "$image/ibcni-ipam" "$image/ibcni-agent"
 
 conf=$work/node/etc/cni/net.d      # the CNI config directory, a node path (the node's root is /)
 files=$conf/ibcni.d
@@ -206,20 +207,22 @@ mv "$sa/..data.away" "$sa/..data"
 check "sleep loop: still running" kill -0 "$sleeper_pid"
 check "sleep loop: SIGTERM stops it with status 0" stops "$sleeper_pid"
 
-# --- the reconcile loop: the token is checked between passes far apart ---------------------------
+# --- while the node agent runs: the installer checks the token beside it -------------------------
 rm -f "$work/runs"
-start agent --reconcile-interval 600
-check "reconcile loop: the first pass ran" wait_for 10 test -s "$work/runs"
+start agent --reconcile-interval 600 --metrics-listen :9464
+check "with the agent: the agent started" wait_for 10 test -s "$work/runs"
 sleep 1
 before=$(identity "$kubeconfig")
 sleep 2.5
-check "reconcile loop: an unchanged token is not rewritten (inode and mtime kept)" test "$(identity "$kubeconfig")" = "$before"
+check "with the agent: an unchanged token is not rewritten (inode and mtime kept)" test "$(identity "$kubeconfig")" = "$before"
 token3=$(new_token)
 tokens+=("$token3")
 rotate "$token3"
-check "reconcile loop (interval 600 s): the rotated token is in the kubeconfig within 4 s" wait_for 4 token_is "$token3"
-check "reconcile loop: no second pass meanwhile (the interval is kept)" test "$(wc -l <"$work/runs")" -eq 1
-check "reconcile loop: SIGTERM while waiting stops it with status 0" stops "$agent_pid"
+check "with the agent: the rotated token is in the kubeconfig within 4 s" wait_for 4 token_is "$token3"
+check "with the agent: started once (not restarted meanwhile)" test "$(wc -l <"$work/runs")" -eq 1
+check "with the agent: SIGTERM stops it with status 0" stops "$agent_pid"
+check "with the agent: the credentials loop stopped with it (no process left of that installer)" \
+  bash -c '! pgrep -a -s 0 -f "$1" | grep -v pgrep >&2' _ "$installer"
 
 # --- the token is in no log ------------------------------------------------------------------------
 in_no_log() {

@@ -10,6 +10,7 @@
 // Unknown fields are errors (a structural CRD schema prunes them silently).
 import { isIP } from "node:net";
 import Ajv from "ajv";
+import { LabelSelector } from "@kubernetes-models/apimachinery/apis/meta/v1/LabelSelector";
 import { ObjectMeta } from "@kubernetes-models/apimachinery/apis/meta/v1/ObjectMeta";
 import { NodeSelector } from "kubernetes-models/v1/NodeSelector";
 import { pointer, validateModel } from "./strict.mjs";
@@ -78,6 +79,87 @@ const ipPoolSchema = {
   },
 };
 
+// Prometheus durations and label names, as the Prometheus Operator's CRDs type them.
+const duration = { type: "string", pattern: "^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$" };
+const labelName = { type: "string", pattern: "^[a-zA-Z_][a-zA-Z0-9_]*$" };
+const relabelActions = ["replace", "keep", "drop", "hashmod", "labelmap", "labeldrop", "labelkeep", "lowercase",
+  "uppercase", "keepequal", "dropequal"];
+const relabelConfigs = {
+  type: "array",
+  items: {
+    type: "object",
+    additionalProperties: false,
+    properties: {
+      sourceLabels: { type: "array", items: labelName },
+      separator: { type: "string" },
+      targetLabel: { type: "string" },
+      regex: { type: "string" },
+      modulus: { type: "integer", minimum: 0 },
+      replacement: { type: "string" },
+      action: { enum: [...relabelActions, ...relabelActions.map((a) => a.replace(/^./, (c) => c.toUpperCase()))] },
+    },
+  },
+};
+const podMonitorSchema = {
+  type: "object",
+  additionalProperties: false,
+  required: ["apiVersion", "kind", "metadata", "spec"],
+  properties: {
+    apiVersion: { const: "monitoring.coreos.com/v1" },
+    kind: { const: "PodMonitor" },
+    metadata: { type: "object" },
+    spec: {
+      type: "object",
+      additionalProperties: false,
+      required: ["selector"],
+      properties: {
+        jobLabel: { type: "string" },
+        podTargetLabels: { type: "array", items: { type: "string" } },
+        // meta/v1 LabelSelector: checked with kubernetes-models below.
+        selector: { type: "object" },
+        namespaceSelector: {
+          type: "object",
+          additionalProperties: false,
+          properties: { any: { type: "boolean" }, matchNames: { type: "array", items: { type: "string" } } },
+        },
+        sampleLimit: { type: "integer", minimum: 0 },
+        targetLimit: { type: "integer", minimum: 0 },
+        labelLimit: { type: "integer", minimum: 0 },
+        attachMetadata: { type: "object", additionalProperties: false, properties: { node: { type: "boolean" } } },
+        podMetricsEndpoints: {
+          type: "array",
+          items: {
+            type: "object",
+            additionalProperties: false,
+            properties: {
+              port: { type: "string", minLength: 1 },
+              portNumber: { type: "integer", minimum: 1, maximum: 65535 },
+              path: { type: "string" },
+              scheme: { enum: ["http", "https", "HTTP", "HTTPS"] },
+              params: { type: "object" },
+              interval: duration,
+              scrapeTimeout: duration,
+              honorLabels: { type: "boolean" },
+              honorTimestamps: { type: "boolean" },
+              filterRunning: { type: "boolean" },
+              followRedirects: { type: "boolean" },
+              enableHttp2: { type: "boolean" },
+              proxyUrl: { type: "string" },
+              tlsConfig: { type: "object" },
+              basicAuth: { type: "object" },
+              bearerTokenSecret: { type: "object" },
+              authorization: { type: "object" },
+              oauth2: { type: "object" },
+              relabelings: relabelConfigs,
+              metricRelabelings: relabelConfigs,
+            },
+          },
+        },
+      },
+    },
+  },
+};
+
 const validators = {
   "k8s.cni.cncf.io/v1/NetworkAttachmentDefinition": {
     schema: ajv.compile(nadSchema),
@@ -86,6 +168,10 @@ const validators = {
   "nv-ipam.nvidia.com/v1alpha1/IPPool": {
     schema: ajv.compile(ipPoolSchema),
     extra: checkIpPool,
+  },
+  "monitoring.coreos.com/v1/PodMonitor": {
+    schema: ajv.compile(podMonitorSchema),
+    extra: checkPodMonitor,
   },
 };
 
@@ -245,4 +331,10 @@ function checkIpPool(obj) {
     problems.push(...validateModel(NodeSelector, spec.nodeSelector, "/spec/nodeSelector"));
   }
   return problems;
+}
+
+function checkPodMonitor(obj) {
+  const selector = obj.spec?.selector;
+  if (!selector || typeof selector !== "object" || Array.isArray(selector)) return [];
+  return validateModel(LabelSelector, selector, "/spec/selector");
 }

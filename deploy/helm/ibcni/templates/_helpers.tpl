@@ -70,3 +70,8 @@ app.kubernetes.io/part-of: ibcni
 {{- define "ibcni.clusterConfDir" -}}
 {{- printf "%s/ibcni.d" (.Values.hostPaths.cniConfDir | default "/etc/cni/net.d") -}}
 {{- end -}}
+
+{{/* "true" when the agent serves /metrics and /healthz to the cluster (metrics.enabled), else "". */}}
+{{- define "ibcni.metrics" -}}
+{{- if (.Values.metrics | default dict).enabled -}}true{{- end -}}
+{{- end -}}
