@@ -136,6 +136,9 @@ mkdir -p "$bin"
 for f in ibcni ibcni-ipam; do
   cp "$build/$f" "$bin/$f" || { echo "FAIL: $build/$f is not built"; exit 1; }
 done
+# The node agent beside them, when the build has it (a build without prometheus-cpp has not: the
+# parts then skip its checks, saying so).
+[[ ! -x $build/ibcni-agent ]] || cp "$build/ibcni-agent" "$bin/ibcni-agent"
 
 # The world as found: NICs, RDMA devices, RDMA netns mode, namespaces.
 rdma_mode() { rdma system show 2>/dev/null | grep -o 'netns [a-z]*' | cut -d' ' -f2; }

@@ -9,6 +9,8 @@
 #      require, pass ("is usable" in the log); sysfs shows the RoCE v2 GID ::ffff:<pod IPv4>.
 #      A prevResult naming an address net1 lacks fails CHECK on the address (107) before the verbs
 #      check runs, so CHECK cannot reach the GID finding: that sub-check prints SKIP.
+#      ibcni agent (beside ibcni) then shows that rxe0 as the pod's RDMA port in /metrics: state
+#      ACTIVE and its hw counters, labelled with the network.
 #   3. vcpeer0 down: net1 loses carrier, rxe0's port goes DOWN: CHECK fails with 109 "DOWN, not
 #      ACTIVE"; vcpeer0 up again: CHECK passes.
 #   4. rxe0 deleted: CHECK fails with 109 "not visible".
@@ -227,6 +229,30 @@ elif jqtest '.code == 107' && out_says "address 10.77.0.99/24 is missing from ne
   echo "SKIP [$tag] the GID finding: CHECK with 10.77.0.99 fails earlier, 107 \"address ... is missing\""
 else
   check "[$tag] CHECK with 10.77.0.99 (not on net1) fails with 107 (address) or 109 (GID)" false
+fi
+
+# ---- 2 agent: ibcni agent shows the pod's RDMA port (the rxe made from the pod) in /metrics -------
+tag="2 agent"
+AGENT=$(dirname "$IBCNI")/ibcni-agent
+if [[ -x $AGENT ]]; then
+  aport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  "$AGENT" --interval 0 --metrics-listen "127.0.0.1:$aport" --state-dir "$STATE" --ipam-data-dir "$IPAMDIR" \
+    --pool-index-dir "" >"$WORK/agent.log" 2>&1 &
+  agent_pid=$!
+  for _ in $(seq 100); do curl -sf "http://127.0.0.1:$aport/healthz" >/dev/null && break; sleep 0.2; done
+  metrics=$(curl -s "http://127.0.0.1:$aport/metrics")
+  labels="device=\"$RXE\",network=\"$NET\",pod=\"\",pod_namespace=\"\",port=\"1\""
+  check "[$tag] /metrics: ibcni_rdma_port_state{$labels} 1 (ACTIVE)" \
+    grep -qF "ibcni_rdma_port_state{$labels} 1" <<<"$metrics"
+  check "[$tag] ... and $RXE's hw counters (rxe has no PMA counters), sent_pkts among them" \
+    grep -qF "ibcni_rdma_port_hw_counters_total{$labels,counter=\"sent_pkts\"}" <<<"$metrics"
+  check "[$tag] ... and ibcni_attachments{network=\"$NET\"} 1" \
+    grep -qF "ibcni_attachments{mode=\"sriov\",network=\"$NET\"} 1" <<<"$metrics"
+  kill -TERM "$agent_pid"
+  wait "$agent_pid"
+  check "[$tag] SIGTERM: the agent exits 0" test "$?" -eq 0
+else
+  echo "SKIP [$tag] no ibcni-agent beside $IBCNI (a build without prometheus-cpp)"
 fi
 
 # ---- 3. carrier down: the rxe port goes DOWN --------------------------------------------------
