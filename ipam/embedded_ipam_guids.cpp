@@ -7,10 +7,13 @@
 #include <cerrno>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "ibcni/os/file_io.h"
+#include "ibcni/os/file_lock.h"
+#include "ibcni/os/safe_path.h"
 #include "ipam/config/guid_pool.h"
 #include "ipam/embedded_ipam_session.h"
 #include "ipam/policy/allocation_text.h"
@@ -127,6 +130,24 @@ cni::Result<void> checkNoOverlap(const config::GuidPoolConf& pool, const std::st
   return {};
 }
 
+// The lock of the node-local GUID pools of `dataDir` (<dataDir>/.guid/.lock; <dataDir>/.guid made
+// under os/safe_path.h's rules when missing): held from the overlap check to the allocation.
+// @return 11 when another ADD holds it past `timeout`, 5 when it cannot be taken.
+cni::Result<os::FileLock> lockNodeLocalPools(const std::string& dataDir, std::chrono::milliseconds timeout) {
+  std::string dir = clusterPoolDir(dataDir, "", SpaceKind::kGuid);
+  dir.pop_back();  // "<dataDir>/.guid/"
+  auto fd = os::openDirectory(dir, os::DirPolicy{.trustedOwners = true, .create = true, .mode = 0755});
+  if (!fd) {
+    return cni::fail(cni::Errc::kIoFailure, "cannot open " + dir, fd.error().describe());
+  }
+  auto lock = os::FileLock::acquireAt(fd->get(), ".lock", dir + "/.lock", timeout);
+  if (!lock) {
+    return cni::fail(lock.error().err == ETIMEDOUT ? cni::Errc::kTryAgainLater : cni::Errc::kIoFailure,
+                     "cannot lock the node-local GUID pools (" + dir + "/.lock)", lock.error().describe());
+  }
+  return std::move(*lock);
+}
+
 // maintain's sweep: every allocation no ibcni record accounts for is released (dry run: listed),
 // judged under the store's lock (an ADD writes its record before it allocates).
 cni::Result<void> sweep(Session& s, bool dryRun,
@@ -175,7 +196,15 @@ cni::Result<GuidLease> EmbeddedGuidPools::allocate(const GuidRequest& request) {
     return cni::fail(cni::Errc::kInvalidConfig, "guidPool " + cni::quoted(pool.pool) +
                                                     " was not read by guidPoolObject: it has no pool file to keep");
   }
+  // A node-local pool's overlap check and its allocation are one step under the node's GUID pools
+  // lock: two new pools over one range, first ADDs at once, cannot both pass it.
+  std::optional<os::FileLock> overlapLock;
   if (!pool.cluster) {
+    auto locked = lockNodeLocalPools(dataDirOf(pool, options_), options_.lockTimeout);
+    if (!locked) {
+      return std::unexpected(locked.error());
+    }
+    overlapLock.emplace(std::move(*locked));
     if (auto o = checkNoOverlap(pool, dataDirOf(pool, options_)); !o) {
       return std::unexpected(o.error());
     }

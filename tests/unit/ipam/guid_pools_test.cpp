@@ -8,10 +8,12 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <filesystem>
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -276,6 +278,39 @@ TEST_F(GuidPoolsTest, TwoNodeLocalPoolsWhoseRangesOverlapAre7) {
   // A pool that holds no GUID any more is no obstacle.
   ASSERT_TRUE(pools_->release(dir("a"), {"c1", "net1"}, "gnet"));
   EXPECT_TRUE(allocate(guidPool("02:00:00:00:00:00:01:00-02:00:00:00:00:00:01:03", "b"), "c2"));
+}
+
+// The first ADDs of two new node-local pools over one range, at once, in rounds: the overlap
+// check and the allocation are one step under the node's GUID pools lock, so each round exactly
+// one pool gets its GUID and the other is 7.
+TEST_F(GuidPoolsTest, TwoNewOverlappingNodeLocalPoolsAtOnceOneGetsItsGuidTheOtherIs7) {
+  const config::GuidPoolConf a = guidPool(kRange, "a");
+  const config::GuidPoolConf b = guidPool("02:00:00:00:00:00:01:04-02:00:00:00:00:00:01:0b", "b");
+  for (int round = 0; round < 20; ++round) {
+    const std::string ca = "ra" + std::to_string(round);
+    const std::string cb = "rb" + std::to_string(round);
+    checker_->state[netns(ca)] = checker_->state[netns(cb)] = os::NetnsLiveness::kAlive;
+    const GuidRequest ra{a, "gnet", {cni::Command::kAdd, ca, netns(ca), "net1", "", {}}, {}, {}, {}};
+    const GuidRequest rb{b, "gnet", {cni::Command::kAdd, cb, netns(cb), "net1", "", {}}, {}, {}, {}};
+    std::atomic<int> ready{0};
+    std::optional<cni::Result<GuidLease>> ga;
+    std::optional<cni::Result<GuidLease>> gb;
+    auto run = [&ready](const GuidRequest& r, EmbeddedGuidPools& pools, std::optional<cni::Result<GuidLease>>& out) {
+      ready.fetch_add(1);
+      while (ready.load() < 2) {
+      }
+      out.emplace(pools.allocate(r));
+    };
+    std::thread ta(run, std::cref(ra), std::ref(*pools_), std::ref(ga));
+    std::thread tb(run, std::cref(rb), std::ref(*pools_), std::ref(gb));
+    ta.join();
+    tb.join();
+    ASSERT_NE(ga->has_value(), gb->has_value()) << "round " << round << ": both or neither got a GUID";
+    const auto& refused = ga->has_value() ? *gb : *ga;
+    EXPECT_EQ(refused.error().code, cni::Errc::kInvalidConfig) << refused.error().msg;
+    // Back to no GUID held, for the next round's race.
+    ASSERT_TRUE(pools_->release(dir(ga->has_value() ? "a" : "b"), {ga->has_value() ? ca : cb, "net1"}, "gnet"));
+  }
 }
 
 }  // namespace
