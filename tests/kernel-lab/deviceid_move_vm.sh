@@ -8,7 +8,7 @@
 # Inside the VM only (KERNEL_LAB=1; refuses to run anywhere else: it moves eth1 around). Needs eth0
 # and eth1 (run.sh --nics 2 or more); other NICs are not touched. Every NIC is left as found
 # (name, MTU, MAC, up/down; lab_nics.sh), also when a check or a GoogleTest fails:
-#   deviceid_move_vm.sh [--gtest <binary>]... <ibcni>
+#   deviceid_move_vm.sh [--gtest <binary>[:<gtest filter>]]... <ibcni>
 # ctest's kernel_lab runs it first in its one boot (kernel_lab.sh, see README.md); by hand, from the
 # repository root:
 #   ../shared/kernel-lab/run.sh --nics 4 -- bash tests/kernel-lab/deviceid_move_vm.sh build/ibcni
@@ -58,9 +58,12 @@ cleanup() {
 trap cleanup EXIT
 
 # ---- (a) the GoogleTest binaries that need the VM's kernel ---------------------------------------
-for t in "${gtests[@]}"; do
+for spec in "${gtests[@]}"; do
+  t=${spec%%:*}  # BINARY[:GTEST_FILTER]
+  filter=
+  [[ $spec == *:* ]] && filter=--gtest_filter=${spec#*:}
   name=$(basename "$t")
-  "$t" >"$WORK/$name.log" 2>&1
+  "$t" ${filter:+"$filter"} >"$WORK/$name.log" 2>&1
   rc=$?
   sed 's/^/  | /' "$WORK/$name.log"
   check "$name exits 0" test "$rc" -eq 0

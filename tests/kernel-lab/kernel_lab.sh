@@ -37,7 +37,21 @@ ALL_PARTS=(deviceid_move doctor_verbs e2e_lab)
 # What the arm64 build runs natively in its VM (part `native`): the netlink requests byte for byte
 # against arm64's iproute2 (label netns on x86_64, where the netns tier runs them), and the unit
 # tests qemu-user cannot run faithfully (it answers the namespace ioctls with ENOSYS).
-NATIVE=(unit/netlink/vf_messages_test unit/netlink/ipoib_messages_test 'unit/ipam/ipam_store_test:SystemNetnsChecker.*')
+NATIVE=(unit/netlink/vf_messages_test unit/netlink/ipoib_messages_test 'unit/ipam/ipam_store_test:SystemNetnsChecker.*'
+        'unit/rdma/port_counters_test:PortCountersTest.ChildThatDoesNotAnswerInTimeIsKilled')
+
+# What the arm64 VM leaves out of GTESTS (deviceid_move), by GoogleTest filter:
+#  - rdma_netlink_vm_test's RdmaNetlinkRxeVm.MovingRxeInExclusiveModeIsEopnotsupp: under Debian's
+#    6.1.0-56-arm64 (emulated) the RDMA_NLDEV_CMD_SET that moves rxe0 in exclusive mode does not
+#    come back as it does on x86_64 (EOPNOTSUPP), and the VM hangs there until the lab's limit
+#    (seen twice, 2026-11-27); the x86_64 lab runs it, and no arm64 code path differs;
+#  - rdma_counters_vm_test: its RC traffic under arm64 emulation takes minutes of make test's
+#    scarcest time; the port counter reader is the same code the x86_64 lab runs it against, and
+#    the arm64 unit tier runs its unit tests.
+declare -A ARM64_GTEST_FILTER=(
+  [rdma_netlink_vm_test]='-RdmaNetlinkRxeVm.MovingRxeInExclusiveModeIsEopnotsupp'
+  [rdma_counters_vm_test]=none
+)
 
 # --arch arm64 (first): the arm64 build in the arm64 VM (run-arm64.sh); the parts are the same, plus
 # native, and the libcni driver is built for arm64.
@@ -187,7 +201,14 @@ for part in "${parts[@]}"; do
   case $part in
     deviceid_move)
       args=()
-      for g in "${GTESTS[@]}"; do args+=(--gtest "$build/tests/kernel-lab/$g"); done
+      for g in "${GTESTS[@]}"; do
+        spec=$build/tests/kernel-lab/$g
+        if [[ $arch == arm64 && -n ${ARM64_GTEST_FILTER[$g]:-} ]]; then
+          [[ ${ARM64_GTEST_FILTER[$g]} == none ]] && continue
+          spec+=":${ARM64_GTEST_FILTER[$g]}"
+        fi
+        args+=(--gtest "$spec")
+      done
       run_part "$part" bash "$here/deviceid_move_vm.sh" "${args[@]}" "$bin/ibcni" ;;
     doctor_verbs) run_part "$part" bash "$here/doctor_verbs_vm.sh" "$bin/ibcni" ;;
     e2e_lab) run_part "$part" bash "$here/e2e_lab_vm.sh" "$bin" "$cnitool" ;;

@@ -115,7 +115,8 @@ TEST_F(RdmaCountersVmTest, RcTrafficMovesTheTransmitAndReceiveCounters) {
 
   const auto t0 = std::chrono::steady_clock::now();
   const std::string args = " -g 0 -s " + std::to_string(kSize) + " -n " + std::to_string(kIters);
-  const Cmd pingpong = sh("ibv_rc_pingpong -d rxe1" + args + " >/tmp/ibcni-counters-server.log 2>&1 & "
+  // The server is bounded too: a client that never connects must not leave `wait` hanging.
+  const Cmd pingpong = sh("timeout 120 ibv_rc_pingpong -d rxe1" + args + " >/tmp/ibcni-counters-server.log 2>&1 & "
                           "for i in 1 2 3 4 5 6; do sleep 1; timeout 60 ibv_rc_pingpong -d rxe0" + args +
                           " localhost && ok=1 && break; done; wait; cat /tmp/ibcni-counters-server.log; "
                           "rm -f /tmp/ibcni-counters-server.log; test -n \"$ok\"");

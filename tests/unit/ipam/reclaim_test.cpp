@@ -4,32 +4,15 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <fcntl.h>
-#include <linux/nsfs.h>
-#include <sys/ioctl.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
 
 #include "store_test_util.h"
+#include "support/ns_ioctl.h"
 
 namespace ibcni::ipam::testing {
 namespace {
-
-/// qemu-user (the arm64 build's unit tier) answers the namespace ioctls with ENOSYS, so the checker
-/// rightly says "unknown" there (it never reclaims on that); the arm64 kernel lab runs the same
-/// test binary on arm64's own kernel, where it must pass (tests/kernel-lab/native_gtests_vm.sh).
-bool nsIoctlUnsupported() {
-  const int fd = ::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return false;
-  }
-  const bool enosys = ::ioctl(fd, NS_GET_NSTYPE) < 0 && errno == ENOSYS;
-  ::close(fd);
-  return enosys;
-}
 
 using ::testing::HasSubstr;
 
@@ -42,7 +25,7 @@ TEST(SystemNetnsChecker, ClassifiesPaths) {
       << "a missing directory may mean another mount namespace: never reclaim on it";
   std::ofstream(tmp.path() + "/plain") << "";
   EXPECT_EQ(checker->check(tmp.path() + "/plain", 0), os::NetnsLiveness::kGone) << "an unmounted netns file";
-  if (nsIoctlUnsupported()) {
+  if (::ibcni::testing::nsIoctlUnsupported()) {
     EXPECT_EQ(checker->check("/proc/self/ns/net", 0), os::NetnsLiveness::kUnknown) << "no ioctl: never reclaim";
     GTEST_SKIP() << "NS_GET_NSTYPE answers ENOSYS (qemu-user): the rest runs in the arm64 kernel lab";
   }
