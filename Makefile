@@ -166,7 +166,7 @@ lab-churn: deps build
 # its seed and a shrunk schedule under $(BUILD)/chaos-out/<backend>/ (replay it with --replay).
 # Needs root, etcd, libfaketime and Node.js. CHAOS_JOBS workers (each with an etcd and an emulator of
 # its own): with 2 on 2 cores, about 1 s (etcd) and 1.9 s (kubernetes) per schedule, so the defaults
-# take about 35 and 65 minutes. Not part of `make test` (which runs ~100 s per backend: ctest -L chaos).
+# take about 35 and 65 minutes. Not part of `make test` (which runs ~60 s per backend: ctest -L chaos).
 # PLUGIN and CHAOS_ARGS test another (dynamically linked) ibcni-ipam, e.g.
 #   make chaos PLUGIN=/path/to/old/ibcni-ipam CHAOS_ARGS="--compat baseline --profile lapse"
 SEED ?=
