@@ -203,7 +203,7 @@ for part in "${parts[@]}"; do
       args=()
       for g in "${GTESTS[@]}"; do
         spec=$build/tests/kernel-lab/$g
-        if [[ $arch == arm64 && -n ${ARM64_GTEST_FILTER[$g]:-} ]]; then
+        if [[ ($arch == arm64 || ${KERNEL_LAB_ARCH:-} == arm64) && -n ${ARM64_GTEST_FILTER[$g]:-} ]]; then
           [[ ${ARM64_GTEST_FILTER[$g]} == none ]] && continue
           spec+=":${ARM64_GTEST_FILTER[$g]}"
         fi
