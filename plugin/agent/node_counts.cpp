@@ -7,7 +7,6 @@
 #include <tuple>
 #include <utility>
 
-#include "ibcni/os/file_io.h"
 #include "ibcni/os/netns_checker.h"
 #include "ipam/cluster/block_ledger.h"
 #include "ipam/policy/allocator.h"
@@ -45,15 +44,15 @@ std::uint64_t countBlocks(const std::string& dir, const std::string& pool, NodeC
 // One pool directory that keeps its configuration (network.json): its use, read under its lock.
 void countPool(const std::filesystem::path& dir, bool cluster, std::chrono::milliseconds lockWait,
                NodeCounts& out) {
-  auto text = os::readFile(dir.string() + "/network.json", std::size_t{1} << 20);
-  if (!text) {
-    return;  // not a pool, or one written before pools kept their configuration
-  }
-  auto conf = config::parseIpamNetworkFile(*text);
-  if (!conf || !conf->embeddedIpam || !*conf->embeddedIpam) {
+  auto kept = readPoolConfig(dir);
+  if (!kept) {
     out.errors.push_back(dir.string() + "/network.json: not an ibcni-ipam configuration");
     return;
   }
+  if (!*kept) {
+    return;  // not a pool, or one written before pools kept their configuration
+  }
+  const auto& conf = *kept;
   const config::IpamConfig& ipamConf = **conf->embeddedIpam;
   const std::string pool = dir.filename().string();
   if (!cluster && ipamConf.cluster) {

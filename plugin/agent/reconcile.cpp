@@ -171,22 +171,39 @@ void reconcileStateDir(const std::string& stateDir, const ReconcileOptions& opti
   }
 }
 
+}  // namespace
+
+cni::Result<std::optional<config::NetConf>> readPoolConfig(const std::filesystem::path& poolDir) {
+  const std::string file = poolDir.string() + "/network.json";
+  auto text = os::readFile(file, std::size_t{1} << 20);
+  if (!text) {
+    return std::optional<config::NetConf>();
+  }
+  auto conf = config::parseIpamNetworkFile(*text);
+  if (!conf || !conf->embeddedIpam || !*conf->embeddedIpam) {
+    return cni::fail(cni::Errc::kIoFailure, file + ": " + (conf ? (conf->embeddedIpam ? conf->embeddedIpam->error().msg
+                                                                                      : std::string("no ibcni-ipam object"))
+                                                               : conf.error().msg));
+  }
+  return std::optional<config::NetConf>(std::move(*conf));
+}
+
+namespace {
+
 // One pool directory that keeps its configuration (network.json): its dead allocations and, for a
 // cluster pool, its blocks' upkeep. `cluster`: the directory is .cluster/<pool>, named by the pool.
 void reclaimPool(const std::string& dataDir, const std::filesystem::path& poolDir, bool cluster,
                  const ReconcileOptions& options, Deps& deps, ReconcileReport& report) {
   const std::string file = poolDir.string() + "/network.json";
-  auto text = os::readFile(file, std::size_t{1} << 20);
-  if (!text) {
-    return;  // not a pool, or one written before pools kept their configuration
-  }
-  auto conf = config::parseIpamNetworkFile(*text);
-  if (!conf || !conf->embeddedIpam || !*conf->embeddedIpam) {
-    report.errors.push_back(file + ": " + (conf ? (conf->embeddedIpam ? conf->embeddedIpam->error().msg
-                                                                       : std::string("no ibcni-ipam object"))
-                                                : conf.error().msg));
+  auto kept = readPoolConfig(poolDir);
+  if (!kept) {
+    report.errors.push_back(kept.error().msg);
     return;
   }
+  if (!*kept) {
+    return;  // not a pool, or one written before pools kept their configuration
+  }
+  auto& conf = *kept;
   const auto& clusterConf = (*conf->embeddedIpam)->cluster;
   const std::string dirName = poolDir.filename().string();
   if (cluster) {

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <chrono>
+#include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -74,6 +76,12 @@ struct ReconcileReport {
   std::vector<std::string> errors;  ///< what could not be read or undone, in words
   [[nodiscard]] bool failed() const { return !errors.empty(); }
 };
+
+/// The configuration an ibcni-ipam pool directory keeps (<poolDir>/network.json, node-local or
+/// cluster): nullopt when it keeps none (no pool, or one written before pools kept their
+/// configuration); an error naming the file and what is wrong when it is no ibcni-ipam
+/// configuration. The pass and the agent's gauges judge pool directories by it.
+[[nodiscard]] cni::Result<std::optional<config::NetConf>> readPoolConfig(const std::filesystem::path& poolDir);
 
 /// One pass over every attachment record of `options.stateDirs` and every pool of
 /// `options.ipamDataDirs`. An attachment whose pod netns is gone (os/netns_checker.h: the path is
