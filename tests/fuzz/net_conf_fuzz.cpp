@@ -41,7 +41,10 @@ void checkAccepted(const NetConf& c, Command command, Role role) {
   }
   if (role == Role::kPlugin && c.mode == ibcni::config::Mode::kSriov &&
       (command == Command::kAdd || command == Command::kCheck)) {
-    require(c.deviceId.has_value() != !c.device.empty(), "ADD/CHECK accepted with not exactly one device");
+    // The device is deviceID or device, or neither when Multus's device-info file names it (read by
+    // ADD and CHECK, plugin/commands/device_info.cpp); never both.
+    require(c.deviceId.has_value() != !c.device.empty() || !c.runtime.deviceInfoFile.empty(),
+            "ADD/CHECK accepted with no device and no device-info file");
   }
   if (c.deviceId) {
     require(c.device.empty(), "accepted both deviceID and device");
