@@ -9,7 +9,9 @@
 #   tests/fuzz/run_fuzzers.sh BUILD_DIR SECONDS_PER_TARGET [TARGET...]
 # Environment: FUZZ_CXX (the compiler of a tree it configures, default clang++-16: clang 14 cannot
 # compile libstdc++ 12's <expected>), JOBS (build parallelism, default 2), FUZZ_RSS_MB (default
-# 2048), FUZZ_TIMEOUT (seconds one input may take, default 10).
+# 2048), FUZZ_TIMEOUT (seconds one input may take, default 10), FUZZ_SEED (libFuzzer's -seed, default
+# a random one; printed either way). A failure prints the crash input itself (base64), so that a
+# CI log alone reproduces it: base64 -d > crash; BUILD_DIR/tests/fuzz/<target> crash.
 set -euo pipefail
 
 if (($# < 2)); then
@@ -27,6 +29,7 @@ cxx=${FUZZ_CXX:-clang++-16}
 jobs=${JOBS:-2}
 rss_mb=${FUZZ_RSS_MB:-2048}
 timeout_s=${FUZZ_TIMEOUT:-10}
+seed=${FUZZ_SEED:-$((1 + SRANDOM % 2147483646))}
 
 mkdir -p "$build"
 build=$(cd "$build" && pwd)
@@ -64,7 +67,7 @@ for t in "${targets[@]}"; do
   fi
   opts=()
   [[ -f $here/dict/$t.dict ]] && opts+=("-dict=$here/dict/$t.dict")
-  echo "== $t: ${seconds} s from $(find "$run/corpus" -type f | wc -l) seeds"
+  echo "== $t: ${seconds} s from $(find "$run/corpus" -type f | wc -l) seeds (FUZZ_SEED=$seed)"
   rc=0
   # stdin is /dev/null: a config may name a file to read (CNIDeviceInfoFile), and /dev/stdin of
   # a terminal would block. The store target writes under TMPDIR.
@@ -72,13 +75,15 @@ for t in "${targets[@]}"; do
   ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:detect_stack_use_after_return=1:allocator_may_return_null=1 \
   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     "$build/tests/fuzz/$t" -max_total_time="$seconds" -rss_limit_mb="$rss_mb" -timeout="$timeout_s" \
-      -artifact_prefix="$run/artifacts/" -print_final_stats=1 "${opts[@]}" "$run/corpus" \
+      -artifact_prefix="$run/artifacts/" -print_final_stats=1 -seed="$seed" "${opts[@]}" "$run/corpus" \
       </dev/null >"$run/log" 2>&1 || rc=$?
   stats=$(grep -E '^#[0-9]+.*DONE' "$run/log" | tail -n 1 || true)
   if ((rc != 0)) || compgen -G "$run/artifacts/*" >/dev/null; then
     echo "FAIL $t (exit $rc)"
     for a in "$run/artifacts"/*; do
-      [[ -e $a ]] && echo "   crash input: $a"
+      [[ -e $a ]] || continue
+      echo "   crash input: $a ($(stat -c %s "$a") bytes; base64, first 8 KiB):"
+      head -c 8192 "$a" | base64 -w 76 | sed 's/^/     /'
     done
     echo "   log: $run/log; the report:"
     # The sanitizer's or libFuzzer's report, from its first line.
