@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # image_test.sh BUILD_DIR
 # Builds deploy/Dockerfile for real, with podman (daemonless; --isolation chroot, so no OCI runtime
-# or cgroups are needed) on a Debian 12 base image made here with debootstrap from Debian's mirror,
+# or cgroups are needed) on a Debian 12 base image made here with mmdebstrap from Debian's mirror,
 # since no container registry is reachable. Then checks the image and runs its entrypoint the way
 # the DaemonSet does: the image's root with a fake node root bind-mounted at /host.
 #   - both stages build; the build stage's check-portable passes (else the build fails);
@@ -19,7 +19,7 @@
 #     its entrypoint installs both binaries into an arm64 node root, where they run.
 # The base trees are cached in BUILD_DIR/deploy-image; the container store is the test's own
 # and is removed at the end.
-# Needs root, podman, debootstrap, mmdebstrap and qemu-user-static (scripts/install-deps.sh);
+# Needs root, podman, mmdebstrap and qemu-user-static (scripts/install-deps.sh);
 # 77 = skip when not root.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -32,7 +32,7 @@ if [[ $(id -u) -ne 0 ]]; then
   echo "SKIP: needs root"
   exit 77
 fi
-check "podman and debootstrap are installed" command -v podman debootstrap >/dev/null || finish_checks
+check "podman and mmdebstrap are installed" command -v podman mmdebstrap >/dev/null || finish_checks
 
 cache=$build/deploy-image
 base=localhost/ibcni-test-base/debian:bookworm
@@ -52,12 +52,10 @@ trap cleanup EXIT
 
 # --- the base image: Debian 12 minbase from Debian's mirror (cached tarball)
 if [[ ! -s $cache/bookworm.tar ]]; then
-  rm -rf "$cache/rootfs"
-  check "debootstrap a Debian 12 base" \
-    debootstrap --variant=minbase bookworm "$cache/rootfs" http://deb.debian.org/debian >"$cache/debootstrap.log" 2>&1 ||
-    { tail -20 "$cache/debootstrap.log"; finish_checks; }
-  tar -C "$cache/rootfs" -cf "$cache/bookworm.tar.part" . && mv "$cache/bookworm.tar.part" "$cache/bookworm.tar"
-  rm -rf "$cache/rootfs"
+  check "mmdebstrap a Debian 12 base" \
+    mmdebstrap --variant=minbase --format=tar bookworm "$cache/bookworm.tar.part.tar" >"$cache/mmdebstrap.log" 2>&1 ||
+    { tail -20 "$cache/mmdebstrap.log"; finish_checks; }
+  mv "$cache/bookworm.tar.part.tar" "$cache/bookworm.tar"
 fi
 check "base image imported" podman import "$cache/bookworm.tar" "$base" >/dev/null || finish_checks
 
