@@ -35,8 +35,10 @@ if(IBCNI_SANITIZE)
   endif()
   configure_file(${CMAKE_CURRENT_LIST_DIR}/sanitizer_defaults.cpp.in
                  ${PROJECT_BINARY_DIR}/sanitizer_defaults.cpp @ONLY)
-  add_library(ibcni_sanitizer_defaults INTERFACE)
-  target_sources(ibcni_sanitizer_defaults INTERFACE ${PROJECT_BINARY_DIR}/sanitizer_defaults.cpp)
+  # Compiled once, its object added to every target as an object of its own: never merged into a
+  # unity unit (cmake/IbcniUnity.cmake), where it would come with a library's code and clash with
+  # the executable's copy.
+  add_library(ibcni_sanitizer_defaults OBJECT ${PROJECT_BINARY_DIR}/sanitizer_defaults.cpp)
   link_libraries(ibcni_sanitizer_defaults)
 endif()
 
