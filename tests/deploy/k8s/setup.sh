@@ -16,6 +16,10 @@ for tool in node npm; do
     exit 1
   fi
 done
+# One setup at a time per DIR: tests that share DIR run at once under ctest -j, and two `npm ci`
+# in one directory fail (ENOTEMPTY). The second waits, then finds the stamp and does nothing.
+exec 9>"$dir/.setup.lock" || exit 1
+flock 9 || exit 1
 stamp=$dir/node_modules/.ibcni-package-lock.json
 if ! cmp -s "$src/package-lock.json" "$stamp" || [[ ! -x $dir/node_modules/.bin/helm ]]; then
   cp "$src/package.json" "$src/package-lock.json" "$dir/" || exit 1
