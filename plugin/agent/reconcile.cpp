@@ -12,6 +12,7 @@
 #include "plugin/commands/common.h"
 #include "ibcni/os/file_io.h"
 #include "ibcni/os/netns_checker.h"
+#include "ipam/embedded_ipam.h"
 #include "lib/log/log.h"
 
 namespace ibcni::plugin {
@@ -174,7 +175,7 @@ void reconcileStateDir(const std::string& stateDir, const ReconcileOptions& opti
 }  // namespace
 
 cni::Result<std::optional<config::NetConf>> readPoolConfig(const std::filesystem::path& poolDir) {
-  const std::string file = poolDir.string() + "/network.json";
+  const std::string file = (poolDir / ipam::kNetworkFileName).string();
   auto text = os::readFile(file, std::size_t{1} << 20);
   if (!text) {
     return std::optional<config::NetConf>();
@@ -194,7 +195,7 @@ namespace {
 // cluster pool, its blocks' upkeep. `cluster`: the directory is .cluster/<pool>, named by the pool.
 void reclaimPool(const std::string& dataDir, const std::filesystem::path& poolDir, bool cluster,
                  const ReconcileOptions& options, Deps& deps, ReconcileReport& report) {
-  const std::string file = poolDir.string() + "/network.json";
+  const std::string file = (poolDir / ipam::kNetworkFileName).string();
   auto kept = readPoolConfig(poolDir);
   if (!kept) {
     report.errors.push_back(kept.error().msg);
