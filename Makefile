@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 CTEST = ctest --output-on-failure -j $(JOBS) --timeout 900
 
-.PHONY: all build build-sanitize build-arm64 build-arm64-tests deps deps-build deps-arm64 demo demo-build test test-release test-unit test-netns test-sanitize test-arm64 e2e bench chaos lab-churn clean
+.PHONY: all build build-sanitize build-arm64 build-arm64-tests deps deps-build deps-demo deps-arm64 demo demo-build test test-release test-unit test-netns test-sanitize test-arm64 e2e bench chaos lab-churn clean
 
 all: build
 
@@ -14,6 +14,9 @@ deps:
 
 deps-build:
 	scripts/install-deps.sh --build
+
+deps-demo:
+	scripts/install-deps.sh --demo
 
 deps-arm64:
 	scripts/install-deps.sh --arm64
@@ -33,10 +36,12 @@ DEMO_BUILD ?= build-demo
 $(DEMO_BUILD)/CMakeCache.txt:
 	cmake -S . -B $(DEMO_BUILD) -G Ninja -DIBCNI_BUILD_TESTS=OFF -DIBCNI_QUICK_BUILD=ON
 
-demo-build: deps-build $(DEMO_BUILD)/CMakeCache.txt
+# `make demo` installs only what the quick build and the demo need (install-deps.sh --demo), not the
+# test toolchain.
+demo-build: deps-demo $(DEMO_BUILD)/CMakeCache.txt
 	cmake --build $(DEMO_BUILD) -j $(JOBS)
 
-demo: deps demo-build
+demo: deps-demo demo-build
 	scripts/demo.sh $(DEMO_BUILD)
 
 # Every test tier of the release build (unit, netns, binary, conformance, hostile, faults, e2e,

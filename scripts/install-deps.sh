@@ -5,20 +5,28 @@
 # only calls apt-get when a package is missing.
 #   scripts/install-deps.sh            build + test dependencies, and the kernel lab's (both
 #                                      architectures: x86_64 and the arm64 cross build's)
-#   scripts/install-deps.sh --build    only what building the plugin needs
+#   scripts/install-deps.sh --demo     only what `make demo` needs: its quick build (the two
+#                                      plugins, no tests) and what scripts/demo.sh runs
+#   scripts/install-deps.sh --build    only what building the plugin and its tests needs
 #   scripts/install-deps.sh --arm64    only what cross-building it for arm64 needs (make build-arm64)
 set -euo pipefail
 
-build_pkgs=(cmake ninja-build g++ make pkg-config
-            libnl-3-dev libnl-route-3-dev libmnl-dev libibverbs-dev libcurl4-openssl-dev nlohmann-json3-dev libspdlog-dev
-            libyaml-dev zlib1g-dev
-            libfmt-dev libgtest-dev libgmock-dev googletest
+# The two plugins (ibcni, ibcni-ipam): all that `make demo`'s quick build compiles.
+plugin_pkgs=(cmake ninja-build g++ make pkg-config
+             libnl-3-dev libnl-route-3-dev libmnl-dev libibverbs-dev libcurl4-openssl-dev nlohmann-json3-dev
+             libspdlog-dev libyaml-dev zlib1g-dev libfmt-dev)
+# What scripts/demo.sh runs besides them: ip, jq, unshare.
+demo_pkgs=(iproute2 jq util-linux)
+build_pkgs=("${plugin_pkgs[@]}"
+            libgtest-dev libgmock-dev googletest
             # ibcni-agent's metrics (prometheus-cpp, shared libraries, with civetweb). Not in the arm64
             # cross build's list: prometheus-cpp-dev:arm64 does not install beside the amd64 one (apt
             # removes it and civetweb), so the cross build leaves ibcni-agent out; the image's build
             # stage installs the target's alone (deploy/Dockerfile).
             prometheus-cpp-dev)
 test_pkgs=(iproute2 jq util-linux coreutils findutils strace
+           # scripts/check-lengths.sh reads functions with a parser
+           universal-ctags
            # tests/unit/http: a local HTTP(S) server (python3's http.server and ssl) and its test PKI
            python3 openssl
            containernetworking-plugins golang-go golang-github-appc-cni-dev
@@ -57,6 +65,7 @@ arm64_test_pkgs=(qemu-user qemu-user-static qemu-system-arm mmdebstrap arch-test
 
 pkgs=("${build_pkgs[@]}")
 case ${1:-} in
+  --demo) pkgs=("${plugin_pkgs[@]}" "${demo_pkgs[@]}") ;;
   --build) ;;
   --arm64) pkgs+=("${arm64_build_pkgs[@]}") ;;
   *) pkgs+=("${test_pkgs[@]}" "${lab_pkgs[@]}" "${arm64_build_pkgs[@]}" "${arm64_test_pkgs[@]}") ;;
