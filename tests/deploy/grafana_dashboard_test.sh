@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# grafana_dashboard_test.sh [DASHBOARD [README]]: the Grafana dashboard deploy/grafana/ibcni-dashboard.json
+# grafana_dashboard_test.sh [DASHBOARD [METRICS_DOC]]: the Grafana dashboard deploy/grafana/ibcni-dashboard.json
 # (default) against what the agent exports:
 #   - it is JSON (jq) with at least one PromQL "expr";
 #   - every expr, with Grafana's variables replaced ($__rate_interval, $__interval, $__range -> 5m;
 #     $node, $network -> .*), is valid PromQL: they are written as recording rules to a temporary
 #     file and `promtool check rules` reads it;
 #   - every ibcni_* metric name the exprs and the template variables' queries use (a histogram's
-#     _bucket, _sum and _count taken as the histogram) is one the README's "Metrics" section lists.
+#     _bucket, _sum and _count taken as the histogram) is one docs/metrics.md lists in its table of
+#     metrics (a table row: a line that starts with "|").
 # Needs jq and promtool (Debian: jq, prometheus); 77 = skip without them.
 set -uo pipefail
 here=$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")
 repo=$(cd "$here/../.." && pwd -P)
 source "$repo/tests/support/check.sh"
 dashboard=${1:-$repo/deploy/grafana/ibcni-dashboard.json}
-readme=${2:-$repo/README.md}
+metrics_doc=${2:-$repo/docs/metrics.md}
 
 for tool in jq promtool; do
   command -v "$tool" >/dev/null || { echo "SKIP: $tool is not in PATH (Debian: jq, prometheus)"; exit 77; }
@@ -41,10 +42,10 @@ check "promtool check rules accepts every expr as a recording rule" \
   promtool check rules "$work/rules.yaml" >"$work/promtool.out" 2>&1 ||
   sed -e 's/^/    /' "$work/promtool.out" >&2
 
-# --- every metric name is one the README lists ----------------------------------------------
-# The "Metrics" section: from its heading to the next "## " heading.
-sed -n '/^## Metrics$/,/^## /p' "$readme" | grep -oE '\bibcni_[a-z0-9_]+' | sort -u >"$work/listed"
-check "the README has a \"Metrics\" section naming ibcni_* metrics" test -s "$work/listed" || finish_checks
+# --- every metric name is one docs/metrics.md lists -------------------------------------------
+# Its table rows: the lines that start with "|".
+grep -E '^\|' "$metrics_doc" | grep -oE '\bibcni_[a-z0-9_]+' | sort -u >"$work/listed"
+check "docs/metrics.md has a table naming ibcni_* metrics" test -s "$work/listed" || finish_checks
 {
   cat "$work/exprs"
   jq -r '.templating.list[]? | .query | if type == "object" then .query // empty else . end' "$dashboard"
@@ -54,7 +55,7 @@ while IFS= read -r name; do
   base=$(sed -E 's/_(bucket|sum|count)$//' <<<"$name")
   grep -Fxq -e "$name" -e "$base" "$work/listed" || unknown+=("$name")
 done <"$work/used"
-check "the $(wc -l <"$work/used") ibcni_* metrics of the dashboard are listed in the README's Metrics section" \
+check "the $(wc -l <"$work/used") ibcni_* metrics of the dashboard are listed in docs/metrics.md's table" \
   test "${#unknown[@]}" -eq 0 || echo "    unknown: ${unknown[*]}" >&2
 
 finish_checks

@@ -298,20 +298,20 @@ TEST_F(BrokenExamples, UnknownKindsAndApiVersions) {
   EXPECT_NE(static_cast<int>(c.nads.size()), c.nadKindLines);
 }
 
-TEST_F(BrokenExamples, ReadmeBlocks) {
+TEST_F(BrokenExamples, MarkdownBlocks) {
   Catalog none;
-  addReadme(none, "README.md", "# Title\n\nNo blocks.\n\n```sh\nkubectl apply -f x.yaml\n```\n");
+  addMarkdown(none, "README.md", "# Title\n\nNo blocks.\n\n```sh\nkubectl apply -f x.yaml\n```\n");
   EXPECT_TRUE(none.problems.empty());
-  EXPECT_EQ(none.readmeBlocks, 0);
+  EXPECT_EQ(none.docBlocks, 0);
   EXPECT_EQ(none.nads.size(), 0u);
 
   const std::string text = "Intro\n\n```yaml\n" + nad_ + "```\n\n```yaml\napiVersion: v1\nkind: Pod\n```\n";
   Catalog good;
-  addReadme(good, "README.md", text);
+  addMarkdown(good, "README.md", text);
   EXPECT_TRUE(good.problems.empty()) << all(good.problems);
-  EXPECT_EQ(good.readmeBlocks, 1) << "only the block with a NAD is read";
+  EXPECT_EQ(good.docBlocks, 1) << "only the block with a NAD is read";
   ASSERT_EQ(good.nads.size(), 1u);
-  EXPECT_EQ(good.nads[0].obj.group, kReadmeGroup);
+  EXPECT_EQ(good.nads[0].obj.group, kDocsGroup);
   EXPECT_EQ(good.nads[0].obj.where.substr(0, 10), "README.md:");
 
   Catalog indented;
@@ -321,25 +321,57 @@ TEST_F(BrokenExamples, ReadmeBlocks) {
     list += (l.empty() ? "" : "   ") + l + "\n";
   }
   list += "   ```\n";
-  addReadme(indented, "README.md", list);
+  addMarkdown(indented, "README.md", list);
   EXPECT_TRUE(indented.problems.empty()) << all(indented.problems);
   EXPECT_EQ(indented.nads.size(), 1u);
 
   Catalog bad;
-  addReadme(bad, "README.md",
+  addMarkdown(bad, "README.md",
             "```yaml\n" + broken(nad_, R"("cniVersion": "1.0.0",)", R"("cniVersion": "1.0.0")") + "```\n");
   ASSERT_TRUE(bad.problems.empty()) << all(bad.problems);
   EXPECT_PROBLEM(checkNetworks(bad, scratch()), "README.md:");
 
   Catalog unreadable;
-  addReadme(unreadable, "README.md",
+  addMarkdown(unreadable, "README.md",
             "```yaml\nkind: NetworkAttachmentDefinition\nmetadata:\n  name: x\n   bad: indent\n```\n");
   EXPECT_FALSE(unreadable.problems.empty());
   EXPECT_NE(static_cast<int>(unreadable.nads.size()), unreadable.nadKindLines);
 
   Catalog open;
-  addReadme(open, "README.md", "```yaml\n" + nad_);
+  addMarkdown(open, "README.md", "```yaml\n" + nad_);
   EXPECT_PROBLEM(open.problems, "never closed");
+}
+
+// loadRepository reads the blocks of README.md and of every docs/*.md, and misses no page: a broken
+// NAD in a page of docs/ is named by its file and line.
+TEST_F(BrokenExamples, DocsPagesAreReadToo) {
+  const fs::path root = scratch() / "repo";
+  auto write = [&](const std::string& rel, const std::string& text) {
+    fs::create_directories((root / rel).parent_path());
+    std::ofstream(root / rel) << text;
+  };
+  const std::string spdx = "# SPDX-License-Identifier: Apache-2.0\n";
+  write("deploy/examples/net.yaml", spdx + nad_);
+  write("e2e/hw/manifests/net.yaml", spdx + nad_);
+  write("README.md", "# Title\n\nNo blocks.\n");
+  write("docs/a.md", "# A\n\n```yaml\n" + broken(nad_, "name: ib-sriov-rdma\n", "name: docs-net\n") + "```\n");
+  write("docs/b.md", "# B\n\n```yaml\n" +
+                         broken(broken(nad_, "name: ib-sriov-rdma\n", "name: docs-bad\n"), R"("pkey": "0x7fff")",
+                                R"("pkey": "0x0000")") +
+                         "```\n");
+  write("docs/notes.txt", "```yaml\n" + nad_ + "```\n");  // not Markdown: not read
+  Catalog c = loadRepository(root);
+  EXPECT_TRUE(c.problems.empty()) << all(c.problems);
+  EXPECT_EQ(c.docBlocks, 2);
+  ASSERT_EQ(c.nads.size(), 4u);
+  EXPECT_EQ(c.nads[2].obj.group, kDocsGroup);
+  EXPECT_EQ(c.nads[2].obj.where.substr(0, 10), "docs/a.md:");
+  const auto problems = checkNetworks(c, scratch());
+  EXPECT_PROBLEM(problems, "(NetworkAttachmentDefinition docs-bad)");
+  EXPECT_PROBLEM(problems, "docs/b.md:");
+
+  fs::remove_all(root / "docs");
+  EXPECT_PROBLEM(loadRepository(root).problems, "docs: no such directory");
 }
 
 TEST_F(BrokenExamples, Templates) {

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The repository's example manifests, as a cluster would use them: every file of deploy/examples/
 // and e2e/hw/manifests/ (found by glob, so that a new example is covered without touching this
-// test) and every README yaml block holding a NetworkAttachmentDefinition is read; every ibcni
-// config goes through config::parseNetConf as Multus delivers it, for the NAD alone and for each
-// pod that names it; pods, device plugin config, IPPools and Services must agree with the networks.
+// test) and every yaml block of README.md and docs/*.md holding a NetworkAttachmentDefinition is
+// read; every ibcni config goes through config::parseNetConf as Multus delivers it, for the NAD
+// alone and for each pod that names it; pods, device plugin config, IPPools and Services must agree
+// with the networks.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -67,10 +68,12 @@ TEST_F(DeployExamples, EveryManifestIsReadAndNoNetworkIsSkipped) {
   EXPECT_GE(countIn(c, kExamplesGroup), 5);
   EXPECT_GE(countIn(c, kHwGroup), 2);
   EXPECT_GE(c.templates, 2);
-  std::cout << "[ examples ] " << c.files << " files (" << c.templates << " templates rendered), " << c.readmeBlocks
-            << " README blocks, " << c.documents << " documents: " << c.nads.size() << " NetworkAttachmentDefinitions ("
+  EXPECT_GE(c.docBlocks, 1) << "README.md and docs/*.md hold no NetworkAttachmentDefinition: is the page read?";
+  std::cout << "[ examples ] " << c.files << " files (" << c.templates << " templates rendered), " << c.docBlocks
+            << " README.md/docs blocks, " << c.documents << " documents: " << c.nads.size()
+            << " NetworkAttachmentDefinitions ("
             << countIn(c, kExamplesGroup) << " deploy/examples, " << countIn(c, kHwGroup) << " e2e/hw, "
-            << countIn(c, kReadmeGroup) << " README), " << c.pods.size() << " pods, " << c.configJson.size()
+            << countIn(c, kDocsGroup) << " README.md/docs), " << c.pods.size() << " pods, " << c.configJson.size()
             << " ConfigMap JSON values, " << c.others.size() << " other objects\n";
 }
 

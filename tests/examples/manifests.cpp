@@ -440,7 +440,7 @@ void addManifest(Catalog& catalog, const std::string& group, const std::string& 
   }
 }
 
-void addReadme(Catalog& catalog, const std::string& where, std::string_view markdown) {
+void addMarkdown(Catalog& catalog, const std::string& where, std::string_view markdown) {
   auto ls = lines(markdown);
   for (std::size_t i = 0; i < ls.size(); ++i) {
     std::string_view l = ls[i];
@@ -482,8 +482,8 @@ void addReadme(Catalog& catalog, const std::string& where, std::string_view mark
         catalog.problems.push_back(where + ":" + std::to_string(i + 1) +
                                    ": a yaml block with a NetworkAttachmentDefinition is never closed");
       } else {
-        ++catalog.readmeBlocks;
-        addManifest(catalog, kReadmeGroup, where, block, static_cast<int>(i) + 2);
+        ++catalog.docBlocks;
+        addManifest(catalog, kDocsGroup, where, block, static_cast<int>(i) + 2);
       }
     }
     i = j;
@@ -578,20 +578,37 @@ Catalog loadRepository(const fs::path& sourceDir) {
       addManifest(catalog, group, rel, *rendered);
     }
   }
-  const fs::path readme = sourceDir / "README.md";
-  std::ifstream in(readme, std::ios::binary);
-  if (!in) {
-    catalog.problems.push_back("README.md: cannot be read");
+  // The documentation: README.md, then docs/*.md in name order.
+  std::vector<fs::path> pages = {sourceDir / "README.md"};
+  std::error_code ec;
+  if (!fs::is_directory(sourceDir / "docs", ec)) {
+    catalog.problems.push_back("docs: no such directory");
   } else {
+    std::vector<fs::path> docs;
+    for (const auto& e : fs::directory_iterator(sourceDir / "docs")) {
+      if (e.is_regular_file() && e.path().extension() == ".md") {
+        docs.push_back(e.path());
+      }
+    }
+    std::sort(docs.begin(), docs.end());
+    pages.insert(pages.end(), docs.begin(), docs.end());
+  }
+  for (const auto& page : pages) {
+    const std::string rel = page.lexically_relative(sourceDir).generic_string();
+    std::ifstream in(page, std::ios::binary);
+    if (!in) {
+      catalog.problems.push_back(rel + ": cannot be read");
+      continue;
+    }
     std::stringstream ss;
     ss << in.rdbuf();
-    addReadme(catalog, "README.md", ss.str());
+    addMarkdown(catalog, rel, ss.str());
   }
   return catalog;
 }
 
 const Nad* findNad(const Catalog& catalog, const std::string& group, const std::string& ns, const std::string& name) {
-  for (const char* g : {group.c_str(), group == kReadmeGroup ? kExamplesGroup : ""}) {
+  for (const char* g : {group.c_str(), group == kDocsGroup ? kExamplesGroup : ""}) {
     for (const auto& nad : catalog.nads) {
       if (nad.obj.group == g && nad.obj.ns == ns && nad.obj.name == name) {
         return &nad;
@@ -605,7 +622,7 @@ namespace {
 
 const Object* findObject(const Catalog& catalog, const std::string& group, const std::string& kind,
                          const std::string& name) {
-  for (const char* g : {group.c_str(), group == kReadmeGroup ? kExamplesGroup : ""}) {
+  for (const char* g : {group.c_str(), group == kDocsGroup ? kExamplesGroup : ""}) {
     for (const auto& o : catalog.others) {
       if (o.group == g && o.kind == kind && o.name == name) {
         return &o;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The repository's example manifests (deploy/examples/, e2e/hw/manifests/ and the README's yaml
-// blocks holding a NetworkAttachmentDefinition), read with libyaml (lib/yaml, as the product reads
+// The repository's example manifests (deploy/examples/, e2e/hw/manifests/ and the yaml blocks of
+// README.md and docs/*.md holding a NetworkAttachmentDefinition), read with libyaml (lib/yaml, as the product reads
 // kubeconfigs) and checked the way a cluster would use them: every ibcni config goes through the plugin's own parser as Multus delivers it,
 // every pod's networks annotation must name an existing network, and the objects that go with the
 // networks (device plugin config, nv-ipam IPPool, Services) must agree with them.
@@ -25,15 +25,15 @@ using nlohmann::json;
 /// Where Multus' stand-in VF sits: the PCI address the test injects as deviceID and pciBusID.
 inline constexpr const char* kStandInPci = "0000:3b:00.2";
 
-/// The groups of manifests: a pod's networks are looked up in its own group (README blocks may
-/// also name the networks of deploy/examples).
+/// The groups of manifests: a pod's networks are looked up in its own group (the blocks of the
+/// documentation may also name the networks of deploy/examples).
 inline constexpr const char* kExamplesGroup = "deploy/examples";
 inline constexpr const char* kHwGroup = "e2e/hw/manifests";
-inline constexpr const char* kReadmeGroup = "README.md";
+inline constexpr const char* kDocsGroup = "README.md and docs/";
 
 /// One Kubernetes object: one YAML document.
 struct Object {
-  std::string group;       ///< kExamplesGroup, kHwGroup or kReadmeGroup
+  std::string group;       ///< kExamplesGroup, kHwGroup or kDocsGroup
   std::string where;       ///< "deploy/examples/pod-ipoib.yaml:17": the file and the document's first line
   std::string kind;        ///< "Pod"
   std::string apiVersion;  ///< "v1"
@@ -76,27 +76,29 @@ struct Catalog {
   std::vector<Object> others;         ///< ConfigMaps, Services, IPPools
   int files = 0;                      ///< manifest files read
   int templates = 0;                  ///< of which templates with ${...} placeholders
-  int readmeBlocks = 0;               ///< README yaml blocks read (those holding a NAD)
+  int docBlocks = 0;                  ///< yaml blocks of README.md and docs/*.md read (those holding a NAD)
   int documents = 0;                  ///< YAML documents read
   int nadKindLines = 0;               ///< "kind: NetworkAttachmentDefinition" lines in what was read
   std::vector<std::string> problems;  ///< everything that could not be read
 };
 
-/// Reads the YAML `text` (a file, or a README block starting at line `firstLine` of `where`) into
+/// Reads the YAML `text` (a file, or a Markdown block starting at line `firstLine` of `where`) into
 /// `catalog`. Anything unreadable or of an unknown shape is a problem.
 void addManifest(Catalog& catalog, const std::string& group, const std::string& where, std::string_view text,
                  int firstLine = 1);
 
 /// Reads every ```yaml (or ```yml) block of `markdown` that contains "kind:
-/// NetworkAttachmentDefinition"; other blocks are left alone. `where` names the file.
-void addReadme(Catalog& catalog, const std::string& where, std::string_view markdown);
+/// NetworkAttachmentDefinition" into the group kDocsGroup; other blocks are left alone. `where`
+/// names the file ("docs/configuration.md").
+void addMarkdown(Catalog& catalog, const std::string& where, std::string_view markdown);
 
 /// A template of e2e/hw/manifests with its ${...} placeholders replaced by the defaults of the
 /// script that renders it (`relPath` is the file's path in the repository). Text without
 /// placeholders comes back unchanged; unknown templates or placeholders are an error.
 [[nodiscard]] std::expected<std::string, std::string> renderTemplate(const std::string& relPath, std::string_view text);
 
-/// Every *.yaml/*.yml under deploy/examples/ and e2e/hw/manifests/ of `sourceDir`, and README.md.
+/// Every *.yaml/*.yml under deploy/examples/ and e2e/hw/manifests/ of `sourceDir`, and the blocks of
+/// README.md and of every docs/*.md (in name order).
 [[nodiscard]] Catalog loadRepository(const std::filesystem::path& sourceDir);
 
 /// One invocation of ibcni as Multus makes it, after parsing.
