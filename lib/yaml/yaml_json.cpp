@@ -206,6 +206,75 @@ class Converter {
     return {};
   }
 
+  /// A document's end: with `all`, keeps the document and starts the next one afresh.
+  void endDocument(bool& done) {
+    if (haveRoot_ && !all_) {
+      done = true;
+    } else if (all_) {
+      // A document holding nothing (comments only, or an empty "---") is dropped.
+      if (haveRoot_ && !result_.is_null()) {
+        documents_.push_back(YamlDocument{rootLine_, result_.dump()});
+      }
+      result_ = nullptr;
+      haveRoot_ = false;
+      anchors_.clear();
+    }
+  }
+
+  /// An alias: a copy of its anchor's node, whose nodes count again.
+  std::expected<void, YamlError> alias(const yaml_event_t& event) {
+    noteRoot(event);
+    const auto it = anchors_.find(text(event.data.alias.anchor));
+    if (it == anchors_.end()) {
+      return std::unexpected(errorAt(event, "unknown alias *" + text(event.data.alias.anchor)));
+    }
+    std::size_t n = 0;
+    const auto walk = [&n](const json& j, const auto& self) -> void {
+      ++n;
+      if (j.is_structured()) {
+        for (const auto& child : j) {
+          self(child, self);
+        }
+      }
+    };
+    walk(it->second, walk);
+    if (auto c = count(event, n); !c) {
+      return c;
+    }
+    return add(event, it->second, {});
+  }
+
+  /// A scalar: a plain one (or one tagged int, float, bool or null) as YAML 1.2's core schema reads
+  /// it (strict: refused where YAML 1.1 reads it otherwise), any other as a string.
+  std::expected<void, YamlError> scalar(const yaml_event_t& event) {
+    noteRoot(event);
+    if (auto c = count(event, 1); !c) {
+      return c;
+    }
+    const std::string value(reinterpret_cast<const char*>(event.data.scalar.value), event.data.scalar.length);
+    const std::string tag = text(event.data.scalar.tag);
+    json v;
+    if (event.data.scalar.style == YAML_PLAIN_SCALAR_STYLE && tag.empty()) {
+      if (std::string why = strict_ ? yaml11Reading(value) : std::string(); !why.empty()) {
+        return std::unexpected(errorAt(event, "plain " + value + " is " + why + ": quote it"));
+      }
+      v = resolvePlain(value);
+    } else if (tag == "tag:yaml.org,2002:int" || tag == "tag:yaml.org,2002:float" ||
+               tag == "tag:yaml.org,2002:bool" || tag == "tag:yaml.org,2002:null") {
+      v = resolvePlain(value);
+    } else {
+      v = value;
+    }
+    return add(event, std::move(v), text(event.data.scalar.anchor));
+  }
+
+  /// A sequence's or a mapping's end: the finished collection goes to its parent.
+  std::expected<void, YamlError> closeCollection(const yaml_event_t& event) {
+    Frame f = std::move(stack_.back());
+    stack_.pop_back();
+    return add(event, std::move(f.value), f.anchor);
+  }
+
   std::expected<void, YamlError> handle(const yaml_event_t& event, bool& inDocument, bool& done) {
     switch (event.type) {
       case YAML_STREAM_START_EVENT:
@@ -221,71 +290,19 @@ class Converter {
         return {};
       case YAML_DOCUMENT_END_EVENT:
         inDocument = false;
-        if (haveRoot_ && !all_) {
-          done = true;
-        } else if (all_) {
-          // A document holding nothing (comments only, or an empty "---") is dropped.
-          if (haveRoot_ && !result_.is_null()) {
-            documents_.push_back(YamlDocument{rootLine_, result_.dump()});
-          }
-          result_ = nullptr;
-          haveRoot_ = false;
-          anchors_.clear();
-        }
+        endDocument(done);
         return {};
-      case YAML_ALIAS_EVENT: {
-        noteRoot(event);
-        const auto it = anchors_.find(text(event.data.alias.anchor));
-        if (it == anchors_.end()) {
-          return std::unexpected(errorAt(event, "unknown alias *" + text(event.data.alias.anchor)));
-        }
-        // The expanded size of a copy: its nodes count again.
-        std::size_t n = 0;
-        const auto walk = [&n](const json& j, const auto& self) -> void {
-          ++n;
-          if (j.is_structured()) {
-            for (const auto& child : j) {
-              self(child, self);
-            }
-          }
-        };
-        walk(it->second, walk);
-        if (auto c = count(event, n); !c) {
-          return c;
-        }
-        return add(event, it->second, {});
-      }
-      case YAML_SCALAR_EVENT: {
-        noteRoot(event);
-        if (auto c = count(event, 1); !c) {
-          return c;
-        }
-        const std::string value(reinterpret_cast<const char*>(event.data.scalar.value), event.data.scalar.length);
-        const std::string tag = text(event.data.scalar.tag);
-        json v;
-        if (event.data.scalar.style == YAML_PLAIN_SCALAR_STYLE && tag.empty()) {
-          if (std::string why = strict_ ? yaml11Reading(value) : std::string(); !why.empty()) {
-            return std::unexpected(errorAt(event, "plain " + value + " is " + why + ": quote it"));
-          }
-          v = resolvePlain(value);
-        } else if (tag == "tag:yaml.org,2002:int" || tag == "tag:yaml.org,2002:float" ||
-                   tag == "tag:yaml.org,2002:bool" || tag == "tag:yaml.org,2002:null") {
-          v = resolvePlain(value);
-        } else {
-          v = value;
-        }
-        return add(event, std::move(v), text(event.data.scalar.anchor));
-      }
+      case YAML_ALIAS_EVENT:
+        return alias(event);
+      case YAML_SCALAR_EVENT:
+        return scalar(event);
       case YAML_SEQUENCE_START_EVENT:
         return openCollection(event, json::array(), event.data.sequence_start.anchor);
       case YAML_MAPPING_START_EVENT:
         return openCollection(event, json::object(), event.data.mapping_start.anchor);
       case YAML_SEQUENCE_END_EVENT:
-      case YAML_MAPPING_END_EVENT: {
-        Frame f = std::move(stack_.back());
-        stack_.pop_back();
-        return add(event, std::move(f.value), f.anchor);
-      }
+      case YAML_MAPPING_END_EVENT:
+        return closeCollection(event);
       case YAML_NO_EVENT:
         return {};
     }
