@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // ibcni against Debian's host-device + host-local, side by side in one run, on the same veth end
-// standing in for a VF. Five parts (README, "Benchmarks"):
+// standing in for a VF. Five parts (docs/benchmarks.md):
 //
 //   exec        ADD then DEL, each plugin exec'd as a runtime execs it (fresh environment, CNI_*
 //               variables, the configuration on stdin, stdout read to the end, then wait4), a fresh

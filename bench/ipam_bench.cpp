@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // ibcni-ipam against Debian's host-local, side by side in one run, both executed as a runtime
-// executes an IPAM plugin (fork, exec, config on stdin). Prints the figures of the README table:
+// executes an IPAM plugin (fork, exec, config on stdin). Prints the figures of docs/benchmarks.md's table:
 //   - median ADD on a /16 at 0% and at 99% full (the 99% pool is filled at random, so free
 //     addresses are scattered, as after churn)
 //   - median ADD+DEL on an empty pool

@@ -23,7 +23,7 @@ cni::Result<os::UniqueFd> prepareStoreDir(const std::string& dir, const std::str
       return cni::fail(cni::Errc::kInvalidConfig, "invalid " + field + ": " + fd.error().op +
                                                       "; use a directory only root can change, such as the default " +
                                                       std::string(config::kDefaultIpamDataDir) +
-                                                      " (README \"Security model\")");
+                                                      " (docs/security.md)");
     }
     // `dir` passed the spelling rules (printable, bounded) and the network name is an identifier.
     return cni::fail(ioCode, "ipam data directory " + dir + " cannot be opened or created", fd.error().describe());

@@ -214,13 +214,13 @@ Outcome runCall(const Getenv& getenv, std::string_view stdinText, bool stdinOk, 
   }
   facts.network = conf->name;
   facts.stateDir = conf->stateDir;
-  // A log file the rules refuse (a symbolic link, not a regular file, a second hard link: README
-  // "Security model") fails ADD and CHECK, as an invalid field would; DEL, GC and STATUS must not be
+  // A log file the rules refuse (a symbolic link, not a regular file, a second hard link:
+  // docs/security.md) fails ADD and CHECK, as an invalid field would; DEL, GC and STATUS must not be
   // blocked by logging and only warn (on stderr).
   if (logProblem.refused && (*command == cni::Command::kAdd || *command == cni::Command::kCheck)) {
     return failure({cni::Errc::kInvalidConfig,
                     "invalid logFile = " + cni::quoted(preamble->logFile, 256) + ": " + logProblem.reason +
-                        "; name a regular .log file in a directory such as /var/log (README \"Security model\")",
+                        "; name a regular .log file in a directory such as /var/log (docs/security.md)",
                     {}},
                    preamble->cniVersion);
   }

@@ -120,7 +120,7 @@ cni::Result<KubernetesBlockBackend::Options> KubernetesBlockBackend::optionsFor(
     return cni::fail(cni::Errc::kInvalidConfig,
                      cluster.path + ".kubernetes.kubeconfig: " + kc.error().describe() +
                          "; the DaemonSet's installer writes " + std::string(config::kDefaultKubeconfig) +
-                         " (README \"IPAM\")");
+                         " (docs/cluster-ipam.md, RBAC)");
   }
   Options o = optionsFrom(*kc);
   o.namespace_ = cluster.kubernetes.leaseNamespace;

@@ -27,7 +27,7 @@ cni::Result<std::string> dataDirValue(const json& value, const std::string& path
     return invalid(path, value, "must be an absolute directory path, e.g. \"/run/ibcni-ipam\"");
   }
   if (auto problem = os::pathSpellingProblem(value.get<std::string>()); !problem.empty()) {
-    return invalid(path, value, problem + " (e.g. \"/run/ibcni-ipam\"; README \"Security model\")");
+    return invalid(path, value, problem + " (e.g. \"/run/ibcni-ipam\"; docs/security.md)");
   }
   std::string dir = value.get<std::string>();
   while (dir.size() > 1 && dir.back() == '/') {

@@ -25,7 +25,7 @@ struct Context {
 /// Configures the process-wide logger: level, sink (stderr when `file` is empty) and context.
 /// Can be called again once the full configuration is known. The log file is opened by
 /// os::openLogFile (appended to, never through a symbolic link, a regular file with one link; see
-/// README "Security model"). A log file that cannot be opened falls back to stderr, with a warning.
+/// docs/security.md). A log file that cannot be opened falls back to stderr, with a warning.
 /// @return "" when the file is in use (or none was asked for); otherwise why it was not opened,
 ///         and whether the rules refused it (rather than a failed system call).
 struct SetupProblem {

@@ -16,7 +16,7 @@ SysResult<FileLock> FileLock::acquire(const std::string& path, std::chrono::mill
   if (ec) {
     return sysFail(ec.value(), "create directory for lock " + path);
   }
-  // O_NOFOLLOW: a lock file is never reached through a symbolic link (README "Security model").
+  // O_NOFOLLOW: a lock file is never reached through a symbolic link (docs/security.md).
   auto fd = UniqueFd::open(path, O_RDWR | O_CREAT | O_NOFOLLOW, 0600);
   if (!fd) {
     return std::unexpected(fd.error());

@@ -98,7 +98,7 @@ cni::Result<void> prepareStateDir(const config::NetConf& conf, cni::Errc ioCode)
       return cni::fail(cni::Errc::kInvalidConfig,
                        "invalid stateDir = " + cni::quoted(conf.stateDir, 256) + ": " + fd.error().op +
                            "; use a directory only root can change, such as the default " +
-                           std::string(config::kDefaultStateDir) + " (README \"Security model\")");
+                           std::string(config::kDefaultStateDir) + " (docs/security.md)");
     }
     return cni::fail(
         ioCode,

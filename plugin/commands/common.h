@@ -44,8 +44,8 @@ struct Namespaces {
 
 /// Makes sure `stateDir` is a directory only root can change, creating it (0700) when missing,
 /// before any record or lock is written in it: only root's symbolic links are followed on the way
-/// and every directory is root's and writable by no one else (os/safe_path.h, README "Security
-/// model").
+/// and every directory is root's and writable by no one else (os/safe_path.h,
+/// docs/security.md).
 /// @return error 7 naming stateDir and the rule broken; `ioCode` when a system call fails.
 [[nodiscard]] cni::Result<void> prepareStateDir(const config::NetConf& conf,
                                                 cni::Errc ioCode = cni::Errc::kStateFailure);

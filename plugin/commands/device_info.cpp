@@ -15,7 +15,7 @@ cni::Error pathError(const std::string& path, const os::SysError& err, const std
   if (os::isRefusal(err)) {
     return cni::Error{cni::Errc::kInvalidConfig,
                       std::string("invalid ") + kField + " = " + cni::quoted(path, 256) + ": " + err.op +
-                          " (README \"Security model\"; Multus names /var/run/k8s.cni.cncf.io/devinfo/cni/<file>)",
+                          " (docs/security.md; Multus names /var/run/k8s.cni.cncf.io/devinfo/cni/<file>)",
                       {}};
   }
   return cni::sysError(cni::Errc::kStateFailure, "cannot " + doing + " the device-info file " + cni::quoted(path, 256) +

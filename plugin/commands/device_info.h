@@ -46,8 +46,8 @@ template <class Verb>
 
 /// Before any change: whether this ADD is to write the device-info file (a path is given, ibcni
 /// can write one, and nothing is there). Looks only.
-/// @return error 7 naming runtimeConfig.CNIDeviceInfoFile when the path breaks README "Security
-///         model" (outside the device-info tree, a symbolic link, a FIFO, an untrusted directory);
+/// @return error 7 naming runtimeConfig.CNIDeviceInfoFile when the path breaks the path rules
+///         of docs/security.md (outside the device-info tree, a symbolic link, a FIFO, an untrusted directory);
 ///         106 when it cannot be looked at.
 [[nodiscard]] cni::Result<bool> deviceInfoToWrite(const Invocation& inv, Deps& deps);
 

@@ -39,7 +39,7 @@ std::optional<std::unexpected<cni::Error>> badPath(const std::string& field, con
   if (problem.empty()) {
     return std::nullopt;
   }
-  return invalid(field, value, problem + " (e.g. " + example + "; README \"Security model\")", 256);
+  return invalid(field, value, problem + " (e.g. " + example + "; docs/security.md)", 256);
 }
 
 // A device plugin's device ID as Multus passes it (deviceID, pciBusID, runtimeConfig.deviceID). In

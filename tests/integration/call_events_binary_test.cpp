@@ -89,7 +89,7 @@ TEST_F(CallEventsBinaryTest, AddFailedAddAndDelEachLeaveTheirEvent) {
   auto result = oneJsonDocument(add.out);
   ASSERT_TRUE(result && result->contains("interfaces")) << add.describe();
 
-  // 7 after the configuration was read: a logFile that is a symbolic link (README "Security model").
+  // 7 after the configuration was read: a logFile that is a symbolic link (docs/security.md).
   const std::string link = dir_ + "/ibcni.log";
   fs::create_symlink(dir_ + "/elsewhere.log", link);
   nlohmann::json bad = conf();

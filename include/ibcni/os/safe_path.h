@@ -2,7 +2,7 @@
 // Paths that come from a network configuration. ibcni runs as root on the node, while the
 // configuration may be written by someone with far less power (a NetworkAttachmentDefinition in a
 // namespace): a configured path must never make root write, create or truncate a file the
-// configuration's author could not. The rules (README "Security model"):
+// configuration's author could not. The rules (docs/security.md, "The path rules"):
 //  * spelling: absolute, at most kMaxConfigPath bytes, no "." or ".." component, no control
 //    character (pathSpellingProblem);
 //  * symbolic links are followed only when owned by root (or by the user ibcni runs as): a link

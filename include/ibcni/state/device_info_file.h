@@ -33,8 +33,8 @@ struct DeviceInfo {
   std::string rdmaDevice;    ///< "rdma-device": the RDMA device as the pod sees it
 };
 
-/// Reads, writes and removes device-info files under the device-info tree. The path rules (README
-/// "Security model"): the path is spelled as os::pathSpellingProblem wants and lies under one of
+/// Reads, writes and removes device-info files under the device-info tree. The path rules
+/// (docs/security.md): the path is spelled as os::pathSpellingProblem wants and lies under one of
 /// the roots; every directory on the way is root's (os::openDirectory with trusted owners); the
 /// file is never reached through a symbolic link, and anything but a regular file is refused.
 class DeviceInfoFiles {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The device-info file writer (plugin/state/file_device_info): the document against the
-// device-info spec v1.1.0 field by field, the file never overwritten, the path rules of README
-// "Security model" (a refusal changes nothing), and removal.
+// device-info spec v1.1.0 field by field, the file never overwritten, the path rules of
+// docs/security.md (a refusal changes nothing), and removal.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
