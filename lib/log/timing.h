@@ -65,7 +65,7 @@ inline void lap(const char* name) {
 /// The timing line, at debug level only.
 inline void report() {
   const Laps& l = laps();
-  if (l.start == 0 || !enabled(config::LogLevel::kDebug)) {
+  if (l.start == 0 || !enabled(Level::kDebug)) {
     return;
   }
   std::string text = "timing: start=" + std::to_string(l.start);
@@ -73,7 +73,7 @@ inline void report() {
     text += fmt::format(" {}={:.1f}", l.laps[i].name, static_cast<double>(l.laps[i].ns) / 1000.0);
   }
   text += " end=" + std::to_string(l.last);
-  write(config::LogLevel::kDebug, text);
+  write(Level::kDebug, text);
 }
 
 }  // namespace ibcni::log::timing
