@@ -26,12 +26,13 @@ std::string versionLine(std::string_view program) {
   return line;
 }
 
-bool isVersionRequest(int argc, char** argv) {
-  if (argc != 2) {
-    return false;
+std::string supportedVersionsLine() {
+  std::string line = "CNI protocol versions supported:";
+  for (auto version : cni::kSupportedVersions) {
+    line += line.back() == ':' ? " " : ", ";
+    line += cni::toString(version);
   }
-  const std::string_view arg = argv[1];
-  return arg == "version" || arg == "--version";
+  return line;
 }
 
 }  // namespace ibcni::plugin

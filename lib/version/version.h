@@ -15,7 +15,9 @@ namespace ibcni::plugin {
 /// depend on nothing but the build.
 [[nodiscard]] std::string versionLine(std::string_view program);
 
-/// True when argv asks for the version line: "version" or "--version" as the only argument.
-[[nodiscard]] bool isVersionRequest(int argc, char** argv);
+/// The CNI spec versions ibcni speaks (cni::kSupportedVersions, which the VERSION verb answers
+/// with) as the reference plugins' help prints them:
+/// "CNI protocol versions supported: 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0".
+[[nodiscard]] std::string supportedVersionsLine();
 
 }  // namespace ibcni::plugin

@@ -19,16 +19,15 @@
 #include <cstring>
 #include <ctime>
 #include <exception>
+#include <expected>
 #include <optional>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <variant>
 
 #include "ibcni/os/time_text.h"
 #include "ibcni/os/unique_fd.h"
 #include "lib/log/log.h"
-#include "lib/version/version.h"
 #include "plugin/agent/backend_calls.h"
 #include "plugin/agent/cni_events.h"
 #include "plugin/agent/metrics/agent_metrics.h"
@@ -36,6 +35,7 @@
 #include "plugin/agent/node_counts.h"
 #include "plugin/agent/pod_ports.h"
 #include "plugin/agent/reconcile_report.h"
+#include "plugin/cli/command_line.h"
 #include "plugin/cli/production_deps.h"
 #include "plugin/cli/reconcile_args.h"
 #include "plugin/state/file_attachment_store.h"
@@ -44,71 +44,41 @@ namespace ibcni::plugin {
 
 namespace {
 
-constexpr const char* kAgentUsage =
-    "usage: ibcni agent [--interval SECONDS] [--metrics-listen ADDRESS:PORT] [--state-dir DIR]...\n"
-    "                   [--ipam-data-dir DIR]... [--pool-index-dir DIR] [--dry-run] [--once]\n"
-    "                   [--host-root DIR]\n"
-    "  The node agent: `ibcni reconcile`'s pass every --interval seconds, its\n"
-    "  report on stdout, and Prometheus metrics at http://ADDRESS:PORT/metrics (/healthz: \"ok\").\n"
-    "  Runs until SIGTERM or SIGINT (then exits 0 after the current pass).\n"
-    "  --interval        seconds between passes (default 60; 0: no passes, metrics only)\n"
-    "  --metrics-listen  where to serve /metrics and /healthz (default :9464, every IPv4 address)\n"
-    "  --state-dir, --ipam-data-dir, --pool-index-dir, --dry-run: as `ibcni reconcile`'s\n"
-    "  --once            one pass, then exit (status 1 when it failed something)\n"
-    "  --host-root DIR   the node's / as mounted in this container (the DaemonSet's pod): PID 1's / must\n"
-    "                    be DIR (hostPID); the agent then enters PID 1's mount namespace, and its passes\n"
-    "                    PID 1's network namespace, where they see what the runtime and ibcni's DEL see;\n"
-    "                    /metrics stays in the pod's own network namespace\n"
-    "  exit status: 0 stopped by a signal (or --once's pass failed nothing), 1 cannot listen or the pass\n"
-    "  failed, 2 usage\n";
-
 struct AgentArgs {
-  ReconcileOptions options = defaultReconcileOptions();
+  ReconcileOptions options;
   long long interval = 60;
   std::string listen = ":9464";
   bool once = false;
-  std::string hostRoot;  ///< empty: the agent stays in its own namespaces
+  std::string hostRoot = {};  ///< empty: the agent stays in its own namespaces
 };
 
-int usageError(const std::string& what) {
-  std::fprintf(stderr, "ibcni agent: %s\n%s", what.c_str(), kAgentUsage);
-  return 2;
-}
-
-// The command line (argv[0] is the program); an exit status when it is not one the agent takes.
-std::variant<AgentArgs, int> parseAgentArgs(int argc, char** argv) {
-  AgentArgs a;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const bool hasValue = i + 1 < argc;
-    if (arg == "--help" || arg == "-h") {
-      std::fputs(kAgentUsage, stdout);
-      return 0;
-    }
-    if (arg == "--interval" && hasValue) {
-      const std::string v = argv[++i];
-      char* end = nullptr;
-      errno = 0;
-      a.interval = std::strtoll(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || errno != 0 || a.interval < 0 || a.interval > 86400 * 365) {
-        return usageError("--interval " + v + ": not a number of seconds (0 or more; 0: metrics only)");
-      }
-    } else if (arg == "--metrics-listen" && hasValue) {
-      a.listen = argv[++i];
-      if (auto p = metrics::listeningPort(a.listen); !p) {
-        return usageError(p.error().msg);
-      }
-    } else if (arg == "--once") {
-      a.once = true;
-    } else if (arg == "--host-root" && hasValue && argv[i + 1][0] != '\0') {
-      a.hostRoot = argv[++i];
-    } else if (!takeReconcileOption(argc, argv, i, a.options)) {
-      const bool takesValue = arg == "--interval" || arg == "--metrics-listen" || arg == "--state-dir" ||
-                              arg == "--ipam-data-dir" || arg == "--pool-index-dir" || arg == "--host-root";
-      return usageError(takesValue ? arg + ": missing its value (or an empty DIR)" : arg + ": not an option");
+// The command line's values (parsed against kAgentFlags); a usage problem when one is not a value
+// the agent takes.
+std::expected<AgentArgs, UsageProblem> agentArgs(const CommandLine& line) {
+  auto options = reconcileOptions(line);
+  if (!options) {
+    return std::unexpected(options.error());
+  }
+  AgentArgs a{.options = std::move(*options), .once = line.has(kAgentOnceFlag)};
+  if (const auto v = line.value(kAgentIntervalFlag)) {
+    char* end = nullptr;
+    errno = 0;
+    a.interval = std::strtoll(v->c_str(), &end, 10);
+    if (v->empty() || *end != '\0' || errno != 0 || a.interval < 0 || a.interval > 86400 * 365) {
+      return std::unexpected(
+          UsageProblem{"--interval " + *v + ": not a number of seconds (0 or more; 0: metrics only)"});
     }
   }
-  defaultReconcileDirs(a.options);
+  if (const auto v = line.value(kAgentListenFlag)) {
+    a.listen = *v;
+    if (auto p = metrics::listeningPort(a.listen); !p) {
+      return std::unexpected(UsageProblem{p.error().msg});
+    }
+  }
+  a.hostRoot = line.value(kAgentHostRootFlag).value_or("");
+  if (line.has(kAgentHostRootFlag) && a.hostRoot.empty()) {
+    return std::unexpected(UsageProblem{"--host-root \"\": name the node's / as mounted here"});
+  }
   return a;
 }
 
@@ -285,14 +255,10 @@ int runAgentLoop(const AgentArgs& a, const sigset_t& stop, const os::UniqueFd& n
   return a.once && failed ? 1 : 0;
 }
 
-int runAgentMain(int argc, char** argv) {
-  if (isVersionRequest(argc, argv)) {
-    std::puts(versionLine("ibcni-agent").c_str());
-    return 0;
-  }
-  auto parsed = parseAgentArgs(argc, argv);
-  if (auto* status = std::get_if<int>(&parsed)) {
-    return *status;
+int runAgentMain(const CommandLine& line) {
+  auto parsed = agentArgs(line);
+  if (!parsed) {
+    return usageError(*line.program, line.command, parsed.error().what);
   }
   // Blocked before any thread starts (the listener's inherit the mask): only the loop takes them.
   sigset_t stop;
@@ -301,7 +267,7 @@ int runAgentMain(int argc, char** argv) {
   sigaddset(&stop, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
   (void)log::setup(log::Level::kWarn, "", log::Context{"RECONCILE", "", "", ""});
-  const AgentArgs& args = std::get<AgentArgs>(parsed);
+  const AgentArgs& args = *parsed;
   os::UniqueFd nodeNet;
   if (!args.hostRoot.empty()) {
     auto net = enterNodeMountNamespace(args.hostRoot);
@@ -319,7 +285,17 @@ int runAgentMain(int argc, char** argv) {
   }
 }
 
+constexpr Subcommand kCommands[] = {kVersionCommand, kHelpCommand};
+
 }  // namespace
 }  // namespace ibcni::plugin
 
-int main(int argc, char** argv) { return ibcni::plugin::runAgentMain(argc, argv); }
+int main(int argc, char** argv) {
+  using namespace ibcni::plugin;
+  const Program program{.name = "ibcni-agent",
+                        .about = kAgentSummary,
+                        .commands = kCommands,
+                        .flags = kAgentFlags,
+                        .details = kAgentDetails};
+  return runCommandLine(program, argc, argv, runAgentMain);
+}

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// `ibcni doctor` and the ibcni executable's main(): wiring only, like production_deps.cpp.
+// `ibcni doctor`, `ibcni reconcile` and `ibcni agent`: wiring only, like production_deps.cpp.
 #include "plugin/cli/doctor_main.h"
 
 #include <cerrno>
@@ -7,6 +7,7 @@
 #include <cstring>
 #include <cstdlib>
 #include <exception>
+#include <expected>
 #include <filesystem>
 #include <memory>
 #include <chrono>
@@ -19,8 +20,6 @@
 #include <vector>
 
 #include "ipam/backends/production_backends.h"
-#include "lib/http/http_relay.h"
-#include "plugin/cli/pools_main.h"
 #include "plugin/cli/reconcile_args.h"
 #include "plugin/cli/production_http.h"
 #include "plugin/doctor/config_check.h"
@@ -33,21 +32,10 @@
 #include "plugin/agent/reconcile_report.h"
 #include "plugin/agent/reconcile.h"
 #include "lib/log/log.h"
-#include "lib/version/version.h"
 
 namespace ibcni::plugin {
 
 namespace {
-
-constexpr const char* kUsage =
-    "usage: ibcni doctor [--json] [--config FILE [--cni-path DIR[:DIR...]] [--agent-interval SECONDS]]\n"
-    "  --json      print the report as JSON\n"
-    "  --config    also say whether that network config (a NetworkAttachmentDefinition as\n"
-    "              `kubectl get net-attach-def NAME -o json` prints it, or the config itself)\n"
-    "              would work on this node; the exit status is then its verdict\n"
-    "  --cni-path  where delegated IPAM plugins are looked for (default: $CNI_PATH, else /opt/cni/bin)\n"
-    "  --agent-interval  seconds between the node agent's passes, to judge ipam.cluster's lease\n"
-    "              (default: $IBCNI_RECONCILE_INTERVAL, as the DaemonSet sets it, else the chart's 60)\n";
 
 std::vector<std::string> splitPath(const std::string& s) {
   std::vector<std::string> out;
@@ -69,27 +57,12 @@ struct DoctorArgs {
   std::optional<std::string> agentInterval;
 };
 
-// The command line; nullopt (the usage said) when it is not one doctor takes.
-std::optional<DoctorArgs> parseDoctorArgs(int argc, char** argv) {
-  DoctorArgs a;
-  for (int i = 2; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--json" && !a.json) {
-      a.json = true;
-    } else if (arg == "--config" && !a.configFile && i + 1 < argc) {
-      a.configFile = argv[++i];
-    } else if (arg == "--cni-path" && !a.cniPath && i + 1 < argc) {
-      a.cniPath = argv[++i];
-    } else if (arg == "--agent-interval" && !a.agentInterval && i + 1 < argc) {
-      a.agentInterval = argv[++i];
-    } else {
-      std::fputs(kUsage, stderr);
-      return std::nullopt;
-    }
-  }
+// The command line's values; a usage problem when --cni-path or --agent-interval comes without --config.
+std::expected<DoctorArgs, UsageProblem> doctorArgs(const CommandLine& line) {
+  DoctorArgs a{line.has(kDoctorJsonFlag), line.value(kDoctorConfigFlag), line.value(kDoctorCniPathFlag),
+               line.value(kDoctorAgentIntervalFlag)};
   if ((a.cniPath || a.agentInterval) && !a.configFile) {
-    std::fputs(kUsage, stderr);
-    return std::nullopt;
+    return std::unexpected(UsageProblem{"--cni-path and --agent-interval judge a --config: give one"});
   }
   return a;
 }
@@ -173,10 +146,10 @@ doctor::ConfigReport checkConfigFile(Deps& deps, const os::Netns& host, const do
 
 }  // namespace
 
-int runDoctor(int argc, char** argv) {
-  const auto args = parseDoctorArgs(argc, argv);
+int runDoctor(const CommandLine& line) {
+  const auto args = doctorArgs(line);
   if (!args) {
-    return 2;
+    return usageError(*line.program, line.command, args.error().what);
   }
   const auto interval = resolveAgentInterval(args->agentInterval);
   if (!interval) {
@@ -212,50 +185,18 @@ int runDoctor(int argc, char** argv) {
   }
 }
 
-namespace {
-
-constexpr const char* kReconcileUsage =
-    "usage: ibcni reconcile [--dry-run] [--json] [--verbose] [--state-dir DIR]... [--ipam-data-dir DIR]...\n"
-    "                       [--pool-index-dir DIR]\n"
-    "  Undoes what the DELs that never came would have undone: every attachment whose pod network\n"
-    "  namespace is gone (device back home, IPAM released, record removed), then every ibcni-ipam\n"
-    "  allocation whose pod network namespace is gone. Live attachments, and those whose namespace\n"
-    "  cannot be checked from here, are left alone. For each ibcni-ipam cluster pool\n"
-    "  (DIR/.cluster/POOL), it also renews this node's blocks and gives back those empty for\n"
-    "  ipam.cluster.releaseAfterSeconds (a node keeps one per range set).\n"
-    "  --dry-run        change nothing: list what would be undone\n"
-    "  --json           print the report as JSON on stdout\n"
-    "  --verbose        log each step on stderr\n"
-    "  --state-dir      ibcni's stateDir (repeatable; default /run/ibcni)\n"
-    "  --ipam-data-dir  ibcni-ipam's ipam.dataDir (repeatable; default /run/ibcni-ipam)\n"
-    "  --pool-index-dir where the cluster pools of the default dataDir are kept across reboots (default\n"
-    "                   /var/lib/ibcni/pools; \"\": none): a pool whose directory a reboot wiped is given it\n"
-    "                   back first, so that its idle blocks go back without waiting for its next ADD\n"
-    "  exit status: 0 nothing failed, 1 something could not be undone or read, 2 usage\n";
-
-}  // namespace
-
-int runReconcile(int argc, char** argv) {
-  ReconcileOptions options = defaultReconcileOptions();
-  bool json = false;
-  bool verbose = false;
-  for (int i = 2; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--json") {
-      json = true;
-    } else if (arg == "--verbose") {
-      verbose = true;
-    } else if (!takeReconcileOption(argc, argv, i, options)) {
-      std::fputs(kReconcileUsage, stderr);
-      return 2;
-    }
+int runReconcile(const CommandLine& line) {
+  auto options = reconcileOptions(line);
+  if (!options) {
+    return usageError(*line.program, line.command, options.error().what);
   }
-  defaultReconcileDirs(options);
+  const bool json = line.has(kReconcileJsonFlag);
+  const bool verbose = line.has(kReconcileVerboseFlag);
   try {
     (void)log::setup(verbose ? log::Level::kInfo : log::Level::kWarn, "", log::Context{"RECONCILE", "", "", ""});
     ProductionDeps production;
     Deps& deps = production.deps();
-    const ReconcileReport report = reconcile(options, deps);
+    const ReconcileReport report = reconcile(*options, deps);
     const std::string out = json ? doctor::printReconcileReport(report) + "\n"
                                  : doctor::renderReconcileText(report, deps.now ? deps.now() : "");
     std::fwrite(out.data(), 1, out.size(), stdout);
@@ -267,7 +208,7 @@ int runReconcile(int argc, char** argv) {
   }
 }
 
-int runAgent(int argc, char** argv) {
+int runAgent(const CommandLine& line) {
   // The agent links prometheus-cpp and civetweb: an executable of its own, so that no CNI call loads them.
   std::error_code ec;
   const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
@@ -278,41 +219,14 @@ int runAgent(int argc, char** argv) {
   }
   const std::string agent = (self.parent_path() / "ibcni-agent").string();
   std::vector<char*> args{const_cast<char*>(agent.c_str())};
-  args.insert(args.end(), argv + 2, argv + argc);
+  for (const auto& arg : line.args) {
+    args.push_back(const_cast<char*>(arg.c_str()));
+  }
   args.push_back(nullptr);
   ::execv(agent.c_str(), args.data());
   std::fprintf(stderr, "ibcni agent: cannot run %s: %s (install ibcni-agent in the same directory as ibcni)\n",
                agent.c_str(), std::strerror(errno));
   return 1;
-}
-
-int runPluginMain(int argc, char** argv, const char* name, const PluginEntry& entry) {
-  if (isVersionRequest(argc, argv)) {
-    std::puts(versionLine(name).c_str());
-    return 0;
-  }
-  if (argc >= 2 && std::string_view(argv[1]) == "doctor") {
-    return runDoctor(argc, argv);
-  }
-  if (argc >= 2 && std::string_view(argv[1]) == "reconcile") {
-    return runReconcile(argc, argv);
-  }
-  if (argc >= 2 && std::string_view(argv[1]) == "agent") {
-    return runAgent(argc, argv);
-  }
-  if (argc >= 2 && std::string_view(argv[1]) == "pools") {
-    return runPools(argc, argv);
-  }
-  if (argc == 2 && std::string_view(argv[1]) == "http-relay") {
-    return http::serveHttpRelay(productionHttpClient(), STDIN_FILENO, STDOUT_FILENO);
-  }
-  return runMain([&entry](const Getenv& getenv, std::string_view input, bool inputOk) {
-    const auto start = std::chrono::steady_clock::now();
-    ProductionDeps production;
-    Outcome out = entry(getenv, input, inputOk, production.deps());
-    appendCallEvent(production.deps().callEvents, out, start);
-    return out;
-  });
 }
 
 }  // namespace ibcni::plugin

@@ -1,16 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // ibcni-ipam: the embedded IPAM as a standalone CNI IPAM plugin, so that any CNI plugin (macvlan,
-// host-device, ipoib-cni, ...) can use it in place of host-local. Wiring only, like main.cpp.
-//
-//   ibcni-ipam                    a CNI IPAM plugin: CNI_COMMAND and the configuration on stdin
-//   ibcni-ipam gc CONFIG_FILE     frees the addresses of pods whose network namespace is gone, for
-//                                 the network (or conflist) in CONFIG_FILE; prints what it freed
-//   ibcni-ipam pools CONFIG_FILE [--json]
-//                                 cluster mode: the pool's blocks, their holders, fill and age
-//   ibcni-ipam forget-node CONFIG_FILE NODE
-//                                 cluster mode, etcd: NODE is gone for good; the other nodes' agents
-//                                 take over its claims
-//   ibcni-ipam version            one line: release and CNI spec versions
+// host-device, ipoib-cni, ...) can use it in place of host-local. Wiring only, like main.cpp. Run
+// without arguments it is the CNI IPAM plugin; its subcommands are the rows of kCommands below
+// (`ibcni-ipam help` lists them, command_line.h runs them).
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -27,9 +19,9 @@
 #include "ipam/embedded_ipam.h"
 #include "ibcni/config/net_conf.h"
 #include "ibcni/os/file_io.h"
+#include "plugin/cli/command_line.h"
 #include "plugin/cli/process_main.h"
 #include "lib/result/result_json.h"
-#include "lib/version/version.h"
 
 namespace {
 
@@ -98,25 +90,6 @@ int reclaimCommand(const std::string& path) {
   return 0;
 }
 
-constexpr const char* kPoolsUsage =
-    "usage: ibcni-ipam pools CONFIG_FILE [--json] [--redefine | --retire]\n"
-    "  For a network whose ipam has \"cluster\" (ibcni-ipam's cluster mode): the pool's blocks as\n"
-    "  the backend lists them (one list call), each with its holder node, how many of its addresses\n"
-    "  are in use (known only for this node's blocks; other nodes keep theirs locally), when it was\n"
-    "  claimed and last renewed (the kubernetes backend; etcd renews the node's lease instead),\n"
-    "  this node's ledger state (owned/intent, empty since), the addresses pods named, and the\n"
-    "  totals: blocks in the pool, claimed, free, per node. Changes nothing.\n"
-    "  CONFIG_FILE: the network config or conflist (as for `ibcni-ipam gc`).\n"
-    "  --json  print the report as JSON\n"
-    "  --redefine  replace the pool's definition (ranges, blockSize, reservations, exclude) with\n"
-    "          CONFIG_FILE's, once the pool holds no claim (its pods deleted, its blocks given back);\n"
-    "          refused, naming what is left, otherwise\n"
-    "  --retire  once the pool holds no claim, take it out of the pools' registry and remove its\n"
-    "          definition: its ranges are free for another pool (a network that still names it\n"
-    "          defines it again on its next ADD)\n"
-    "  exit status: 0 listed; 1 the backend or the node-local store could not be read (a CNI error,\n"
-    "  naming the endpoint); 2 usage, an unreadable CONFIG_FILE, or a network without ipam.cluster\n";
-
 int poolsCommand(const std::string& path, bool asJson, const std::string& change) {
   const auto read = readConfigFile("pools", path);
   if (!read) {
@@ -173,15 +146,6 @@ int poolsCommand(const std::string& path, bool asJson, const std::string& change
   return 0;
 }
 
-constexpr const char* kForgetUsage =
-    "usage: ibcni-ipam forget-node CONFIG_FILE NODE\n"
-    "  Cluster mode with the etcd backend: declares NODE gone for good (drained, its pods gone, its\n"
-    "  agent stopped), so that the other nodes' agents take over its blocks and addresses at their\n"
-    "  next pass. Refused while NODE's liveness lasts (its agent renewed within\n"
-    "  leaseDurationSeconds). With the kubernetes backend, delete the Node object instead.\n"
-    "  exit status: 0 forgotten; 1 refused or the backend could not be reached (a CNI error on\n"
-    "  stdout); 2 usage or an unreadable CONFIG_FILE\n";
-
 int forgetNodeCommand(const std::string& path, const std::string& node) {
   const auto read = readConfigFile("forget-node", path);
   if (!read) {
@@ -199,56 +163,101 @@ int forgetNodeCommand(const std::string& path, const std::string& node) {
   return 0;
 }
 
-}  // namespace
+using ibcni::plugin::CommandLine;
+using ibcni::plugin::Flag;
+using ibcni::plugin::Subcommand;
 
-int main(int argc, char** argv) {
-  if (ibcni::plugin::isVersionRequest(argc, argv)) {
-    std::puts(ibcni::plugin::versionLine("ibcni-ipam").c_str());
-    return 0;
+constexpr Flag kJsonFlag{"--json", "", "print the report as JSON"};
+constexpr Flag kRedefineFlag{"--redefine", "",
+                             "replace the pool's definition with CONFIG_FILE's once the pool holds no claim"};
+constexpr Flag kRetireFlag{"--retire", "", "once the pool holds no claim, remove it: its ranges are free for another"};
+constexpr Flag kPoolsFlags[] = {kJsonFlag, kRedefineFlag, kRetireFlag};
+
+constexpr std::string_view kGcDetails =
+    "CONFIG_FILE: the network config or conflist with ibcni-ipam as its IPAM. Prints\n"
+    "{\"network\", \"released\": [{\"containerID\", \"ifname\", \"pod\", \"netns\", \"addresses\"}]}.\n"
+    "exit status: 0 done; 1 a CNI error on stdout; 2 usage or an unreadable CONFIG_FILE\n";
+
+constexpr std::string_view kPoolsDetails =
+    "For a network whose ipam has \"cluster\" (ibcni-ipam's cluster mode): the pool's blocks as\n"
+    "the backend lists them (one list call), each with its holder node, how many of its addresses\n"
+    "are in use (known only for this node's blocks; other nodes keep theirs locally), when it was\n"
+    "claimed and last renewed (the kubernetes backend; etcd renews the node's lease instead),\n"
+    "this node's ledger state (owned/intent, empty since), the addresses pods named, and the\n"
+    "totals: blocks in the pool, claimed, free, per node. Changes nothing without a flag.\n"
+    "CONFIG_FILE: the network config or conflist (as for `ibcni-ipam gc`).\n"
+    "--redefine takes CONFIG_FILE's ranges, blockSize, reservations and exclude; --retire takes the\n"
+    "pool out of the pools' registry (a network that still names it defines it again on its next\n"
+    "ADD). Both are refused, naming what is left, while the pool holds a claim; one at a time.\n"
+    "exit status: 0 listed; 1 the backend or the node-local store could not be read (a CNI error,\n"
+    "naming the endpoint); 2 usage, an unreadable CONFIG_FILE, or a network without ipam.cluster\n";
+
+constexpr std::string_view kForgetDetails =
+    "Cluster mode with the etcd backend: declares NODE gone for good (drained, its pods gone, its\n"
+    "agent stopped), so that the other nodes' agents take over its blocks and addresses at their\n"
+    "next pass. Refused while NODE's liveness lasts (its agent renewed within\n"
+    "leaseDurationSeconds). With the kubernetes backend, delete the Node object instead.\n"
+    "exit status: 0 forgotten; 1 refused or the backend could not be reached (a CNI error on\n"
+    "stdout); 2 usage or an unreadable CONFIG_FILE\n";
+
+int runGc(const CommandLine& line) {
+  return guarded("gc", [&] { return reclaimCommand(line.operands[0]); });
+}
+
+int runPools(const CommandLine& line) {
+  if (line.has(kRedefineFlag) && line.has(kRetireFlag)) {
+    return ibcni::plugin::usageError(*line.program, line.command, "--redefine and --retire: one at a time");
   }
-  if (argc >= 2 && std::string(argv[1]) == "gc") {
-    if (argc != 3) {
-      std::fputs("usage: ibcni-ipam gc CONFIG_FILE\n", stderr);
-      return 2;
-    }
-    return guarded("gc", [&] { return reclaimCommand(argv[2]); });
-  }
-  if (argc >= 2 && std::string(argv[1]) == "pools") {
-    std::string file;
-    bool asJson = false;
-    std::string change;  // --redefine or --retire
-    bool ok = true;
-    for (int i = 2; i < argc; ++i) {
-      const std::string a = argv[i];
-      if (a == "--json" && !asJson) {
-        asJson = true;
-      } else if ((a == "--redefine" || a == "--retire") && change.empty()) {
-        change = a;
-      } else if (a == "--help" || a == "-h") {
-        std::fputs(kPoolsUsage, stdout);
-        return 0;
-      } else if (file.empty() && !a.empty() && a[0] != '-') {
-        file = a;
-      } else {
-        ok = false;
-      }
-    }
-    if (!ok || file.empty()) {
-      std::fputs(kPoolsUsage, stderr);
-      return 2;
-    }
-    return guarded("pools", [&] { return poolsCommand(file, asJson, change); });
-  }
-  if (argc >= 2 && std::string(argv[1]) == "forget-node") {
-    if (argc != 4) {
-      std::fputs(kForgetUsage, stderr);
-      return 2;
-    }
-    return guarded("forget-node", [&] { return forgetNodeCommand(argv[2], argv[3]); });
-  }
+  const std::string change = line.has(kRedefineFlag) ? "--redefine" : line.has(kRetireFlag) ? "--retire" : "";
+  return guarded("pools", [&] { return poolsCommand(line.operands[0], line.has(kJsonFlag), change); });
+}
+
+int runForgetNode(const CommandLine& line) {
+  return guarded("forget-node", [&] { return forgetNodeCommand(line.operands[0], line.operands[1]); });
+}
+
+constexpr Subcommand kCommands[] = {
+    {.name = "gc",
+     .summary = "free the addresses of pods whose network namespace is gone; prints what it freed",
+     .operands = "CONFIG_FILE",
+     .minOperands = 1,
+     .maxOperands = 1,
+     .details = kGcDetails,
+     .run = &runGc},
+    {.name = "pools",
+     .summary = "cluster mode: the pool's blocks, their holders, fill and age; --redefine, --retire",
+     .operands = "CONFIG_FILE",
+     .minOperands = 1,
+     .maxOperands = 1,
+     .flags = kPoolsFlags,
+     .details = kPoolsDetails,
+     .run = &runPools},
+    {.name = "forget-node",
+     .summary = "cluster mode, etcd: NODE is gone for good; the other nodes' agents take over its claims",
+     .operands = "CONFIG_FILE NODE",
+     .minOperands = 2,
+     .maxOperands = 2,
+     .details = kForgetDetails,
+     .run = &runForgetNode},
+    ibcni::plugin::kVersionCommand,
+    ibcni::plugin::kHelpCommand,
+};
+
+int runCniCall(const CommandLine&) {
   return ibcni::plugin::runMain([](const ibcni::plugin::Getenv& getenv, std::string_view input, bool inputOk) {
     ibcni::ipam::EmbeddedIpam ipam(ibcni::plugin::clusterCapable(ibcni::plugin::productionHttpClient()));
     ibcni::plugin::IpamVerbs verbs(ipam);
     return ibcni::plugin::dispatch(getenv, input, inputOk, verbs);
   });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const ibcni::plugin::Program program{
+      .name = "ibcni-ipam",
+      .about = "ibcni's IPAM as a CNI IPAM plugin of its own, for any CNI plugin (in place of host-local)",
+      .cniPlugin = true,
+      .commands = kCommands};
+  return ibcni::plugin::runCommandLine(program, argc, argv, runCniCall);
 }

@@ -25,19 +25,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kPoolsUsage =
-    "usage: ibcni pools CONFIG_FILE [--json]\n"
-    "  The pools of an ibcni network: its ipam.cluster address pool and its guidPool's GUID blocks as\n"
-    "  the backend lists them (one list call each), with their holder nodes, this node's fill and\n"
-    "  ledger and the totals (as `ibcni-ipam pools`), and every GUID this node's guidPool store hands\n"
-    "  out with the attachment holding it (node-local pools too; no backend call). Changes nothing.\n"
-    "  CONFIG_FILE: a NetworkAttachmentDefinition as `kubectl get net-attach-def NAME -o json`\n"
-    "  prints it, a config list with an ibcni entry, or the network config itself.\n"
-    "  --json  print {\"network\", \"ipam\", \"guidPool\", \"guids\"}: each report, or null when the\n"
-    "          network has none; guids: [{\"guid\", \"network\", \"containerID\", \"ifname\", \"pod\"}]\n"
-    "  exit status: 0 listed; 1 a backend or a store could not be read (a CNI error, naming the\n"
-    "  endpoint or the file); 2 usage, an unreadable CONFIG_FILE, or a network with neither\n";
-
 // The network's parsed configuration; nullopt (said on stderr) when the file cannot be read or holds
 // no ibcni network, or the configuration is refused.
 std::optional<config::NetConf> readPoolsNetwork(const std::string& path) {
@@ -140,26 +127,11 @@ std::string renderPools(const config::NetConf& conf, const PoolsFound& f, bool a
 
 }  // namespace
 
-int runPools(int argc, char** argv) {
-  std::optional<std::string> file;
-  bool asJson = false;
-  for (int i = 2; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--json" && !asJson) {
-      asJson = true;
-    } else if (!file && !arg.empty() && arg[0] != '-') {
-      file = arg;
-    } else {
-      file.reset();
-      break;
-    }
-  }
-  if (!file) {
-    std::fputs(kPoolsUsage, stderr);
-    return 2;
-  }
+int runPools(const CommandLine& line) {
+  const std::string& file = line.operands.front();
+  const bool asJson = line.has(kPoolsJsonFlag);
   try {
-    const auto conf = readPoolsNetwork(*file);
+    const auto conf = readPoolsNetwork(file);
     if (!conf) {
       return 2;
     }
@@ -169,7 +141,7 @@ int runPools(int argc, char** argv) {
                    "ibcni pools: network %s in %s has neither ipam.cluster nor guidPool: there is no pool to list "
                    "(a node-local ibcni-ipam pool's allocations are under its dataDir; `ibcni-ipam gc` frees the "
                    "dead ones)\n",
-                   conf->name.c_str(), file->c_str());
+                   conf->name.c_str(), file.c_str());
       return 2;
     }
     auto found = collectPools(*conf);

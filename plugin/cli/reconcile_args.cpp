@@ -7,35 +7,26 @@
 
 namespace ibcni::plugin {
 
-bool takeReconcileOption(int argc, char** argv, int& i, ReconcileOptions& options) {
-  const std::string arg = argv[i];
-  if (arg == "--dry-run") {
-    options.dryRun = true;
-  } else if (arg == "--state-dir" && i + 1 < argc && *argv[i + 1] != '\0') {
-    options.stateDirs.emplace_back(argv[++i]);
-  } else if (arg == "--ipam-data-dir" && i + 1 < argc && *argv[i + 1] != '\0') {
-    options.ipamDataDirs.emplace_back(argv[++i]);
-  } else if (arg == "--pool-index-dir" && i + 1 < argc) {
-    options.poolIndexDir = argv[++i];
-  } else {
-    return false;
-  }
-  return true;
-}
-
-ReconcileOptions defaultReconcileOptions() {
+std::expected<ReconcileOptions, UsageProblem> reconcileOptions(const CommandLine& line) {
   ReconcileOptions options;
-  options.poolIndexDir = std::string(ipam::kDefaultPoolIndexDir);
-  return options;
-}
-
-void defaultReconcileDirs(ReconcileOptions& options) {
+  options.dryRun = line.has(kDryRunFlag);
+  options.stateDirs = line.values(kStateDirFlag);
+  options.ipamDataDirs = line.values(kIpamDataDirFlag);
+  for (const Flag* flag : {&kStateDirFlag, &kIpamDataDirFlag}) {
+    for (const auto& dir : line.values(*flag)) {
+      if (dir.empty()) {
+        return std::unexpected(UsageProblem{std::string(flag->name) + " \"\": name a directory"});
+      }
+    }
+  }
+  options.poolIndexDir = line.value(kPoolIndexDirFlag).value_or(std::string(ipam::kDefaultPoolIndexDir));
   if (options.stateDirs.empty()) {
     options.stateDirs.emplace_back(config::kDefaultStateDir);
   }
   if (options.ipamDataDirs.empty()) {
     options.ipamDataDirs.emplace_back(config::kDefaultIpamDataDir);
   }
+  return options;
 }
 
 }  // namespace ibcni::plugin

@@ -5,7 +5,7 @@
 #include <string_view>
 
 #include "plugin/dispatch.h"
-#include "plugin/cli/doctor_main.h"
+#include "plugin/cli/plugin_main.h"
 #include "lib/result/result_json.h"
 #include "support/fault/fault_plan.h"
 #include "support/fault/faulty_deps.h"
