@@ -14,9 +14,25 @@
 
 namespace ibcni::plugin {
 
+namespace {
+
+// The network configuration on stdin (at most 16 MiB). Not read when stdin is a terminal and
+// CNI_COMMAND is unset: a person ran the plugin by hand with some other CNI_* variable set (a
+// runtime never gives a terminal, and without any, runCommandLine shows the help instead). Dispatch
+// fails with error 4 before it looks at a configuration, so none is waited for.
+os::SysResult<std::string> readInput() {
+  const char* command = std::getenv("CNI_COMMAND");
+  if ((command == nullptr || *command == '\0') && ::isatty(STDIN_FILENO) == 1) {
+    return std::string();
+  }
+  return os::readAllFd(STDIN_FILENO, std::size_t{16} << 20, "stdin");
+}
+
+}  // namespace
+
 int runMain(const Entry& entry) {
   log::timing::start();
-  auto input = os::readAllFd(STDIN_FILENO, std::size_t{16} << 20, "stdin");
+  auto input = readInput();
   log::timing::lap("stdin");
   Outcome out;
   try {

@@ -15,7 +15,8 @@ namespace ibcni::plugin {
 using Entry = std::function<Outcome(const Getenv& getenv, std::string_view stdinText, bool stdinOk)>;
 
 /// The body of main() for ibcni and ibcni-ipam, the one place where errors become bytes on stdout
-/// and an exit status: reads stdin (at most 16 MiB), runs `entry` with the process environment,
+/// and an exit status: reads stdin (at most 16 MiB; not when it is a terminal and CNI_COMMAND is
+/// unset, a call that fails with error 4 anyway), runs `entry` with the process environment,
 /// turns a stray exception (bad_alloc, a bug) into error 999, flushes the log, prints the outcome.
 /// @return the exit status
 [[nodiscard]] int runMain(const Entry& entry);
