@@ -23,7 +23,13 @@ function(ibcni_component_headers target)
     set_property(TARGET ${target} APPEND PROPERTY IBCNI_PUBLISHED_HEADERS ${headers})
   endforeach()
   set_property(GLOBAL APPEND PROPERTY IBCNI_HEADER_PUBLISHERS ${target})
-  target_include_directories(${target} PUBLIC ${dir})
+  # An INTERFACE library publishes headers whose sources its users compile themselves.
+  get_target_property(type ${target} TYPE)
+  if(type STREQUAL "INTERFACE_LIBRARY")
+    target_include_directories(${target} INTERFACE ${dir})
+  else()
+    target_include_directories(${target} PUBLIC ${dir})
+  endif()
 endfunction()
 
 # ibcni_header_check()
@@ -126,18 +132,25 @@ function(_ibcni_compiled_folders out dir)
   set(${out} ${folders} PARENT_SCOPE)
 endfunction()
 
-# One object library of the check: SOURCES compiled file by file as OWNER's are, without depending
-# on OWNER's build. Our own include directories stay ordinary ones (our warnings apply to our
-# headers); the others are system directories, as in OWNER.
+# One object library of the check: SOURCES compiled file by file as OWNER's are (an INTERFACE
+# OWNER: as its users' are, with our warnings), without depending on OWNER's build. Our own include
+# directories stay ordinary ones (our warnings apply to our headers); the others are system
+# directories, as in OWNER.
 function(_ibcni_header_check_target name owner)
   add_library(${name} OBJECT EXCLUDE_FROM_ALL ${ARGN})
   set_target_properties(${name} PROPERTIES UNITY_BUILD OFF)
+  ibcni_warnings(${name})
+  get_target_property(type ${owner} TYPE)
+  set(usage)
+  if(type STREQUAL "INTERFACE_LIBRARY")
+    set(usage INTERFACE_)
+  endif()
   string(REGEX REPLACE "([][+.*()^$?|\\\\])" "\\\\\\1" src_re "${PROJECT_SOURCE_DIR}")
   string(REGEX REPLACE "([][+.*()^$?|\\\\])" "\\\\\\1" bin_re "${PROJECT_BINARY_DIR}")
-  set(dirs "$<TARGET_PROPERTY:${owner},INCLUDE_DIRECTORIES>")
+  set(dirs "$<TARGET_PROPERTY:${owner},${usage}INCLUDE_DIRECTORIES>")
   target_include_directories(${name} PRIVATE "$<FILTER:${dirs},INCLUDE,^(${src_re}|${bin_re})/>")
   target_include_directories(${name} SYSTEM PRIVATE "$<FILTER:${dirs},EXCLUDE,^(${src_re}|${bin_re})/>")
-  target_compile_definitions(${name} PRIVATE "$<TARGET_PROPERTY:${owner},COMPILE_DEFINITIONS>")
-  target_compile_options(${name} PRIVATE "$<TARGET_PROPERTY:${owner},COMPILE_OPTIONS>")
+  target_compile_definitions(${name} PRIVATE "$<TARGET_PROPERTY:${owner},${usage}COMPILE_DEFINITIONS>")
+  target_compile_options(${name} PRIVATE "$<TARGET_PROPERTY:${owner},${usage}COMPILE_OPTIONS>")
   add_dependencies(ibcni_header_check ${name})
 endfunction()
