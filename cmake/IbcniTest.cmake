@@ -54,7 +54,20 @@ function(ibcni_add_test name)
   if(T_TIMEOUT)
     set(timeout TIMEOUT ${T_TIMEOUT})
   endif()
-  gtest_discover_tests(${name}
-    PROPERTIES LABELS "${T_LABELS}" ${timeout}
+  # The labels are set by a CTest include file read after the discovered tests: gtest_discover_tests
+  # splits a list-valued property, so "etcd;timing" cannot pass through PROPERTIES.
+  gtest_discover_tests(${name} TEST_LIST ${name}_tests
+    PROPERTIES ${timeout}
     DISCOVERY_TIMEOUT 60)
+  ibcni_label_discovered(${name} "${T_LABELS}")
+endfunction()
+
+# ibcni_label_discovered(NAME "label;label..."): the labels of NAME's discovered tests (TEST_LIST
+# NAME_tests), set once CTest has read them.
+function(ibcni_label_discovered name labels)
+  file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/${name}_labels.cmake
+    "if(${name}_tests)\n"
+    "  set_tests_properties(\${${name}_tests} PROPERTIES LABELS \"${labels}\")\n"
+    "endif()\n")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${CMAKE_CURRENT_BINARY_DIR}/${name}_labels.cmake)
 endfunction()

@@ -47,7 +47,9 @@ test_pkgs=(iproute2 jq util-linux coreutils findutils strace
            # tests/chaos: a simulated clock for the ibcni-ipam processes (libfaketime)
            faketime
            # ibcni-agent's metrics test: a real Prometheus server scrapes it, and promtool checks them
-           prometheus)
+           prometheus
+           # make soak: the load beside the repeated timing tests (tests/scripts/soak.sh)
+           stress-ng)
 # What ../shared/kernel-lab/run.sh boots: Debian's kernel in QEMU, with rdma-core inside.
 lab_pkgs=(qemu-system-x86 linux-image-amd64 busybox-static kmod cpio
           rdma-core ibverbs-providers ibverbs-utils perftest iputils-ping)

@@ -122,6 +122,19 @@ TEST(ClusterSim, HundredNodesTwentyPodsEach) {
   EXPECT_TRUE(sim.blocksConsistent());
 }
 
+// True once the emulator serves no API request (GET /_emulator/inflight), false after `limit`.
+bool emulatorIdle(const std::string& url, std::chrono::milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    const auto body = httpCall("GET", url + "/_emulator/inflight");
+    if (body && nlohmann::json::parse(*body, nullptr, false).value("inflight", -1) == 0) {
+      return true;
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  return false;
+}
+
 // GET <url>/_emulator/validation: {total, invalid, entries}.
 nlohmann::json emulatorValidation(const std::string& url) {
   auto body = httpCall("GET", url + "/_emulator/validation");
@@ -604,9 +617,10 @@ TEST(ClusterSimFaults, KubernetesApiFaultsDuringABlockClaim) {
     EXPECT_EQ(sim.storedEntries(n, "attachments"), records) << "the failed ADD left an attachment record";
     EXPECT_EQ(sim.storedEntries(n, "ips"), addresses) << "the failed ADD left an address in the node's store";
     if (c.fault.contains("delayMs")) {
-      // The delayed request is still served after the plugin gave up (a late write): let it land.
-      std::this_thread::sleep_until(std::chrono::steady_clock::now() + std::chrono::milliseconds(slow) -
-                                    std::chrono::milliseconds(static_cast<long>(failed.ms)) + 300ms);
+      // The delayed request is still served after the plugin gave up (a late write): wait until
+      // the emulator has served it, however long a loaded machine takes, before the retry lists
+      // the node's blocks (a fixed sleep let the late claim land after that list).
+      ASSERT_TRUE(emulatorIdle(endpoint, 30s)) << "a delayed request still being served after 30 s";
     }
 
     // The runtime retries: the ADD succeeds, with one block more than before (a Lease whose

@@ -1939,6 +1939,10 @@ function takeFault(req) {
   return f;
 }
 
+// API requests being served now (a delayed one included): a test that made the API slow waits
+// for 0 before it reads what a late write left (GET /_emulator/inflight).
+let inflight = 0;
+
 // Request counts per (verb, resource), for the benchmarks' "backend calls per ADD".
 const stats = {};
 function count(verb, resource, code) {
@@ -1970,6 +1974,8 @@ async function admin(req, raw, parts, query) {
   } else if (what === "validation") {
     if (req.method === "GET") return ok(200, vlog);
     if (req.method === "DELETE") { vlog.total = 0; vlog.invalid = 0; vlog.entries = []; return ok(200, vlog); }
+  } else if (what === "inflight") {
+    if (req.method === "GET") return ok(200, { inflight });
   } else if (what === "stats") {
     if (req.method === "GET") return ok(200, stats);
     if (req.method === "DELETE") { for (const k of Object.keys(stats)) delete stats[k]; return ok(200, stats); }
@@ -2056,6 +2062,15 @@ async function handle(req, res, raw) {
     return res.end("ok");
   }
   if (url.pathname === "/version") return send(res, ok(200, versionInfo()), req, url);
+  inflight++;
+  try {
+    return await serveApi(req, res, raw, url);
+  } finally {
+    inflight--;
+  }
+}
+
+async function serveApi(req, res, raw, url) {
   const f = takeFault(req);
   if (f && f.delayMs) await new Promise((r) => setTimeout(r, Number(f.delayMs)));
   const faulty = f && (f.status || f.garbage || f.drop);
