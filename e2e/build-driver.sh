@@ -30,6 +30,11 @@ mkdir -p "$(dirname "$out")"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ibcni-driver.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
+# Go's build cache is the machine's test cache (tests/support/machine_cache.sh; Go keys it by
+# content): a toolchain without a precompiled standard library compiles it once per machine, not
+# once per driver built.
+source "$repo/tests/support/machine_cache.sh"
+gocache=$(machine_cache_dir go-build) || gocache=$tmp/cache
 
 # GOPATH mode: a main package outside GOPATH builds as a local package and resolves its imports
 # from GOPATH. Everything that could make go reach for the network or a module cache is off.
@@ -37,7 +42,7 @@ trap 'rm -rf "$tmp"' EXIT
 # ~1 s) because Debian's precompiled one was built without them.
 (
   cd "$here/cnitool"
-  env GO111MODULE=off GOPATH="$gopath" GOCACHE="$tmp/cache" GOFLAGS= GOPROXY=off GOTMPDIR="$tmp" \
+  env GO111MODULE=off GOPATH="$gopath" GOCACHE="$gocache" GOFLAGS= GOPROXY=off GOTMPDIR="$tmp" \
     "$go" build -o "$out" .
 )
 echo "build-driver: built $out" >&2

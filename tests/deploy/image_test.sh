@@ -17,8 +17,9 @@
 #     manifest list holds both images; the arm64 image's binaries are aarch64 and pass
 #     check-portable --arch aarch64; its ibcni prints the same version line under emulation, and
 #     its entrypoint installs both binaries into an arm64 node root, where they run.
-# The base trees are cached in BUILD_DIR/deploy-image; the container store is the test's own
-# and is removed at the end.
+# The base trees are kept in the machine's test cache (tests/support/machine_cache.sh: made once a
+# week per machine, not per build tree); the container store is the test's own, in
+# BUILD_DIR/deploy-image, and is removed at the end.
 # Needs root, podman, mmdebstrap and qemu-user-static (scripts/install-deps.sh);
 # 77 = skip when not root.
 set -u
@@ -26,6 +27,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 source "$repo/tests/support/check.sh"
 source "$here/node_root.sh"
+source "$repo/tests/support/machine_cache.sh"
 build=$(cd "${1:?usage: image_test.sh BUILD_DIR}" && pwd)
 
 if [[ $(id -u) -ne 0 ]]; then
@@ -51,13 +53,16 @@ cleanup() {
 trap cleanup EXIT
 
 # --- the base image: Debian 12 minbase from Debian's mirror (cached tarball)
-if [[ ! -s $cache/bookworm.tar ]]; then
-  check "mmdebstrap a Debian 12 base" \
-    mmdebstrap --variant=minbase --format=tar bookworm "$cache/bookworm.tar.part.tar" >"$cache/mmdebstrap.log" 2>&1 ||
-    { tail -20 "$cache/mmdebstrap.log"; finish_checks; }
-  mv "$cache/bookworm.tar.part.tar" "$cache/bookworm.tar"
-fi
-check "base image imported" podman import "$cache/bookworm.tar" "$base" >/dev/null || finish_checks
+# debian_base ARCH LOG PATH: a Debian 12 minbase tarball for ARCH at PATH (mmdebstrap; for arm64 its
+# maintainer scripts run under qemu-user). Kept in the machine's test cache for 7 days
+# (tests/support/machine_cache.sh): made from Debian's packages, nothing of this repository's.
+debian_base() {
+  mmdebstrap --variant=minbase --arch="$1" --format=tar bookworm "$3.tar" >"$2" 2>&1 && mv "$3.tar" "$3" ||
+    { tail -20 "$2"; return 1; }
+}
+base_tar=$(machine_cache_file deploy-image/bookworm-amd64.tar 7 debian_base amd64 "$cache/mmdebstrap.log")
+check "a Debian 12 base (mmdebstrap, or the machine's cached one: $base_tar)" test -s "$base_tar" || finish_checks
+check "base image imported" podman import "$base_tar" "$base" >/dev/null || finish_checks
 
 # build_image WHAT LOG TAG [PODMAN-BUILD-ARG...]: deploy/Dockerfile as it is, built into TAG (the
 # log in LOG, its tail shown and the test ended when it fails), timed; prints check-portable's lines.
@@ -145,14 +150,9 @@ check "arm64 programs run here (qemu-user-static through binfmt_misc)" bash "$re
 base_arm64=localhost/ibcni-test-base/debian:bookworm-arm64
 image_arm64=localhost/ibcni-test/ibcni:test-arm64
 list=localhost/ibcni-test/ibcni:test-list
-if [[ ! -s $cache/bookworm-arm64.tar ]]; then
-  check "mmdebstrap an arm64 Debian 12 base" \
-    mmdebstrap --variant=minbase --arch=arm64 --format=tar bookworm "$cache/bookworm-arm64.tar.part.tar" \
-      >"$cache/mmdebstrap-arm64.log" 2>&1 ||
-    { tail -20 "$cache/mmdebstrap-arm64.log"; finish_checks; }
-  mv "$cache/bookworm-arm64.tar.part.tar" "$cache/bookworm-arm64.tar"
-fi
-check "arm64 base image imported" podman import --arch arm64 "$cache/bookworm-arm64.tar" "$base_arm64" >/dev/null ||
+base_tar_arm64=$(machine_cache_file deploy-image/bookworm-arm64.tar 7 debian_base arm64 "$cache/mmdebstrap-arm64.log")
+check "an arm64 Debian 12 base (mmdebstrap, or the machine's cached one)" test -s "$base_tar_arm64" || finish_checks
+check "arm64 base image imported" podman import --arch arm64 "$base_tar_arm64" "$base_arm64" >/dev/null ||
   finish_checks
 build_image "for linux/arm64 (cross-compiled; only the version check runs emulated)" \
   "$work/build-arm64.log" "$image_arm64" --platform linux/arm64 \
