@@ -25,3 +25,38 @@ elseif(IBCNI_UNITY_BUILD)
   set(CMAKE_UNITY_BUILD ON)
   set(CMAKE_UNITY_BUILD_BATCH_SIZE 8)
 endif()
+
+# ibcni_quick_pch(): in the quick build, every library and program of lib/, ipam/ and plugin/
+# compiles against one precompiled header (nlohmann/json, fmt and the standard headers most files
+# include), built once. With clang (make demo's compiler), 40.6 CPU-s against 59.3 without it (GCC:
+# 84.9, where code generation dominates and the header saves nothing). The release, sanitized and
+# arm64 trees (and the image) compile without it, so a missing include still fails there (and
+# header_check compiles each header alone).
+function(ibcni_quick_pch)
+  if(NOT IBCNI_QUICK_BUILD)
+    return()
+  endif()
+  add_library(ibcni_quick_pch OBJECT ${PROJECT_SOURCE_DIR}/cmake/quick_pch.cpp)
+  ibcni_warnings(ibcni_quick_pch)
+  target_link_libraries(ibcni_quick_pch PRIVATE nlohmann_json::nlohmann_json)
+  target_precompile_headers(ibcni_quick_pch PRIVATE
+    <algorithm> <chrono> <cstdint> <expected> <filesystem> <functional> <map> <memory> <optional> <set>
+    <string> <string_view> <utility> <variant> <vector> <fmt/core.h> <nlohmann/json.hpp>)
+  foreach(dir lib ipam plugin)
+    ibcni_quick_pch_dir(${PROJECT_SOURCE_DIR}/${dir})
+  endforeach()
+endfunction()
+
+function(ibcni_quick_pch_dir dir)
+  get_property(targets DIRECTORY ${dir} PROPERTY BUILDSYSTEM_TARGETS)
+  foreach(t ${targets})
+    get_target_property(type ${t} TYPE)
+    if(type MATCHES "^(STATIC_LIBRARY|OBJECT_LIBRARY|EXECUTABLE)$")
+      target_precompile_headers(${t} REUSE_FROM ibcni_quick_pch)
+    endif()
+  endforeach()
+  get_property(subdirs DIRECTORY ${dir} PROPERTY SUBDIRECTORIES)
+  foreach(d ${subdirs})
+    ibcni_quick_pch_dir(${d})
+  endforeach()
+endfunction()
