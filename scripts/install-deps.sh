@@ -4,7 +4,8 @@
 # tests' npm packages, which tests/deploy/k8s/setup.sh installs from its lock file). Idempotent: it
 # only calls apt-get when a package is missing.
 #   scripts/install-deps.sh            build + test dependencies, and the kernel lab's (both
-#                                      architectures: x86_64 and the arm64 cross build's)
+#                                      architectures: x86_64 and the arm64 cross build's), and the
+#                                      upstream programs the tests run (scripts/build-upstream.sh)
 #   scripts/install-deps.sh --demo     only what `make demo` needs: its quick build (the two
 #                                      plugins, no tests) and what scripts/demo.sh runs
 #   scripts/install-deps.sh --build    only what building the plugin and its tests needs
@@ -96,4 +97,11 @@ if ((${#missing[@]})); then
   fi
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The upstream programs the tests run (tests/upstream: kube-apiserver, kube-controller-manager,
+# kube-scheduler, kubectl, etcd 3.6, cnitool), built from their Go modules into the machine's test
+# cache by version; nothing to do when they are there.
+if [[ -z ${1:-} ]]; then
+  "$(dirname "${BASH_SOURCE[0]}")/build-upstream.sh"
 fi
