@@ -14,7 +14,9 @@
 #   PLUGIN_TYPE      ibcni (default) | host-device (harness validation with the Go plugin)
 #   IBCNI_BIN_DIR    directory holding the ibcni binary (default: <repo>/build)
 #   REF_PLUGIN_DIR   Debian's reference plugins (default: /usr/lib/cni)
-#   CNITOOL          driver to use (e.g. upstream cnitool); default: build e2e/cnitool afresh
+#   CNITOOL          driver to use; "upstream": cnitool v1.3.0 built from its module by
+#                    scripts/build-upstream.sh (exit 77 when it is not built); default: build
+#                    e2e/cnitool afresh (Debian's libcni 1.1.2)
 #   E2E_ONLY         space-separated scenario names or letters to run (default: all)
 #   E2E_RUN_KNOWN_FAILURES=1   with host-device, also run what host-device is known to fail
 #   E2E_KEEP         work dir (configs, logs, outputs): kept on failure by default; 1 always, 0 never
@@ -62,6 +64,11 @@ if [[ ${_IBCNI_E2E_INNER:-} != 1 ]]; then
   drvdir=""
   trap '[[ -z $drvdir ]] || rm -rf "$drvdir"' EXIT
   trap 'exit 130' INT TERM HUP
+  if [[ ${CNITOOL:-} == upstream ]]; then
+    # upstream cnitool v1.3.0 and its libcni, built from their module (scripts/build-upstream.sh)
+    CNITOOL=$("$repo/scripts/build-upstream.sh" --dir cnitool)/cnitool ||
+      { echo "SKIP: upstream cnitool is not built on this machine (scripts/build-upstream.sh cnitool)"; exit 77; }
+  fi
   if [[ -n ${CNITOOL:-} ]]; then
     CNITOOL=$(command -v "$CNITOOL") || die "CNITOOL=$CNITOOL is not executable"
     case $CNITOOL in /*) ;; *) CNITOOL=$PWD/$CNITOOL ;; esac
@@ -877,6 +884,43 @@ selected() {
   return 1
 }
 
+# o: spec 1.1.0's STATUS and GC as a runtime sends them through libcni, where the driver has them
+# (upstream cnitool v1.3.0: `status`, `gc`; Debian's libcni 1.1.2 has neither, scenario n execs the
+# plugin for them). A 1.1.0 list of ibcni alone (ibcni-ipam in process): STATUS rc 0; ADD a 1.1.0
+# result; CHECK; GC (cnitool names no valid attachment: libcni DELs every cached attachment of the
+# network, then sends GC, which must succeed): the device back in the host, no record, no
+# allocation; DEL after it rc 0.
+scenario_o_driver_gc_status() {
+  local net=e2e-o subnet=10.75.0.0/24
+  new_pod o && new_veth e2eo0 || return 1
+  write_conflist "$net" 1.1.0 "$(plugin_conf e2eo0 "$(ibcni_ipam_conf "$net" "$subnet")")" || return 1
+  IFN=net1 ct status "$net" "$NS"; ok "status" || return 1
+  IFN=net1 ct add "$net" "$NS"; ok "add" || return 1
+  jq -e '.cniVersion == "1.1.0"' "$CT_OUT" >/dev/null || fail "the ADD result is not 1.1.0: $(head -c 200 "$CT_OUT")" \
+    || return 1
+  local cid
+  cid=$(jq -r '.ips[0].address' "$CT_OUT")
+  pod_addrs "$POD" net1 | grep -qx "$cid" || fail "net1 in the pod does not have $cid" || return 1
+  IFN=net1 ct check "$net" "$NS"; ok "check" || return 1
+  [[ $(eipam_allocations "$net") -eq 1 ]] || fail "ibcni-ipam holds $(eipam_allocations "$net") allocations, expected 1" \
+    || return 1
+  IFN=net1 ct gc "$net" "$NS"; ok "gc" || return 1
+  expect_back_in_host e2eo0 "$POD" net1 "after gc" || return 1
+  [[ $(eipam_allocations "$net") -eq 0 ]] || fail "an allocation is left after GC" || return 1
+  # (state/events is the call-event ring, kept on purpose)
+  local left
+  left=$(find "$SDIR/state" -type f ! -name '*lock*' ! -name events 2>/dev/null)
+  [[ -z $left ]] || fail "stateDir keeps a record after GC: ${left//$'\n'/ }" || return 1
+  IFN=net1 ct del "$net" "$NS"; ok "del after gc" || return 1
+}
+
+# The driver sends STATUS and GC itself when its usage lists them (upstream cnitool 1.1.0 and later).
+driver_has_gc_status() {
+  local usage
+  usage=$("$CNITOOL" 2>&1)  # the usage, exit status 1
+  grep -q '^ *[^ ]* *gc ' <<<"$usage" && grep -q '^ *[^ ]* *status ' <<<"$usage"
+}
+
 run_scenario() {
   local name=$1
   shift
@@ -937,6 +981,11 @@ if [[ $PLUGIN_TYPE == ibcni ]]; then
   run_scenario j_chain_prevresult_reader scenario_j_chain_prevresult_reader
   run_scenario k_cap_args scenario_k_cap_args
   run_scenario n_gc_status_chain scenario_n_gc_status_chain
+  if driver_has_gc_status; then
+    run_scenario o_driver_gc_status scenario_o_driver_gc_status
+  else
+    skip_scenario o_driver_gc_status "the driver has no gc/status (Debian's libcni 1.1.2; CNITOOL=upstream has)"
+  fi
 else
   skip_scenario j_chain_prevresult_reader "chains ibcni with its in-process ibcni-ipam"
   skip_scenario k_cap_args "ibcni's capabilities (infinibandGUID; mac restored on DEL)"
