@@ -50,18 +50,25 @@ pinned_version() {
   awk -v m="${main_module[$1]}" '($1 == m || $2 == m) && $NF ~ /^v[0-9]/ {print $NF; exit}' "$pins/$1/go.mod"
 }
 
-# <cache>/upstream/<component>-<version>-<first 12 hex digits of the sha256 of go.mod and go.sum>
+# How every program is built (as the projects' own release builds do: stripped, no cgo); part of
+# the cache key, so that changing it builds again.
+recipe="go build -trimpath -ldflags=-s -w CGO_ENABLED=0"
+
+# <cache>/upstream/<component>-<version>-<first 12 hex digits of the sha256 of go.mod, go.sum and
+# the recipe>
 component_dir() {
   local version sum
   version=$(pinned_version "$1")
   [[ -n $version ]] || die "$pins/$1/go.mod names no version of ${main_module[$1]}"
-  sum=$(cat "$pins/$1/go.mod" "$pins/$1/go.sum" | sha256sum | cut -c1-12)
+  sum=$( (cat "$pins/$1/go.mod" "$pins/$1/go.sum"; echo "$recipe") | sha256sum | cut -c1-12)
   echo "$machine_cache_root/upstream/$1-$version-$sum"
 }
 
-# Kubernetes' own build stamps its version into every binary (hack/lib/version.sh); without it
-# /version says v0.0.0-master and kubectl warns of a skew.
+# -s -w (no symbol table, no DWARF), as the release builds; and Kubernetes' own build stamps its
+# version into every binary (hack/lib/version.sh): without it /version says v0.0.0-master and
+# kubectl warns of a skew.
 ldflags_for() {
+  printf -- '-s -w '
   [[ $1 == kubernetes ]] || return 0
   local v=$2 minor
   minor=$(cut -d. -f2 <<<"${v#v}")
