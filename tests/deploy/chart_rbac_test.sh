@@ -18,13 +18,7 @@ ipam=${2:?usage: chart_rbac_test.sh IBCNI IBCNI_IPAM}
 source "$repo/tests/support/check.sh"
 source "$repo/tests/support/control-plane/lib.sh"
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/ibcni-rbac.XXXXXX")
-cleanup() {
-  control_plane_stop
-  rm -rf "$work"
-}
-trap cleanup EXIT
-control_plane_start "$work/cp" || { echo "FAIL the control plane did not start"; exit 1; }
+control_plane_session
 
 # ibcni-ipam sends its cluster requests through `ibcni http-relay` in its own directory.
 mkdir -p "$work/bin"

@@ -13,13 +13,7 @@ repo=$(cd "$here/../.." && pwd)
 source "$repo/tests/support/check.sh"
 source "$repo/tests/support/control-plane/lib.sh"
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/ibcni-examples.XXXXXX")
-cleanup() {
-  control_plane_stop
-  rm -rf "$work"
-}
-trap cleanup EXIT
-control_plane_start "$work/cp" || { echo "FAIL the control plane did not start"; exit 1; }
+control_plane_session
 
 install_crds() { kc apply --server-side --validate=strict -f "$here/crds" >/dev/null; }
 established() { kc wait --for condition=established --timeout 60s -f "$here/crds" >/dev/null; }

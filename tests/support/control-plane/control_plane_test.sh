@@ -11,13 +11,7 @@ repo=$(cd "$here/../../.." && pwd)
 source "$repo/tests/support/check.sh"
 source "$here/lib.sh"
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/ibcni-cp.XXXXXX")
-cleanup() {
-  control_plane_stop
-  rm -rf "$work"
-}
-trap cleanup EXIT
-control_plane_start "$work/cp" --with controller-manager,scheduler || { echo "FAIL the control plane did not start"; exit 1; }
+control_plane_session --with controller-manager,scheduler
 
 k8s_version=$("$repo/scripts/build-upstream.sh" --version kubernetes)
 etcd_version=$("$repo/scripts/build-upstream.sh" --version etcd)

@@ -7,6 +7,9 @@
 #   control_plane_kubeconfig FILE NS SA   a kubeconfig with that token, namespace NS
 #   control_plane_stop               stops it (call it from the test's EXIT trap; if the test dies,
 #                                    the control plane gets SIGTERM and stops itself)
+#   control_plane_session [--with ...]   a test's whole set-up: a work directory in $work, an EXIT
+#                                    trap that stops the control plane and removes $work, and the
+#                                    control plane started in $work/cp (FAIL and exit 1 if it does not)
 # Exits 77 (a skip, saying why) when the components are not built on this machine.
 
 control_plane_lib_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -72,4 +75,10 @@ contexts:
 current-context: $sa
 EOF
   chmod 0600 "$file"
+}
+
+control_plane_session() {
+  work=$(mktemp -d "${TMPDIR:-/tmp}/ibcni-cp.XXXXXX") || exit 1
+  trap 'control_plane_stop; rm -rf "$work"' EXIT
+  control_plane_start "$work/cp" "$@" || { echo "FAIL the control plane did not start"; exit 1; }
 }
