@@ -172,8 +172,8 @@ lab-churn: deps build
 # dynamically linked build, ibcni-ipam-preloadable: the checker's kills and clocks are LD_PRELOADed),
 # each over 4-12 simulated nodes; the invariants after every step; a violation is reported with
 # its seed and a shrunk schedule under $(BUILD)/chaos-out/<backend>/ (replay it with --replay).
-# Needs root, etcd, libfaketime and Node.js. CHAOS_JOBS workers (each with an etcd and an emulator of
-# its own): with 2 on 2 cores, about 1 s (etcd) and 1.9 s (kubernetes) per schedule, so the defaults
+# Needs root, etcd, libfaketime, kube-apiserver (scripts/build-upstream.sh) and Node.js (the fault
+# proxy). CHAOS_JOBS workers (each with an etcd, and a kube-apiserver with its proxy, of its own): with 2 on 2 cores, about 1 s (etcd) and 1.9 s (kubernetes) per schedule, so the defaults
 # take about 35 and 65 minutes. Not part of `make test` (which runs ~60 s per backend: ctest -L chaos).
 # PLUGIN and CHAOS_ARGS test another (dynamically linked) ibcni-ipam, e.g.
 #   make chaos PLUGIN=/path/to/old/ibcni-ipam CHAOS_ARGS="--compat baseline --profile lapse"
@@ -195,7 +195,7 @@ chaos: deps $(BUILD)/CMakeCache.txt
 	done; \
 	exit $$rc
 
-# Every test that starts servers or waits on time (CTest label `timing`: etcd, the API emulator,
+# Every test that starts servers or waits on time (CTest label `timing`: etcd, kube-apiserver,
 # HTTP servers, Prometheus, containerd, kills after delays, timeouts) SOAK_REPEAT times in a row
 # beside stress-ng keeping every core busy, in the release and the sanitized trees
 # (tests/scripts/soak.sh): a test that passes only on an idle machine fails here. Not part of

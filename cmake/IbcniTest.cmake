@@ -25,7 +25,7 @@ function(ibcni_test_pch target)
 endfunction()
 
 function(ibcni_add_test name)
-  cmake_parse_arguments(T "ARCH;ARM64_LAB" "TIMEOUT" "SOURCES;DEPENDS;LABELS" ${ARGN})
+  cmake_parse_arguments(T "ARCH;ARM64_LAB;CONTROL_PLANE" "TIMEOUT" "SOURCES;DEPENDS;LABELS" ${ARGN})
   set(arm64_unit OFF)
   if("unit" IN_LIST T_LABELS AND T_ARCH)
     set(arm64_unit ON)
@@ -59,15 +59,23 @@ function(ibcni_add_test name)
   gtest_discover_tests(${name} TEST_LIST ${name}_tests
     PROPERTIES ${timeout}
     DISCOVERY_TIMEOUT 60)
-  ibcni_label_discovered(${name} "${T_LABELS}")
+  set(extra)
+  if(T_CONTROL_PLANE)
+    # The real API server of tests/support/control_plane.h: the fixture's one (tests/support), held
+    # by one test at a time (Nodes are cluster-wide).
+    target_link_libraries(${name} PRIVATE ibcni_control_plane)
+    set(extra "FIXTURES_REQUIRED control_plane RESOURCE_LOCK control_plane ENVIRONMENT IBCNI_CONTROL_PLANE=${CMAKE_BINARY_DIR}/control-plane")
+  endif()
+  ibcni_label_discovered(${name} "${T_LABELS}" "${extra}")
 endfunction()
 
-# ibcni_label_discovered(NAME "label;label..."): the labels of NAME's discovered tests (TEST_LIST
-# NAME_tests), set once CTest has read them.
+# ibcni_label_discovered(NAME "label;label..." [EXTRA]): the labels of NAME's discovered tests
+# (TEST_LIST NAME_tests), and the properties EXTRA ("NAME VALUE ..."), set once CTest has read them.
 function(ibcni_label_discovered name labels)
+  set(extra "${ARGV2}")
   file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/${name}_labels.cmake
     "if(${name}_tests)\n"
-    "  set_tests_properties(\${${name}_tests} PROPERTIES LABELS \"${labels}\")\n"
+    "  set_tests_properties(\${${name}_tests} PROPERTIES LABELS \"${labels}\" ${extra})\n"
     "endif()\n")
   set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${CMAKE_CURRENT_BINARY_DIR}/${name}_labels.cmake)
 endfunction()

@@ -41,10 +41,6 @@ test_pkgs=(iproute2 jq util-linux coreutils findutils strace
            # cluster-wide IPAM tests: a real etcd 3.4 cluster on loopback (tests/support/etcd), and
            # curl to talk to its JSON gateway
            etcd-server etcd-client curl
-           # the Kubernetes API emulator's fidelity test drives it with real API clients (Debian's
-           # kubectl, from kubernetes-client, is fetched by tests/support/k8s-emulator itself: some
-           # machines carry another package's /usr/bin/kubectl, which the package would clash with)
-           python3-kubernetes
            # tests/chaos: a simulated clock for the ibcni-ipam processes (libfaketime)
            faketime
            # ibcni-agent's metrics test: a real Prometheus server scrapes it, and promtool checks them

@@ -16,9 +16,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kUser = "system:serviceaccount:kube-system:ibcni";
-constexpr const char* kToken = "chaos-token-5c1e";
-
 std::expected<void, std::string> fromAssertion(const ::testing::AssertionResult& r) {
   if (r) {
     return {};
@@ -36,30 +33,30 @@ std::expected<void, std::string> Backend::start(const std::string& kind, const s
     return std::unexpected("etcd: " + r.error());
   }
   if (kind == "kubernetes") {
-    return startEmulator(dir);
+    return startApiServer(dir);
   }
   return {};
 }
 
-std::expected<void, std::string> Backend::startEmulator(const std::string& dir) {
-  k8s_ = std::make_unique<testing::K8sEmulator>();
-  // The chart's RBAC for ibcni's ServiceAccount: Leases in kube-system, Nodes get.
-  const std::string rbac = R"({"rules": [{"user": ")" + std::string(kUser) +
-                           R"(", "namespace": "kube-system", "resource": "leases",
-      "verbs": ["get", "list", "create", "update", "delete"]},
-     {"user": ")" + std::string(kUser) + R"(", "resource": "nodes", "verbs": ["get", "list"]}]})";
-  if (auto r = fromAssertion(k8s_->start(etcd_.endpointList(), {{kToken, kUser}}, rbac)); !r) {
-    return std::unexpected("the Kubernetes API emulator: " + r.error());
+// kube-apiserver over the 3 members, the proxy in front of it, and ServiceAccount kube-system/ibcni
+// with the chart's rights (Leases in kube-system, Nodes get) and its token in the kubeconfig.
+std::expected<void, std::string> Backend::startApiServer(const std::string& dir) {
+  cp_ = std::make_unique<testing::ControlPlane>();
+  api_ = std::make_unique<testing::ApiProxy>();
+  if (auto r = fromAssertion(testing::startApi(*cp_, *api_, etcd_.endpointList())); !r) {
+    return std::unexpected("kube-apiserver and its fault proxy: " + r.error());
+  }
+  auto token = api_->serviceAccount("kube-system", "ibcni", testing::leaseRules(), testing::nodeRules());
+  if (!token) {
+    return std::unexpected(token.error());
   }
   kubeconfig_ = dir + "/chaos.kubeconfig";
-  return fromAssertion(testing::writeKubeconfig(kubeconfig_, k8s_->url(), kToken));
+  return fromAssertion(testing::writeTokenKubeconfig(kubeconfig_, api_->url(), *token));
 }
 
 void Backend::stop() {
-  if (k8s_) {
-    k8s_->stop();
-    k8s_.reset();
-  }
+  api_.reset();
+  cp_.reset();
   etcd_.stop();
 }
 
@@ -77,28 +74,14 @@ std::expected<void, std::string> Backend::startMember(int member) {
   return fromAssertion(etcd_.startMember(member));
 }
 
-std::expected<void, std::string> Backend::emulatorFault(const std::string& faultJson) {
-  if (!k8s_) {
-    return std::unexpected("no emulator (backend " + kind_ + ")");
+std::expected<void, std::string> Backend::apiFault(const std::string& faultJson) {
+  if (!api_) {
+    return std::unexpected("no API server (backend " + kind_ + ")");
   }
-  auto r = testing::httpCall("POST", k8s_->url() + "/_emulator/faults", faultJson);
-  if (!r) {
-    return std::unexpected(r.error());
-  }
-  return {};
+  return fromAssertion(api_->fault(json::parse(faultJson)));
 }
 
-bool Backend::emulatorFaultArmed() const {
-  if (!k8s_) {
-    return false;
-  }
-  auto r = testing::httpCall("GET", k8s_->url() + "/_emulator/faults");
-  if (!r) {
-    return true;  // unknown: say armed, so that nothing is concluded from the next answers
-  }
-  const json j = json::parse(*r, nullptr, false);
-  return !j.is_object() || !j.value("fault", json()).is_null();
-}
+bool Backend::apiFaultArmed() const { return api_ && api_->faultArmed(); }
 
 std::expected<void, std::string> Backend::waitHealthy() {
   if (auto r = fromAssertion(etcd_.waitHealthy()); !r) {
@@ -120,45 +103,30 @@ std::expected<void, std::string> Backend::heal() {
       return r;
     }
   }
-  if (k8s_) {
-    if (auto r = testing::httpCall("DELETE", k8s_->url() + "/_emulator/faults"); !r) {
-      return std::unexpected(r.error());
-    }
+  if (api_) {
+    return fromAssertion(api_->clearFault());
   }
   return {};
 }
 
-void Backend::resetEmulatorLogs() const {
-  if (!k8s_) {
-    return;
+void Backend::resetApiCounts() const {
+  if (api_) {
+    api_->clearStats();
   }
-  // Every body the plugin sent is logged (memory, and a file that would grow over a long run).
-  (void)testing::httpCall("DELETE", k8s_->url() + "/_emulator/validation");
-  (void)::truncate((k8s_->dir() + "/validation.jsonl").c_str(), 0);
 }
 
 std::expected<void, std::string> Backend::createNode(const std::string& name) {
-  if (!k8s_) {
+  if (!api_) {
     return {};
   }
-  // 201 created, 409 there already; anything else (etcd without quorum: 500) is an error.
-  auto r = testing::httpCall("POST", k8s_->url() + "/_emulator/nodes", json{{"name", name}}.dump());
-  if (!r && r.error().find("HTTP 409") == std::string::npos) {
-    return std::unexpected(r.error());
-  }
-  return {};
+  return fromAssertion(api_->createNode(name));
 }
 
 std::expected<void, std::string> Backend::deleteNode(const std::string& name) {
-  if (!k8s_) {
+  if (!api_) {
     return {};
   }
-  // 200 deleted, 404 gone already; anything else is an error.
-  auto r = testing::httpCall("DELETE", k8s_->url() + "/_emulator/nodes/" + name);
-  if (!r && r.error().find("HTTP 404") == std::string::npos) {
-    return std::unexpected(r.error());
-  }
-  return {};
+  return fromAssertion(api_->deleteNode(name));
 }
 
 std::expected<std::string, std::string> Backend::gateway(const std::string& path, const std::string& body) const {

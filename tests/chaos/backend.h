@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The shared datastore a chaos run's schedules use: a 3-member etcd 3.4 (tests/support/etcd) and,
-// for the kubernetes backend, the API emulator over it (tests/support/k8s-emulator). Started once
-// per run (per --jobs worker), reused by every schedule (each under names of its own), stopped by
-// PID at the end. Also the faults that act on it (members stopped, quorum lost, the emulator's
-// injected answers, Node objects deleted) and the etcd lease revocation that stands for a node's
-// lease lapsing while its agent is stopped.
+// for the kubernetes backend, a real kube-apiserver over it (tests/support/control_plane.h, built
+// from its module) behind the fault proxy. Started once per run (per --jobs worker), reused by every
+// schedule (each under names of its own), stopped by PID at the end. Also the faults that act on it
+// (members stopped, quorum lost, the proxy's injected answers, Node objects deleted) and the etcd
+// lease revocation that stands for a node's lease lapsing while its agent is stopped.
 #pragma once
 
 #include <expected>
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "support/etcd_cluster.h"
-#include "support/k8s_emulator.h"
+#include "support/control_plane.h"
 
 namespace ibcni::chaos {
 
@@ -31,7 +31,8 @@ class Backend {
   Backend& operator=(const Backend&) = delete;
   ~Backend();
 
-  /// Starts 3 etcd members and, for "kubernetes", the emulator; `dir` holds the kubeconfig.
+  /// Starts 3 etcd members and, for "kubernetes", kube-apiserver over them and the fault proxy;
+  /// `dir` holds the kubeconfig.
   [[nodiscard]] std::expected<void, std::string> start(const std::string& kind, const std::string& dir);
   void stop();
 
@@ -40,7 +41,7 @@ class Backend {
   [[nodiscard]] bool started() const noexcept { return !kind_.empty(); }
   [[nodiscard]] std::vector<std::string> etcdEndpoints() const { return etcd_.endpoints(); }
   [[nodiscard]] const std::string& kubeconfig() const noexcept { return kubeconfig_; }
-  [[nodiscard]] std::string emulatorUrl() const { return k8s_ ? k8s_->url() : std::string(); }
+  [[nodiscard]] std::string apiUrl() const { return api_ ? api_->url() : std::string(); }
 
   // --- Faults ---
   [[nodiscard]] int members() const { return etcd_.size(); }
@@ -49,16 +50,16 @@ class Backend {
   [[nodiscard]] bool quorum() const { return runningMembers() * 2 > members(); }
   [[nodiscard]] std::expected<void, std::string> stopMember(int member);
   [[nodiscard]] std::expected<void, std::string> startMember(int member);
-  /// A fault of the emulator (tests/support/k8s-emulator/README.md, "Admin path"), as JSON.
-  [[nodiscard]] std::expected<void, std::string> emulatorFault(const std::string& faultJson);
-  /// Whether an injected emulator fault is still armed (not yet consumed).
-  [[nodiscard]] bool emulatorFaultArmed() const;
+  /// A fault of the proxy (tests/support/control-plane/api_proxy.js), as JSON.
+  [[nodiscard]] std::expected<void, std::string> apiFault(const std::string& faultJson);
+  /// Whether an injected API fault is still armed (not yet consumed).
+  [[nodiscard]] bool apiFaultArmed() const;
   /// Waits until every running member is healthy (a leader, a quorum read).
   [[nodiscard]] std::expected<void, std::string> waitHealthy();
-  /// Every member running and healthy, no emulator fault left.
+  /// Every member running and healthy, no API fault left.
   [[nodiscard]] std::expected<void, std::string> heal();
-  /// Empties the emulator's validation log (a long run would fill memory and disk with it).
-  void resetEmulatorLogs() const;
+  /// Empties the proxy's counts (a long run would fill its memory with the server's warnings).
+  void resetApiCounts() const;
 
   // --- Node objects (kubernetes) ---
   [[nodiscard]] std::expected<void, std::string> createNode(const std::string& name);
@@ -76,11 +77,12 @@ class Backend {
 
  private:
   [[nodiscard]] std::expected<std::string, std::string> gateway(const std::string& path, const std::string& body) const;
-  [[nodiscard]] std::expected<void, std::string> startEmulator(const std::string& dir);
+  [[nodiscard]] std::expected<void, std::string> startApiServer(const std::string& dir);
 
   std::string kind_;
   testing::EtcdCluster etcd_;
-  std::unique_ptr<testing::K8sEmulator> k8s_;
+  std::unique_ptr<testing::ControlPlane> cp_;
+  std::unique_ptr<testing::ApiProxy> api_;
   std::string kubeconfig_;
 };
 

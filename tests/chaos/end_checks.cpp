@@ -21,7 +21,7 @@ void healEverything(World& world) {
   if (auto r = world.backend().heal(); !r) {
     throw std::runtime_error("healing the backend: " + r.error());
   }
-  world.emulatorFaultMaybeArmed = false;
+  world.apiFaultMaybeArmed = false;
   for (auto& n : world.nodes) {
     n.agentRunning = true;
   }

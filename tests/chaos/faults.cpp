@@ -152,10 +152,10 @@ std::string opEmuFault(World& world, const Step& step) {
   if (step.has("method")) {
     f["methods"] = json::array({step.arg("method")});
   }
-  if (auto r = world.backend().emulatorFault(f.dump()); !r) {
-    throw std::runtime_error("arming an emulator fault: " + r.error());
+  if (auto r = world.backend().apiFault(f.dump()); !r) {
+    throw std::runtime_error("arming an API fault: " + r.error());
   }
-  world.emulatorFaultMaybeArmed = true;
+  world.apiFaultMaybeArmed = true;
   return "ok: armed " + f.dump();
 }
 

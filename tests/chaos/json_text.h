@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Reading what ibcni-ipam, etcd and the emulator answer without trusting its shape: a field that
+// Reading what ibcni-ipam, etcd and kube-apiserver answer without trusting its shape: a field that
 // is absent, null or of another type reads as the fallback (nlohmann's value() throws on null).
 #pragma once
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // ibcni_chaos: seeded randomized schedules of operations and faults over 4-12 simulated nodes,
-// against real ibcni-ipam processes, a real etcd and the Kubernetes API emulator, with the
+// against real ibcni-ipam processes, a real etcd and a real kube-apiserver over it, with the
 // cluster pool's invariants checked after every step (tests/chaos/README.md).
 //
 //   ibcni_chaos --plugin PATH --backend etcd|kubernetes [--seed N] [--schedules N | --seconds T]
@@ -10,7 +10,7 @@
 //
 // Exit status: 0 no violation (with --expect: the expected one found and shrunk); 1 a violation
 // (with --expect: not found); 2 usage; 77 this host cannot run it (not root, no etcd, no
-// libfaketime, no Node.js for the emulator), saying why.
+// libfaketime, no kube-apiserver built or no Node.js for the fault proxy), saying why.
 #include <elf.h>
 #include <glob.h>
 #include <signal.h>
@@ -209,8 +209,11 @@ std::string cannotRun(const Options& o, const std::string& backend, Tools& tools
   if (tools.faketime.empty()) {
     return "needs libfaketime (Debian's package libfaketime: /usr/lib/<arch>/faketime/libfaketime.so.1)";
   }
-  if (backend == "kubernetes" && (!testing::findProgram("node") || !testing::findProgram("npm"))) {
-    return "the kubernetes backend needs Node.js and npm for the API emulator (tests/support/k8s-emulator)";
+  if (backend == "kubernetes" && !testing::ControlPlane::built()) {
+    return std::string("the kubernetes backend needs kube-apiserver: ") + testing::ControlPlane::kNotBuilt;
+  }
+  if (backend == "kubernetes" && !testing::findProgram("node")) {
+    return "the kubernetes backend needs Node.js for the API fault proxy (tests/support/control-plane/api_proxy.js)";
   }
   (void)o;
   return {};

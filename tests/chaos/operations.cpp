@@ -287,11 +287,11 @@ bool backendDisturbed(World& world) {
   if (!world.backend().quorum()) {
     return true;
   }
-  if (world.emulatorFaultMaybeArmed) {
-    if (world.backend().emulatorFaultArmed()) {
+  if (world.apiFaultMaybeArmed) {
+    if (world.backend().apiFaultArmed()) {
       return true;
     }
-    world.emulatorFaultMaybeArmed = false;
+    world.apiFaultMaybeArmed = false;
   }
   return false;
 }

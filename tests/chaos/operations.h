@@ -2,7 +2,7 @@
 // The steps a schedule is made of, run against a World: the runtime's CNI operations (add, del,
 // check, cnigc), the node agent's periodic pass and time passing (operations.cpp), and the faults
 // (faults.cpp): kill -9 points, reboots, dying pods, etcd members stopped and quorum lost, the
-// API emulator's injected answers, Nodes deleted and recreated, configuration changes.
+// API fault proxy's injected answers, Nodes deleted and recreated, configuration changes.
 //
 // Every step is robust to a schedule that lost steps (shrinking removes them): a step whose
 // preconditions do not hold (its pod was never added, its node is gone) is skipped and says why.
@@ -45,7 +45,7 @@ std::string passEveryNode(World& world);
 std::string passTime(World& world, int seconds);
 /// A successful ADD of `pod`: it holds the result's addresses (checked: ADDR). Returns "ok A".
 std::string adoptAddResult(World& world, Pod& pod, const Invocation& inv);
-/// Whether the backend is disturbed now (quorum lost, an emulator fault still armed).
+/// Whether the backend is disturbed now (quorum lost, an API fault still armed).
 [[nodiscard]] bool backendDisturbed(World& world);
 
 // --- faults.cpp ---

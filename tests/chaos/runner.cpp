@@ -44,12 +44,13 @@ void Runner::cleanUp(World& world) {
     for (const auto& n : world.nodes) {
       (void)backend_.deleteNode(n.name);
     }
-    // The emulator keeps Leases at /registry/leases/<namespace>/<name> (its README).
+    // kube-apiserver keeps Leases at /registry/leases/<namespace>/<name> (its etcd prefix /registry):
+    // removed under it, as an etcd restore would; its watch sees them go.
     backend_.deletePrefix("/registry/leases/kube-system/ibcni-" + world.tag() + "-");
     // The pools' registry is one Lease for every pool of the namespace: each schedule starts
     // without one (the next schedule's pools are new pools over the same ranges).
     backend_.deletePrefix("/registry/leases/kube-system/ibcni-pool-registry");
-    backend_.resetEmulatorLogs();
+    backend_.resetApiCounts();
   } else {
     backend_.deletePrefix(world.etcdPrefix());
   }

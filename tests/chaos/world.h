@@ -143,7 +143,7 @@ class World {
   std::map<std::string, NetworkDef> pools;
   std::optional<Violation> violation;
   int step = 0;  ///< the step being run (1-based)
-  bool emulatorFaultMaybeArmed = false;  ///< an emu-fault step ran and its fault may not be spent yet
+  bool apiFaultMaybeArmed = false;  ///< an emu-fault step ran and its fault may not be spent yet
   Stats& stats;
 
   [[nodiscard]] bool live(int node) const;

@@ -2,7 +2,7 @@
 // sriov mode's cluster GUID pool on a simulated cluster, in process: 100 nodes (tests/support/
 // vf_node_sim.h: each its own fakes with one mlx5 PF and 21 VFs of GUID zero, stateDir, dataDir and
 // node name, and the embedded GUID pools over the production backends) sharing guidPool "gsim"
-// (blocks of 16) through a real 3-member etcd, then through the Kubernetes API emulator over it.
+// (blocks of 16) through a real 3-member etcd, then through a real kube-apiserver.
 // ibcni cannot be exec'd here: it would set the GUIDs of this machine's VFs.
 //
 //  * 2000 ADDs (20 pods per node, one per VF; nodes by 4 worker threads, one node's ADDs in
@@ -36,7 +36,6 @@
 #include "lib/http/curl_http_client.h"
 #include "support/cluster_sim.h"
 #include "support/etcd_cluster.h"
-#include "support/k8s_emulator.h"
 #include "support/vf_node_sim.h"
 
 namespace ibcni::testing {
@@ -363,8 +362,13 @@ TEST_F(GuidClusterSim, HundredNodesTwentyVfsEachOverEtcd) {
 }
 
 TEST_F(GuidClusterSim, HundredNodesTwentyVfsEachThroughTheKubernetesApi) {
-  K8sEmulator k8s;
-  ASSERT_TRUE(startK8sEmulator(etcd_, k8s, root_, reader_));
+  if (!ControlPlane::built()) {
+    GTEST_SKIP() << ControlPlane::kNotBuilt;
+  }
+  ControlPlane cp;
+  ApiProxy api;
+  ASSERT_TRUE(startApi(cp, api));
+  ASSERT_TRUE(useKubernetes(api, root_, reader_));
   GuidCluster c(root_,
                 {{"backend", "kubernetes"},
                  {"kubernetes", {{"kubeconfig", reader_.kubeconfig}, {"namespace", reader_.k8sNamespace}}}},

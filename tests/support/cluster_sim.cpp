@@ -801,20 +801,22 @@ std::expected<std::string, std::string> httpCall(const std::string& method, cons
   return answer->body;
 }
 
-std::expected<std::map<std::string, std::uint64_t>, std::string> emulatorRequestCounts(const std::string& url) {
-  auto body = httpCall("GET", url + "/_emulator/stats");
+std::expected<std::map<std::string, std::uint64_t>, std::string> apiRequestCounts(const std::string& url) {
+  auto body = httpCall("GET", url + "/_proxy/stats");
   if (!body) {
     return std::unexpected(body.error());
   }
   const json j = json::parse(*body, nullptr, false);
   if (!j.is_object()) {
-    return std::unexpected("/_emulator/stats is not a JSON object: " + oneLine(*body));
+    return std::unexpected("/_proxy/stats is not a JSON object: " + oneLine(*body));
   }
   std::map<std::string, std::uint64_t> counts{{"total", 0}};
   for (const auto& [k, v] : j.items()) {
     const auto n = v.is_object() ? v.value("total", std::uint64_t{0}) : std::uint64_t{0};
-    counts[k] += n;
-    counts["total"] += n;
+    if (n > 0) {
+      counts[k] += n;
+      counts["total"] += n;
+    }
   }
   return counts;
 }
@@ -830,23 +832,21 @@ std::map<std::string, std::uint64_t> countDiff(const std::map<std::string, std::
   return d;
 }
 
-::testing::AssertionResult startK8sEmulator(const EtcdCluster& etcd, K8sEmulator& k8s, const std::string& dir,
-                                            ClusterSimOptions& o) {
-  const std::string user = "system:serviceaccount:kube-system:ibcni";
-  const std::string token = "sim-token-7f3a";
-  auto started = k8s.start(etcd.endpointList(), {{token, user}},
-                           R"({"rules": [{"user": ")" + user + R"(", "namespace": "kube-system", "resource": "leases",
-                                 "verbs": ["get", "list", "create", "update", "delete"]},
-                                {"user": ")" + user + R"(", "resource": "nodes", "verbs": ["get"]}]})");
-  if (!started) {
-    return started;
+::testing::AssertionResult useKubernetes(const ApiProxy& api, const std::string& dir, ClusterSimOptions& o) {
+  auto ns = api.freshNamespace("cluster-sim");
+  if (!ns) {
+    return ::testing::AssertionFailure() << ns.error();
+  }
+  auto token = api.serviceAccount(*ns, "ibcni", leaseRules(), nodeRules());
+  if (!token) {
+    return ::testing::AssertionFailure() << token.error();
   }
   o.backend = "kubernetes";
   o.kubeconfig = dir + "/ibcni.kubeconfig";
-  o.k8sUrl = k8s.url();
-  o.k8sToken = token;
-  o.k8sNamespace = "kube-system";
-  return writeKubeconfig(o.kubeconfig, o.k8sUrl, token);
+  o.k8sUrl = api.url();
+  o.k8sToken = *token;
+  o.k8sNamespace = *ns;
+  return writeKubeconfig(o.kubeconfig, o.k8sUrl, *token);
 }
 
 }  // namespace ibcni::testing

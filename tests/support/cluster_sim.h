@@ -34,7 +34,7 @@
 
 #include "support/etcd_cluster.h"
 #include "support/exec_program.h"
-#include "support/k8s_emulator.h"
+#include "support/control_plane.h"
 
 namespace ibcni::testing {
 
@@ -57,7 +57,7 @@ struct ClusterSimOptions {
   std::string etcdPrefix = "/ibcni/";
   std::string kubeconfig;            ///< a file (writeKubeconfig)
   std::string k8sNamespace = "kube-system";
-  std::string k8sUrl;                ///< the API server (emulator) the checks read
+  std::string k8sUrl;                ///< the API server (the fault proxy) the checks read
   std::string k8sToken;              ///< their bearer token
   /// "logLevel" of the network configuration ("debug" for timestamps); empty: not set.
   std::string logLevel;
@@ -207,11 +207,12 @@ class ClusterSim {
 [[nodiscard]] ::testing::AssertionResult writeKubeconfig(const std::string& path, const std::string& server,
                                                          const std::string& token);
 
-/// Starts the Kubernetes API emulator over `etcd` with the RBAC the chart gives ibcni's
-/// ServiceAccount (leases in kube-system, nodes get) and its token, and sets `o` up to use it
-/// (backend kubernetes, a kubeconfig written in `dir`, the URL and token its checks read with).
-[[nodiscard]] ::testing::AssertionResult startK8sEmulator(const EtcdCluster& etcd, K8sEmulator& k8s,
-                                                          const std::string& dir, ClusterSimOptions& o);
+/// Sets `o` up to use the kubernetes backend through `api` (a real kube-apiserver behind the fault
+/// proxy): a namespace of its own, ServiceAccount "ibcni" in it with the chart's rights (Leases of
+/// that namespace; Nodes get), its token in a kubeconfig written in `dir`, and the URL and token
+/// the checks read with.
+[[nodiscard]] ::testing::AssertionResult useKubernetes(const ApiProxy& api, const std::string& dir,
+                                                       ClusterSimOptions& o);
 
 /// One HTTP request (no proxy, 5 s timeout) with `headers` ("Name: value"): the body of any
 /// status when `anyStatus`, else of a 2xx only.
@@ -220,9 +221,9 @@ class ClusterSim {
                                                                const std::vector<std::string>& headers = {},
                                                                bool anyStatus = false);
 
-/// The emulator's request count (GET <url>/_emulator/stats): "<verb> <resource>" -> total, and
-/// "total" the sum over the API's verbs (the admin path is not counted by the emulator).
-[[nodiscard]] std::expected<std::map<std::string, std::uint64_t>, std::string> emulatorRequestCounts(
+/// The API requests the fault proxy passed on (GET <url>/_proxy/stats): "<verb> <resource>" ->
+/// total, and "total" the sum (the admin's set-up requests are not counted).
+[[nodiscard]] std::expected<std::map<std::string, std::uint64_t>, std::string> apiRequestCounts(
     const std::string& url);
 
 /// `after` - `before` per method (methods absent from `before` count from 0).

@@ -6,12 +6,18 @@
 # service-account signing key. It runs in the foreground until it gets SIGTERM/SIGINT or its parent
 # dies, then stops every process it started (by PID) and removes DIR's state.
 #
-#   control_plane.sh serve DIR [--with controller-manager,scheduler]
+#   control_plane.sh serve DIR [--with controller-manager,scheduler] [--while-pid PID] [--etcd URLS]
+#                                # --etcd: over those etcd members (a test's own cluster, whose
+#                                # members it stops and starts) instead of an etcd of its own
+#   control_plane.sh up DIR      # CTest's fixture (FIXTURES_SETUP): serve in the background for as
+#                                # long as the ctest that runs it lives; 77 when not built
+#   control_plane.sh down DIR    # its FIXTURES_CLEANUP: stops it by its PID, removes DIR
 #
 # When it is ready it writes DIR/env (a file of shell assignments) and only then DIR/ready:
 #   CP_SERVER        https://127.0.0.1:PORT, kube-apiserver
 #   CP_CA            the CA certificate (it signed the server's certificate and the admin's)
 #   CP_ADMIN         a kubeconfig of a cluster admin (client certificate, group system:masters)
+#   CP_ADMIN_CERT, CP_ADMIN_KEY   that client certificate and its key
 #   CP_KUBECTL       the kubectl of the same release; CP_BIN the directory of every binary
 #   CP_ETCD          http://127.0.0.1:PORT, the API server's etcd
 # lib.sh has the shell side (start, stop, a ServiceAccount's token and kubeconfig); the C++ side is
@@ -27,10 +33,56 @@ die() {
   exit 1
 }
 
-[[ ${1:-} == serve ]] || die "usage: control_plane.sh serve DIR [--with controller-manager,scheduler]"
-dir=${2:?usage: control_plane.sh serve DIR [--with controller-manager,scheduler]}
+usage="usage: control_plane.sh serve|up|down DIR [--with controller-manager,scheduler] [--while-pid PID] [--etcd URLS]"
+verb=${1:-}
+dir=${2:?$usage}
+shift 2
 with=
-[[ ${3:-} == --with ]] && with=${4:-}
+while_pid=
+etcd_servers=
+while (($#)); do
+  case $1 in
+    --with) with=${2:-}; shift 2 ;;
+    --while-pid) while_pid=${2:-}; shift 2 ;;
+    --etcd) etcd_servers=${2:-}; shift 2 ;;
+    *) die "$usage" ;;
+  esac
+done
+
+# The CTest fixture: one control plane for every test of a ctest run that requires it (the C++
+# tests find it through IBCNI_CONTROL_PLANE=DIR). It stops itself when that ctest is gone, so an
+# interrupted run leaves nothing running.
+if [[ $verb == up ]]; then
+  if ! "$repo/scripts/build-upstream.sh" --dir kubernetes >/dev/null ||
+     ! "$repo/scripts/build-upstream.sh" --dir etcd >/dev/null; then
+    echo "SKIP: the upstream components are not built on this machine (scripts/build-upstream.sh)"
+    exit 77
+  fi
+  "$0" down "$dir"
+  mkdir -p "$dir" || die "cannot make $dir"
+  setsid "$0" serve "$dir" ${with:+--with "$with"} --while-pid "$PPID" </dev/null >"$dir.log" 2>&1 &
+  echo $! >"$dir.pid"
+  deadline=$((SECONDS + 180))
+  until [[ -f $dir/ready ]]; do
+    if ! kill -0 "$(cat "$dir.pid")" 2>/dev/null || ((SECONDS > deadline)); then
+      cat "$dir.log" >&2
+      die "did not start"
+    fi
+    sleep 0.2
+  done
+  cat "$dir/env"
+  exit 0
+elif [[ $verb == down ]]; then
+  if [[ -f $dir.pid ]]; then
+    pid=$(cat "$dir.pid")
+    kill -TERM "$pid" 2>/dev/null
+    for _ in $(seq 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null
+  fi
+  rm -rf "$dir" "$dir.pid" "$dir.log"
+  exit 0
+fi
+[[ $verb == serve ]] || die "$usage"
 mkdir -p "$dir" || die "cannot make $dir"
 dir=$(cd "$dir" && pwd)
 rm -f "$dir/ready" "$dir/env"
@@ -40,11 +92,19 @@ etcd_bin=$("$repo/scripts/build-upstream.sh" --dir etcd) || exit 1
 command -v openssl >/dev/null || die "openssl is not installed (scripts/install-deps.sh)"
 
 pids=()
+# Whether process $1 runs (an exited child is a zombie until waited for: kill -0 still finds it).
+alive() {
+  local state
+  state=$(ps -o stat= -p "$1" 2>/dev/null) && [[ $state != Z* ]]
+}
+# Last started first: the API server lets go of etcd before etcd stops (etcd stopped under a
+# connected API server takes its whole grace time).
 stop_all() {
-  local pid
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null; done
-  for pid in "${pids[@]}"; do
-    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  local i pid
+  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+    pid=${pids[i]}
+    kill -TERM "$pid" 2>/dev/null
+    for _ in $(seq 100); do alive "$pid" || break; sleep 0.1; done
     kill -KILL "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null
   done
@@ -131,15 +191,19 @@ EOF
 
 make_pki
 
-etcd_port=$(free_port)
-peer_port=$(free_port)
-etcd_url=http://127.0.0.1:$etcd_port
-start etcd "$etcd_bin/etcd" --name cp --data-dir "$dir/etcd-data" \
-  --listen-client-urls "$etcd_url" --advertise-client-urls "$etcd_url" \
-  --listen-peer-urls "http://127.0.0.1:$peer_port" --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
-  --initial-cluster "cp=http://127.0.0.1:$peer_port" --initial-cluster-token "cp-$$" \
-  --listen-metrics-urls "" --log-level warn
-wait_for etcd 30 curl -fsS "$etcd_url/health"
+if [[ -n $etcd_servers ]]; then
+  etcd_url=$etcd_servers
+else
+  etcd_port=$(free_port)
+  peer_port=$(free_port)
+  etcd_url=http://127.0.0.1:$etcd_port
+  start etcd "$etcd_bin/etcd" --name cp --data-dir "$dir/etcd-data" \
+    --listen-client-urls "$etcd_url" --advertise-client-urls "$etcd_url" \
+    --listen-peer-urls "http://127.0.0.1:$peer_port" --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
+    --initial-cluster "cp=http://127.0.0.1:$peer_port" --initial-cluster-token "cp-$$" \
+    --listen-metrics-urls "" --log-level warn
+  wait_for etcd 30 curl -fsS "$etcd_url/health"
+fi
 
 api_port=$(free_port)
 server=https://127.0.0.1:$api_port
@@ -172,6 +236,8 @@ cat >"$dir/env" <<EOF
 CP_SERVER=$server
 CP_CA=$dir/pki/ca.crt
 CP_ADMIN=$dir/admin.kubeconfig
+CP_ADMIN_CERT=$dir/pki/admin.crt
+CP_ADMIN_KEY=$dir/pki/admin.key
 CP_KUBECTL=$bin/kubectl
 CP_BIN=$bin
 CP_ETCD=$etcd_url
@@ -179,7 +245,18 @@ EOF
 touch "$dir/ready"
 echo "control-plane: ready: kube-apiserver $server over etcd $etcd_url${with:+, with $with} (state in $dir)" >&2
 
-# Until stopped; a server that exits ends the control plane (the tests see it gone).
-wait -n "${pids[@]}"
+# Until stopped (or, with --while-pid, until that process is gone); a server that exits ends the
+# control plane (the tests see it gone).
+if [[ -n $while_pid ]]; then
+  while kill -0 "$while_pid" 2>/dev/null; do
+    for pid in "${pids[@]}"; do
+      alive "$pid" || break 2
+    done
+    sleep 1
+  done
+  kill -0 "$while_pid" 2>/dev/null || exit 0
+else
+  wait -n "${pids[@]}"
+fi
 echo "control-plane: a server exited; stopping the rest" >&2
 exit 1

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The fixture of ibcni-ipam's cluster mode tests in process: EmbeddedIpam instances standing for
 // nodes (each its own data directory and node name) over a real etcd 3.4 started by the test (and,
-// for the kubernetes backend, the API emulator over that etcd). The HTTP client is the real one,
+// for the kubernetes backend, a real kube-apiserver: tests/support/control_plane.h). The HTTP client is the real one,
 // wrapped to count the calls and to lose an answer on purpose; the wall clock and the boot clock
 // of every node are the fixture's, moved by advance().
 #pragma once
@@ -24,8 +24,8 @@
 #include "ibcni/os/text.h"
 #include "ipam/backends/k8s_block_backend.h"
 #include "store_test_util.h"
+#include "support/control_plane.h"
 #include "support/etcd_cluster.h"
-#include "support/k8s_emulator.h"
 
 namespace ibcni::ipam::testing {
 
@@ -65,6 +65,7 @@ struct NetSpec {
   std::string extraCluster;  ///< more members of ipam.cluster (", \"releaseAfterSeconds\": 0")
   std::string extraIpam;     ///< more members of ipam (", \"reservations\": {...}")
   std::string kubeconfig;    ///< non-empty: the kubernetes backend with this kubeconfig
+  std::string k8sNamespace;  ///< its ipam.cluster.kubernetes.namespace (empty: the default)
 };
 
 class ClusterFixture : public ::testing::Test {
@@ -119,7 +120,8 @@ class ClusterFixture : public ::testing::Test {
   std::string conf(const std::string& n, const NetSpec& s = {}) const {
     std::string backend = s.kubeconfig.empty()
                               ? R"("backend": "etcd", "etcd": {"endpoints": [")" + etcd_.endpointList() + R"("]})"
-                              : R"("backend": "kubernetes", "kubernetes": {"kubeconfig": ")" + s.kubeconfig + R"("})";
+                              : R"("backend": "kubernetes", "kubernetes": {"kubeconfig": ")" + s.kubeconfig + "\"" +
+                                    (s.k8sNamespace.empty() ? "" : R"(, "namespace": ")" + s.k8sNamespace + "\"") + "}";
     return R"({"cniVersion": "1.1.0", "name": ")" + s.network + R"(", "type": "ibcni", "ipam": {"type": "ibcni-ipam",
         "dataDir": ")" + tmp_.path() + "/" + n + R"(", "ranges": )" + s.ranges + s.extraIpam +
            R"(, "cluster": {)" + backend + R"(, "blockSize": )" + std::to_string(s.blockSize) +
@@ -235,27 +237,56 @@ inline bool inBlock(const std::string& ip, const std::string& key) {
   return span && a && span->contains(*a);
 }
 
-/// The Kubernetes API emulator over the fixture's etcd, a kubeconfig for it, and its Nodes.
+/// A real kube-apiserver (the fixture's, tests/support/control_plane.h) behind the fault proxy, a
+/// namespace of the test's own, the chart's rights for ServiceAccount "ibcni" in it, a kubeconfig
+/// with its token, and the Nodes the test creates (removed at the end).
 struct K8sWorld {
-  ::ibcni::testing::K8sEmulator api;
+  ::ibcni::testing::ControlPlane cp;
+  ::ibcni::testing::ApiProxy api;
+  std::string ns;
+  std::string token;
   std::string kubeconfig;
   http::CurlHttpClient http;
+  std::set<std::string> nodes{"node-a", "node-b", "node-c"};
 
-  ::testing::AssertionResult start(const std::string& etcdEndpoints, const std::string& dir) {
-    const std::string user = "system:serviceaccount:kube-system:ibcni";
-    auto s = api.start(etcdEndpoints, {{"tok", user}},
-                       R"({"rules": [{"user": ")" + user + R"(", "namespace": "kube-system", "resource": "leases",
-                              "verbs": ["get", "list", "create", "update", "delete"]},
-                             {"user": ")" + user + R"(", "resource": "nodes", "verbs": ["get"]}]})");
-    if (!s) {
+  ~K8sWorld() {
+    if (!api.url().empty()) {
+      for (const auto& n : nodes) {
+        (void)api.deleteNode(n);
+      }
+    }
+  }
+
+  /// False (with why) when the components are not built: the test skips.
+  static bool available() { return ::ibcni::testing::ControlPlane::built(); }
+
+  ::testing::AssertionResult start(const std::string& dir) {
+    if (auto s = ::ibcni::testing::startApi(cp, api); !s) {
       return s;
     }
+    auto n = api.freshNamespace("cluster-pool");
+    if (!n) {
+      return ::testing::AssertionFailure() << n.error();
+    }
+    ns = *n;
+    auto t = api.serviceAccount(ns, "ibcni", ::ibcni::testing::leaseRules(), ::ibcni::testing::nodeRules());
+    if (!t) {
+      return ::testing::AssertionFailure() << t.error();
+    }
+    token = *t;
+    for (const auto& node : nodes) {
+      if (auto d = api.deleteNode(node); !d) {
+        return d;
+      }
+    }
+    api.clearStats();
     kubeconfig = dir + "/kubeconfig";
-    std::ofstream(kubeconfig) << "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: "
-                              << api.url()
-                              << "\nusers:\n- name: u\n  user:\n    token: tok\ncontexts:\n- name: x\n  context:\n"
-                                 "    cluster: c\n    user: u\ncurrent-context: x\n";
-    return ::testing::AssertionSuccess();
+    return ::ibcni::testing::writeTokenKubeconfig(kubeconfig, api.url(), token);
+  }
+  /// The NetSpec fields of this world: its kubeconfig and namespace.
+  void into(NetSpec& s) const {
+    s.kubeconfig = kubeconfig;
+    s.k8sNamespace = ns;
   }
   /// An API call with the token; the answer (any status).
   http::HttpResult<http::Response> call(http::Method m, const std::string& path, const std::string& body = "") {
@@ -263,17 +294,20 @@ struct K8sWorld {
     r.method = m;
     r.url = api.url() + path;
     r.body = body;
-    r.headers.push_back({"Authorization", "Bearer tok"});
+    r.headers.push_back({"Authorization", "Bearer " + token});
     if (!body.empty()) {
       r.headers.push_back({"Content-Type", "application/json"});
     }
     return http.send(r);
   }
-  void addNode(const std::string& n) { (void)call(http::Method::kPost, "/_emulator/nodes", "{\"name\":\"" + n + "\"}"); }
-  void deleteNode(const std::string& n) { (void)call(http::Method::kDelete, "/_emulator/nodes/" + n); }
+  void addNode(const std::string& n) {
+    nodes.insert(n);
+    EXPECT_TRUE(api.createNode(n));
+  }
+  void deleteNode(const std::string& n) { EXPECT_TRUE(api.deleteNode(n)); }
   /// The Leases of the namespace whose name starts with `prefix`: name -> holderIdentity.
   std::map<std::string, std::string> leases(const std::string& prefix) {
-    auto a = call(http::Method::kGet, "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases");
+    auto a = call(http::Method::kGet, "/apis/coordination.k8s.io/v1/namespaces/" + ns + "/leases");
     std::map<std::string, std::string> out;
     const auto doc = a ? nlohmann::json::parse(a->body, nullptr, false) : nlohmann::json();
     for (const auto& item : doc.is_object() && doc.contains("items") ? doc["items"] : nlohmann::json::array()) {
@@ -286,7 +320,7 @@ struct K8sWorld {
   }
   /// Makes the Lease `name` look unrenewed for an hour (what a stopped agent leads to).
   ::testing::AssertionResult age(const std::string& name) {
-    const std::string path = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/" + name;
+    const std::string path = "/apis/coordination.k8s.io/v1/namespaces/" + ns + "/leases/" + name;
     auto a = call(http::Method::kGet, path);
     if (!a || a->status != 200) {
       return ::testing::AssertionFailure() << "GET " << name << ": " << (a ? a->body : a.error().describe());
@@ -306,15 +340,8 @@ struct K8sWorld {
     }
     return ::testing::AssertionSuccess();
   }
-  /// Every body ibcni-ipam sent was a valid Kubernetes object.
-  ::testing::AssertionResult allValid() {
-    auto a = call(http::Method::kGet, "/_emulator/validation");
-    const auto v = a ? nlohmann::json::parse(a->body, nullptr, false) : nlohmann::json();
-    if (!v.is_object() || v.value("total", 0) == 0 || v.value("invalid", -1) != 0) {
-      return ::testing::AssertionFailure() << "validation log: " << (a ? a->body : "unreadable");
-    }
-    return ::testing::AssertionSuccess();
-  }
+  /// Every body ibcni-ipam sent was taken as valid by the server.
+  ::testing::AssertionResult allValid() const { return api.allValid(); }
 };
 
 }  // namespace ibcni::ipam::testing

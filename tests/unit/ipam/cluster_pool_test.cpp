@@ -2,8 +2,9 @@
 // ibcni-ipam's cluster mode (ipam.cluster) end to end in process (cluster_fixture.h): distinct
 // addresses across nodes from their own aligned blocks, no backend call on the hot path, lost
 // answers adopted, ledgers rebuilt, a full pool, pool shapes, pod-named addresses, empty blocks
-// given back, dual stack, the node's name, a missing libcurl or kubeconfig, and the kubernetes
-// backend end to end. The faults of ipam/README.md "Cluster safety" are cluster_safety_test.cpp.
+// given back, dual stack, the node's name, a missing libcurl or kubeconfig. The kubernetes backend
+// end to end is cluster_k8s_test.cpp; the faults of ipam/README.md "Cluster safety" are
+// cluster_safety_test.cpp.
 #include "cluster_fixture.h"
 #include "ibcni/os/file_io.h"
 
@@ -456,42 +457,6 @@ TEST_F(ClusterPoolTest, AnUnusableKubeconfigIsError7NamingTheFileAndNothingIsHel
     EXPECT_THAT(r.error().msg, HasSubstr(words));
     EXPECT_EQ(countEntries(tmp_.path() + "/node-a/.cluster/ibk/attachments"), 0U) << "nothing allocated";
   }
-}
-
-// The kubernetes backend through its kubeconfig, against the API emulator over the same etcd:
-// the default backend works end to end; a new node finds no free block and asks; the gone node's
-// block is taken over by a live node's pass (Node deleted, Lease unrenewed) and given back; the
-// new node then gets it.
-TEST_F(ClusterPoolTest, KubernetesLeasesServeThePoolAndAGoneNodesBlockGoesToTheNodeThatAsked) {
-  K8sWorld k8s;
-  ASSERT_TRUE(k8s.start(etcd_.endpointList(), tmp_.path()));
-  NetSpec s;
-  s.network = "ibk";
-  s.ranges = R"([[{"subnet": "10.58.0.0/27"}]])";
-  s.kubeconfig = k8s.kubeconfig;
-  s.extraCluster = R"(, "leaseDurationSeconds": 10)";
-  for (const char* n : {"node-a", "node-b", "node-c"}) {
-    k8s.addNode(n);
-  }
-  ASSERT_TRUE(add("node-a", "c0", conf("node-a", s)));
-  ASSERT_TRUE(add("node-b", "c0", conf("node-b", s)));
-  auto refused = add("node-c", "c0", conf("node-c", s));
-  ASSERT_FALSE(refused);
-  EXPECT_EQ(refused.error().code, cni::Errc::kTryAgainLater) << refused.error().msg;
-  // node-a is gone: its pods with it, its Node deleted, its Lease no longer renewed.
-  kill("node-a", "c0");
-  k8s.deleteNode("node-a");
-  const std::string lease = KubernetesBlockBackend::leaseName(ClaimKind::kBlock, "ibk", owned("node-a", "ibk").at(0));
-  ASSERT_TRUE(k8s.age(lease));
-  auto p = pass("node-b", conf("node-b", s));
-  ASSERT_TRUE(p) << p.error().msg;
-  EXPECT_EQ(p->upkeep->takenOver.size(), 1U) << "node-a's block taken over by node-b's pass";
-  EXPECT_EQ(p->upkeep->releasedBlocks.size(), 1U) << "and given back at once: empty, and node-c asked";
-  auto got = add("node-c", "c1", conf("node-c", s));
-  ASSERT_TRUE(got) << got.error().msg;
-  EXPECT_EQ(owned("node-c", "ibk").size(), 1U);
-  EXPECT_EQ(owned("node-b", "ibk").size(), 1U) << "node-b keeps its own";
-  EXPECT_TRUE(k8s.allValid());
 }
 
 }  // namespace

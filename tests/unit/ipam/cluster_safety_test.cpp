@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The cluster pool under the faults that gave one address to two pods or leaked it (ipam/README.md
-// "Cluster safety", cases 1-5), each reproduced in process against a real etcd (and the API
-// emulator): a lapsed etcd lease, holds past the lease, claims gone from the backend, a forgotten
-// node, a release whose answer was lost; releases after renewals and reserved addresses of gone
-// nodes (Kubernetes); shared pools (GC, reservations, overlapping pools); configuration changes and
-// corrupt ledgers; capacity held by idle and busy nodes.
+// "Cluster safety", cases 1, 3-5), each reproduced in process against a real etcd: a lapsed etcd
+// lease, holds past the lease, claims gone from the backend, a forgotten node, a release whose
+// answer was lost; shared pools (GC, reservations, overlapping pools); configuration changes and
+// corrupt ledgers; capacity held by idle and busy nodes. Case 2 (Kubernetes) is cluster_k8s_test.cpp.
 #include "cluster_fixture.h"
 
 namespace ibcni::ipam::testing {
@@ -164,82 +163,6 @@ TEST_F(ClusterSafetyTest, AReleaseWhoseAnswerWasLostIsKeptUntilConfirmedAndNever
   for (const auto& e : ledger("node-a").blocks) {
     EXPECT_NE(e.name, block) << "settled: it is node-b's";
   }
-}
-
-// --- Case 2: Kubernetes -----------------------------------------------------------------------
-
-class K8sSafetyTest : public ClusterFixture {
- protected:
-  void SetUp() override {
-    ClusterFixture::SetUp();
-    ASSERT_TRUE(k8s_.start(etcd_.endpointList(), tmp_.path()));
-    for (const char* n : {"node-a", "node-b", "node-c"}) {
-      k8s_.addNode(n);
-    }
-  }
-  std::string kconf(const std::string& n, const std::string& extraCluster = "", const std::string& extraIpam = "") {
-    NetSpec s;
-    s.network = "ibk";
-    s.kubeconfig = k8s_.kubeconfig;
-    s.extraCluster = extraCluster;
-    s.extraIpam = extraIpam;
-    return conf(n, s);
-  }
-  K8sWorld k8s_;
-};
-
-// A release after a renewal (which changed the resourceVersion) deletes the Lease; the ledger
-// drops it only then.
-TEST_F(K8sSafetyTest, AReleaseAfterARenewalGivesTheLeaseBack) {
-  const std::string extra = R"(, "releaseAfterSeconds": 0)";
-  ASSERT_TRUE(add("node-a", "c0", kconf("node-a", extra)));
-  ASSERT_TRUE(pass("node-a", kconf("node-a", extra)));  // renewed: a new resourceVersion
-  ASSERT_EQ(k8s_.leases("ibcni-ibk--b--").size(), 1U);
-  ASSERT_TRUE(del("node-a", "c0", kconf("node-a", extra)));
-  auto p = pass("node-a", kconf("node-a", extra));
-  ASSERT_TRUE(p) << p.error().msg;
-  EXPECT_EQ(p->upkeep->releasedBlocks.size(), 1U);
-  EXPECT_TRUE(k8s_.leases("ibcni-ibk--b--").empty()) << "the Lease is gone, not only the ledger's entry";
-  EXPECT_TRUE(ledger("node-a", "ibk").blocks.empty());
-  EXPECT_TRUE(k8s_.allValid());
-}
-
-// A StatefulSet pod whose node is gone (Node deleted, its Leases unrenewed) gets its reserved
-// address on another node: the claim is taken over by the same rule as blocks.
-TEST_F(K8sSafetyTest, AReservedAddressOfAGoneNodeIsTakenOverByThePodsNewNode) {
-  const std::string res = R"(, "reservations": {"prod/db-0": "10.56.0.200"})";
-  const std::string pod = "K8S_POD_NAMESPACE=prod;K8S_POD_NAME=db-0";
-  auto a = add("node-a", "c1", kconf("node-a", "", res), pod);
-  ASSERT_TRUE(a) << a.error().msg;
-  auto held = add("node-b", "c2", kconf("node-b", "", res), pod);
-  ASSERT_FALSE(held) << "node-a lives: the address is its pod's";
-  kill("node-a", "c1");
-  k8s_.deleteNode("node-a");
-  ASSERT_TRUE(k8s_.age(KubernetesBlockBackend::leaseName(ClaimKind::kAddress, "ibk", "10.56.0.200")));
-  auto b = add("node-b", "c2", kconf("node-b", "", res), pod);
-  ASSERT_TRUE(b) << b.error().msg;
-  EXPECT_EQ(address(b), "10.56.0.200");
-  EXPECT_EQ(k8s_.leases("ibcni-ibk--a--").begin()->second, "node-b");
-}
-
-// A reserved-address claim whose answer was lost (the ADD failed) is adopted by the pod's next
-// sandbox: the claim names the pod.
-TEST_F(K8sSafetyTest, AReservedClaimWhoseAnswerWasLostIsAdoptedByThePodsNextSandbox) {
-  const std::string res = R"(, "reservations": {"prod/db-0": "10.56.0.200"})";
-  const std::string pod = "K8S_POD_NAMESPACE=prod;K8S_POD_NAME=db-0";
-  http_.loseMethod = http::Method::kPost;
-  http_.loseAnswers = 1;
-  http_.loseIf = "10.56.0.200";
-  auto lost = add("node-a", "sandbox-1", kconf("node-a", "", res), pod);
-  ASSERT_FALSE(lost);
-  EXPECT_EQ(lost.error().code, cni::Errc::kTryAgainLater);
-  ASSERT_TRUE(del("node-a", "sandbox-1", kconf("node-a", "", res)));  // the runtime's DEL after a failed ADD
-  auto retry = add("node-a", "sandbox-2", kconf("node-a", "", res), pod);
-  ASSERT_TRUE(retry) << retry.error().msg;
-  EXPECT_EQ(address(retry), "10.56.0.200");
-  auto p = pass("node-a", kconf("node-a", "", res));
-  ASSERT_TRUE(p) << p.error().msg;
-  EXPECT_TRUE(p->upkeep->releasedAddresses.empty()) << "held by the pod's live sandbox";
 }
 
 // --- Case 3: shared pools ---------------------------------------------------------------------

@@ -1,18 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
-// KubernetesBlockBackend against the Kubernetes API emulator (tests/support/k8s-emulator) over a
-// real etcd 3.4 (label etcd), through CurlHttpClient. What the API holds is read back through the
-// API itself. Create-if-absent claims (20 concurrent claimers of one block, one winner), adoption
-// (an address of the same pod gets its new owner), lists per kind, pool and node with who lapsed,
+// KubernetesBlockBackend against a real kube-apiserver (tests/support/control_plane.h: the
+// fixture's, built from its module) through the fault proxy in front of it, with CurlHttpClient
+// and ServiceAccount tokens under real RBAC. What the API holds is read back through the API
+// itself. Create-if-absent claims (20 concurrent claimers of one block, one winner), adoption (an
+// address of the same pod gets its new owner), lists per kind, pool and node with who lapsed,
 // releases judged on the state read now (the regression: a release after a renewal that changed
 // the resourceVersion) and kept pending by a finalizer, renewals (renewTime moved; kept, lost,
 // gone), takeovers only of a holder certainly gone (Lease lapsed AND Node absent; fenced by a
 // renewal between the taker's read and write; racing takers), pool definitions, demands, a
-// namespace that does not exist, 401 and 403, and the emulator's faults within the timeout. After
-// every test the emulator's validation log must show that every body sent was a valid object of
-// the Kubernetes OpenAPI schema.
+// namespace that does not exist, 401 and 403, and the proxy's faults within the timeout. After
+// every test the server must have taken every body sent as valid (no 400 or 422, no warning).
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <fstream>
@@ -31,36 +32,19 @@
 #include "ipam/backends/k8s_api.h"
 #include "ipam/backends/k8s_block_backend.h"
 #include "ibcni/os/time_text.h"
-#include "support/etcd_cluster.h"
-#include "support/k8s_emulator.h"
+#include "support/control_plane.h"
 
 namespace ibcni::ipam {
 namespace {
 
 using nlohmann::json;
-using testing::EtcdCluster;
-using testing::K8sEmulator;
+using testing::ApiProxy;
+using testing::ControlPlane;
 using namespace std::chrono_literals;
 using Strings = std::vector<std::string>;
 using S = HoldCheck::State;
 using K = KubernetesBlockBackend;
 using SysClock = std::chrono::system_clock;
-
-constexpr const char* kLeases = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases";
-constexpr const char* kMissingNamespace = "ibcni-missing";
-
-const json kRbac = {
-    {"rules",
-     {{{"user", "ibcni"},
-       {"namespace", "kube-system"},
-       {"resource", "leases"},
-       {"verbs", {"get", "list", "create", "update", "delete"}}},
-      {{"user", "ibcni"},
-       {"namespace", kMissingNamespace},
-       {"resource", "leases"},
-       {"verbs", {"get", "list", "create", "update", "delete"}}},
-      {{"user", "ibcni"}, {"resource", "nodes"}, {"verbs", {"get"}}},
-      {{"user", "reader"}, {"namespace", "kube-system"}, {"resource", "leases"}, {"verbs", {"get", "list"}}}}}};
 
 const std::regex kMicroTime(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z)");
 
@@ -81,27 +65,57 @@ class HookedClient final : public http::HttpClient {
 
 class K8sBlockBackendTest : public ::testing::Test {
  protected:
+  // The Nodes a test may create (cluster-wide: removed before and after each test).
+  static constexpr std::array kNodes{"node-a", "node-b", "node-c"};
+
+  // A namespace of the test's own; ServiceAccount "ibcni" with the chart's rights on Leases (here
+  // cluster-wide, for the namespace created late below) and Nodes, "reader" with get and list.
   void SetUp() override {
-    ASSERT_TRUE(etcd_.start(1));
-    ASSERT_TRUE(k8s_.start(etcd_.endpointList(), {{"good-token", "ibcni"}, {"reader-token", "reader"}}, kRbac.dump()));
+    if (!ControlPlane::built()) {
+      GTEST_SKIP() << ControlPlane::kNotBuilt;
+    }
+    ASSERT_TRUE(testing::startApi(cp_, api_));
+    auto ns = api_.freshNamespace("k8s-backend");
+    ASSERT_TRUE(ns) << ns.error();
+    ns_ = *ns;
+    json clusterRules = testing::leaseRules();
+    clusterRules.push_back(testing::nodeRules()[0]);
+    auto good = api_.serviceAccount(ns_, "ibcni", json::array(), clusterRules);
+    ASSERT_TRUE(good) << good.error();
+    goodToken_ = *good;
+    auto reader = api_.serviceAccount(ns_, "reader", testing::leaseRules({"get", "list"}));
+    ASSERT_TRUE(reader) << reader.error();
+    readerToken_ = *reader;
+    for (const char* n : kNodes) {
+      ASSERT_TRUE(api_.deleteNode(n));
+    }
+    api_.clearStats();
   }
 
-  // Every body sent (the backend's and the test's own), valid against the OpenAPI schema and
-  // kube-apiserver's rules.
+  // Every body sent (the backend's and the test's own) was taken by kube-apiserver as valid.
   void TearDown() override {
-    if (k8s_.url().empty()) {
+    if (api_.url().empty()) {
       return;
     }
-    const json v = admin(http::Method::kGet, "/_emulator/validation");
-    ASSERT_TRUE(v.is_object()) << v.dump();
-    EXPECT_GT(v["total"], 0) << "no body reached the emulator's validation";
-    EXPECT_EQ(v["invalid"], 0) << "invalid bodies: " << v["entries"].dump(1);
+    ASSERT_TRUE(api_.clearFault());
+    EXPECT_TRUE(api_.idle());
+    EXPECT_TRUE(api_.allValid());
+    for (const char* n : kNodes) {
+      EXPECT_TRUE(api_.deleteNode(n));
+    }
   }
 
-  K::Options opts(std::string token = "good-token", std::chrono::seconds lease = 300s) const {
+  /// The token a test names: "good-token" (ibcni's), "reader-token", or any other as given.
+  std::string token(const std::string& name) const {
+    return name == "good-token" ? goodToken_ : name == "reader-token" ? readerToken_ : name;
+  }
+  std::string leasesPath() const { return "/apis/coordination.k8s.io/v1/namespaces/" + ns_ + "/leases"; }
+
+  K::Options opts(const std::string& tokenName = "good-token", std::chrono::seconds lease = 300s) const {
     K::Options o;
-    o.server = k8s_.url();
-    o.token = std::move(token);
+    o.server = api_.url();
+    o.namespace_ = ns_;
+    o.token = token(tokenName);
     o.timeout = 3000ms;
     o.leaseDuration = lease;
     return o;
@@ -113,49 +127,29 @@ class K8sBlockBackendTest : public ::testing::Test {
   }
   K& node() { return node(opts()); }
 
-  /// One request; {status, parsed body}.
+  /// One request through the proxy with the token named; {status, parsed body}.
   std::pair<long, json> request(http::Method method, const std::string& path, const json& body = nullptr,
-                                const std::string& token = "") {
-    http::Request r;
-    r.method = method;
-    r.url = k8s_.url() + path;
-    if (!token.empty()) {
-      r.headers.push_back({"Authorization", "Bearer " + token});
+                                const std::string& tokenName = "") {
+    auto a = api_.call(std::string(http::methodName(method)), path, body, token(tokenName));
+    if (a.first == 0) {
+      ADD_FAILURE() << a.second.dump();
     }
-    if (!body.is_null()) {
-      r.body = body.dump();
-      r.headers.push_back({"Content-Type", "application/json"});
-    }
-    const auto a = http_.send(r);
-    if (!a) {
-      ADD_FAILURE() << a.error().describe();
-      return {0, nullptr};
-    }
-    return {a->status, json::parse(a->body, nullptr, false)};
+    return a;
   }
-  json admin(http::Method method, const std::string& path, const json& body = nullptr) {
-    return request(method, path, body).second;
-  }
-  void addNode(const std::string& name) {
-    const auto [status, r] = request(http::Method::kPost, "/_emulator/nodes", {{"name", name}});
-    ASSERT_EQ(status, 201) << r.dump();
-  }
-  void deleteNode(const std::string& name) {
-    const auto [status, r] = request(http::Method::kDelete, "/_emulator/nodes/" + name);
-    ASSERT_EQ(status, 200) << r.dump();
-  }
-  void fault(const json& f) { (void)admin(http::Method::kPost, "/_emulator/faults", f); }
+  void addNode(const std::string& name) { ASSERT_TRUE(api_.createNode(name)); }
+  void deleteNode(const std::string& name) { ASSERT_TRUE(api_.deleteNode(name)); }
+  void fault(const json& f) { ASSERT_TRUE(api_.fault(f)); }
 
   /// A Lease as the API has it (the good token's view); null when there is none.
   json lease(const std::string& name) {
-    const auto [status, l] = request(http::Method::kGet, std::string(kLeases) + "/" + name, nullptr, "good-token");
+    const auto [status, l] = request(http::Method::kGet, leasesPath() + "/" + name, nullptr, "good-token");
     return status == 200 ? l : json(nullptr);
   }
   /// PUTs Lease `l` back through the API (as an operator or an admission plugin would);
   /// @return the Lease written.
   json putLease(const json& l) {
     const std::string name = l["metadata"]["name"];
-    const auto [status, out] = request(http::Method::kPut, std::string(kLeases) + "/" + name, l, "good-token");
+    const auto [status, out] = request(http::Method::kPut, leasesPath() + "/" + name, l, "good-token");
     EXPECT_EQ(status, 200) << out.dump();
     return out;
   }
@@ -179,8 +173,11 @@ class K8sBlockBackendTest : public ::testing::Test {
     return {};
   }
 
-  EtcdCluster etcd_;
-  K8sEmulator k8s_;
+  ControlPlane cp_;
+  ApiProxy api_;
+  std::string ns_;
+  std::string goodToken_;
+  std::string readerToken_;
   http::CurlHttpClient http_;
   std::vector<std::unique_ptr<K>> nodes_;
 };
@@ -567,7 +564,7 @@ TEST_F(K8sBlockBackendTest, ATakeOverThatFallsBackToAClaimStaysWithinTheTimeout)
   const auto start = std::chrono::steady_clock::now();
   const auto t = k.takeOver(ClaimKind::kBlock, "p0", "b1", "node-b", seen, {});
   const auto took = std::chrono::steady_clock::now() - start;
-  (void)admin(http::Method::kDelete, "/_emulator/faults");
+  ASSERT_TRUE(api_.clearFault());
   // The GET (700 ms) finds no Lease; the create it falls back to has the 300 ms left, not a
   // timeout of its own.
   EXPECT_LT(took, 1300ms) << "the call outlived its 1000 ms timeout";
@@ -727,25 +724,21 @@ TEST_F(K8sBlockBackendTest, ForgetNodeIsRefusedNamingKubectlDeleteNode) {
 }
 
 TEST_F(K8sBlockBackendTest, ANamespaceThatDoesNotExistIsAConfigurationErrorNamingTheSetting) {
-  const auto [probe, body] = request(http::Method::kPost, "/_emulator/namespaces", {{"name", "kube-system"}});
-  if (probe != 409) {
-    GTEST_SKIP() << "the emulator has no namespaces yet (POST /_emulator/namespaces kube-system: HTTP " << probe
-                 << "): NamespaceLifecycle's 404 cannot be tested";
-  }
+  const std::string missing = ns_ + "-late";
   auto o = opts();
-  o.namespace_ = kMissingNamespace;
+  o.namespace_ = missing;
   auto& k = node(o);
   const auto c = k.claim(ClaimKind::kBlock, "p0", "b1", "node-a", {});
   ASSERT_FALSE(c) << "created a Lease in a namespace that does not exist";
   EXPECT_EQ(c.error().kind, BackendErrc::kInvalidArgument) << c.error().describe();
   EXPECT_NE(c.error().message.find("ipam.cluster.kubernetes.namespace"), std::string::npos) << c.error().describe();
-  EXPECT_NE(c.error().message.find(kMissingNamespace), std::string::npos) << c.error().describe();
+  EXPECT_NE(c.error().message.find(missing), std::string::npos) << c.error().describe();
   EXPECT_EQ(toCniError(c.error(), "claiming block b1").code, cni::Errc::kInvalidConfig);
   const auto d = k.definePool({"p0", "F", "o", "", false});
   ASSERT_FALSE(d);
   EXPECT_EQ(d.error().kind, BackendErrc::kInvalidArgument) << d.error().describe();
 
-  ASSERT_EQ(request(http::Method::kPost, "/_emulator/namespaces", {{"name", kMissingNamespace}}).first, 201);
+  ASSERT_TRUE(api_.createNamespace(missing));
   EXPECT_EQ(claim(k, ClaimKind::kBlock, "b1", "node-a").state, ClaimState::kClaimed);
 }
 
@@ -768,7 +761,7 @@ TEST_F(K8sBlockBackendTest, BadTokenAndMissingPermissionAreAuthErrors) {
   EXPECT_EQ(toCniError(d.error(), "x").code, cni::Errc::kInvalidConfig);
 
   // A token file is read again for every call (a rotated token is used at once).
-  const std::string tokenFile = k8s_.dir() + "/sa-token";
+  const std::string tokenFile = api_.dir() + "/sa-token";
   std::ofstream(tokenFile) << "wrong-token\n";
   auto o = opts("");
   o.tokenFile = tokenFile;
@@ -776,7 +769,7 @@ TEST_F(K8sBlockBackendTest, BadTokenAndMissingPermissionAreAuthErrors) {
   const auto before = rotating.claim(ClaimKind::kBlock, "p0", "b1", "node-a", {});
   ASSERT_FALSE(before);
   EXPECT_EQ(before.error().kind, BackendErrc::kAuth);
-  std::ofstream(tokenFile, std::ios::trunc) << "good-token\n";
+  std::ofstream(tokenFile, std::ios::trunc) << goodToken_ << "\n";
   EXPECT_EQ(claim(rotating, ClaimKind::kBlock, "b1", "node-a").state, ClaimState::kClaimed);
 }
 
@@ -809,7 +802,7 @@ TEST_F(K8sBlockBackendTest, FaultsAreClearErrorsWithinTheTimeout) {
 
   // The write happened but its answer was lost: the retry adopts it.
   expectError({{"status", 500}, {"after", true}, {"methods", {"POST"}}, {"count", 1}}, BackendErrc::kUnreachable);
-  (void)admin(http::Method::kDelete, "/_emulator/faults");
+  ASSERT_TRUE(api_.clearFault());
   EXPECT_EQ(claim(k, ClaimKind::kBlock, "b1", "node-a").state, ClaimState::kAdopted);
 
   // A call of several requests (a renewal of three claims) shares one deadline.
@@ -821,7 +814,7 @@ TEST_F(K8sBlockBackendTest, FaultsAreClearErrorsWithinTheTimeout) {
       "node-a", "p0",
       {{ClaimKind::kBlock, "b1", "", ""}, {ClaimKind::kBlock, "b2", "", ""}, {ClaimKind::kBlock, "b3", "", ""}});
   const auto took = std::chrono::steady_clock::now() - start;
-  (void)admin(http::Method::kDelete, "/_emulator/faults");
+  ASSERT_TRUE(api_.clearFault());
   ASSERT_FALSE(r) << "six requests of 300 ms each within 1000 ms";
   EXPECT_EQ(r.error().kind, BackendErrc::kTimeout) << r.error().describe();
   EXPECT_LT(took, 1500ms);
