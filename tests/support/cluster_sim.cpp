@@ -751,26 +751,6 @@ std::expected<std::map<std::string, std::uint64_t>, std::string> etcdRequestCoun
   return counts;
 }
 
-::testing::AssertionResult writeKubeconfig(const std::string& path, const std::string& server,
-                                           const std::string& token) {
-  {
-    std::ofstream out(path, std::ios::trunc);
-    out << "apiVersion: v1\nkind: Config\nclusters:\n- name: sim\n  cluster:\n    server: " << server
-        << "\nusers:\n- name: ibcni\n  user:\n    token: " << token
-        << "\ncontexts:\n- name: sim\n  context:\n    cluster: sim\n    user: ibcni\n    namespace: kube-system\n"
-           "current-context: sim\n";
-    if (!out) {
-      return ::testing::AssertionFailure() << "cannot write " << path;
-    }
-  }
-  std::error_code ec;
-  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace, ec);
-  if (ec) {
-    return ::testing::AssertionFailure() << "chmod 0600 " << path << ": " << ec.message();
-  }
-  return ::testing::AssertionSuccess();
-}
-
 std::expected<std::string, std::string> httpCall(const std::string& method, const std::string& url,
                                                  const std::string& body, const std::vector<std::string>& headers,
                                                  bool anyStatus) {
@@ -846,7 +826,7 @@ std::map<std::string, std::uint64_t> countDiff(const std::map<std::string, std::
   o.k8sUrl = api.url();
   o.k8sToken = *token;
   o.k8sNamespace = *ns;
-  return writeKubeconfig(o.kubeconfig, o.k8sUrl, *token);
+  return writeTokenKubeconfig(o.kubeconfig, o.k8sUrl, *token, "kube-system");
 }
 
 }  // namespace ibcni::testing

@@ -55,7 +55,7 @@ struct ClusterSimOptions {
   std::string backend = "etcd";
   std::vector<std::string> etcdEndpoints;
   std::string etcdPrefix = "/ibcni/";
-  std::string kubeconfig;            ///< a file (writeKubeconfig)
+  std::string kubeconfig;            ///< a file (writeTokenKubeconfig)
   std::string k8sNamespace = "kube-system";
   std::string k8sUrl;                ///< the API server (the fault proxy) the checks read
   std::string k8sToken;              ///< their bearer token
@@ -202,10 +202,6 @@ class ClusterSim {
 /// Streams (LeaseKeepAlive) count once, when they end.
 [[nodiscard]] std::expected<std::map<std::string, std::uint64_t>, std::string> etcdRequestCounts(
     const std::vector<std::string>& endpoints);
-
-/// A kubeconfig at `path` (0600) for `server` with bearer token `token` (one cluster, user, context).
-[[nodiscard]] ::testing::AssertionResult writeKubeconfig(const std::string& path, const std::string& server,
-                                                         const std::string& token);
 
 /// Sets `o` up to use the kubernetes backend through `api` (a real kube-apiserver behind the fault
 /// proxy): a namespace of its own, ServiceAccount "ibcni" in it with the chart's rights (Leases of

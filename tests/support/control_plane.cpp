@@ -479,6 +479,11 @@ json nodeRules(std::vector<std::string> verbs) {
   if (!out) {
     return ::testing::AssertionFailure() << "cannot write " << path;
   }
+  std::error_code ec;
+  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace, ec);
+  if (ec) {
+    return ::testing::AssertionFailure() << "chmod 0600 " << path << ": " << ec.message();
+  }
   return ::testing::AssertionSuccess();
 }
 

@@ -138,7 +138,7 @@ class ApiProxy {
                                                                           "delete"});
 [[nodiscard]] nlohmann::json nodeRules(std::vector<std::string> verbs = {"get"});
 
-/// A kubeconfig for `server` (http:// or https:// with `ca`) with a bearer token, in `ns`.
+/// A kubeconfig (0600) for `server` (http:// or https:// with `ca`) with a bearer token, in `ns`.
 [[nodiscard]] ::testing::AssertionResult writeTokenKubeconfig(const std::string& path, const std::string& server,
                                                               const std::string& token, const std::string& ns = "",
                                                               const std::string& ca = "");
