@@ -79,8 +79,17 @@ ldflags_for() {
   done
 }
 
+# The name go build -o DIR/ gives a main package's program: its last path element, or the one
+# before a major version suffix (go.etcd.io/etcd/server/v3 -> server).
+go_binary_name() {
+  local base
+  base=$(basename "$1")
+  [[ $base =~ ^v[0-9]+$ ]] && base=$(basename "$(dirname "$1")")
+  echo "$base"
+}
+
 build_component() {
-  local component=$1 dir version go gocache started tmp spec name pkg
+  local component=$1 dir version go gocache started tmp spec name
   dir=$(component_dir "$component")
   version=$(pinned_version "$component")
   if [[ -f $dir/built ]]; then
@@ -100,14 +109,23 @@ build_component() {
   tmp=$dir.part
   rm -rf "$tmp"
   mkdir -p "$tmp/bin"
+  local pkgs=() names=()
   for spec in ${packages[$component]}; do
-    name=${spec%%=*}
-    pkg=${spec#*=}
-    [[ $spec == *=* ]] || name=$(basename "$pkg")
-    echo "build-upstream: building $name ($pkg@$version) with $("$go" version | awk '{print $3}')" >&2
-    (cd "$pins/$component" && GOFLAGS=-mod=readonly GOCACHE=$gocache CGO_ENABLED=0 GOTOOLCHAIN=local \
-       "$go" build -trimpath -ldflags "$(ldflags_for "$component" "$version")" -o "$tmp/bin/$name" "$pkg") ||
-      die "building $pkg@$version failed (its output is above)"
+    pkgs+=("${spec#*=}")
+    if [[ $spec == *=* ]]; then names+=("${spec%%=*}"); else names+=("$(go_binary_name "$spec")"); fi
+  done
+  # One go build for all of a component's programs: their shared packages are compiled and
+  # checked once, and the links run side by side.
+  echo "build-upstream: building ${pkgs[*]} at $version with $("$go" version | awk '{print $3}')" >&2
+  (cd "$pins/$component" && GOFLAGS=-mod=readonly GOCACHE=$gocache CGO_ENABLED=0 GOTOOLCHAIN=local \
+     "$go" build -trimpath -ldflags "$(ldflags_for "$component" "$version")" -o "$tmp/bin/" "${pkgs[@]}") ||
+    die "building ${pkgs[*]} at $version failed (its output is above)"
+  local i
+  for i in "${!pkgs[@]}"; do
+    name=$(go_binary_name "${pkgs[$i]}")
+    if [[ $name != "${names[$i]}" ]]; then
+      mv "$tmp/bin/$name" "$tmp/bin/${names[$i]}"
+    fi
   done
   echo "$component $version built in $(($(date +%s) - started)) s by $("$go" version | awk '{print $3}')" >"$tmp/built"
   rm -rf "$dir"

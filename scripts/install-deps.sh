@@ -77,6 +77,18 @@ if [[ -z ${1:-} ]]; then
   fi
 fi
 
+# The upstream programs the tests run (tests/upstream: kube-apiserver, kube-controller-manager,
+# kube-scheduler, kubectl, etcd 3.6, cnitool), built from their Go modules into the machine's test
+# cache by version (nothing to do when they are there). Their build needs only the machine's Go and
+# the Go module proxy, so on a fresh machine it runs while apt installs the packages below.
+upstream_pid=
+if [[ -z ${1:-} ]]; then
+  upstream_log=$(mktemp)
+  "$(dirname "${BASH_SOURCE[0]}")/build-upstream.sh" >"$upstream_log" 2>&1 &
+  upstream_pid=$!
+  trap 'kill "$upstream_pid" 2>/dev/null; rm -f "$upstream_log"' EXIT
+fi
+
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -95,9 +107,14 @@ if ((${#missing[@]})); then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# The upstream programs the tests run (tests/upstream: kube-apiserver, kube-controller-manager,
-# kube-scheduler, kubectl, etcd 3.6, cnitool), built from their Go modules into the machine's test
-# cache by version; nothing to do when they are there.
-if [[ -z ${1:-} ]]; then
-  "$(dirname "${BASH_SOURCE[0]}")/build-upstream.sh"
+if [[ -n $upstream_pid ]]; then
+  upstream_rc=0
+  wait "$upstream_pid" || upstream_rc=$?
+  cat "$upstream_log"
+  trap - EXIT
+  rm -f "$upstream_log"
+  if ((upstream_rc)); then
+    echo "install-deps: building the upstream programs failed (scripts/build-upstream.sh, above)" >&2
+    exit "$upstream_rc"
+  fi
 fi
