@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// What the block backend suites share (against a real etcd, against the Kubernetes API emulator,
+// What the block backend suites share (against a real etcd, against a real kube-apiserver,
 // against scripted HTTP answers): calls that must succeed, error kinds, every call naming a
 // malformed name, racers started at once and their one winner, and claims as the tests compare them.
 #pragma once
