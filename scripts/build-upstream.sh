@@ -25,10 +25,11 @@ declare -A packages=(
                 k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl"
   [etcd]="etcd=go.etcd.io/etcd/server/v3 etcdctl=go.etcd.io/etcd/etcdctl/v3"
   [cnitool]="github.com/containernetworking/cni/cnitool"
+  [multus]="gopkg.in/k8snetworkplumbingwg/multus-cni.v4/cmd/multus"
 )
 # component -> the module whose version names the build
 declare -A main_module=([kubernetes]=k8s.io/kubernetes [etcd]=go.etcd.io/etcd/server/v3
-                        [cnitool]=github.com/containernetworking/cni)
+                        [cnitool]=github.com/containernetworking/cni [multus]=gopkg.in/k8snetworkplumbingwg/multus-cni.v4)
 
 die() { echo "build-upstream: $*" >&2; exit 1; }
 
@@ -64,11 +65,16 @@ component_dir() {
   echo "$machine_cache_root/upstream/$1-$version-$sum"
 }
 
-# -s -w (no symbol table, no DWARF), as the release builds; and Kubernetes' own build stamps its
+# -s -w (no symbol table, no DWARF), as the release builds; Multus's stamps its version; and
+# Kubernetes' own build stamps its
 # version into every binary (hack/lib/version.sh): without it /version says v0.0.0-master and
 # kubectl warns of a skew.
 ldflags_for() {
   printf -- '-s -w '
+  if [[ $1 == multus ]]; then  # as Multus's hack/build-go.sh: `multus --version` names the release
+    printf -- '-X gopkg.in/k8snetworkplumbingwg/multus-cni.v4/pkg/multus.version=%s ' "$2"
+    return 0
+  fi
   [[ $1 == kubernetes ]] || return 0
   local v=$2 minor
   minor=$(cut -d. -f2 <<<"${v#v}")
@@ -149,7 +155,7 @@ if [[ ${1:-} == --dir ]]; then
 fi
 
 components=("$@")
-((${#components[@]})) || components=(etcd kubernetes cnitool)
+((${#components[@]})) || components=(etcd kubernetes cnitool multus)
 for c in "${components[@]}"; do
   [[ -n ${packages[$c]:-} ]] || die "no component '$c' (one of: ${!packages[*]})"
   build_component "$c"

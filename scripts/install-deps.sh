@@ -78,7 +78,7 @@ if [[ -z ${1:-} ]]; then
 fi
 
 # The upstream programs the tests run (tests/upstream: kube-apiserver, kube-controller-manager,
-# kube-scheduler, kubectl, etcd 3.6, cnitool), built from their Go modules into the machine's test
+# kube-scheduler, kubectl, etcd 3.6, cnitool, Multus), built from their Go modules into the machine's test
 # cache by version (nothing to do when they are there). Their build needs only the machine's Go and
 # the Go module proxy, so on a fresh machine it runs while apt installs the packages below.
 upstream_pid=
