@@ -25,7 +25,10 @@
 #     name, no address held, no record, no device-info file, no Multus cache;
 #   - the annotation's infiniband-guid reaches ibcni as runtimeConfig.infinibandGUID: refused for
 #     this function (no PF to set a GUID through), Multus fails the ADD with ibcni's message, the
-#     runtime's DEL after it leaves nothing (a GUID set for real: tests/kernel-lab and the fakes).
+#     runtime's DEL after it leaves nothing (a GUID set for real: tests/kernel-lab and the fakes);
+#   - a NAD in ipoib mode, delegated the same way: its parent is a veth here (no InfiniBand link on
+#     this kernel, nor in the kernel lab, whose rxe is RoCE), so ibcni's error 7 naming `master`
+#     comes back through Multus and nothing is left.
 # Everything runs in a private mount and network namespace (a private /run, /var/lib and sysfs):
 # nothing of the machine is seen or changed, and all of it goes with the namespace.
 # MULTUS_E2E_PLANT plants a fault the checks must find (ctest runs both, expecting the named FAIL):
@@ -286,6 +289,37 @@ guid_round() {
   ip netns del "$netns"
 }
 guid_round
+
+# ipoib_round: a NAD in ipoib mode, delegated by Multus as any other. The host kernel has no
+# InfiniBand link (nor has the kernel lab: rxe is RoCE), so its parent is a veth: ibcni refuses it
+# with error 7 naming `master`, which Multus passes on; nothing is left. (A pkey child is created
+# for real only on InfiniBand hardware: e2e/hw.)
+ipoib_round() {
+  local tag="ipoib mode" name=pod-d netns=pod-pod-d uid config
+  ip link add ibpar0 type veth peer name ibpar0p
+  config=$(jq -nc --arg state "$work/ibcni-state" --arg log "$work/ibcni.log" --arg ipam "$work/ipam" \
+    '{cniVersion: "1.0.0", name: "ib-ipoib", type: "ibcni", mode: "ipoib", master: "ibpar0",
+      stateDir: $state, logFile: $log, ipam: {type: "ibcni-ipam", subnet: "10.96.5.0/24", dataDir: $ipam}}')
+  kc apply -f - >/dev/null <<EOF
+apiVersion: k8s.cni.cncf.io/v1
+kind: NetworkAttachmentDefinition
+metadata: {name: ib-ipoib, namespace: $ns}
+spec:
+  config: '$config'
+EOF
+  ip netns add "$netns"
+  uid=$(pod "$name" 'ib-ipoib')
+  cni add "$netns" "$name" "$uid"
+  sed 's/^/    /' "$work/cni.err"
+  check "[$tag] ADD through Multus fails with ibcni's error naming master (ibpar0 is no IPoIB link)" \
+    bash -c "test '$rc' -ne 0 && grep -q 'master' '$work/cni.err' && grep -q 'ibpar0' '$work/cni.err'"
+  cni del "$netns" "$name" "$uid"
+  check "[$tag] the runtime's DEL after it exits 0 and leaves nothing" \
+    test "$rc $(pod_links "$netns")$(held_addresses) $(records)" = "0 lo 0 0"
+  ip netns del "$netns"
+  ip link del ibpar0
+}
+ipoib_round
 
 if ((failed)); then
   echo "--- multus log (tail)"; tail -30 "$work/multus.log" 2>/dev/null
