@@ -26,10 +26,12 @@ declare -A packages=(
   [etcd]="etcd=go.etcd.io/etcd/server/v3 etcdctl=go.etcd.io/etcd/etcdctl/v3"
   [cnitool]="github.com/containernetworking/cni/cnitool"
   [multus]="gopkg.in/k8snetworkplumbingwg/multus-cni.v4/cmd/multus"
+  [kubelet]="kubelet-checkpoint=ibcni.test/upstream/kubelet"
 )
 # component -> the module whose version names the build
 declare -A main_module=([kubernetes]=k8s.io/kubernetes [etcd]=go.etcd.io/etcd/server/v3
-                        [cnitool]=github.com/containernetworking/cni [multus]=gopkg.in/k8snetworkplumbingwg/multus-cni.v4)
+                        [cnitool]=github.com/containernetworking/cni [multus]=gopkg.in/k8snetworkplumbingwg/multus-cni.v4
+                        [kubelet]=k8s.io/kubernetes)
 
 die() { echo "build-upstream: $*" >&2; exit 1; }
 
@@ -155,7 +157,7 @@ if [[ ${1:-} == --dir ]]; then
 fi
 
 components=("$@")
-((${#components[@]})) || components=(etcd kubernetes cnitool multus)
+((${#components[@]})) || components=(etcd kubernetes cnitool multus kubelet)
 for c in "${components[@]}"; do
   [[ -n ${packages[$c]:-} ]] || die "no component '$c' (one of: ${!packages[*]})"
   build_component "$c"

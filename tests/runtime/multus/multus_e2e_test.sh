@@ -11,9 +11,9 @@
 #     the NADs from the API server with a ServiceAccount token under Multus's own RBAC, the cluster
 #     network (Debian's ptp + host-local) first, then delegating to ibcni;
 #   - the device plugin's allocation given to Multus as the kubelet gives it: the kubelet's device
-#     plugin checkpoint (/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint, the kubelet's
-#     format) names the pod's VF by PCI address for the NAD's k8s.v1.cni.cncf.io/resourceName, and
-#     Multus hands it to ibcni as deviceID;
+#     plugin checkpoint (/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint), written by the
+#     kubelet's own code from its module (tests/upstream/kubelet), names the pod's VF by PCI address
+#     for the NAD's k8s.v1.cni.cncf.io/resourceName, and Multus hands it to ibcni as deviceID;
 #   - the stand-in VF: a veth whose PCI function is described by a sysfs of the test's own (a tmpfs
 #     over /sys/bus/pci/devices holding <pci>/net/<veth>, as a VF's function holds its netdev): ibcni
 #     resolves deviceID to it and moves it into the pod. The host kernel has no SR-IOV or RDMA, so
@@ -45,7 +45,7 @@ if [[ $(id -u) -ne 0 ]]; then
   echo "SKIP: needs root"
   exit 77
 fi
-for c in multus cnitool kubernetes etcd; do
+for c in multus cnitool kubernetes etcd kubelet; do
   if ! "$repo/scripts/build-upstream.sh" --dir "$c" >/dev/null 2>&1; then
     echo "SKIP: $c is not built on this machine (scripts/build-upstream.sh $c)"
     exit 77
@@ -69,6 +69,7 @@ mkdir -p /run/netns /var/lib/kubelet/device-plugins /var/lib/cni
 control_plane_session
 multus=$("$repo/scripts/build-upstream.sh" --dir multus)/multus
 cnitool=$("$repo/scripts/build-upstream.sh" --dir cnitool)/cnitool
+kubelet_checkpoint=$("$repo/scripts/build-upstream.sh" --dir kubelet)/kubelet-checkpoint
 echo "multus: $("$multus" --version 2>&1 | head -1)"
 
 ns=ib-pods
@@ -186,15 +187,11 @@ EOF
   kc get pod "$1" -n "$ns" -o jsonpath='{.metadata.uid}'
 }
 
-# checkpoint UID: the kubelet's device plugin checkpoint, as the kubelet writes it
-# (pkg/kubelet/cm/devicemanager/checkpoint: Data.PodDeviceEntries, DeviceIDs by NUMA node), with
-# the pod's allocation of one VF of $resource.
+# checkpoint UID: the kubelet's device plugin checkpoint with the pod's allocation of one VF of
+# $resource on NUMA node 0, written by the kubelet's own code (tests/upstream/kubelet:
+# devicemanager/checkpoint and checkpointmanager, checksum included), where the kubelet keeps it.
 checkpoint() {
-  jq -n --arg uid "$1" --arg res "$resource" --arg pci "$pci" \
-    '{Data: {PodDeviceEntries: [{PodUID: $uid, ContainerName: "c", ResourceName: $res,
-                                 DeviceIDs: {"0": [$pci]}, AllocResp: ""}],
-             RegisteredDevices: {($res): [$pci]}},
-      Checksum: 0}' >/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint
+  "$kubelet_checkpoint" /var/lib/kubelet/device-plugins "$1" c "$resource" 0 "$pci"
 }
 
 # cni VERB NETNS POD UID: Multus through libcni, with the CRI's CNI_ARGS; its output in $out (its
