@@ -153,6 +153,22 @@ void checkPools(World& world) {
   }
 }
 
+// A pod the end checks add themselves: `id` on network `net` under K8S_POD_NAME `k8sName`, on
+// `node`, in a sandbox of its own.
+Pod endPod(const std::string& id, const std::string& net, const std::string& k8sName, int node) {
+  Pod pod;
+  pod.id = id;
+  pod.net = net;
+  pod.k8sName = k8sName;
+  pod.node = node;
+  auto sandbox = PodProcess::start();
+  if (!sandbox) {
+    throw std::runtime_error("cannot start a pod sandbox: " + sandbox.error());
+  }
+  pod.sandbox = std::make_unique<PodProcess>(std::move(*sandbox));
+  return pod;
+}
+
 // Whether a live node keeps the GUID pool of `def`: its store is there (a pass gives a wiped one
 // back from the node's pool index first).
 bool keptByLiveNode(const World& world, const NetworkDef& def) {
@@ -176,16 +192,7 @@ std::string useOrphanedGuidPools(World& world, std::mt19937_64& rng) {
     if (!def.guid || live.empty() || keptByLiveNode(world, def) || !world.nets.contains(def.name)) {
       continue;
     }
-    Pod pod;
-    pod.id = "end-use-" + def.name;
-    pod.net = def.name;
-    pod.k8sName = pod.id;
-    pod.node = live[rng() % live.size()];
-    auto sandbox = PodProcess::start();
-    if (!sandbox) {
-      throw std::runtime_error("cannot start a pod sandbox: " + sandbox.error());
-    }
-    pod.sandbox = std::make_unique<PodProcess>(std::move(*sandbox));
+    Pod pod = endPod("end-use-" + def.name, def.name, "end-use-" + def.name, live[rng() % live.size()]);
     const Invocation add = world.cni("ADD", pod);
     checkProcess(world, add);
     const Invocation del = world.cni("DEL", pod);
@@ -228,16 +235,7 @@ void checkReservation(World& world, const NetworkDef& def, const std::string& ow
   if (candidates.empty()) {
     candidates = world.liveNodes();
   }
-  Pod pod;
-  pod.id = "end-" + name + "-" + def.name;
-  pod.net = def.name;
-  pod.k8sName = name;
-  pod.node = candidates[rng() % candidates.size()];
-  auto sandbox = PodProcess::start();
-  if (!sandbox) {
-    throw std::runtime_error("cannot start a pod sandbox: " + sandbox.error());
-  }
-  pod.sandbox = std::make_unique<PodProcess>(std::move(*sandbox));
+  Pod pod = endPod("end-" + name + "-" + def.name, def.name, name, candidates[rng() % candidates.size()]);
   const Invocation add = world.cni("ADD", pod);
   checkProcess(world, add);
   if (add.code == 7 && world.configChanged()) {
