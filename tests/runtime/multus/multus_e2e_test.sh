@@ -208,7 +208,7 @@ cni() {
 status_of() { kc get pod "$1" -n "$ns" -o jsonpath='{.metadata.annotations.k8s\.v1\.cni\.cncf\.io/network-status}'; }
 pod_links() { ip netns exec "$1" ip -o link show | awk -F': ' '{print $2}' | cut -d@ -f1 | sort | tr '\n' ' '; }
 pod_addr() { ip netns exec "$1" ip -o -4 addr show dev "$2" 2>/dev/null | awk '{print $4}'; }
-pod_mac() { ip netns exec "$1" cat "/sys/class/net/$2/address" 2>/dev/null || ip netns exec "$1" ip -o link show "$2" | grep -o 'link/ether [^ ]*' | cut -d' ' -f2; }
+pod_mac() { ip netns exec "$1" ip -o link show "$2" | grep -o 'link/ether [^ ]*' | cut -d' ' -f2; }
 held_addresses() { find "$work"/ipam/*/attachments -type f 2>/dev/null | wc -l; }  # ibcni-ipam's allocations
 records() { find "$work/ibcni-state/attachments" -type f 2>/dev/null | wc -l; }     # ibcni's attachment records
 devinfo_files() { find /run/k8s.cni.cncf.io -type f 2>/dev/null | wc -l; }
@@ -235,7 +235,7 @@ round() {
     check "[$tag] ... $ifname has $ip" test "$(pod_addr "$netns" "$ifname")" = "$ip"
   fi
   if [[ -n $mac ]]; then
-    check "[$tag] ... and the MAC $mac" test "$(ip netns exec "$netns" ip -o link show "$ifname" | grep -o 'link/ether [^ ]*' | cut -d' ' -f2)" = "$mac"
+    check "[$tag] ... and the MAC $mac" test "$(pod_mac "$netns" "$ifname")" = "$mac"
   fi
   status=$(status_of "$name")
   echo "    network-status: $status"
