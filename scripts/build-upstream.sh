@@ -54,16 +54,17 @@ pinned_version() {
 }
 
 # How every program is built (as the projects' own release builds do: stripped, no cgo); part of
-# the cache key, so that changing it builds again.
-recipe="go build -trimpath -ldflags=-s -w CGO_ENABLED=0"
+# the cache key with the component's linker flags (ldflags_for), so that changing either builds again.
+recipe="go build -trimpath CGO_ENABLED=0"
 
-# <cache>/upstream/<component>-<version>-<first 12 hex digits of the sha256 of go.mod, go.sum and
-# the recipe>
+# <cache>/upstream/<component>-<version>-<first 12 hex digits of the sha256 of go.mod, go.sum, the
+# recipe and the linker flags>
 component_dir() {
   local version sum
   version=$(pinned_version "$1")
   [[ -n $version ]] || die "$pins/$1/go.mod names no version of ${main_module[$1]}"
-  sum=$( (cat "$pins/$1/go.mod" "$pins/$1/go.sum"; echo "$recipe") | sha256sum | cut -c1-12)
+  sum=$( (cat "$pins/$1/go.mod" "$pins/$1/go.sum"; echo "$recipe"; ldflags_for "$1" "$version") |
+    sha256sum | cut -c1-12)
   echo "$machine_cache_root/upstream/$1-$version-$sum"
 }
 
