@@ -1,15 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "plugin/sysfs/sysfs_devices.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
-#include <cstdlib>
-#include <memory>
 #include <string_view>
 #include <utility>
 
@@ -19,14 +16,13 @@ namespace ibcni::sysfs {
 
 namespace {
 
-struct DirCloser {
-  void operator()(DIR* dir) const noexcept { (void)::closedir(dir); }
-};
-using DirPtr = std::unique_ptr<DIR, DirCloser>;
-
-struct FreeDeleter {
-  void operator()(char* p) const noexcept { std::free(p); }
-};
+using detail::canonicalPci;
+using detail::excerpt;
+using detail::lastComponent;
+using detail::listDirAt;
+using detail::openDirAt;
+using detail::parentPath;
+using detail::realPath;
 
 /// True for "virtio<N>": the name the kernel gives every virtio device (drivers/virtio/virtio.c
 /// "virtio%u"), which sits between a virtio-pci function and the virtio-net netdev.
@@ -37,46 +33,6 @@ bool isVirtioDeviceName(std::string_view name) {
   }
   return std::all_of(name.begin() + kPrefix.size(), name.end(),
                      [](char c) { return c >= '0' && c <= '9'; });
-}
-
-/// Opens directory `rel` below `dirFd` (or the absolute path `rel` with AT_FDCWD).
-os::SysResult<os::UniqueFd> openDirAt(int dirFd, const std::string& rel, const std::string& shown) {
-  int fd = ::openat(dirFd, rel.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) {
-    return os::sysFail(errno, "open directory " + shown);
-  }
-  return os::UniqueFd(fd);
-}
-
-/// Names in directory `rel` below `dirFd`, without "." and "..", in readdir order.
-os::SysResult<std::vector<std::string>> listDirAt(int dirFd, const std::string& rel,
-                                                  const std::string& shown) {
-  auto fd = openDirAt(dirFd, rel, shown);
-  if (!fd) {
-    return std::unexpected(fd.error());
-  }
-  DirPtr dir(::fdopendir(fd->get()));
-  if (!dir) {
-    return os::sysFail(errno, "open directory " + shown);
-  }
-  (void)fd->release();  // the DIR owns the fd now
-  std::vector<std::string> names;
-  for (;;) {
-    // readdir returns NULL both at the end and on error; only errno tells them apart.
-    errno = 0;
-    const dirent* entry = ::readdir(dir.get());
-    if (entry == nullptr) {
-      if (errno != 0) {
-        return os::sysFail(errno, "read directory " + shown);
-      }
-      break;
-    }
-    std::string_view name(entry->d_name);
-    if (name != "." && name != "..") {
-      names.emplace_back(name);
-    }
-  }
-  return names;
 }
 
 /// Appends the netdev names of the "net" directory `rel` below `dirFd` to `out`. A missing
@@ -101,76 +57,7 @@ os::SysResult<void> appendNetdevs(int dirFd, const std::string& rel, const std::
   return {};
 }
 
-/// realpath(3) with the errno kept.
-os::SysResult<std::string> realPath(const std::string& path) {
-  std::unique_ptr<char, FreeDeleter> resolved(::realpath(path.c_str(), nullptr));
-  if (!resolved) {
-    return os::sysFail(errno, "resolve " + path);
-  }
-  return std::string(resolved.get());
-}
-
-std::string_view lastComponent(std::string_view path) {
-  auto slash = path.rfind('/');
-  return slash == std::string_view::npos ? path : path.substr(slash + 1);
-}
-
-std::string_view parentPath(std::string_view path) {
-  auto slash = path.rfind('/');
-  return slash == std::string_view::npos ? std::string_view{} : path.substr(0, slash);
-}
-
-/// `component` as a PCI address when it is one in the kernel's own spelling ("dddd:bb:dd.f",
-/// lower case): sysfs names PCI devices only that way, and the strict form keeps other device
-/// names that happen to parse ("1-1:1.0" does not, but a short form could) from matching.
-std::optional<net::PciAddress> canonicalPci(std::string_view component) {
-  auto pci = net::PciAddress::parse(component);
-  if (!pci || pci->text != component) {
-    return std::nullopt;
-  }
-  return pci;
-}
-
-/// Shortens `text` for an error message: sysfs files can be a page long.
-std::string excerpt(std::string_view text) {
-  constexpr std::size_t kMax = 32;
-  return text.size() <= kMax ? std::string(text) : std::string(text.substr(0, kMax)) + "...";
-}
-
 }  // namespace
-
-os::SysResult<std::string> readSysfsFile(const std::string& path, std::size_t maxBytes) {
-  auto fd = os::UniqueFd::open(path, O_RDONLY);
-  if (!fd) {
-    return std::unexpected(fd.error());
-  }
-  // One byte more than allowed, so that a full buffer tells "too long" from "exactly maxBytes".
-  std::string buf(maxBytes + 1, '\0');
-  std::size_t len = 0;
-  while (len < buf.size()) {
-    ssize_t n = ::read(fd->get(), buf.data() + len, buf.size() - len);
-    if (n < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      return os::sysFail(errno, "read " + path);
-    }
-    if (n == 0) {
-      break;
-    }
-    len += static_cast<std::size_t>(n);
-  }
-  if (len > maxBytes) {
-    // libibverbs fails here too: a truncated value would be silently wrong.
-    return os::sysFail(EOVERFLOW,
-                       "read " + path + ": longer than " + std::to_string(maxBytes) + " bytes");
-  }
-  buf.resize(len);
-  if (!buf.empty() && buf.back() == '\n') {
-    buf.pop_back();
-  }
-  return buf;
-}
 
 SysfsDevices::SysfsDevices(std::string root) : root_(std::move(root)) {}
 

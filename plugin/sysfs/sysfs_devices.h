@@ -9,19 +9,9 @@
 #include "ibcni/net/ip.h"
 #include "ibcni/os/sys_error.h"
 #include "ibcni/sysfs/devices.h"
+#include "plugin/sysfs/sysfs_paths.h"
 
 namespace ibcni::sysfs {
-
-/// The size of a sysfs attribute page: the kernel never shows more than this in one attribute.
-inline constexpr std::size_t kSysfsPageSize = 4096;
-
-/// Reads a small sysfs attribute file the way libibverbs does: opened O_RDONLY|O_CLOEXEC, one
-/// trailing newline stripped, and a failure rather than a truncated value when the file holds
-/// more than `maxBytes`.
-/// @return the contents; SysError{errno, "read <path>"} when open or read fails, EOVERFLOW when
-///         the file is longer than `maxBytes`.
-[[nodiscard]] os::SysResult<std::string> readSysfsFile(const std::string& path,
-                                                       std::size_t maxBytes = kSysfsPageSize);
 
 /// `Devices` over a sysfs tree mounted at `root` ("/sys" in production, a FakeSysfsTree in tests).
 /// Sysfs shows the network devices of the netns it was mounted in: call from the host netns.

@@ -228,6 +228,41 @@ class FakeSysfsTree {
     return *this;
   }
 
+  /// Writes port `port` of RDMA device `rdmaDevice` as the kernel shows it: link_layer, state
+  /// ("4: ACTIVE"), rate ("100 Gb/sec (4X EDR)") and GID 0 ("fe80:0000:0000:0000:<port GUID>").
+  FakeSysfsTree& setRdmaPort(std::string_view rdmaDevice, int port, std::string_view linkLayer,
+                             std::string_view state, std::string_view rate, std::string_view gid0) {
+    const std::string dir =
+        "class/infiniband/" + std::string(rdmaDevice) + "/ports/" + std::to_string(port);
+    return writeFile(dir + "/link_layer", std::string(linkLayer) + "\n")
+        .writeFile(dir + "/state", std::string(state) + "\n")
+        .writeFile(dir + "/rate", std::string(rate) + "\n")
+        .writeFile(dir + "/gids/0", std::string(gid0) + "\n");
+  }
+
+  /// Writes RDMA device `rdmaDevice`'s node_guid ("0002:c903:00a1:b2c2").
+  FakeSysfsTree& setNodeGuid(std::string_view rdmaDevice, std::string_view guid) {
+    return writeFile("class/infiniband/" + std::string(rdmaDevice) + "/node_guid", std::string(guid) + "\n");
+  }
+
+  /// Writes PCI function `pci`'s numa_node (-1: none, as the kernel says on one-node machines).
+  FakeSysfsTree& setNumaNode(std::string_view pci, int node) {
+    auto it = pciDirs_.find(std::string(pci));
+    if (!ok() || it == pciDirs_.end()) {
+      return ok() ? fail("setNumaNode: PCI function " + std::string(pci) + " was not added") : *this;
+    }
+    return writeFile(it->second + "/numa_node", std::to_string(node) + "\n");
+  }
+
+  /// Writes netdev `netdev`'s mtu.
+  FakeSysfsTree& setMtu(std::string_view netdev, int mtu) {
+    auto it = netdevDirs_.find(std::string(netdev));
+    if (!ok() || it == netdevDirs_.end()) {
+      return ok() ? fail("setMtu: netdev " + std::string(netdev) + " was not added") : *this;
+    }
+    return writeFile(it->second + "/mtu", std::to_string(mtu) + "\n");
+  }
+
   /// Adds an SR-IOV physical function bound to mlx5_core with sriov_numvfs = sriov_totalvfs =
   /// `numVfs`, netdev `netdev` and RDMA device `rdmaDevice` (each skipped when empty).
   FakeSysfsTree& addPf(std::string_view pci, std::string_view netdev, std::string_view rdmaDevice,

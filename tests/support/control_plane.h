@@ -54,6 +54,8 @@ class ControlPlane {
   [[nodiscard]] const std::string& adminCert() const { return env_.at("CP_ADMIN_CERT"); }
   [[nodiscard]] const std::string& adminKey() const { return env_.at("CP_ADMIN_KEY"); }
   [[nodiscard]] const std::string& adminKubeconfig() const { return env_.at("CP_ADMIN"); }
+  /// The kubectl built with the API server.
+  [[nodiscard]] const std::string& kubectl() const { return env_.at("CP_KUBECTL"); }
 
  private:
   [[nodiscard]] ::testing::AssertionResult readEnv(const std::string& dir);
