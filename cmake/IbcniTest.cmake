@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-# ibcni_add_test(NAME SOURCES src... DEPENDS lib... LABELS unit|netns [ARCH] [ARM64_LAB])
+# ibcni_add_test(NAME SOURCES src... DEPENDS lib... LABELS unit|netns [ARCH] [ARM64_LAB] [CONTROL_PLANE] [WHOLE])
 # Builds one GoogleTest executable and registers each of its tests with CTest. A cross build
 # (build-arm64) builds only the unit tests marked ARCH, and those marked ARM64_LAB, which the arm64
 # kernel lab runs natively in its VM (tests/kernel-lab/kernel_lab.sh, NATIVE).
@@ -25,7 +25,7 @@ function(ibcni_test_pch target)
 endfunction()
 
 function(ibcni_add_test name)
-  cmake_parse_arguments(T "ARCH;ARM64_LAB;CONTROL_PLANE" "TIMEOUT" "SOURCES;DEPENDS;LABELS" ${ARGN})
+  cmake_parse_arguments(T "ARCH;ARM64_LAB;CONTROL_PLANE;WHOLE" "TIMEOUT" "SOURCES;DEPENDS;LABELS" ${ARGN})
   set(arm64_unit OFF)
   if("unit" IN_LIST T_LABELS AND T_ARCH)
     set(arm64_unit ON)
@@ -53,6 +53,13 @@ function(ibcni_add_test name)
   set(timeout)
   if(T_TIMEOUT)
     set(timeout TIMEOUT ${T_TIMEOUT})
+  endif()
+  # WHOLE: one CTest test for the whole program, when its tests share a set-up that costs more than
+  # they do (a control plane with a scheduler of their own), which discovered tests would each pay.
+  if(T_WHOLE)
+    add_test(NAME ${name} COMMAND ${name})
+    set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}" ${timeout})
+    return()
   endif()
   # The labels are set by a CTest include file read after the discovered tests: gtest_discover_tests
   # splits a list-valued property, so "etcd;timing" cannot pass through PROPERTIES.

@@ -151,8 +151,9 @@ bool ControlPlane::built() {
   return ::testing::AssertionSuccess();
 }
 
-::testing::AssertionResult ControlPlane::start(const std::string& etcdServers) {
-  if (const char* shared = std::getenv("IBCNI_CONTROL_PLANE"); shared != nullptr && etcdServers.empty()) {
+::testing::AssertionResult ControlPlane::start(const std::string& etcdServers, const std::string& with) {
+  if (const char* shared = std::getenv("IBCNI_CONTROL_PLANE");
+      shared != nullptr && etcdServers.empty() && with.empty()) {
     if (!fs::exists(std::string(shared) + "/ready")) {
       return ::testing::AssertionFailure() << "ControlPlane: the fixture's control plane (IBCNI_CONTROL_PLANE=" << shared
                                            << ") is not ready: see the test control_plane_up";
@@ -167,6 +168,9 @@ bool ControlPlane::built() {
   std::vector<std::string> args{kScripts + "/control_plane.sh", "serve", dir};
   if (!etcdServers.empty()) {
     args.insert(args.end(), {"--etcd", etcdServers});
+  }
+  if (!with.empty()) {
+    args.insert(args.end(), {"--with", with});
   }
   pid_ = spawnLogged(args, privateDir_ + "/serve.log");
   if (pid_ < 0) {

@@ -45,8 +45,9 @@ class ControlPlane {
   [[nodiscard]] static bool built();
 
   /// The fixture's control plane (IBCNI_CONTROL_PLANE), or a private one. `etcdServers` (a private
-  /// one only): over those etcd members instead of an etcd of its own.
-  [[nodiscard]] ::testing::AssertionResult start(const std::string& etcdServers = "");
+  /// one only): over those etcd members instead of an etcd of its own. `with`: a private one with
+  /// those components too ("controller-manager,scheduler"; the fixture's runs neither).
+  [[nodiscard]] ::testing::AssertionResult start(const std::string& etcdServers = "", const std::string& with = "");
   void stop();
 
   [[nodiscard]] const std::string& server() const { return env_.at("CP_SERVER"); }
