@@ -120,10 +120,18 @@ std::vector<json> buildSlices(const std::vector<IbDevice>& devices, const SliceO
     for (const IbDevice* d : parts[i]) {
       list.push_back(sliceDevice(*d, options));
     }
+    json metadata = {{"name", sliceName(options, i)}};
+    if (!options.nodeUid.empty()) {
+      metadata["ownerReferences"] = json::array({{{"apiVersion", "v1"},
+                                                   {"kind", "Node"},
+                                                   {"name", options.nodeName},
+                                                   {"uid", options.nodeUid},
+                                                   {"controller", true}}});
+    }
     slices.push_back({
         {"apiVersion", "resource.k8s.io/v1"},
         {"kind", "ResourceSlice"},
-        {"metadata", {{"name", sliceName(options, i)}}},
+        {"metadata", std::move(metadata)},
         {"spec",
          {{"driver", options.driver},
           {"nodeName", options.nodeName},

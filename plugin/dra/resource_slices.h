@@ -31,6 +31,7 @@ inline constexpr std::size_t kMaxAttributeValueLength = 64;
 struct SliceOptions {
   std::string driver = kDriverName;
   std::string nodeName;           ///< the Node the slices are for; also the pool's name
+  std::string nodeUid;            ///< the Node's uid: the slices are owned by it (go with it); none when ""
   std::int64_t generation = 0;    ///< the pool's generation: raised whenever its devices change
   /// A `guidPool` serves this node's VFs: a VF without a GUID gets one at Prepare and is not tainted.
   bool guidPoolConfigured = false;

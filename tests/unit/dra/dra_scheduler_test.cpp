@@ -20,7 +20,7 @@
 #include "plugin/dra/resource_slices.h"
 #include "support/control_plane.h"
 #include "support/exec_program.h"
-#include "unit/dra/discover_in.h"
+#include "unit/dra/dra_devices.h"
 
 namespace ibcni::dra {
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "unit/dra/discover_in.h"
+#include "unit/dra/dra_devices.h"
 #include "fakes/fake_sysfs_tree.h"
 
 namespace ibcni::dra {

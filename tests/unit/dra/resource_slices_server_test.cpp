@@ -11,8 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "unit/dra/discover_in.h"
+#include "unit/dra/dra_devices.h"
 #include "fakes/fake_sysfs_tree.h"
+#include "lib/http/curl_http_client.h"
+#include "plugin/dra/kube_slice_api.h"
 #include "plugin/dra/resource_slices.h"
 #include "support/control_plane.h"
 #include "support/exec_program.h"
@@ -194,6 +196,58 @@ TEST_F(ResourceSlicesServerTest, KubectlShowsTheSlicesAndTheirDevices) {
   auto devices = kubectl({"get", "resourceslice", node_ + "-ibcni-io-0", "-o", "jsonpath={.spec.devices[*].name}"});
   ASSERT_EQ(devices.status, 0) << devices.describe();
   EXPECT_THAT(devices.out, ::testing::StartsWith("ipoib-0000-3b-00-0-p1 vf-0000-3b-01-0 vf-0000-3b-01-1 "));
+}
+
+TEST_F(ResourceSlicesServerTest, ThePublisherKeepsTheServersSlicesEqualToTheDevices) {
+  http::CurlHttpClient client;
+  KubeTarget target;
+  target.server = api_.url();
+  target.token = token_;
+  KubeSliceApi slices(client, target);
+  SliceOptions options;
+  options.nodeName = node_;
+  SlicePublisher publisher(slices, options);
+  auto devices = discover();
+
+  auto first = publisher.publish(devices);
+  ASSERT_TRUE(first) << first.error().message;
+  EXPECT_EQ(first->generation, 1);
+  EXPECT_EQ(first->created, 2U);
+  created_ = {node_ + "-ibcni-io-0", node_ + "-ibcni-io-1"};
+  EXPECT_EQ(devicesOnServer().size(), devices.size());
+
+  auto same = publisher.publish(devices);  // nothing changed: nothing written, though the server added fields
+  ASSERT_TRUE(same) << same.error().message;
+  EXPECT_FALSE(same->changed());
+
+  // VF 9's port comes up: its taint goes, and the 65 devices fit one slice of 128 minus one taint...
+  // still two slices (VF 7 is tainted), at generation 2.
+  sys_.setRdmaPort("mlx5_10", 1, "InfiniBand", "4: ACTIVE", "400 Gb/sec (4X NDR)", "fe80:0000:0000:0000:" + vfGuid(9));
+  auto up = publisher.publish(discover());
+  ASSERT_TRUE(up) << up.error().message;
+  EXPECT_EQ(up->generation, 2);
+  auto onServer = devicesOnServer();
+  EXPECT_FALSE(onServer["vf-0000-3b-02-1"].contains("taints"));
+
+  // The kubelet deletes every slice of its node when it starts: the next pass writes them again.
+  for (const auto& name : created_) {
+    ASSERT_EQ(api_.admin("DELETE", std::string(kSlices) + "/" + name).first, 200);
+  }
+  auto again = publisher.publish(discover());
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(again->created, 2U);
+  EXPECT_EQ(devicesOnServer().size(), devices.size());
+
+  // VF 7 gets a GUID: no device is tainted, one slice holds them all; the other is deleted.
+  sys_.setNodeGuid("mlx5_8", vfGuid(7));
+  auto one = publisher.publish(discover());
+  ASSERT_TRUE(one) << one.error().message;
+  EXPECT_EQ(one->deleted, 1U);
+  auto [status, list] = api_.admin("GET", std::string(kSlices) + "?fieldSelector=spec.nodeName%3D" + node_);
+  ASSERT_EQ(list["items"].size(), 1U) << list.dump();
+  EXPECT_EQ(list["items"][0]["spec"]["pool"]["resourceSliceCount"], 1);
+  EXPECT_EQ(list["items"][0]["spec"]["devices"].size(), devices.size());
+  EXPECT_TRUE(api_.allValid());
 }
 
 TEST_F(ResourceSlicesServerTest, TheServerRefusesASliceOverItsLimitAsTheBuilderExpects) {

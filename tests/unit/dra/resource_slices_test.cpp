@@ -5,46 +5,15 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <string>
 #include <vector>
+
+#include "unit/dra/dra_devices.h"
 
 namespace ibcni::dra {
 namespace {
 
 using nlohmann::json;
-
-IbDevice vf(int n) {
-  IbDevice d;
-  d.kind = DeviceKind::kVf;
-  char text[16];
-  std::snprintf(text, sizeof text, "0000:%02x:%02x.%x", 0x3b + n / 256, (n / 8) % 32, n % 8);
-  d.pci = net::PciAddress::parse(text).value();
-  d.name = deviceName(d.kind, d.pci);
-  d.driver = "mlx5_core";
-  d.pfPci = net::PciAddress::parse("0000:3b:00.0").value();
-  d.pfName = "ib0";
-  d.vfIndex = static_cast<std::uint32_t>(n);
-  d.rdmaDevice = "mlx5_" + std::to_string(n + 1);
-  d.ifName = "ib" + std::to_string(n + 1);
-  d.placement = {"pci0000:3a", 1};
-  d.linkLayer = "InfiniBand";
-  d.portState = "ACTIVE";
-  d.rateGbps = 200;
-  d.mtu = 4092;
-  d.nodeGuid = "0200:0000:0000:0a01";
-  d.portGuid = "0200:0000:0000:0a02";
-  d.guidSet = true;
-  return d;
-}
-
-std::vector<IbDevice> vfs(int count) {
-  std::vector<IbDevice> out;
-  for (int i = 0; i < count; ++i) {
-    out.push_back(vf(i));
-  }
-  return out;
-}
 
 SliceOptions node() {
   SliceOptions o;
@@ -136,6 +105,15 @@ TEST(BuildSlices, OneSliceNamedAfterTheNodeAndDriverWithThePool) {
   EXPECT_EQ(s["spec"]["pool"], json::parse(R"({"name": "gpu-node-7", "generation": 3, "resourceSliceCount": 1})"));
   ASSERT_EQ(s["spec"]["devices"].size(), 3U);
   EXPECT_EQ(s["spec"]["devices"][2]["name"], "vf-0000-3b-00-2");
+}
+
+TEST(BuildSlices, TheNodeOwnsThemWhenItsUidIsKnown) {
+  EXPECT_FALSE(buildSlices(vfs(1), node())[0]["metadata"].contains("ownerReferences"));
+  SliceOptions owned = node();
+  owned.nodeUid = "6a1c0f3e-0000-4000-8000-000000000001";
+  EXPECT_EQ(buildSlices(vfs(1), owned)[0]["metadata"]["ownerReferences"],
+            json::parse(R"([{"apiVersion": "v1", "kind": "Node", "name": "gpu-node-7",
+                             "uid": "6a1c0f3e-0000-4000-8000-000000000001", "controller": true}])"));
 }
 
 TEST(BuildSlices, NoDeviceIsOneEmptySlice) {
