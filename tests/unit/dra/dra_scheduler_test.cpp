@@ -31,8 +31,8 @@ using ::ibcni::testing::FakeSysfsTree;
 using nlohmann::json;
 
 constexpr const char* kNode = "dra-sched-node";
-constexpr const char* kRootA = "pci0000:00";  // PF 0000:3b:00.0: two VFs, VF 1's port down
-constexpr const char* kRootB = "pci0001:00";  // PF 0001:5e:00.0: six VFs
+// PF 0000:3b:00.0 sits on root pci0000:00 with two VFs, VF 1's port down; PF 0001:5e:00.0 on:
+constexpr const char* kRootB = "pci0001:00";  // six VFs
 constexpr const char* kTaintedVf = "0000:3b:00.3";
 
 std::string vfPci(const char* bus, int n) {
