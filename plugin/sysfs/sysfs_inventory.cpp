@@ -74,6 +74,21 @@ std::string parsePortState(std::string_view state) {
   return std::string(state.substr(colon + 2));
 }
 
+std::optional<std::pair<std::uint32_t, std::uint32_t>> parseDevNumbers(std::string_view dev) {
+  auto colon = dev.find(':');
+  if (colon == std::string_view::npos) {
+    return std::nullopt;
+  }
+  std::uint32_t major = 0;
+  std::uint32_t minor = 0;
+  auto [m, e1] = std::from_chars(dev.data(), dev.data() + colon, major);
+  auto [n, e2] = std::from_chars(dev.data() + colon + 1, dev.data() + dev.size(), minor);
+  if (e1 != std::errc() || m != dev.data() + colon || e2 != std::errc() || n != dev.data() + dev.size()) {
+    return std::nullopt;
+  }
+  return std::pair(major, minor);
+}
+
 SysfsInventory::SysfsInventory(std::string root) : root_(std::move(root)) {}
 
 os::SysResult<std::vector<std::string>> SysfsInventory::rdmaDeviceNames() {
@@ -196,5 +211,74 @@ os::SysResult<std::uint32_t> SysfsInventory::mtu(const std::string& name) {
   }
   return mtu;
 }
+
+os::SysResult<std::optional<CharDevice>> SysfsInventory::charDevice(const std::string& cls, const std::string& name) {
+  const std::string path = root_ + "/class/" + cls + "/" + name + "/dev";
+  auto dev = optionalAttribute(path);
+  if (!dev) {
+    return std::unexpected(dev.error());
+  }
+  if (dev->empty()) {
+    return std::nullopt;
+  }
+  auto numbers = parseDevNumbers(*dev);
+  if (!numbers) {
+    return os::sysFail(EINVAL, "parse " + path + ": '" + detail::excerpt(*dev) + "' is not MAJOR:MINOR");
+  }
+  return CharDevice{name, numbers->first, numbers->second};
+}
+
+os::SysResult<RdmaCharDevices> SysfsInventory::charDevices(const std::string& name) {
+  if (!isRdmaName(name)) {
+    return os::sysFail(EINVAL, "read RDMA character devices: invalid name '" + detail::excerpt(name) + "'");
+  }
+  RdmaCharDevices out;
+  std::vector<std::pair<std::string, CharDevice>> mad;  // (port, device)
+  for (const char* cls : {"infiniband_verbs", "infiniband_mad"}) {
+    const std::string dir = root_ + "/class/" + cls;
+    auto entries = detail::listDirAt(AT_FDCWD, dir, dir);
+    if (!entries) {
+      if (entries.error().err == ENOENT) {
+        continue;  // ib_uverbs or ib_umad not loaded
+      }
+      return std::unexpected(entries.error());
+    }
+    std::sort(entries->begin(), entries->end());
+    for (const auto& e : *entries) {
+      auto ibdev = optionalAttribute(dir + "/" + e + "/ibdev");
+      if (!ibdev) {
+        return std::unexpected(ibdev.error());
+      }
+      if (*ibdev != name || !isRdmaName(e)) {
+        continue;
+      }
+      auto dev = charDevice(cls, e);
+      if (!dev) {
+        return std::unexpected(dev.error());
+      }
+      if (!*dev) {
+        continue;
+      }
+      if (e.starts_with("uverbs")) {
+        out.uverbs = **dev;
+      } else if (e.starts_with("umad") || e.starts_with("issm")) {
+        auto port = optionalAttribute(dir + "/" + e + "/port");
+        if (!port) {
+          return std::unexpected(port.error());
+        }
+        mad.emplace_back(*port, **dev);
+      }
+    }
+  }
+  std::stable_sort(mad.begin(), mad.end(), [](const auto& a, const auto& b) {
+    return a.first.size() != b.first.size() ? a.first.size() < b.first.size() : a.first < b.first;
+  });
+  for (auto& [port, dev] : mad) {
+    (dev.name.starts_with("umad") ? out.umad : out.issm).push_back(std::move(dev));
+  }
+  return out;
+}
+
+os::SysResult<std::optional<CharDevice>> SysfsInventory::rdmaCm() { return charDevice("misc", "rdma_cm"); }
 
 }  // namespace ibcni::sysfs

@@ -2,7 +2,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ibcni/sysfs/ib_inventory.h"
@@ -25,9 +28,13 @@ class SysfsInventory final : public IbInventory {
   [[nodiscard]] os::SysResult<PciPlacement> placement(const net::PciAddress& pci) override;
   /// <root>/class/net/<name>/mtu.
   [[nodiscard]] os::SysResult<std::uint32_t> mtu(const std::string& name) override;
+  [[nodiscard]] os::SysResult<RdmaCharDevices> charDevices(const std::string& name) override;
+  [[nodiscard]] os::SysResult<std::optional<CharDevice>> rdmaCm() override;
 
  private:
   [[nodiscard]] os::SysResult<RdmaPort> port(const std::string& portDir, std::uint32_t number);
+  /// <root>/class/<cls>/<name>: its dev ("231:192"); nullopt when it has none.
+  [[nodiscard]] os::SysResult<std::optional<CharDevice>> charDevice(const std::string& cls, const std::string& name);
 
   std::string root_;
 };
@@ -35,6 +42,9 @@ class SysfsInventory final : public IbInventory {
 /// The Gb/s of a port's rate attribute ("100 Gb/sec (4X EDR)" -> 100, "2.5 Gb/sec (1X SDR)" -> 2):
 /// whole Gb/s, rounded down; nullopt when it does not start with a number and " Gb/sec".
 [[nodiscard]] std::optional<std::uint32_t> parseRateGbps(std::string_view rate);
+
+/// A dev attribute ("231:192") as its numbers; nullopt when it is not one.
+[[nodiscard]] std::optional<std::pair<std::uint32_t, std::uint32_t>> parseDevNumbers(std::string_view dev);
 
 /// A port's state attribute without its number ("4: ACTIVE" -> "ACTIVE"); the text itself when it
 /// has no "N: " prefix.

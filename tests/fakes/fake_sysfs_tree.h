@@ -263,6 +263,18 @@ class FakeSysfsTree {
     return writeFile(it->second + "/mtu", std::to_string(mtu) + "\n");
   }
 
+  /// Adds character device <class>/<name> ("infiniband_verbs", "uverbs3") with dev MAJOR:MINOR, of
+  /// RDMA device `ibdev` (empty: none, as misc/rdma_cm) and port `port` (0: no port file).
+  FakeSysfsTree& addCharDevice(std::string_view cls, std::string_view name, std::string_view ibdev, int port,
+                               int major, int minor) {
+    const std::string dir = "class/" + std::string(cls) + "/" + std::string(name);
+    writeFile(dir + "/dev", std::to_string(major) + ":" + std::to_string(minor) + "\n");
+    if (!ibdev.empty()) {
+      writeFile(dir + "/ibdev", std::string(ibdev) + "\n");
+    }
+    return port > 0 ? writeFile(dir + "/port", std::to_string(port) + "\n") : *this;
+  }
+
   /// Adds an SR-IOV physical function bound to mlx5_core with sriov_numvfs = sriov_totalvfs =
   /// `numVfs`, netdev `netdev` and RDMA device `rdmaDevice` (each skipped when empty).
   FakeSysfsTree& addPf(std::string_view pci, std::string_view netdev, std::string_view rdmaDevice,

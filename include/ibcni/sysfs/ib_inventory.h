@@ -35,6 +35,22 @@ struct PciPlacement {
   std::optional<std::int32_t> numaNode;  ///< numa_node, nullopt when the kernel says -1 or nothing
 };
 
+/// A character device of the RDMA stack (<root>/class/<class>/<name>/dev): what a container needs
+/// under /dev/infiniband to use an RDMA device.
+struct CharDevice {
+  std::string name;        ///< "uverbs3", "umad3", "issm3", "rdma_cm"
+  std::uint32_t major = 0;
+  std::uint32_t minor = 0;
+  bool operator==(const CharDevice&) const = default;
+};
+
+/// The character devices of one RDMA device.
+struct RdmaCharDevices {
+  std::optional<CharDevice> uverbs;  ///< the verbs device (infiniband_verbs), nullopt without ib_uverbs
+  std::vector<CharDevice> umad;      ///< one per port (infiniband_mad umadN), by port
+  std::vector<CharDevice> issm;      ///< one per port (infiniband_mad issmN), by port
+};
+
 /// What a node's InfiniBand hardware looks like in sysfs, for the DRA driver's inventory. Read from
 /// the host netns (sysfs shows the netdevs and RDMA devices of the namespace it was mounted in).
 class IbInventory {
@@ -52,6 +68,12 @@ class IbInventory {
   /// The MTU of netdev `name` (<root>/class/net/<name>/mtu).
   /// @return ENOENT when there is no such netdev.
   [[nodiscard]] virtual os::SysResult<std::uint32_t> mtu(const std::string& name) = 0;
+  /// The character devices of RDMA device `name` (<root>/class/infiniband_verbs/* and
+  /// <root>/class/infiniband_mad/* whose ibdev is `name`). Read them after any rebind: their
+  /// numbers change when the device is made anew.
+  [[nodiscard]] virtual os::SysResult<RdmaCharDevices> charDevices(const std::string& name) = 0;
+  /// The RDMA connection manager's device (<root>/class/misc/rdma_cm), nullopt without rdma_ucm.
+  [[nodiscard]] virtual os::SysResult<std::optional<CharDevice>> rdmaCm() = 0;
 };
 
 }  // namespace ibcni::sysfs

@@ -158,5 +158,43 @@ TEST_F(SysfsInventoryTest, ReadsMtu) {
   EXPECT_EQ(inv_.mtu("ib1").error().err, EINVAL);
 }
 
+TEST(ParseDevNumbers, TakesMajorAndMinor) {
+  EXPECT_EQ(parseDevNumbers("231:192"), std::pair(231U, 192U));
+  EXPECT_EQ(parseDevNumbers("10:58"), std::pair(10U, 58U));
+  EXPECT_EQ(parseDevNumbers("231"), std::nullopt);
+  EXPECT_EQ(parseDevNumbers("231:"), std::nullopt);
+  EXPECT_EQ(parseDevNumbers(":1"), std::nullopt);
+  EXPECT_EQ(parseDevNumbers("a:b"), std::nullopt);
+}
+
+TEST_F(SysfsInventoryTest, FindsTheCharacterDevicesOfAnRdmaDevice) {
+  sys_.addCharDevice("infiniband_verbs", "uverbs0", "mlx5_0", 0, 231, 192)
+      .addCharDevice("infiniband_verbs", "uverbs1", "mlx5_1", 0, 231, 193)
+      .addCharDevice("infiniband_mad", "umad0", "mlx5_0", 1, 231, 0)
+      .addCharDevice("infiniband_mad", "issm0", "mlx5_0", 1, 231, 64)
+      .addCharDevice("infiniband_mad", "umad1", "mlx5_1", 1, 231, 1)
+      .addCharDevice("infiniband_mad", "issm1", "mlx5_1", 1, 231, 65)
+      .addCharDevice("infiniband_mad", "umad2", "mlx5_1", 2, 231, 2)
+      .addCharDevice("misc", "rdma_cm", "", 0, 10, 58);
+  ASSERT_TRUE(sys_.ok()) << sys_.error();
+  auto c = inv_.charDevices("mlx5_1");
+  ASSERT_TRUE(c) << c.error().describe();
+  EXPECT_EQ(c->uverbs, (CharDevice{"uverbs1", 231, 193}));
+  EXPECT_THAT(c->umad, ElementsAre(CharDevice{"umad1", 231, 1}, CharDevice{"umad2", 231, 2}));
+  EXPECT_THAT(c->issm, ElementsAre(CharDevice{"issm1", 231, 65}));
+  EXPECT_EQ(inv_.rdmaCm().value(), (CharDevice{"rdma_cm", 10, 58}));
+}
+
+TEST_F(SysfsInventoryTest, NoCharacterDeviceModulesIsNoDevice) {
+  auto c = inv_.charDevices("mlx5_0");
+  ASSERT_TRUE(c) << c.error().describe();
+  EXPECT_EQ(c->uverbs, std::nullopt);
+  EXPECT_THAT(c->umad, IsEmpty());
+  EXPECT_EQ(inv_.rdmaCm().value(), std::nullopt);
+  EXPECT_EQ(inv_.charDevices("../x").error().err, EINVAL);
+  sys_.writeFile("class/misc/rdma_cm/dev", "ten\n");
+  EXPECT_EQ(inv_.rdmaCm().error().err, EINVAL);
+}
+
 }  // namespace
 }  // namespace ibcni::sysfs
