@@ -38,6 +38,7 @@
 #include "plugin/cli/command_line.h"
 #include "plugin/cli/production_deps.h"
 #include "plugin/cli/reconcile_args.h"
+#include "plugin/cli/stop_signals.h"
 #include "plugin/state/file_attachment_store.h"
 
 namespace ibcni::plugin {
@@ -129,26 +130,6 @@ cni::Result<os::UniqueFd> enterNodeMountNamespace(const std::string& hostRoot) {
                      std::string(std::strerror(errno)) + ": the pod needs CAP_SYS_ADMIN");
   }
   return net;
-}
-
-// Waits up to `seconds` (negative: without end) for SIGTERM or SIGINT, blocked in every thread.
-// @return whether one came.
-bool stopSignal(const sigset_t& stop, long long seconds) {
-  for (;;) {
-    int sig = 0;
-    if (seconds < 0) {
-      sig = sigwaitinfo(&stop, nullptr);
-    } else {
-      const timespec t{static_cast<time_t>(seconds), 0};
-      sig = sigtimedwait(&stop, nullptr, &t);
-    }
-    if (sig > 0) {
-      return true;
-    }
-    if (errno != EINTR) {
-      return false;  // EAGAIN: the time passed
-    }
-  }
 }
 
 // Seconds between two reads of the plugin's call events (the CNI request metrics' delay at most).
@@ -244,7 +225,7 @@ int runAgentLoop(const AgentArgs& a, const sigset_t& stop, const os::UniqueFd& n
       failed = runPass(a.options, production.deps(), *m);
       nextPass = std::chrono::steady_clock::now() + std::chrono::seconds(a.interval);
     }
-    if (a.once || stopSignal(stop, passes ? secondsUntil(nextPass) : kEventsEverySeconds)) {
+    if (a.once || waitForStop(stop, passes ? secondsUntil(nextPass) : kEventsEverySeconds)) {
       break;
     }
   }
@@ -261,11 +242,7 @@ int runAgentMain(const CommandLine& line) {
     return usageError(*line.program, line.command, parsed.error().what);
   }
   // Blocked before any thread starts (the listener's inherit the mask): only the loop takes them.
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGTERM);
-  sigaddset(&stop, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  const sigset_t stop = blockStopSignals();
   (void)log::setup(log::Level::kWarn, "", log::Context{"RECONCILE", "", "", ""});
   const AgentArgs& args = *parsed;
   os::UniqueFd nodeNet;
