@@ -24,7 +24,10 @@ build_pkgs=(cmake ninja-build g++ make pkg-config "${plugin_libs[@]}"
             # cross build's list: prometheus-cpp-dev:arm64 does not install beside the amd64 one (apt
             # removes it and civetweb), so the cross build leaves ibcni-agent out; the image's build
             # stage installs the target's alone (deploy/Dockerfile).
-            prometheus-cpp-dev)
+            prometheus-cpp-dev
+            # ibcni-dra: the kubelet's gRPC APIs (Debian's gRPC 1.51, protobuf 3.21), compiled from
+            # the pinned k8s.io/kubelet module's protos (cmake/IbcniKubeletProtos.cmake); native only.
+            libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc)
 test_pkgs=(iproute2 jq util-linux coreutils findutils strace
            # scripts/check-lengths.sh reads functions with a parser
            universal-ctags

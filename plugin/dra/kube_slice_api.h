@@ -4,23 +4,13 @@
 // projected token rotates).
 #pragma once
 
-#include <chrono>
 #include <string>
 #include <vector>
 
-#include "ibcni/http/http_client.h"
+#include "plugin/dra/kube_api.h"
 #include "plugin/dra/slice_publisher.h"
 
 namespace ibcni::dra {
-
-/// Where the API server is and who calls it.
-struct KubeTarget {
-  std::string server;      ///< "https://host:port", no trailing '/'
-  http::TlsOptions tls;
-  std::string token;       ///< a bearer token, or ""
-  std::string tokenFile;   ///< read for every call when set
-  std::chrono::milliseconds timeout{10000};
-};
 
 class KubeSliceApi final : public SliceApi {
  public:
@@ -33,13 +23,7 @@ class KubeSliceApi final : public SliceApi {
   [[nodiscard]] ApiResult<void> remove(const std::string& name, const std::string& uid) override;
 
  private:
-  /// One request; its answer when the status is one of `accepted`, else an error naming the call
-  /// (kConflict for 409).
-  [[nodiscard]] ApiResult<http::Response> call(http::Method method, const std::string& path,
-                                               const nlohmann::json* body, std::vector<long> accepted);
-
-  http::HttpClient& client_;
-  KubeTarget target_;
+  KubeClient kube_;
 };
 
 }  // namespace ibcni::dra

@@ -5,28 +5,15 @@
 #pragma once
 
 #include <cstddef>
-#include <expected>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "plugin/dra/ib_devices.h"
+#include "plugin/dra/kube_api.h"
 #include "plugin/dra/resource_slices.h"
 
 namespace ibcni::dra {
-
-/// A failed API call.
-struct ApiError {
-  enum class Kind {
-    kConflict,  ///< 409: the object changed (or exists) meanwhile
-    kOther,     ///< transport, authorization, validation, server errors
-  };
-  Kind kind = Kind::kOther;
-  std::string message;  ///< "PUT /apis/...: 409 ...", for the log
-};
-
-template <class T>
-using ApiResult = std::expected<T, ApiError>;
 
 /// The calls the publisher makes on resource.k8s.io/v1 ResourceSlices.
 class SliceApi {

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: Apache-2.0
+// ibcni-dra's record of its claims, in one JSON file under its plugin directory, written ahead of
+// every host change (replaced in one durable step): a repeated Prepare answers from it, a restarted
+// driver keeps its claims, and Unprepare (or the agent's pass) undoes what a killed Prepare began.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ibcni/os/sys_error.h"
+#include "plugin/dra/claim_preparer.h"
+
+namespace ibcni::dra {
+
+/// One claim as recorded.
+struct ClaimRecord {
+  enum class State {
+    kPreparing,  ///< recorded ahead: its devices may be partly changed, its CDI spec may exist
+    kPrepared,   ///< done: `devices` is the answer
+  };
+  ClaimRef ref;
+  State state = State::kPreparing;
+  std::vector<PreparedDevice> devices;
+};
+
+/// The records by claim uid.
+using ClaimRecords = std::map<std::string, ClaimRecord>;
+
+class ClaimCheckpoint {
+ public:
+  /// The checkpoint file `path` ("<plugin dir>/claims.json").
+  explicit ClaimCheckpoint(std::string path);
+
+  /// The records; none when the file does not exist. A file that is not a checkpoint is an error
+  /// (EINVAL) naming it: the driver will not guess what its claims were.
+  [[nodiscard]] os::SysResult<ClaimRecords> load() const;
+  /// Replaces the file with `records`, durably, in one step.
+  [[nodiscard]] os::SysResult<void> store(const ClaimRecords& records) const;
+
+  [[nodiscard]] const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace ibcni::dra

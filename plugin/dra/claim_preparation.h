@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: Apache-2.0
+// ibcni-dra's Prepare and Unprepare: for a claim the kubelet names, the devices the scheduler
+// allocated to this driver on this node, checked against sysfs, recorded ahead in the checkpoint,
+// then their CDI spec written; undone by Unprepare from the record alone (the claim may be gone).
+#pragma once
+
+#include <mutex>
+#include <string>
+
+#include "ibcni/sysfs/devices.h"
+#include "ibcni/sysfs/ib_inventory.h"
+#include "plugin/dra/claim_checkpoint.h"
+#include "plugin/dra/claim_preparer.h"
+#include "plugin/dra/kube_claim_api.h"
+
+namespace ibcni::dra {
+
+struct PreparationOptions {
+  std::string driver;    ///< the driver's name: results of other drivers are not ours
+  std::string nodeName;  ///< the pool of this node's devices
+  std::string cdiDir;    ///< where the claims' CDI specs go (/var/run/cdi)
+};
+
+class ClaimPreparation final : public ClaimPreparer {
+ public:
+  ClaimPreparation(ClaimApi& claims, sysfs::Devices& devices, sysfs::IbInventory& inventory,
+                   ClaimCheckpoint checkpoint, PreparationOptions options);
+
+  /// The claim read (its uid must be the kubelet's), its results for this driver and node matched
+  /// to the devices sysfs shows, the record written ahead, the CDI spec of its VFs written, the
+  /// record marked prepared. A claim prepared already answers from its record, without a call.
+  [[nodiscard]] PrepareOutcome prepare(const ClaimRef& claim) override;
+  /// The CDI spec removed and the record dropped; no record is success.
+  [[nodiscard]] std::string unprepare(const ClaimRef& claim) override;
+
+ private:
+  [[nodiscard]] PrepareOutcome prepareLocked(const ClaimRef& claim, ClaimRecords& records);
+
+  ClaimApi& claims_;
+  sysfs::Devices& devices_;
+  sysfs::IbInventory& inventory_;
+  ClaimCheckpoint checkpoint_;
+  PreparationOptions options_;
+  std::mutex mutex_;  ///< the kubelet may call for several pods at once; the checkpoint is one file
+};
+
+}  // namespace ibcni::dra

@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "plugin/dra/kube_claim_api.h"
+
+#include <utility>
+
+namespace ibcni::dra {
+
+KubeClaimApi::KubeClaimApi(http::HttpClient& client, KubeTarget target) : kube_(client, std::move(target)) {}
+
+ApiResult<nlohmann::json> KubeClaimApi::get(const std::string& ns, const std::string& name) {
+  const std::string path = "/apis/resource.k8s.io/v1/namespaces/" + ns + "/resourceclaims/" + name;
+  auto r = kube_.call(http::Method::kGet, path, nullptr, {200});
+  if (!r) {
+    return std::unexpected(r.error());
+  }
+  auto doc = nlohmann::json::parse(r->body, nullptr, false);
+  if (!doc.is_object()) {
+    return std::unexpected(ApiError{ApiError::Kind::kOther, "GET " + path + ": not JSON"});
+  }
+  return doc;
+}
+
+}  // namespace ibcni::dra

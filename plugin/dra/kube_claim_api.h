@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: Apache-2.0
+// The ResourceClaims ibcni-dra reads (resource.k8s.io/v1), behind an interface so that the
+// preparation's tests can serve them from memory.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "plugin/dra/kube_api.h"
+
+namespace ibcni::dra {
+
+class ClaimApi {
+ public:
+  virtual ~ClaimApi() = default;
+  /// ResourceClaim `name` of namespace `ns`; kNotFound when there is none.
+  [[nodiscard]] virtual ApiResult<nlohmann::json> get(const std::string& ns, const std::string& name) = 0;
+};
+
+class KubeClaimApi final : public ClaimApi {
+ public:
+  KubeClaimApi(http::HttpClient& client, KubeTarget target);
+  [[nodiscard]] ApiResult<nlohmann::json> get(const std::string& ns, const std::string& name) override;
+
+ private:
+  KubeClient kube_;
+};
+
+}  // namespace ibcni::dra
