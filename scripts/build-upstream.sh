@@ -26,7 +26,7 @@ declare -A packages=(
   [etcd]="etcd=go.etcd.io/etcd/server/v3 etcdctl=go.etcd.io/etcd/etcdctl/v3"
   [cnitool]="github.com/containernetworking/cni/cnitool"
   [multus]="gopkg.in/k8snetworkplumbingwg/multus-cni.v4/cmd/multus"
-  [kubelet]="kubelet-checkpoint=ibcni.test/upstream/kubelet"
+  [kubelet]="kubelet-checkpoint=ibcni.test/upstream/kubelet kubelet-dra=ibcni.test/upstream/kubelet/dra"
 )
 # component -> the module whose version names the build
 declare -A main_module=([kubernetes]=k8s.io/kubernetes [etcd]=go.etcd.io/etcd/server/v3
@@ -58,12 +58,14 @@ pinned_version() {
 recipe="go build -trimpath CGO_ENABLED=0"
 
 # <cache>/upstream/<component>-<version>-<first 12 hex digits of the sha256 of go.mod, go.sum, the
-# recipe and the linker flags>
+# recipe, the linker flags, the component's packages and the folder's own Go files> (adding a
+# program, or changing one of ours, builds into a new directory)
 component_dir() {
   local version sum
   version=$(pinned_version "$1")
   [[ -n $version ]] || die "$pins/$1/go.mod names no version of ${main_module[$1]}"
-  sum=$( (cat "$pins/$1/go.mod" "$pins/$1/go.sum"; echo "$recipe"; ldflags_for "$1" "$version") |
+  sum=$( (cat "$pins/$1/go.mod" "$pins/$1/go.sum"; echo "$recipe"; ldflags_for "$1" "$version"; echo ${packages[$1]}
+          cd "$pins/$1" && find . -name '*.go' | LC_ALL=C sort | while read -r f; do echo "$f"; cat "$f"; done) |
     sha256sum | cut -c1-12)
   echo "$machine_cache_root/upstream/$1-$version-$sum"
 }
