@@ -41,13 +41,14 @@ constexpr Flag kRegistryFlag{"--registry-dir", "DIR", "the kubelet's plugin regi
 constexpr Flag kPluginsFlag{"--plugins-dir", "DIR", "the kubelet's plugin folder; dra.sock and the checkpoint go in DIR/ibcni.io (default /var/lib/kubelet/plugins)"};
 constexpr Flag kCdiFlag{"--cdi-dir", "DIR", "where the claims' CDI specs go (default /var/run/cdi)"};
 constexpr Flag kSysfsFlag{"--sysfs", "DIR", "sysfs as mounted here (default /sys)"};
+constexpr Flag kInstanceFlag{"--instance-id", "ID", "sockets of this instance's own, for rolling updates (default: $POD_UID; \"\" for none)"};
 constexpr Flag kIntervalFlag{"--interval", "SECONDS", "between two reads of the devices (default 10)"};
-constexpr Flag kDraFlags[] = {kNodeFlag, kKubeconfigFlag, kRegistryFlag, kPluginsFlag, kCdiFlag, kSysfsFlag, kIntervalFlag};
+constexpr Flag kDraFlags[] = {kNodeFlag, kKubeconfigFlag, kRegistryFlag, kPluginsFlag, kCdiFlag, kSysfsFlag, kInstanceFlag, kIntervalFlag};
 
 struct DraArgs {
   std::string node;
   dra::KubeTarget target;
-  dra::grpc_api::ServerPaths paths{"/var/lib/kubelet/plugins_registry", "/var/lib/kubelet/plugins"};
+  dra::grpc_api::ServerPaths paths{"/var/lib/kubelet/plugins_registry", "/var/lib/kubelet/plugins", ""};
   std::string cdiDir = dra::kCdiDir;
   std::string sysfs = "/sys";
   long long interval = 10;
@@ -86,6 +87,11 @@ std::expected<DraArgs, UsageProblem> draArgs(const CommandLine& line) {
   a.target = std::move(*target);
   a.paths.registryDir = line.value(kRegistryFlag).value_or(a.paths.registryDir);
   a.paths.pluginsDir = line.value(kPluginsFlag).value_or(a.paths.pluginsDir);
+  const char* podUid = std::getenv("POD_UID");
+  a.paths.instance = line.value(kInstanceFlag).value_or(podUid != nullptr ? podUid : "");
+  if (a.paths.instance.find('/') != std::string::npos) {
+    return std::unexpected(UsageProblem{"--instance-id " + a.paths.instance + ": no '/' (it is part of a file name)"});
+  }
   a.cdiDir = line.value(kCdiFlag).value_or(a.cdiDir);
   a.sysfs = line.value(kSysfsFlag).value_or(a.sysfs);
   if (const auto v = line.value(kIntervalFlag)) {

@@ -2,6 +2,7 @@
 #include "plugin/dra/claim_checkpoint.h"
 
 #include <cerrno>
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -67,6 +68,11 @@ os::SysResult<ClaimRecords> ClaimCheckpoint::load() const {
     return os::sysFail(EINVAL, "read the claim checkpoint " + path_ + ": " + e.what());
   }
   return records;
+}
+
+os::SysResult<os::FileLock> ClaimCheckpoint::lock() const {
+  constexpr std::chrono::seconds kWait{30};
+  return os::FileLock::acquire(path_ + ".lock", kWait);
 }
 
 os::SysResult<void> ClaimCheckpoint::store(const ClaimRecords& records) const {

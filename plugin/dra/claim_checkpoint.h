@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "ibcni/os/file_lock.h"
 #include "ibcni/os/sys_error.h"
 #include "plugin/dra/claim_preparer.h"
 
@@ -35,6 +36,9 @@ class ClaimCheckpoint {
   /// The records; none when the file does not exist. A file that is not a checkpoint is an error
   /// (EINVAL) naming it: the driver will not guess what its claims were.
   [[nodiscard]] os::SysResult<ClaimRecords> load() const;
+  /// The checkpoint's lock ("<path>.lock"), held across a whole Prepare or Unprepare: in a rolling
+  /// update two driver processes serve the kubelet at once and share this file.
+  [[nodiscard]] os::SysResult<os::FileLock> lock() const;
   /// Replaces the file with `records`, durably, in one step.
   [[nodiscard]] os::SysResult<void> store(const ClaimRecords& records) const;
 

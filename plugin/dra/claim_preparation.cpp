@@ -53,7 +53,11 @@ ClaimPreparation::ClaimPreparation(ClaimApi& claims, sysfs::Devices& devices, sy
       options_(std::move(options)) {}
 
 PrepareOutcome ClaimPreparation::prepare(const ClaimRef& claim) {
-  const std::lock_guard lock(mutex_);
+  // The kubelet may call for several pods at once, and two processes in a rolling update.
+  auto lock = checkpoint_.lock();
+  if (!lock) {
+    return {{}, lock.error().describe()};
+  }
   auto records = checkpoint_.load();
   if (!records) {
     return {{}, records.error().describe()};
@@ -128,7 +132,10 @@ PrepareOutcome ClaimPreparation::prepareLocked(const ClaimRef& claim, ClaimRecor
 }
 
 std::string ClaimPreparation::unprepare(const ClaimRef& claim) {
-  const std::lock_guard lock(mutex_);
+  auto lock = checkpoint_.lock();
+  if (!lock) {
+    return lock.error().describe();
+  }
   auto records = checkpoint_.load();
   if (!records) {
     return records.error().describe();

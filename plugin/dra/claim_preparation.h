@@ -4,7 +4,6 @@
 // then their CDI spec written; undone by Unprepare from the record alone (the claim may be gone).
 #pragma once
 
-#include <mutex>
 #include <string>
 
 #include "ibcni/sysfs/devices.h"
@@ -41,7 +40,6 @@ class ClaimPreparation final : public ClaimPreparer {
   sysfs::IbInventory& inventory_;
   ClaimCheckpoint checkpoint_;
   PreparationOptions options_;
-  std::mutex mutex_;  ///< the kubelet may call for several pods at once; the checkpoint is one file
 };
 
 }  // namespace ibcni::dra

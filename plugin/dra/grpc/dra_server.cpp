@@ -47,10 +47,12 @@ std::expected<std::unique_ptr<grpc::Server>, std::string> serve(std::initializer
 }  // namespace
 
 std::string ServerPaths::registrationSocket(const std::string& driver) const {
-  return registryDir + "/" + driver + "-reg.sock";
+  return registryDir + "/" + driver + (instance.empty() ? "" : "-" + instance) + "-reg.sock";
 }
 
-std::string ServerPaths::draSocket(const std::string& driver) const { return pluginsDir + "/" + driver + "/dra.sock"; }
+std::string ServerPaths::draSocket(const std::string& driver) const {
+  return pluginsDir + "/" + driver + "/dra" + (instance.empty() ? "" : "-" + instance) + ".sock";
+}
 
 DraServer::DraServer(ClaimPreparer& preparer, const std::string& driver, const std::string& endpoint,
                      RegistrationService::StatusHandler onStatus)

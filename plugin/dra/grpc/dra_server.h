@@ -3,8 +3,10 @@
 // <plugins>/<driver>/dra.sock and the Registration service on <registry>/<driver>-reg.sock, which
 // the kubelet's plugin watcher finds. The service's socket is up before the registration's, so the
 // kubelet never dials an endpoint that is not there yet; on stop the registration's goes first.
-// A socket is removed on stop only when it is still this process's: in a rolling update the new
-// pod binds the same paths before the old one exits, and the old must not take them away.
+// Rolling updates: gRPC removes a Unix socket's path when its server stops, whoever bound it last,
+// so two instances cannot share a path. With an instance id (the pod's uid) the sockets are
+// <driver>-<id>-reg.sock and dra-<id>.sock, as the upstream kubeletplugin helper names them, and the
+// kubelet (1.33+) keeps both registrations while old and new run side by side.
 #pragma once
 
 #include <sys/types.h>
@@ -25,6 +27,7 @@ namespace ibcni::dra::grpc_api {
 struct ServerPaths {
   std::string registryDir;  ///< the kubelet's plugin registry (/var/lib/kubelet/plugins_registry)
   std::string pluginsDir;   ///< the kubelet's plugin folder (/var/lib/kubelet/plugins)
+  std::string instance;     ///< "" or this instance's id (the pod's uid): sockets of its own
 
   [[nodiscard]] std::string registrationSocket(const std::string& driver) const;
   [[nodiscard]] std::string draSocket(const std::string& driver) const;

@@ -17,6 +17,7 @@
 #include "plugin/sysfs/sysfs_devices.h"
 #include "plugin/sysfs/sysfs_inventory.h"
 #include "support/temp_dir.h"
+#include "unit/dra/dra_devices.h"
 
 namespace ibcni::dra {
 namespace {
@@ -54,24 +55,12 @@ json claimOf(const std::string& uid, const std::vector<std::string>& devices, co
           {"status", {{"allocation", {{"devices", {{"results", results}}}}}}}};
 }
 
-std::string vfName(int n) { return "vf-0000-3b-01-" + std::to_string(n); }
+std::string vfName(int n) { return eightVfsName(n); }
 
 class ClaimPreparationTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    // A PF with eight VFs, each with its RDMA device and character devices, and rdma_cm.
-    sys_.addPf("0000:3b:00.0", "ib0", "mlx5_0", 8).setNodeGuid("mlx5_0", "0002:c903:00a1:b2c2").setRdmaPort("mlx5_0", 1, "InfiniBand", "4: ACTIVE",
-                                                                "200 Gb/sec (4X HDR)", "fe80:0000:0000:0000:0002:c903:00a1:b2c2");
-    for (int n = 0; n < 8; ++n) {
-      const std::string rdma = "mlx5_" + std::to_string(n + 1);
-      sys_.addVf("0000:3b:00.0", n, "0000:3b:01." + std::to_string(n), "ib" + std::to_string(n + 1), rdma)
-          .setNodeGuid(rdma, "0200:0000:0000:0a0" + std::to_string(n))
-          .setRdmaPort(rdma, 1, "InfiniBand", "4: ACTIVE", "200 Gb/sec (4X HDR)",
-                       "fe80:0000:0000:0000:0002:c903:00a1:b3c" + std::to_string(n))
-          .addCharDevice("infiniband_verbs", "uverbs" + std::to_string(n + 1), rdma, 0, 231, 193 + n)
-          .addCharDevice("infiniband_mad", "umad" + std::to_string(n + 1), rdma, 1, 231, 1 + n);
-    }
-    sys_.addCharDevice("misc", "rdma_cm", "", 0, 10, 58);
+    addEightVfs(sys_);
     ASSERT_TRUE(sys_.ok()) << sys_.error();
     std::filesystem::create_directories(cdiDir());
   }

@@ -26,6 +26,28 @@ inline std::vector<IbDevice> discoverIn(const testing::FakeSysfsTree& sys) {
   return found.value_or(std::vector<IbDevice>{});
 }
 
+/// PF 0000:3b:00.0 (ib0, mlx5_0) with eight VFs 0000:3b:01.0-7 (ibN / mlx5_N for VF N-1), each
+/// ACTIVE with a GUID and its uverbs and umad character devices, and misc/rdma_cm.
+inline void addEightVfs(testing::FakeSysfsTree& sys) {
+  sys.addPf("0000:3b:00.0", "ib0", "mlx5_0", 8)
+      .setNodeGuid("mlx5_0", "0002:c903:00a1:b2c2")
+      .setRdmaPort("mlx5_0", 1, "InfiniBand", "4: ACTIVE", "200 Gb/sec (4X HDR)",
+                   "fe80:0000:0000:0000:0002:c903:00a1:b2c2");
+  for (int n = 0; n < 8; ++n) {
+    const std::string rdma = "mlx5_" + std::to_string(n + 1);
+    sys.addVf("0000:3b:00.0", n, "0000:3b:01." + std::to_string(n), "ib" + std::to_string(n + 1), rdma)
+        .setNodeGuid(rdma, "0200:0000:0000:0a0" + std::to_string(n))
+        .setRdmaPort(rdma, 1, "InfiniBand", "4: ACTIVE", "200 Gb/sec (4X HDR)",
+                     "fe80:0000:0000:0000:0002:c903:00a1:b3c" + std::to_string(n))
+        .addCharDevice("infiniband_verbs", "uverbs" + std::to_string(n + 1), rdma, 0, 231, 193 + n)
+        .addCharDevice("infiniband_mad", "umad" + std::to_string(n + 1), rdma, 1, 231, 1 + n);
+  }
+  sys.addCharDevice("misc", "rdma_cm", "", 0, 10, 58);
+}
+
+/// The device name of VF `n` of addEightVfs ("vf-0000-3b-01-<n>").
+inline std::string eightVfsName(int n) { return "vf-0000-3b-01-" + std::to_string(n); }
+
 /// Their names, in order.
 inline std::vector<std::string> namesOf(const std::vector<IbDevice>& devices) {
   std::vector<std::string> out;

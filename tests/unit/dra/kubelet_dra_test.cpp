@@ -1,0 +1,380 @@
+// SPDX-License-Identifier: Apache-2.0
+// ibcni-dra driven by the kubelet's own DRA code: kubelet-dra (tests/upstream/kubelet/dra: the
+// kubelet's plugin manager and DRA manager from k8s.io/kubernetes v1.36.3) finds the driver's
+// registration socket, registers it, and prepares and unprepares the claims of pods read from a
+// real kube-apiserver; ibcni-dra reads a FakeSysfsTree node. Shown: the registration handshake and
+// the slices published after it, claims of 1 and 8 VFs with their CDI IDs and spec, a repeat, a
+// device gone (the claim's error reaches the kubelet), a driver restart from its checkpoint, a
+// rolling update (two drivers on sockets of their own, one checkpoint), SIGTERM.
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fakes/fake_sysfs_tree.h"
+#include "plugin/dra/cdi_spec.h"
+#include "plugin/dra/resource_slices.h"
+#include "support/control_plane.h"
+#include "support/exec_program.h"
+#include "support/temp_dir.h"
+#include "unit/dra/dra_devices.h"
+
+#ifndef IBCNI_DRA_BINARY
+#error "IBCNI_DRA_BINARY (the ibcni-dra program) must be defined"
+#endif
+
+namespace ibcni::dra {
+namespace {
+
+using ::ibcni::testing::ApiProxy;
+using ::ibcni::testing::ControlPlane;
+using ::testing::HasSubstr;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+template <class F>
+bool waitFor(F done, std::chrono::milliseconds limit = 30s) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      return false;
+    }
+    std::this_thread::sleep_for(100ms);
+  }
+  return true;
+}
+
+/// A program the test starts and stops; its stdout and stderr go to `log`.
+class Process {
+ public:
+  Process(const std::vector<std::string>& args, const std::string& log, bool commands = false) {
+    int in[2] = {-1, -1};
+    int out[2] = {-1, -1};
+    if (commands && (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0)) {
+      return;
+    }
+    const int logFd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    const int nullFd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    pid_ = testing::spawnTiedToTest(args, {testing::kPathEnv}, commands ? in[0] : nullFd, commands ? out[1] : logFd,
+                                    logFd);
+    for (int fd : {in[0], out[1], logFd, nullFd}) {
+      if (fd >= 0) {
+        ::close(fd);
+      }
+    }
+    toChild_ = in[1];
+    fromChild_ = out[0];
+  }
+  Process(const Process&) = delete;
+  Process& operator=(const Process&) = delete;
+  ~Process() {
+    if (toChild_ >= 0) {
+      (void)!::write(toChild_, "quit\n", 5);
+    }
+    (void)stop(SIGTERM);
+    for (int fd : {toChild_, fromChild_}) {
+      if (fd >= 0) {
+        ::close(fd);
+      }
+    }
+  }
+
+  [[nodiscard]] bool started() const { return pid_ > 0; }
+
+  /// One command line to kubelet-dra and its one-line JSON answer (null when none came in time).
+  json ask(const std::string& command, std::chrono::milliseconds limit = 60s) {
+    const std::string line = command + "\n";
+    if (::write(toChild_, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
+      return nullptr;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    for (;;) {
+      if (auto nl = buffer_.find('\n'); nl != std::string::npos) {
+        json answer = json::parse(buffer_.substr(0, nl), nullptr, false);
+        buffer_.erase(0, nl + 1);
+        return answer.is_discarded() ? json(nullptr) : answer;
+      }
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      pollfd p{fromChild_, POLLIN, 0};
+      if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) {
+        return nullptr;
+      }
+      char chunk[4096];
+      const ssize_t n = ::read(fromChild_, chunk, sizeof chunk);
+      if (n <= 0) {
+        return nullptr;
+      }
+      buffer_.append(chunk, static_cast<std::size_t>(n));
+    }
+  }
+
+  /// ask() again every half second until the answer is ok, as the kubelet's pod workers retry a
+  /// pod's sync (its gRPC connection to a driver that restarted reconnects with backoff, and it
+  /// learns that a registration socket went only from its watcher); the last answer.
+  json askUntilOk(const std::string& command, std::chrono::milliseconds limit = 20s) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    for (;;) {
+      json answer = ask(command);
+      if (answer.value("ok", false) || std::chrono::steady_clock::now() > deadline) {
+        return answer;
+      }
+      std::this_thread::sleep_for(500ms);
+    }
+  }
+
+  /// Sends `sig` and reaps the process (SIGKILL after 20 s); its wait status, -1 when it was gone.
+  int stop(int sig) {
+    if (pid_ <= 0) {
+      return -1;
+    }
+    ::kill(pid_, sig);
+    int status = 0;
+    for (int i = 0; i < 200 && ::waitpid(pid_, &status, WNOHANG) == 0; ++i) {
+      std::this_thread::sleep_for(100ms);
+    }
+    if (::waitpid(pid_, &status, WNOHANG) == 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, &status, 0);
+    }
+    pid_ = -1;
+    return status;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int toChild_ = -1;
+  int fromChild_ = -1;
+  std::string buffer_;
+};
+
+class KubeletDraTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto dir = testing::runProgram({IBCNI_SOURCE_DIR "/scripts/build-upstream.sh", "--dir", "kubelet"},
+                                   {testing::kPathEnv}, std::nullopt);
+    if (!ControlPlane::built() || dir.status != 0) {
+      skipped_ = std::string(ControlPlane::kNotBuilt) + " " + dir.err;
+      return;
+    }
+    kubeletDra_ = dir.out.substr(0, dir.out.find('\n')) + "/kubelet-dra";
+    cp_ = std::make_unique<ControlPlane>();
+    api_ = std::make_unique<ApiProxy>();
+    auto started = cp_->start();
+    if (started) {
+      started = api_->start(*cp_);
+    }
+    if (!started) {
+      failed_ = started.message();
+      cp_.reset();
+    }
+  }
+  static void TearDownTestSuite() {
+    api_.reset();
+    cp_.reset();
+  }
+
+  void SetUp() override {
+    ASSERT_EQ(failed_, "");
+    if (!cp_) {
+      GTEST_SKIP() << skipped_;
+    }
+    node_ = "kubelet-dra-" + std::to_string(::getpid()) + "-" + std::to_string(++count_);
+    addEightVfs(sys_);
+    ASSERT_TRUE(sys_.ok()) << sys_.error();
+    auto ns = api_->freshNamespace("kubelet-dra");
+    ASSERT_TRUE(ns) << ns.error();
+    ns_ = *ns;
+    ASSERT_EQ(api_->admin("POST", "/api/v1/namespaces/" + ns_ + "/serviceaccounts",
+                          {{"metadata", {{"name", "default"}}}}).first, 201);
+    ASSERT_TRUE(api_->createNode(node_));
+    for (const char* d : {"registry", "plugins", "cdi", "kubelet"}) {
+      std::filesystem::create_directories(dir_.path() + "/" + d);
+    }
+  }
+  void TearDown() override {
+    kubelet_.reset();
+    driver_.reset();
+    if (!ns_.empty()) {
+      (void)api_->admin("DELETE", "/api/v1/namespaces/" + ns_);
+      (void)api_->deleteNode(node_);
+    }
+  }
+
+  std::unique_ptr<Process> startDriver(const std::string& log = "driver.log", const std::string& instance = "") {
+    return std::make_unique<Process>(
+        std::vector<std::string>{IBCNI_DRA_BINARY, "--node", node_, "--kubeconfig", cp_->adminKubeconfig(),
+                                 "--registry-dir", dir_.path() + "/registry", "--plugins-dir", dir_.path() + "/plugins",
+                                 "--cdi-dir", cdiDir(), "--sysfs", sys_.root(), "--interval", "1", "--instance-id",
+                                 instance},
+        dir_.path() + "/" + log);
+  }
+  void startKubelet() {
+    kubelet_ = std::make_unique<Process>(
+        std::vector<std::string>{kubeletDra_, "--kubeconfig", cp_->adminKubeconfig(), "--node", node_,
+                                 "--registry-dir", dir_.path() + "/registry", "--state-dir", dir_.path() + "/kubelet"},
+        dir_.path() + "/kubelet.log", true);
+    ASSERT_TRUE(kubelet_->started());
+  }
+  std::string cdiDir() const { return dir_.path() + "/cdi"; }
+  std::string logs() const {
+    std::string out;
+    for (const auto& e : std::filesystem::directory_iterator(dir_.path())) {
+      if (e.path().extension() == ".log") {
+        out += "\n" + e.path().filename().string() + ":\n" + testing::indentedTail(testing::readFile(e.path()), 20);
+      }
+    }
+    return out;
+  }
+  std::string path(const std::string& kind, const std::string& name = "") const {
+    const std::string group = kind == "pods" ? "/api/v1" : "/apis/resource.k8s.io/v1";
+    return group + "/namespaces/" + ns_ + "/" + kind + (name.empty() ? "" : "/" + name);
+  }
+
+  /// Pod `pod` on this node with claim `claim` allocated `devices` of this node's pool and reserved
+  /// for it, as the scheduler leaves them; the claim's uid.
+  std::string podWithClaim(const std::string& pod, const std::string& claim, const std::vector<std::string>& devices) {
+    json requests = json::array();
+    json results = json::array();
+    for (std::size_t i = 0; i < devices.size(); ++i) {
+      const std::string r = "rail-" + std::to_string(i);
+      requests.push_back({{"name", r}, {"exactly", {{"deviceClassName", "vf.ibcni.io"}}}});
+      results.push_back({{"request", r}, {"driver", kDriverName}, {"pool", node_}, {"device", devices[i]}});
+    }
+    auto [cs, c] = api_->admin("POST", path("resourceclaims"),
+                               {{"metadata", {{"name", claim}}}, {"spec", {{"devices", {{"requests", requests}}}}}});
+    EXPECT_EQ(cs, 201) << c.dump();
+    auto [ps, p] = api_->admin(
+        "POST", path("pods"),
+        {{"metadata", {{"name", pod}}},
+         {"spec",
+          {{"nodeName", node_},
+           {"resourceClaims", {{{"name", "nics"}, {"resourceClaimName", claim}}}},
+           {"containers", {{{"name", "app"}, {"image", "registry.invalid/app"}, {"resources", {{"claims", {{{"name", "nics"}}}}}}}}}}}});
+    EXPECT_EQ(ps, 201) << p.dump();
+    c["status"] = {{"allocation", {{"devices", {{"results", results}}}}},
+                   {"reservedFor", {{{"resource", "pods"}, {"name", pod}, {"uid", p["metadata"]["uid"]}}}}};
+    auto [ss, s] = api_->admin("PUT", path("resourceclaims", claim) + "/status", c);
+    EXPECT_EQ(ss, 200) << s.dump();
+    return c["metadata"].value("uid", "");
+  }
+
+  std::vector<std::string> slicesOnServer() const {
+    auto [status, list] = api_->admin("GET", "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName%3D" + node_);
+    std::vector<std::string> names;
+    for (const auto& s : list.value("items", json::array())) {
+      names.push_back(s["metadata"]["name"]);
+    }
+    return names;
+  }
+
+  static inline std::unique_ptr<ControlPlane> cp_;
+  static inline std::unique_ptr<ApiProxy> api_;
+  static inline std::string kubeletDra_;
+  static inline int count_ = 0;
+  static inline std::string skipped_;
+  static inline std::string failed_;
+  testing::FakeSysfsTree sys_;
+  testing::TempDir dir_{"ibcni-kubelet-dra-"};
+  std::string node_;
+  std::string ns_;
+  std::unique_ptr<Process> driver_;
+  std::unique_ptr<Process> kubelet_;
+};
+
+TEST_F(KubeletDraTest, TheKubeletRegistersTheDriverAndPreparesClaimsOfOneAndEightVfs) {
+  driver_ = startDriver();
+  startKubelet();
+  ASSERT_EQ(kubelet_->ask("wait-registered ibcni.io 30"), json({{"ok", true}})) << logs();
+  // The kubelet's manager wipes the node's slices when it starts; the registration brings them back.
+  EXPECT_TRUE(waitFor([&] { return slicesOnServer().size() == 1; })) << logs();
+
+  const std::string one = podWithClaim("one", "one-vf", {eightVfsName(2)});
+  ASSERT_EQ(kubelet_->ask("prepare " + ns_ + " one"), json({{"ok", true}})) << logs();
+  json cdi = kubelet_->ask("cdi " + ns_ + " one app");
+  EXPECT_EQ(cdi["cdiDevices"], json({"ibcni.io/vf=" + one + "-" + eightVfsName(2)})) << cdi.dump();
+  json spec = json::parse(testing::readFile(cdiSpecPath(cdiDir(), one)), nullptr, false);
+  ASSERT_TRUE(spec.is_object()) << logs();
+  EXPECT_EQ(spec["devices"][0]["containerEdits"]["deviceNodes"][0]["path"], "/dev/infiniband/uverbs3");
+
+  std::vector<std::string> all;
+  for (int n = 0; n < 8; ++n) {
+    all.push_back(eightVfsName(n));
+  }
+  const std::string eight = podWithClaim("eight", "eight-vfs", all);
+  ASSERT_EQ(kubelet_->ask("prepare " + ns_ + " eight"), json({{"ok", true}})) << logs();
+  EXPECT_EQ(kubelet_->ask("cdi " + ns_ + " eight app")["cdiDevices"].size(), 8U);
+  EXPECT_EQ(kubelet_->ask("prepare " + ns_ + " eight"), json({{"ok", true}}));  // a repeat
+
+  ASSERT_EQ(kubelet_->ask("unprepare " + ns_ + " one"), json({{"ok", true}})) << logs();
+  EXPECT_FALSE(std::filesystem::exists(cdiSpecPath(cdiDir(), one)));
+  EXPECT_TRUE(std::filesystem::exists(cdiSpecPath(cdiDir(), eight)));
+}
+
+TEST_F(KubeletDraTest, AClaimWhoseDeviceIsGoneFailsWithTheDriversReason) {
+  driver_ = startDriver();
+  startKubelet();
+  ASSERT_EQ(kubelet_->ask("wait-registered ibcni.io 30"), json({{"ok", true}})) << logs();
+  (void)podWithClaim("lost", "lost-vf", {"vf-0000-3b-02-7"});
+  json answer = kubelet_->ask("prepare " + ns_ + " lost");
+  EXPECT_EQ(answer["ok"], false);
+  EXPECT_THAT(answer.value("error", ""), HasSubstr("device vf-0000-3b-02-7 (request rail-0) is not on this node"));
+}
+
+TEST_F(KubeletDraTest, ARestartedDriverUnpreparesFromItsCheckpointAndSigtermRemovesItsSockets) {
+  driver_ = startDriver();
+  startKubelet();
+  ASSERT_EQ(kubelet_->ask("wait-registered ibcni.io 30"), json({{"ok", true}})) << logs();
+  const std::string uid = podWithClaim("p", "c", {eightVfsName(0), eightVfsName(1)});
+  ASSERT_EQ(kubelet_->ask("prepare " + ns_ + " p"), json({{"ok", true}})) << logs();
+
+  const std::string reg = dir_.path() + "/registry/ibcni.io-reg.sock";
+  const std::string sock = dir_.path() + "/plugins/ibcni.io/dra.sock";
+  const int status = driver_->stop(SIGTERM);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << logs();
+  EXPECT_FALSE(std::filesystem::exists(reg));
+  EXPECT_FALSE(std::filesystem::exists(sock));
+
+  driver_ = startDriver("driver2.log");
+  ASSERT_TRUE(waitFor([&] { return std::filesystem::exists(reg); })) << logs();
+  ASSERT_EQ(kubelet_->ask("wait-registered ibcni.io 30"), json({{"ok", true}})) << logs();
+  ASSERT_EQ(kubelet_->askUntilOk("unprepare " + ns_ + " p"), json({{"ok", true}})) << logs();
+  EXPECT_FALSE(std::filesystem::exists(cdiSpecPath(cdiDir(), uid)));
+}
+
+TEST_F(KubeletDraTest, InARollingUpdateTheNewDriverServesOnItsOwnSocketsWhileTheOldOneLeaves) {
+  driver_ = startDriver("driver-old.log", "pod-old");
+  startKubelet();
+  ASSERT_EQ(kubelet_->ask("wait-registered ibcni.io 30"), json({{"ok", true}})) << logs();
+  const std::string before = podWithClaim("before", "before-update", {eightVfsName(3)});
+  ASSERT_EQ(kubelet_->ask("prepare " + ns_ + " before"), json({{"ok", true}})) << logs();
+  const std::string reg = dir_.path() + "/registry/ibcni.io-pod-new-reg.sock";
+  auto next = startDriver("driver-new.log", "pod-new");
+  ASSERT_TRUE(waitFor([&] { return std::filesystem::exists(reg); })) << logs();
+  const int status = driver_->stop(SIGTERM);  // the old pod goes, its sockets with it
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/registry/ibcni.io-pod-old-reg.sock"));
+  EXPECT_TRUE(std::filesystem::exists(reg));
+  EXPECT_TRUE(std::filesystem::exists(dir_.path() + "/plugins/ibcni.io/dra-pod-new.sock"));
+  driver_ = std::move(next);
+  // The kubelet talks to the new one, which also unprepares what the old one prepared (one checkpoint).
+  const std::string after = podWithClaim("after", "after-update", {eightVfsName(4)});
+  ASSERT_EQ(kubelet_->askUntilOk("prepare " + ns_ + " after"), json({{"ok", true}})) << logs();
+  EXPECT_TRUE(std::filesystem::exists(cdiSpecPath(cdiDir(), after)));
+  ASSERT_EQ(kubelet_->askUntilOk("unprepare " + ns_ + " before"), json({{"ok", true}})) << logs();
+  EXPECT_FALSE(std::filesystem::exists(cdiSpecPath(cdiDir(), before)));
+}
+
+}  // namespace
+}  // namespace ibcni::dra
