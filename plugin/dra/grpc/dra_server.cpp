@@ -34,6 +34,11 @@ std::expected<std::unique_ptr<grpc::Server>, std::string> serve(std::initializer
   }
   grpc::ServerBuilder builder;
   builder.AddListeningPort("unix://" + path, grpc::InsecureServerCredentials());
+  // The kubelet calls one driver at a time per pod and rarely: one completion queue, few pollers
+  // (every thread costs a stack and a malloc arena of the daemon's resident set).
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::NUM_CQS, 1);
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, 1);
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, 2);
   for (auto* service : services) {
     builder.RegisterService(service);
   }
