@@ -17,7 +17,8 @@ namespace ibcni::dra {
 /// One claim as recorded.
 struct ClaimRecord {
   enum class State {
-    kPreparing,  ///< recorded ahead: its devices may be partly changed, its CDI spec may exist
+    kPreparing,  ///< incomplete (recorded ahead of Prepare's changes, or of Unprepare's): its devices
+                 ///< may be partly changed, its CDI spec may exist; Prepare does it again in full
     kPrepared,   ///< done: `devices` is the answer
   };
   ClaimRef ref;

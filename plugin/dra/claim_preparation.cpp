@@ -45,20 +45,20 @@ std::expected<std::vector<Allocated>, std::string> allocatedTo(const json& claim
 }  // namespace
 
 ClaimPreparation::ClaimPreparation(ClaimApi& claims, sysfs::Devices& devices, sysfs::IbInventory& inventory,
-                                   ClaimCheckpoint checkpoint, PreparationOptions options)
+                                   ClaimEffects& effects, PreparationOptions options)
     : claims_(claims),
       devices_(devices),
       inventory_(inventory),
-      checkpoint_(std::move(checkpoint)),
+      effects_(effects),
       options_(std::move(options)) {}
 
 PrepareOutcome ClaimPreparation::prepare(const ClaimRef& claim) {
   // The kubelet may call for several pods at once, and two processes in a rolling update.
-  auto lock = checkpoint_.lock();
+  auto lock = effects_.lock();
   if (!lock) {
     return {{}, lock.error().describe()};
   }
-  auto records = checkpoint_.load();
+  auto records = effects_.load();
   if (!records) {
     return {{}, records.error().describe()};
   }
@@ -116,38 +116,47 @@ PrepareOutcome ClaimPreparation::prepareLocked(const ClaimRef& claim, ClaimRecor
   }
   // Ahead of the first host change: a kill from here on is undone by Unprepare.
   records[claim.uid] = record;
-  if (auto ok = checkpoint_.store(records); !ok) {
+  if (auto ok = effects_.store(records); !ok) {
     return {{}, "prepare " + what + ": " + ok.error().describe()};
   }
   if (!cdi.empty()) {
-    if (auto ok = writeCdiSpec(options_.cdiDir, claim.uid, cdi); !ok) {
+    if (auto ok = effects_.writeSpec(claim.uid, cdi); !ok) {
       return {{}, "prepare " + what + ": " + ok.error().describe()};
     }
   }
   records[claim.uid].state = ClaimRecord::State::kPrepared;
-  if (auto ok = checkpoint_.store(records); !ok) {
+  if (auto ok = effects_.store(records); !ok) {
     return {{}, "prepare " + what + ": " + ok.error().describe()};
   }
   return {record.devices, {}};
 }
 
 std::string ClaimPreparation::unprepare(const ClaimRef& claim) {
-  auto lock = checkpoint_.lock();
+  auto lock = effects_.lock();
   if (!lock) {
     return lock.error().describe();
   }
-  auto records = checkpoint_.load();
+  auto records = effects_.load();
   if (!records) {
     return records.error().describe();
   }
+  // Marked incomplete ahead of the first change: a kill from here on leaves a record that a
+  // retried Prepare does again in full and the next Unprepare finishes.
+  auto it = records->find(claim.uid);
+  if (it != records->end() && it->second.state == ClaimRecord::State::kPrepared) {
+    it->second.state = ClaimRecord::State::kPreparing;
+    if (auto ok = effects_.store(*records); !ok) {
+      return "unprepare " + claimText(claim) + ": " + ok.error().describe();
+    }
+  }
   // The spec goes even without a record: a record lost with its file leaves no spec behind.
-  if (auto ok = removeCdiSpec(options_.cdiDir, claim.uid); !ok) {
+  if (auto ok = effects_.removeSpec(claim.uid); !ok) {
     return "unprepare " + claimText(claim) + ": " + ok.error().describe();
   }
   if (records->erase(claim.uid) == 0) {
     return {};
   }
-  if (auto ok = checkpoint_.store(*records); !ok) {
+  if (auto ok = effects_.store(*records); !ok) {
     return "unprepare " + claimText(claim) + ": " + ok.error().describe();
   }
   return {};

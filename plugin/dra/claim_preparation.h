@@ -8,7 +8,7 @@
 
 #include "ibcni/sysfs/devices.h"
 #include "ibcni/sysfs/ib_inventory.h"
-#include "plugin/dra/claim_checkpoint.h"
+#include "plugin/dra/claim_effects.h"
 #include "plugin/dra/claim_preparer.h"
 #include "plugin/dra/kube_claim_api.h"
 
@@ -17,13 +17,12 @@ namespace ibcni::dra {
 struct PreparationOptions {
   std::string driver;    ///< the driver's name: results of other drivers are not ours
   std::string nodeName;  ///< the pool of this node's devices
-  std::string cdiDir;    ///< where the claims' CDI specs go (/var/run/cdi)
 };
 
 class ClaimPreparation final : public ClaimPreparer {
  public:
-  ClaimPreparation(ClaimApi& claims, sysfs::Devices& devices, sysfs::IbInventory& inventory,
-                   ClaimCheckpoint checkpoint, PreparationOptions options);
+  ClaimPreparation(ClaimApi& claims, sysfs::Devices& devices, sysfs::IbInventory& inventory, ClaimEffects& effects,
+                   PreparationOptions options);
 
   /// The claim read (its uid must be the kubelet's), its results for this driver and node matched
   /// to the devices sysfs shows, the record written ahead, the CDI spec of its VFs written, the
@@ -38,7 +37,7 @@ class ClaimPreparation final : public ClaimPreparer {
   ClaimApi& claims_;
   sysfs::Devices& devices_;
   sysfs::IbInventory& inventory_;
-  ClaimCheckpoint checkpoint_;
+  ClaimEffects& effects_;
   PreparationOptions options_;
 };
 

@@ -433,6 +433,22 @@ void ApiProxy::clearStats() const { (void)send("DELETE", url_ + "/_proxy/stats",
   return api.start(cp);
 }
 
+void SuiteApi::start(const std::string& with) {
+  if (!ControlPlane::built()) {
+    return;
+  }
+  cp = std::make_unique<ControlPlane>();
+  api = std::make_unique<ApiProxy>();
+  auto started = cp->start("", with);
+  if (started) {
+    started = api->start(*cp);
+  }
+  if (!started) {
+    failed = started.message();
+    stop();
+  }
+}
+
 long apiServerRequestCount(const ApiProxy& api, const std::vector<std::string>& resources) {
   const std::string metrics = api.adminText("/metrics");
   if (metrics.empty()) {

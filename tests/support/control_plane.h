@@ -130,6 +130,22 @@ class ApiProxy {
 /// of it: a test's whole start.
 [[nodiscard]] ::testing::AssertionResult startApi(ControlPlane& cp, ApiProxy& api, const std::string& etcdServers = "");
 
+/// A test suite's control plane and proxy, started once for all its tests:
+///   static void SetUpTestSuite() { suite_.start(); }      static void TearDownTestSuite() { suite_.stop(); }
+///   void SetUp() override { ASSERT_EQ(suite_.failed, ""); if (!suite_.cp) GTEST_SKIP() << ...; }
+struct SuiteApi {
+  std::unique_ptr<ControlPlane> cp;  ///< null when the components are not built, or it failed
+  std::unique_ptr<ApiProxy> api;
+  std::string failed;                ///< why it did not start, "" when it did (or was not built)
+
+  /// A control plane (`with`: a private one with those components too) and its proxy.
+  void start(const std::string& with = "");
+  void stop() {
+    api.reset();
+    cp.reset();
+  }
+};
+
 /// kube-apiserver's own count of the requests it served for `resources` (the sum of its
 /// apiserver_request_total series with resource="<one of them>", read from /metrics as the admin);
 /// -1 when it cannot be read.

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <initializer_list>
@@ -95,12 +96,15 @@ void DraServer::stop() {
   };
   // The registration first: the kubelet's watcher sees the plugin go before its endpoint does.
   removeIfOurs(registrationSocket_);
+  // A call in progress gets a second to finish (its handler runs to the end either way, its
+  // steps recorded ahead); without a deadline a connected kubelet held the stop for 5 s.
+  const auto deadline = std::chrono::system_clock::now() + std::chrono::seconds(1);
   if (registrationServer_) {
-    registrationServer_->Shutdown();
+    registrationServer_->Shutdown(deadline);
     registrationServer_.reset();
   }
   if (draServer_) {
-    draServer_->Shutdown();
+    draServer_->Shutdown(deadline);
     draServer_.reset();
   }
   removeIfOurs(draSocket_);

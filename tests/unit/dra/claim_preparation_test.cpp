@@ -68,8 +68,7 @@ class ClaimPreparationTest : public ::testing::Test {
   std::string cdiDir() const { return dir_.path() + "/cdi"; }
   std::string checkpointPath() const { return dir_.path() + "/claims.json"; }
   ClaimPreparation preparation() {
-    return ClaimPreparation(api_, devices_, inventory_, ClaimCheckpoint(checkpointPath()),
-                            {.driver = "ibcni.io", .nodeName = kNode, .cdiDir = cdiDir()});
+    return ClaimPreparation(api_, devices_, inventory_, files_, {.driver = "ibcni.io", .nodeName = kNode});
   }
   json specOnDisk() const {
     std::ifstream in(cdiSpecPath(cdiDir(), kUid));
@@ -84,6 +83,7 @@ class ClaimPreparationTest : public ::testing::Test {
   MemoryClaims api_;
   testing::TempDir dir_{"ibcni-claims-"};
   const ClaimRef ref_{"ml", kUid, "nics"};
+  FileClaimEffects files_{ClaimCheckpoint(checkpointPath()), cdiDir()};
 };
 
 TEST_F(ClaimPreparationTest, OneVfGetsItsCdiDeviceAndTheSpecHoldsItsNodes) {

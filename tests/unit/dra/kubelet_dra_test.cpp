@@ -27,6 +27,7 @@
 #include "plugin/dra/cdi_spec.h"
 #include "plugin/dra/resource_slices.h"
 #include "support/control_plane.h"
+#include "support/daemon_process.h"
 #include "support/exec_program.h"
 #include "support/temp_dir.h"
 #include "unit/dra/dra_devices.h"
@@ -38,8 +39,8 @@
 namespace ibcni::dra {
 namespace {
 
-using ::ibcni::testing::ApiProxy;
 using ::ibcni::testing::ControlPlane;
+using ::ibcni::testing::DaemonProcess;
 using ::testing::HasSubstr;
 using nlohmann::json;
 using namespace std::chrono_literals;
@@ -56,109 +57,6 @@ bool waitFor(F done, std::chrono::milliseconds limit = 30s) {
   return true;
 }
 
-/// A program the test starts and stops; its stdout and stderr go to `log`.
-class Process {
- public:
-  Process(const std::vector<std::string>& args, const std::string& log, bool commands = false) {
-    int in[2] = {-1, -1};
-    int out[2] = {-1, -1};
-    if (commands && (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0)) {
-      return;
-    }
-    const int logFd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    const int nullFd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-    pid_ = testing::spawnTiedToTest(args, {testing::kPathEnv}, commands ? in[0] : nullFd, commands ? out[1] : logFd,
-                                    logFd);
-    for (int fd : {in[0], out[1], logFd, nullFd}) {
-      if (fd >= 0) {
-        ::close(fd);
-      }
-    }
-    toChild_ = in[1];
-    fromChild_ = out[0];
-  }
-  Process(const Process&) = delete;
-  Process& operator=(const Process&) = delete;
-  ~Process() {
-    if (toChild_ >= 0) {
-      (void)!::write(toChild_, "quit\n", 5);
-    }
-    (void)stop(SIGTERM);
-    for (int fd : {toChild_, fromChild_}) {
-      if (fd >= 0) {
-        ::close(fd);
-      }
-    }
-  }
-
-  [[nodiscard]] bool started() const { return pid_ > 0; }
-
-  /// One command line to kubelet-dra and its one-line JSON answer (null when none came in time).
-  json ask(const std::string& command, std::chrono::milliseconds limit = 60s) {
-    const std::string line = command + "\n";
-    if (::write(toChild_, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
-      return nullptr;
-    }
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    for (;;) {
-      if (auto nl = buffer_.find('\n'); nl != std::string::npos) {
-        json answer = json::parse(buffer_.substr(0, nl), nullptr, false);
-        buffer_.erase(0, nl + 1);
-        return answer.is_discarded() ? json(nullptr) : answer;
-      }
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      pollfd p{fromChild_, POLLIN, 0};
-      if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) {
-        return nullptr;
-      }
-      char chunk[4096];
-      const ssize_t n = ::read(fromChild_, chunk, sizeof chunk);
-      if (n <= 0) {
-        return nullptr;
-      }
-      buffer_.append(chunk, static_cast<std::size_t>(n));
-    }
-  }
-
-  /// ask() again every half second until the answer is ok, as the kubelet's pod workers retry a
-  /// pod's sync (its gRPC connection to a driver that restarted reconnects with backoff, and it
-  /// learns that a registration socket went only from its watcher); the last answer.
-  json askUntilOk(const std::string& command, std::chrono::milliseconds limit = 20s) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    for (;;) {
-      json answer = ask(command);
-      if (answer.value("ok", false) || std::chrono::steady_clock::now() > deadline) {
-        return answer;
-      }
-      std::this_thread::sleep_for(500ms);
-    }
-  }
-
-  /// Sends `sig` and reaps the process (SIGKILL after 20 s); its wait status, -1 when it was gone.
-  int stop(int sig) {
-    if (pid_ <= 0) {
-      return -1;
-    }
-    ::kill(pid_, sig);
-    int status = 0;
-    for (int i = 0; i < 200 && ::waitpid(pid_, &status, WNOHANG) == 0; ++i) {
-      std::this_thread::sleep_for(100ms);
-    }
-    if (::waitpid(pid_, &status, WNOHANG) == 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, &status, 0);
-    }
-    pid_ = -1;
-    return status;
-  }
-
- private:
-  pid_t pid_ = -1;
-  int toChild_ = -1;
-  int fromChild_ = -1;
-  std::string buffer_;
-};
-
 class KubeletDraTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -169,36 +67,24 @@ class KubeletDraTest : public ::testing::Test {
       return;
     }
     kubeletDra_ = dir.out.substr(0, dir.out.find('\n')) + "/kubelet-dra";
-    cp_ = std::make_unique<ControlPlane>();
-    api_ = std::make_unique<ApiProxy>();
-    auto started = cp_->start();
-    if (started) {
-      started = api_->start(*cp_);
-    }
-    if (!started) {
-      failed_ = started.message();
-      cp_.reset();
-    }
+    suite_.start();
   }
-  static void TearDownTestSuite() {
-    api_.reset();
-    cp_.reset();
-  }
+  static void TearDownTestSuite() { suite_.stop(); }
 
   void SetUp() override {
-    ASSERT_EQ(failed_, "");
-    if (!cp_) {
+    ASSERT_EQ(suite_.failed, "");
+    if (!suite_.cp) {
       GTEST_SKIP() << skipped_;
     }
     node_ = "kubelet-dra-" + std::to_string(::getpid()) + "-" + std::to_string(++count_);
     addEightVfs(sys_);
     ASSERT_TRUE(sys_.ok()) << sys_.error();
-    auto ns = api_->freshNamespace("kubelet-dra");
+    auto ns = suite_.api->freshNamespace("kubelet-dra");
     ASSERT_TRUE(ns) << ns.error();
     ns_ = *ns;
-    ASSERT_EQ(api_->admin("POST", "/api/v1/namespaces/" + ns_ + "/serviceaccounts",
+    ASSERT_EQ(suite_.api->admin("POST", "/api/v1/namespaces/" + ns_ + "/serviceaccounts",
                           {{"metadata", {{"name", "default"}}}}).first, 201);
-    ASSERT_TRUE(api_->createNode(node_));
+    ASSERT_TRUE(suite_.api->createNode(node_));
     for (const char* d : {"registry", "plugins", "cdi", "kubelet"}) {
       std::filesystem::create_directories(dir_.path() + "/" + d);
     }
@@ -207,22 +93,22 @@ class KubeletDraTest : public ::testing::Test {
     kubelet_.reset();
     driver_.reset();
     if (!ns_.empty()) {
-      (void)api_->admin("DELETE", "/api/v1/namespaces/" + ns_);
-      (void)api_->deleteNode(node_);
+      (void)suite_.api->admin("DELETE", "/api/v1/namespaces/" + ns_);
+      (void)suite_.api->deleteNode(node_);
     }
   }
 
-  std::unique_ptr<Process> startDriver(const std::string& log = "driver.log", const std::string& instance = "") {
-    return std::make_unique<Process>(
-        std::vector<std::string>{IBCNI_DRA_BINARY, "--node", node_, "--kubeconfig", cp_->adminKubeconfig(),
+  std::unique_ptr<DaemonProcess> startDriver(const std::string& log = "driver.log", const std::string& instance = "") {
+    return std::make_unique<DaemonProcess>(
+        std::vector<std::string>{IBCNI_DRA_BINARY, "--node", node_, "--kubeconfig", suite_.cp->adminKubeconfig(),
                                  "--registry-dir", dir_.path() + "/registry", "--plugins-dir", dir_.path() + "/plugins",
                                  "--cdi-dir", cdiDir(), "--sysfs", sys_.root(), "--interval", "1", "--instance-id",
                                  instance},
         dir_.path() + "/" + log);
   }
   void startKubelet() {
-    kubelet_ = std::make_unique<Process>(
-        std::vector<std::string>{kubeletDra_, "--kubeconfig", cp_->adminKubeconfig(), "--node", node_,
+    kubelet_ = std::make_unique<DaemonProcess>(
+        std::vector<std::string>{kubeletDra_, "--kubeconfig", suite_.cp->adminKubeconfig(), "--node", node_,
                                  "--registry-dir", dir_.path() + "/registry", "--state-dir", dir_.path() + "/kubelet"},
         dir_.path() + "/kubelet.log", true);
     ASSERT_TRUE(kubelet_->started());
@@ -252,10 +138,10 @@ class KubeletDraTest : public ::testing::Test {
       requests.push_back({{"name", r}, {"exactly", {{"deviceClassName", "vf.ibcni.io"}}}});
       results.push_back({{"request", r}, {"driver", kDriverName}, {"pool", node_}, {"device", devices[i]}});
     }
-    auto [cs, c] = api_->admin("POST", path("resourceclaims"),
+    auto [cs, c] = suite_.api->admin("POST", path("resourceclaims"),
                                {{"metadata", {{"name", claim}}}, {"spec", {{"devices", {{"requests", requests}}}}}});
     EXPECT_EQ(cs, 201) << c.dump();
-    auto [ps, p] = api_->admin(
+    auto [ps, p] = suite_.api->admin(
         "POST", path("pods"),
         {{"metadata", {{"name", pod}}},
          {"spec",
@@ -265,13 +151,13 @@ class KubeletDraTest : public ::testing::Test {
     EXPECT_EQ(ps, 201) << p.dump();
     c["status"] = {{"allocation", {{"devices", {{"results", results}}}}},
                    {"reservedFor", {{{"resource", "pods"}, {"name", pod}, {"uid", p["metadata"]["uid"]}}}}};
-    auto [ss, s] = api_->admin("PUT", path("resourceclaims", claim) + "/status", c);
+    auto [ss, s] = suite_.api->admin("PUT", path("resourceclaims", claim) + "/status", c);
     EXPECT_EQ(ss, 200) << s.dump();
     return c["metadata"].value("uid", "");
   }
 
   std::vector<std::string> slicesOnServer() const {
-    auto [status, list] = api_->admin("GET", "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName%3D" + node_);
+    auto [status, list] = suite_.api->admin("GET", "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName%3D" + node_);
     std::vector<std::string> names;
     for (const auto& s : list.value("items", json::array())) {
       names.push_back(s["metadata"]["name"]);
@@ -279,18 +165,16 @@ class KubeletDraTest : public ::testing::Test {
     return names;
   }
 
-  static inline std::unique_ptr<ControlPlane> cp_;
-  static inline std::unique_ptr<ApiProxy> api_;
+  static inline testing::SuiteApi suite_;
   static inline std::string kubeletDra_;
   static inline int count_ = 0;
   static inline std::string skipped_;
-  static inline std::string failed_;
   testing::FakeSysfsTree sys_;
   testing::TempDir dir_{"ibcni-kubelet-dra-"};
   std::string node_;
   std::string ns_;
-  std::unique_ptr<Process> driver_;
-  std::unique_ptr<Process> kubelet_;
+  std::unique_ptr<DaemonProcess> driver_;
+  std::unique_ptr<DaemonProcess> kubelet_;
 };
 
 TEST_F(KubeletDraTest, TheKubeletRegistersTheDriverAndPreparesClaimsOfOneAndEightVfs) {

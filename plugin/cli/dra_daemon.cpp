@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: Apache-2.0
+// ibcni-dra's daemon (dra_daemon.h): the kubelet's DRA driver for InfiniBand VFs and IPoIB ports (driver ibcni.io). It
+// serves the DRAPlugin service and the plugin watcher's Registration on the kubelet's sockets
+// (plugin/dra/grpc/), prepares and unprepares claims (plugin/dra/claim_preparation), and keeps
+// the node's ResourceSlices equal to the devices sysfs shows: published after every registration
+// the kubelet reports (it wipes a driver's slices when the driver goes) and whenever a read every
+// --interval seconds finds them changed. SIGTERM or SIGINT: the sockets go (the registration's
+// first), then it exits 0. An executable of its own, linked with gRPC, so that the CNI plugin
+// never loads it.
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <expected>
+#include <string>
+
+#include "plugin/cli/dra_daemon.h"
+
+#include "ipam/backends/kubeconfig.h"
+#include "lib/http/curl_http_client.h"
+#include "lib/log/log.h"
+#include "plugin/cli/command_line.h"
+#include "plugin/cli/stop_signals.h"
+#include "plugin/dra/cdi_spec.h"
+#include "plugin/dra/claim_preparation.h"
+#include "plugin/dra/grpc/dra_server.h"
+#include "plugin/dra/ib_devices.h"
+#include "plugin/dra/kube_claim_api.h"
+#include "plugin/dra/kube_slice_api.h"
+#include "plugin/dra/resource_slices.h"
+#include "plugin/dra/slice_publisher.h"
+#include "plugin/sysfs/sysfs_devices.h"
+#include "plugin/sysfs/sysfs_inventory.h"
+
+namespace ibcni::plugin {
+
+namespace {
+
+constexpr Flag kNodeFlag{"--node", "NAME", "this node's name (default: $NODE_NAME)"};
+constexpr Flag kKubeconfigFlag{"--kubeconfig", "FILE", "the API server and credentials (default: the pod's ServiceAccount)"};
+constexpr Flag kRegistryFlag{"--registry-dir", "DIR", "the kubelet's plugin registry (default /var/lib/kubelet/plugins_registry)"};
+constexpr Flag kPluginsFlag{"--plugins-dir", "DIR", "the kubelet's plugin folder; dra.sock and the checkpoint go in DIR/ibcni.io (default /var/lib/kubelet/plugins)"};
+constexpr Flag kCdiFlag{"--cdi-dir", "DIR", "where the claims' CDI specs go (default /var/run/cdi)"};
+constexpr Flag kSysfsFlag{"--sysfs", "DIR", "sysfs as mounted here (default /sys)"};
+constexpr Flag kInstanceFlag{"--instance-id", "ID", "sockets of this instance's own, for rolling updates (default: $POD_UID; \"\" for none)"};
+constexpr Flag kIntervalFlag{"--interval", "SECONDS", "between two reads of the devices (default 10)"};
+constexpr Flag kDraFlags[] = {kNodeFlag, kKubeconfigFlag, kRegistryFlag, kPluginsFlag, kCdiFlag, kSysfsFlag, kInstanceFlag, kIntervalFlag};
+
+struct DraArgs {
+  std::string node;
+  dra::KubeTarget target;
+  dra::grpc_api::ServerPaths paths{"/var/lib/kubelet/plugins_registry", "/var/lib/kubelet/plugins", ""};
+  std::string cdiDir = dra::kCdiDir;
+  std::string sysfs = "/sys";
+  long long interval = 10;
+};
+
+std::expected<dra::KubeTarget, UsageProblem> kubeTarget(const CommandLine& line) {
+  if (const auto file = line.value(kKubeconfigFlag)) {
+    auto k = ipam::loadKubeconfig(*file);
+    if (!k) {
+      return std::unexpected(UsageProblem{"--kubeconfig: " + k.error().describe()});
+    }
+    dra::KubeTarget t;
+    t.server = k->server;
+    t.tls = k->tls;
+    t.token = k->token;
+    t.tokenFile = k->tokenFile;
+    return t;
+  }
+  if (auto t = dra::inClusterTarget()) {
+    return *t;
+  }
+  return std::unexpected(UsageProblem{"no --kubeconfig, and not in a pod (KUBERNETES_SERVICE_HOST is not set)"});
+}
+
+std::expected<DraArgs, UsageProblem> draArgs(const CommandLine& line) {
+  DraArgs a;
+  const char* envNode = std::getenv("NODE_NAME");
+  a.node = line.value(kNodeFlag).value_or(envNode != nullptr ? envNode : "");
+  if (a.node.empty()) {
+    return std::unexpected(UsageProblem{"--node: name this node (or set NODE_NAME from spec.nodeName)"});
+  }
+  auto target = kubeTarget(line);
+  if (!target) {
+    return std::unexpected(target.error());
+  }
+  a.target = std::move(*target);
+  a.paths.registryDir = line.value(kRegistryFlag).value_or(a.paths.registryDir);
+  a.paths.pluginsDir = line.value(kPluginsFlag).value_or(a.paths.pluginsDir);
+  const char* podUid = std::getenv("POD_UID");
+  a.paths.instance = line.value(kInstanceFlag).value_or(podUid != nullptr ? podUid : "");
+  if (a.paths.instance.find('/') != std::string::npos) {
+    return std::unexpected(UsageProblem{"--instance-id " + a.paths.instance + ": no '/' (it is part of a file name)"});
+  }
+  a.cdiDir = line.value(kCdiFlag).value_or(a.cdiDir);
+  a.sysfs = line.value(kSysfsFlag).value_or(a.sysfs);
+  if (const auto v = line.value(kIntervalFlag)) {
+    char* end = nullptr;
+    a.interval = std::strtoll(v->c_str(), &end, 10);
+    if (v->empty() || *end != '\0' || a.interval < 1 || a.interval > 3600) {
+      return std::unexpected(UsageProblem{"--interval " + *v + ": not a number of seconds from 1 to 3600"});
+    }
+  }
+  return a;
+}
+
+// The node's devices published; what went wrong logged (the next read tries again).
+void publish(dra::SlicePublisher& publisher, sysfs::Devices& devices, sysfs::IbInventory& inventory) {
+  auto present = dra::discoverDevices(devices, inventory);
+  if (!present) {
+    log::error("ibcni-dra: reading the devices: {}", present.error().describe());
+    return;
+  }
+  auto report = publisher.publish(*present);
+  if (!report) {
+    log::warn("ibcni-dra: publishing the ResourceSlices: {}", report.error().message);
+  } else if (report->changed()) {
+    log::info("ibcni-dra: {} devices published at generation {} ({} slices created, {} updated, {} deleted)",
+              present->size(), report->generation, report->created, report->updated, report->deleted);
+  }
+}
+
+int runDra(const DraArgs& a, const sigset_t& stop, const DecorateEffects& decorate) {
+  http::CurlHttpClient sliceHttp;  // one client per thread that calls: the loop's, and the kubelet's calls'
+  http::CurlHttpClient claimHttp;
+  sysfs::SysfsDevices devices(a.sysfs);
+  sysfs::SysfsInventory inventory(a.sysfs);
+  sysfs::SysfsDevices claimDevices(a.sysfs);  // the kubelet's calls' own readers
+  sysfs::SysfsInventory claimInventory(a.sysfs);
+  dra::KubeClient kube(sliceHttp, a.target);
+  dra::SliceOptions options;
+  options.nodeName = a.node;
+  if (auto uid = dra::nodeUid(kube, a.node)) {
+    options.nodeUid = *uid;
+  } else {
+    log::warn("ibcni-dra: the Node's uid ({}): the slices are published without an owner", uid.error().message);
+  }
+  dra::KubeSliceApi slices(sliceHttp, a.target);
+  dra::SlicePublisher publisher(slices, options);
+  dra::KubeClaimApi claims(claimHttp, a.target);
+  const std::string stateDir = a.paths.pluginsDir + "/" + dra::kDriverName;
+  dra::FileClaimEffects files(dra::ClaimCheckpoint(stateDir + "/claims.json"), a.cdiDir);
+  dra::ClaimPreparation preparation(claims, claimDevices, claimInventory, decorate(files),
+                                    {.driver = dra::kDriverName, .nodeName = a.node});
+  std::atomic<bool> registered{false};
+  auto server = dra::grpc_api::DraServer::start(a.paths, dra::kDriverName, preparation,
+                                                [&registered](bool ok, const std::string& error) {
+                                                  if (ok) {
+                                                    registered = true;
+                                                  } else {
+                                                    log::error("ibcni-dra: the kubelet refused the registration: {}", error);
+                                                  }
+                                                });
+  if (!server) {
+    std::fprintf(stderr, "ibcni-dra: %s\n", server.error().c_str());
+    return 1;
+  }
+  log::info("ibcni-dra: serving {} and {} for node {}", a.paths.draSocket(dra::kDriverName),
+            a.paths.registrationSocket(dra::kDriverName), a.node);
+  auto next = std::chrono::steady_clock::now();
+  for (;;) {
+    // A registration (first, or again after a kubelet restart, whose wipe removed the slices):
+    // a pass at once (the publisher reads the server's slices every pass).
+    if (registered.exchange(false)) {
+      next = std::chrono::steady_clock::now();
+    }
+    if (std::chrono::steady_clock::now() >= next) {
+      publish(publisher, devices, inventory);
+      next = std::chrono::steady_clock::now() + std::chrono::seconds(a.interval);
+    }
+    if (waitForStop(stop, 1)) {
+      break;
+    }
+  }
+  (*server)->stop();
+  log::info("ibcni-dra: stopped");
+  return 0;
+}
+
+int runDraMain(const CommandLine& line, const DecorateEffects& decorate) {
+  auto parsed = draArgs(line);
+  if (!parsed) {
+    return usageError(*line.program, line.command, parsed.error().what);
+  }
+  // Blocked before any thread starts (gRPC's inherit the mask): only the loop takes them.
+  const sigset_t stop = blockStopSignals();
+  (void)log::setup(log::Level::kInfo, "", log::Context{"DRA", "", "", ""});
+  return runDra(*parsed, stop, decorate);
+}
+
+constexpr Subcommand kCommands[] = {kVersionCommand, kHelpCommand};
+
+}  // namespace
+
+int runDraDaemon(int argc, char** argv, std::string_view name, const DecorateEffects& decorate) {
+  const Program program{.name = name,
+                        .about = "the kubelet's DRA driver for InfiniBand VFs and IPoIB ports (driver ibcni.io)",
+                        .commands = kCommands,
+                        .flags = kDraFlags};
+  return runCommandLine(program, argc, argv, [&decorate](const CommandLine& line) { return runDraMain(line, decorate); });
+}
+
+}  // namespace ibcni::plugin
