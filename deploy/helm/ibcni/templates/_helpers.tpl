@@ -75,3 +75,33 @@ app.kubernetes.io/part-of: ibcni
 {{- define "ibcni.metrics" -}}
 {{- if (.Values.metrics | default dict).enabled -}}true{{- end -}}
 {{- end -}}
+
+{{/*
+ibcni-dra's DaemonSet, ServiceAccount, ClusterRole and binding: the DaemonSet's name with "-dra"
+(at most 63 characters).
+*/}}
+{{- define "ibcni.dra.fullname" -}}
+{{- printf "%s-dra" (include "ibcni.fullname" . | trunc 59 | trimSuffix "-") -}}
+{{- end -}}
+
+{{/*
+Labels that select ibcni-dra's pods: another app.kubernetes.io/name than the installer's, so that
+neither DaemonSet's selector (nor the PodMonitor's, nor NOTES.txt's commands) takes the other's pods.
+*/}}
+{{- define "ibcni.dra.selectorLabels" -}}
+app.kubernetes.io/name: {{ printf "%s-dra" (include "ibcni.name" .) | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* All labels of ibcni-dra's objects (no Helm labels either: see ibcni.labels). */}}
+{{- define "ibcni.dra.labels" -}}
+{{ include "ibcni.dra.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | replace "+" "_" | trunc 63 | trimSuffix "-" | quote }}
+app.kubernetes.io/component: dra-driver
+app.kubernetes.io/part-of: ibcni
+{{- end -}}
+
+{{/* "true" when the chart deploys ibcni-dra (dra.enabled), else "". */}}
+{{- define "ibcni.dra" -}}
+{{- if (.Values.dra | default dict).enabled -}}true{{- end -}}
+{{- end -}}
