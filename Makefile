@@ -143,6 +143,14 @@ bench: deps build
 	$(BUILD)/bench/guid_pool_bench || rc=1; \
 	echo; echo "== ibcni agent: a scrape of /metrics with 200 attachments =="; \
 	$(BUILD)/bench/agent_scrape_bench || rc=1; \
+	echo; echo "== ibcni-dra: Prepare over its socket (kube-apiserver) against the floor and ibcni's ADD =="; \
+	if [ ! -x $(BUILD)/bench/dra_bench ]; then \
+	  echo "SKIP dra_bench is not built (ibcni-dra needs gRPC and protobuf: scripts/install-deps.sh)"; \
+	elif ! scripts/build-upstream.sh --dir kubernetes >/dev/null 2>&1 || ! scripts/build-upstream.sh --dir etcd >/dev/null 2>&1; then \
+	  echo "SKIP the upstream components are not built (scripts/build-upstream.sh)"; \
+	else \
+	  $(BUILD)/bench/dra_bench; s=$$?; [ $$s = 0 ] || [ $$s = 77 ] || rc=1; \
+	fi; \
 	echo; echo "== verbs check on this host =="; \
 	$(BUILD)/bench/verbs_bench || rc=1; \
 	lab="$(KERNEL_LAB_RUN)"; \
