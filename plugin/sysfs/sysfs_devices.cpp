@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <cerrno>
 #include <charconv>
 #include <string_view>
@@ -188,8 +189,9 @@ bool isValidRdmaName(std::string_view name) {
          name.find('/') == std::string_view::npos;
 }
 
-// The virtfnN links of PF directory `pfDir`: N and the real path each resolves to, by N. Links
-// that do not resolve are left out.
+// The virtfnN links of PF directory `pfDir`: N and the PCI address each names (the last component
+// of the link's own text, "../0000:3b:01.2": one readlink, not a walk of the whole path, since a
+// node's discovery reads them once per VF), by N. Links that cannot be read are left out.
 os::SysResult<std::vector<std::pair<std::uint32_t, std::string>>> virtfnLinks(const std::string& pfDir) {
   auto entries = listDirAt(AT_FDCWD, pfDir, pfDir);
   if (!entries) {
@@ -206,8 +208,10 @@ os::SysResult<std::vector<std::pair<std::uint32_t, std::string>>> virtfnLinks(co
     if (err != std::errc() || ptr != digits.data() + digits.size() || digits.empty()) {
       continue;
     }
-    if (auto target = realPath(pfDir + "/" + e); target) {
-      out.emplace_back(n, std::move(*target));
+    char target[PATH_MAX];
+    const ssize_t len = ::readlink((pfDir + "/" + e).c_str(), target, sizeof target - 1);
+    if (len > 0) {
+      out.emplace_back(n, std::string(lastComponent(std::string_view(target, static_cast<std::size_t>(len)))));
     }
   }
   std::sort(out.begin(), out.end());
@@ -232,17 +236,13 @@ os::SysResult<PciFunction> SysfsDevices::pciFunction(const net::PciAddress& pci)
       return os::sysFail(EINVAL, "read " + dir + "/physfn: not a PCI function: " + *pf);
     }
     f.physfn = *pfPci;
-    // The VF's number is N of the PF's virtfnN link that resolves to this function.
-    auto self = realPath(dir);
-    if (!self) {
-      return std::unexpected(self.error());
-    }
+    // The VF's number is N of the PF's virtfnN link that names this function.
     auto siblings = virtfnLinks(root_ + "/bus/pci/devices/" + pfPci->text);
     if (!siblings) {
       return std::unexpected(siblings.error());
     }
     for (const auto& [n, target] : *siblings) {
-      if (target == *self) {
+      if (target == pci.text) {
         f.vfIndex = n;
         break;
       }
@@ -258,7 +258,7 @@ os::SysResult<PciFunction> SysfsDevices::pciFunction(const net::PciAddress& pci)
       return std::unexpected(vfs.error());
     }
     for (const auto& [n, target] : *vfs) {
-      if (auto vfPci = canonicalPci(lastComponent(target)); vfPci) {
+      if (auto vfPci = canonicalPci(target); vfPci) {
         f.vfs.push_back(VirtFn{n, *vfPci});
       }
     }
