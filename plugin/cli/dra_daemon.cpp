@@ -7,6 +7,8 @@
 // --interval seconds finds them changed. SIGTERM or SIGINT: the sockets go (the registration's
 // first), then it exits 0. An executable of its own, linked with gRPC, so that the CNI plugin
 // never loads it.
+#include <malloc.h>
+
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -186,6 +188,9 @@ int runDraMain(const CommandLine& line, const DecorateEffects& decorate) {
   }
   // Blocked before any thread starts (gRPC's inherit the mask): only the loop takes them.
   const sigset_t stop = blockStopSignals();
+  // One malloc arena for every thread: the daemon's dozen threads would each get one (each a
+  // heap's first pages resident) for calls that come seconds apart.
+  (void)mallopt(M_ARENA_MAX, 1);
   (void)log::setup(log::Level::kInfo, "", log::Context{"DRA", "", "", ""});
   return runDra(*parsed, stop, decorate);
 }
