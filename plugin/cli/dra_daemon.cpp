@@ -19,6 +19,7 @@
 
 #include "plugin/cli/dra_daemon.h"
 
+#include "ibcni/os/time_text.h"
 #include "ipam/backends/kubeconfig.h"
 #include "lib/http/curl_http_client.h"
 #include "lib/log/log.h"
@@ -26,12 +27,14 @@
 #include "plugin/cli/stop_signals.h"
 #include "plugin/dra/cdi_spec.h"
 #include "plugin/dra/claim_preparation.h"
+#include "plugin/dra/claim_status.h"
 #include "plugin/dra/grpc/dra_server.h"
 #include "plugin/dra/ib_devices.h"
 #include "plugin/dra/kube_claim_api.h"
 #include "plugin/dra/kube_slice_api.h"
 #include "plugin/dra/resource_slices.h"
 #include "plugin/dra/slice_publisher.h"
+#include "plugin/state/file_attachment_store.h"
 #include "plugin/sysfs/sysfs_devices.h"
 #include "plugin/sysfs/sysfs_inventory.h"
 
@@ -46,8 +49,9 @@ constexpr Flag kPluginsFlag{"--plugins-dir", "DIR", "the kubelet's plugin folder
 constexpr Flag kCdiFlag{"--cdi-dir", "DIR", "where the claims' CDI specs go (default /var/run/cdi)"};
 constexpr Flag kSysfsFlag{"--sysfs", "DIR", "sysfs as mounted here (default /sys)"};
 constexpr Flag kInstanceFlag{"--instance-id", "ID", "sockets of this instance's own, for rolling updates (default: $POD_UID; \"\" for none)"};
+constexpr Flag kCniStateFlag{"--cni-state-dir", "DIR", "ibcni's attachment records, read for the claims' networkData (default /run/ibcni)"};
 constexpr Flag kIntervalFlag{"--interval", "SECONDS", "between two reads of the devices (default 10)"};
-constexpr Flag kDraFlags[] = {kNodeFlag, kKubeconfigFlag, kRegistryFlag, kPluginsFlag, kCdiFlag, kSysfsFlag, kInstanceFlag, kIntervalFlag};
+constexpr Flag kDraFlags[] = {kNodeFlag, kKubeconfigFlag, kRegistryFlag, kPluginsFlag, kCdiFlag, kSysfsFlag, kInstanceFlag, kCniStateFlag, kIntervalFlag};
 
 struct DraArgs {
   std::string node;
@@ -55,6 +59,7 @@ struct DraArgs {
   dra::grpc_api::ServerPaths paths{"/var/lib/kubelet/plugins_registry", "/var/lib/kubelet/plugins", ""};
   std::string cdiDir = dra::kCdiDir;
   std::string sysfs = "/sys";
+  std::string cniStateDir = "/run/ibcni";
   long long interval = 10;
 };
 
@@ -98,6 +103,7 @@ std::expected<DraArgs, UsageProblem> draArgs(const CommandLine& line) {
   }
   a.cdiDir = line.value(kCdiFlag).value_or(a.cdiDir);
   a.sysfs = line.value(kSysfsFlag).value_or(a.sysfs);
+  a.cniStateDir = line.value(kCniStateFlag).value_or(a.cniStateDir);
   if (const auto v = line.value(kIntervalFlag)) {
     char* end = nullptr;
     a.interval = std::strtoll(v->c_str(), &end, 10);
@@ -124,6 +130,23 @@ void publish(dra::SlicePublisher& publisher, sysfs::Devices& devices, sysfs::IbI
   }
 }
 
+// The prepared claims' status.devices brought up to date with ibcni's attachment records; what
+// failed logged (the next pass tries again).
+void reportStatuses(dra::StatusReporter& reporter, const dra::ClaimCheckpoint& checkpoint, const std::string& cniStateDir) {
+  auto records = checkpoint.load();
+  if (!records) {
+    log::error("ibcni-dra: {}", records.error().describe());
+    return;
+  }
+  auto attachments = state::FileAttachmentStore(cniStateDir).list("");
+  if (!attachments) {
+    attachments = std::vector<state::AttachmentRecord>{};  // no records yet (no ADD on this node)
+  }
+  for (const auto& e : reporter.report(*records, *attachments, os::rfc3339(std::chrono::system_clock::now()))) {
+    log::warn("ibcni-dra: {}", e);
+  }
+}
+
 int runDra(const DraArgs& a, const sigset_t& stop, const DecorateEffects& decorate) {
   http::CurlHttpClient sliceHttp;  // one client per thread that calls: the loop's, and the kubelet's calls'
   http::CurlHttpClient claimHttp;
@@ -143,7 +166,10 @@ int runDra(const DraArgs& a, const sigset_t& stop, const DecorateEffects& decora
   dra::SlicePublisher publisher(slices, options);
   dra::KubeClaimApi claims(claimHttp, a.target);
   const std::string stateDir = a.paths.pluginsDir + "/" + dra::kDriverName;
-  dra::FileClaimEffects files(dra::ClaimCheckpoint(stateDir + "/claims.json"), a.cdiDir);
+  const dra::ClaimCheckpoint checkpoint(stateDir + "/claims.json");
+  dra::FileClaimEffects files(checkpoint, a.cdiDir);
+  dra::KubeClaimApi statusApi(sliceHttp, a.target);
+  dra::StatusReporter reporter(statusApi, dra::kDriverName);
   dra::ClaimPreparation preparation(claims, claimDevices, claimInventory, decorate(files),
                                     {.driver = dra::kDriverName, .nodeName = a.node});
   std::atomic<bool> registered{false};
@@ -170,6 +196,7 @@ int runDra(const DraArgs& a, const sigset_t& stop, const DecorateEffects& decora
     }
     if (std::chrono::steady_clock::now() >= next) {
       publish(publisher, devices, inventory);
+      reportStatuses(reporter, checkpoint, a.cniStateDir);
       next = std::chrono::steady_clock::now() + std::chrono::seconds(a.interval);
     }
     if (waitForStop(stop, 1)) {

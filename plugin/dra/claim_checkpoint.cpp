@@ -25,7 +25,7 @@ json toJson(const ClaimRecord& r) {
   json devices = json::array();
   for (const auto& d : r.devices) {
     devices.push_back({{"requests", d.requestNames}, {"pool", d.poolName}, {"device", d.deviceName},
-                       {"cdiDeviceIds", d.cdiDeviceIds}});
+                       {"cdiDeviceIds", d.cdiDeviceIds}, {"pci", d.pciAddress}});
   }
   return {{"namespace", r.ref.ns}, {"name", r.ref.name}, {"state", stateName(r.state)}, {"devices", devices}};
 }
@@ -37,7 +37,8 @@ ClaimRecord fromJson(const std::string& uid, const json& j) {
                                                            : ClaimRecord::State::kPreparing;
   for (const auto& d : j.at("devices")) {
     r.devices.push_back({d.at("requests").get<std::vector<std::string>>(), d.at("pool").get<std::string>(),
-                         d.at("device").get<std::string>(), d.at("cdiDeviceIds").get<std::vector<std::string>>()});
+                         d.at("device").get<std::string>(), d.at("cdiDeviceIds").get<std::vector<std::string>>(),
+                         d.value("pci", "")});
   }
   return r;
 }

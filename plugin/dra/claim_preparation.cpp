@@ -99,7 +99,7 @@ PrepareOutcome ClaimPreparation::prepareLocked(const ClaimRef& claim, ClaimRecor
       return {{}, "prepare " + what + ": device " + a.device + " (request " + a.request +
                       ") is not on this node any more (not in sysfs): was its VF removed?"};
     }
-    PreparedDevice prepared{{a.request}, options_.nodeName, a.device, {}};
+    PreparedDevice prepared{{a.request}, options_.nodeName, a.device, {}, d->pci.text};
     if (d->kind == DeviceKind::kVf) {
       sysfs::RdmaCharDevices chars;
       if (!d->rdmaDevice.empty()) {

@@ -22,6 +22,7 @@ struct PreparedDevice {
   std::string poolName;
   std::string deviceName;
   std::vector<std::string> cdiDeviceIds;  ///< "ibcni.io/vf=<claim uid>-<device>"
+  std::string pciAddress;                 ///< the device's PCI function (not part of the kubelet's answer)
 };
 
 /// The answer for one claim: its devices, or an error (then no devices).

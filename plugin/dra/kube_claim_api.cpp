@@ -20,4 +20,16 @@ ApiResult<nlohmann::json> KubeClaimApi::get(const std::string& ns, const std::st
   return doc;
 }
 
+ApiResult<void> KubeClaimApi::applyStatus(const std::string& ns, const std::string& name, const std::string& uid,
+                                          const nlohmann::json& devices) {
+  const std::string path =
+      "/apis/resource.k8s.io/v1/namespaces/" + ns + "/resourceclaims/" + name + "/status?fieldManager=ibcni.io&force=true";
+  const nlohmann::json body = {{"apiVersion", "resource.k8s.io/v1"},
+                               {"kind", "ResourceClaim"},
+                               {"metadata", {{"name", name}, {"namespace", ns}, {"uid", uid}}},
+                               {"status", {{"devices", devices}}}};
+  auto r = kube_.call(http::Method::kPatch, path, &body, {200, 201}, "application/apply-patch+yaml");
+  return r ? ApiResult<void>() : std::unexpected(r.error());
+}
+
 }  // namespace ibcni::dra

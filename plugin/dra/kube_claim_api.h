@@ -15,12 +15,18 @@ class ClaimApi {
   virtual ~ClaimApi() = default;
   /// ResourceClaim `name` of namespace `ns`; kNotFound when there is none.
   [[nodiscard]] virtual ApiResult<nlohmann::json> get(const std::string& ns, const std::string& name) = 0;
+  /// Applies `devices` as this driver's status.devices[] of claim `name` (uid `uid`: a claim made
+  /// again under that name is not touched): server-side apply, so that other drivers' entries stay.
+  [[nodiscard]] virtual ApiResult<void> applyStatus(const std::string& ns, const std::string& name,
+                                                    const std::string& uid, const nlohmann::json& devices) = 0;
 };
 
 class KubeClaimApi final : public ClaimApi {
  public:
   KubeClaimApi(http::HttpClient& client, KubeTarget target);
   [[nodiscard]] ApiResult<nlohmann::json> get(const std::string& ns, const std::string& name) override;
+  [[nodiscard]] ApiResult<void> applyStatus(const std::string& ns, const std::string& name, const std::string& uid,
+                                            const nlohmann::json& devices) override;
 
  private:
   KubeClient kube_;

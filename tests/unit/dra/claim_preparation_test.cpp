@@ -18,6 +18,7 @@
 #include "plugin/sysfs/sysfs_inventory.h"
 #include "support/temp_dir.h"
 #include "unit/dra/dra_devices.h"
+#include "unit/dra/memory_claims.h"
 
 namespace ibcni::dra {
 namespace {
@@ -28,21 +29,6 @@ using ::testing::HasSubstr;
 
 constexpr const char* kNode = "node-a";
 constexpr const char* kUid = "0f5e2c9a-7d41-4b0e-9a43-5d6f7e8a9b01";
-
-/// Claims served from memory, counting the calls.
-class MemoryClaims final : public ClaimApi {
- public:
-  ApiResult<json> get(const std::string& ns, const std::string& name) override {
-    ++calls;
-    auto it = claims.find(ns + "/" + name);
-    if (it == claims.end()) {
-      return std::unexpected(ApiError{ApiError::Kind::kNotFound, "GET " + ns + "/" + name + ": 404"});
-    }
-    return it->second;
-  }
-  std::map<std::string, json> claims;
-  int calls = 0;
-};
 
 /// A claim of `uid` whose requests got `devices` (request "rail-<i>", this driver, pool `pool`).
 json claimOf(const std::string& uid, const std::vector<std::string>& devices, const std::string& pool = kNode) {

@@ -26,6 +26,7 @@
 #include "fakes/fake_sysfs_tree.h"
 #include "plugin/dra/cdi_spec.h"
 #include "plugin/dra/resource_slices.h"
+#include "plugin/state/file_attachment_store.h"
 #include "support/control_plane.h"
 #include "support/daemon_process.h"
 #include "support/exec_program.h"
@@ -85,7 +86,7 @@ class KubeletDraTest : public ::testing::Test {
     ASSERT_EQ(suite_.api->admin("POST", "/api/v1/namespaces/" + ns_ + "/serviceaccounts",
                           {{"metadata", {{"name", "default"}}}}).first, 201);
     ASSERT_TRUE(suite_.api->createNode(node_));
-    for (const char* d : {"registry", "plugins", "cdi", "kubelet"}) {
+    for (const char* d : {"registry", "plugins", "cdi", "kubelet", "cni"}) {
       std::filesystem::create_directories(dir_.path() + "/" + d);
     }
   }
@@ -103,7 +104,7 @@ class KubeletDraTest : public ::testing::Test {
         std::vector<std::string>{IBCNI_DRA_BINARY, "--node", node_, "--kubeconfig", suite_.cp->adminKubeconfig(),
                                  "--registry-dir", dir_.path() + "/registry", "--plugins-dir", dir_.path() + "/plugins",
                                  "--cdi-dir", cdiDir(), "--sysfs", sys_.root(), "--interval", "1", "--instance-id",
-                                 instance},
+                                 instance, "--cni-state-dir", dir_.path() + "/cni"},
         dir_.path() + "/" + log);
   }
   void startKubelet() {
@@ -204,6 +205,39 @@ TEST_F(KubeletDraTest, TheKubeletRegistersTheDriverAndPreparesClaimsOfOneAndEigh
   ASSERT_EQ(kubelet_->ask("unprepare " + ns_ + " one"), json({{"ok", true}})) << logs();
   EXPECT_FALSE(std::filesystem::exists(cdiSpecPath(cdiDir(), one)));
   EXPECT_TRUE(std::filesystem::exists(cdiSpecPath(cdiDir(), eight)));
+}
+
+TEST_F(KubeletDraTest, TheClaimsStatusShowsItsVfAndOnceTheCniAttachedItItsInterfaceAndIps) {
+  driver_ = startDriver();
+  startKubelet();
+  ASSERT_EQ(kubelet_->ask("wait-registered ibcni.io 30"), json({{"ok", true}})) << logs();
+  (void)podWithClaim("net", "net-vf", {eightVfsName(5)});
+  ASSERT_EQ(kubelet_->ask("prepare " + ns_ + " net"), json({{"ok", true}})) << logs();
+  auto devices = [&] { return suite_.api->admin("GET", path("resourceclaims", "net-vf")).second["status"].value("devices", json::array()); };
+  ASSERT_TRUE(waitFor([&] { return devices().size() == 1; })) << logs();
+  EXPECT_EQ(devices()[0]["conditions"][0]["reason"], "Prepared");
+
+  // ibcni's ADD of the VF in sriov mode, as its attachment record says (written by ibcni's own store).
+  state::AttachmentRecord a;
+  a.network = "rails";
+  a.containerId = "c0ffee";
+  a.ifName = "net1";
+  a.mode = "sriov";
+  a.pciAddress = net::PciAddress::parse("0000:3b:01.5").value();
+  cni::Interface pod;
+  pod.name = "net1";
+  pod.mac = "80:00:00:48:fe:80:00:00:00:00:00:00:02:00:00:00:00:00:0a:05";
+  pod.sandbox = "/var/run/netns/net";
+  a.result.interfaces.push_back(pod);
+  a.result.ips.push_back({net::IpPrefix::parse("192.168.50.7/24").value(), std::nullopt, 0});
+  ASSERT_TRUE(state::FileAttachmentStore(dir_.path() + "/cni").save(a));
+  ASSERT_TRUE(waitFor([&] { return devices()[0].contains("networkData"); })) << logs();
+  const json d = devices()[0];
+  EXPECT_EQ(d["driver"], "ibcni.io");
+  EXPECT_EQ(d["device"], eightVfsName(5));
+  EXPECT_EQ(d["conditions"][0]["reason"], "Attached");
+  EXPECT_EQ(d["networkData"], json({{"interfaceName", "net1"}, {"ips", {"192.168.50.7/24"}},
+                                    {"hardwareAddress", "80:00:00:48:fe:80:00:00:00:00:00:00:02:00:00:00:00:00:0a:05"}}));
 }
 
 TEST_F(KubeletDraTest, AClaimWhoseDeviceIsGoneFailsWithTheDriversReason) {

@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: Apache-2.0
+// ResourceClaims served from memory for the dra tests: what get() answers, what applyStatus()
+// was given, and how many reads were made.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "plugin/dra/kube_claim_api.h"
+
+namespace ibcni::dra {
+
+/// Claims served from memory, counting the calls.
+class MemoryClaims final : public ClaimApi {
+ public:
+  ApiResult<nlohmann::json> get(const std::string& ns, const std::string& name) override {
+    ++calls;
+    auto it = claims.find(ns + "/" + name);
+    if (it == claims.end()) {
+      return std::unexpected(ApiError{ApiError::Kind::kNotFound, "GET " + ns + "/" + name + ": 404"});
+    }
+    return it->second;
+  }
+  ApiResult<void> applyStatus(const std::string& ns, const std::string& name, const std::string& uid,
+                              const nlohmann::json& devices) override {
+    if (!failWith.empty()) {
+      return std::unexpected(ApiError{ApiError::Kind::kOther, failWith});
+    }
+    applied.push_back({{"claim", ns + "/" + name}, {"uid", uid}, {"devices", devices}});
+    return {};
+  }
+  std::map<std::string, nlohmann::json> claims;
+  std::vector<nlohmann::json> applied;  ///< {claim, uid, devices} per call
+  std::string failWith;                 ///< non-empty: applyStatus fails with it
+  int calls = 0;
+};
+
+}  // namespace ibcni::dra
