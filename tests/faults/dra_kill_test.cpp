@@ -10,7 +10,9 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <array>
 #include <chrono>
+#include <map>
 #include <csignal>
 #include <filesystem>
 #include <memory>
@@ -49,6 +51,24 @@ class KubeletCalls {
     fill(*request.add_claims(), ns, name, uid);
     v1::NodePrepareResourcesResponse response;
     return answer(stub_->NodePrepareResources(context().get(), request, &response), response, uid);
+  }
+  /// NodePrepareResources of several claims in one call, as the kubelet sends a pod's: each
+  /// claim's error by uid ("" when prepared), or {"call", error} when the call failed.
+  std::map<std::string, std::string> prepareAll(const std::vector<std::array<std::string, 3>>& claims) {
+    v1::NodePrepareResourcesRequest request;
+    for (const auto& [ns, name, uid] : claims) {
+      fill(*request.add_claims(), ns, name, uid);
+    }
+    v1::NodePrepareResourcesResponse response;
+    auto status = stub_->NodePrepareResources(context().get(), request, &response);
+    if (!status.ok()) {
+      return {{"call", status.error_message()}};
+    }
+    std::map<std::string, std::string> out;
+    for (const auto& [uid, answer] : response.claims()) {
+      out[uid] = answer.error();
+    }
+    return out;
   }
   std::string unprepare(const std::string& ns, const std::string& name, const std::string& uid) {
     v1::NodeUnprepareResourcesRequest request;
@@ -230,6 +250,22 @@ TEST_F(DraKillTest, AClaimKilledInPrepareIsUndoneByUnprepareAlone) {
     EXPECT_THAT(leftOver(), ::testing::IsEmpty());
     (void)driver->stop(SIGTERM);
   }
+}
+
+TEST_F(DraKillTest, OneCallOfTwoClaimsAnswersEachAndAnUnknownClaimUnpreparesAsSuccess) {
+  auto driver = start(IBCNI_DRA_BINARY, {}, "driver.log");
+  KubeletCalls kubelet(socket());
+  // The kubelet's call for a pod of two claims, one of which the API server does not have.
+  auto answers = kubelet.prepareAll({{{ns_, "rails", uid_}, {ns_, "no-such-claim", "7e57ab1e-0000-4000-8000-000000000001"}}});
+  ASSERT_EQ(answers.count("call"), 0U) << answers["call"];
+  EXPECT_EQ(answers[uid_], "");
+  EXPECT_THAT(answers["7e57ab1e-0000-4000-8000-000000000001"], ::testing::HasSubstr("404"));
+  EXPECT_TRUE(std::filesystem::exists(dir_.path() + "/cdi/ibcni.io-vf-" + uid_ + ".json"));
+  // Unprepare of a claim this driver never prepared (a uid it does not know) succeeds and changes nothing.
+  EXPECT_EQ(kubelet.unprepare(ns_, "no-such-claim", "7e57ab1e-0000-4000-8000-000000000001"), "");
+  EXPECT_EQ(kubelet.unprepare(ns_, "rails", uid_), "");
+  EXPECT_THAT(leftOver(), ::testing::IsEmpty());
+  (void)driver->stop(SIGTERM);
 }
 
 }  // namespace
