@@ -27,7 +27,8 @@ build_pkgs=(cmake ninja-build g++ make pkg-config "${plugin_libs[@]}"
             prometheus-cpp-dev
             # ibcni-dra: the kubelet's gRPC APIs (Debian's gRPC 1.51, protobuf 3.21), compiled from
             # the pinned k8s.io/kubelet module's protos (cmake/IbcniKubeletProtos.cmake); native only.
-            libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc)
+            # and the libcurl build it loads (GnuTLS's: without OpenSSL's libcrypto in its resident set).
+            libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc libcurl3-gnutls)
 test_pkgs=(iproute2 jq util-linux coreutils findutils strace
            # scripts/check-lengths.sh reads functions with a parser
            universal-ctags

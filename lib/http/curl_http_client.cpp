@@ -365,7 +365,10 @@ void setSink(OptionSetter& options, Sink& sink) {
 }  // namespace
 
 CurlHttpClient::CurlHttpClient(std::string library)
-    : library_(std::move(library)), api_(std::make_unique<CurlApi>()) {}
+    : libraries_{std::move(library)}, api_(std::make_unique<CurlApi>()) {}
+
+CurlHttpClient::CurlHttpClient(std::vector<std::string> libraries)
+    : libraries_(std::move(libraries)), api_(std::make_unique<CurlApi>()) {}
 
 CurlHttpClient::~CurlHttpClient() = default;
 
@@ -375,7 +378,15 @@ HttpResult<Response> CurlHttpClient::send(const Request& request) {
     return std::unexpected(HttpError{kind, endpoint, std::move(message), code, osErrno});
   };
 
-  std::call_once(api_->once, [this] { api_->loadError = loadCurl(library_, *api_); });
+  std::call_once(api_->once, [this] {
+    // The first that is there; a library that is there but unusable is an error of its own.
+    for (const auto& library : libraries_) {
+      api_->loadError = loadCurl(library, *api_);
+      if (api_->loadError.empty() || !api_->loadError.starts_with("cannot load ") || &library == &libraries_.back()) {
+        break;
+      }
+    }
+  });
   if (!api_->loadError.empty()) {
     return fail(ErrorKind::kUnavailable, api_->loadError);
   }

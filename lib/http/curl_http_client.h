@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ibcni/http/http_client.h"
 
@@ -34,6 +35,8 @@ class CurlHttpClient final : public HttpClient {
   /// @param library what is dlopen'd. Only tests pass anything but the default (a library that
   ///        does not exist, or one that is not libcurl).
   explicit CurlHttpClient(std::string library = "libcurl.so.4");
+  /// The first of `libraries` that dlopen finds (a choice of libcurl builds, most wanted first).
+  explicit CurlHttpClient(std::vector<std::string> libraries);
   ~CurlHttpClient() override;
   CurlHttpClient(const CurlHttpClient&) = delete;
   CurlHttpClient& operator=(const CurlHttpClient&) = delete;
@@ -41,7 +44,7 @@ class CurlHttpClient final : public HttpClient {
   [[nodiscard]] HttpResult<Response> send(const Request& request) override;
 
  private:
-  std::string library_;
+  std::vector<std::string> libraries_;
   std::unique_ptr<CurlApi> api_;  ///< filled on first use, under its once flag
 };
 

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <expected>
 #include <string>
+#include <vector>
 
 #include "plugin/cli/dra_daemon.h"
 
@@ -147,9 +148,21 @@ void reportStatuses(dra::StatusReporter& reporter, const dra::ClaimCheckpoint& c
   }
 }
 
+// The libcurl builds ibcni-dra may load, most wanted first: GnuTLS's leaves out OpenSSL's libcrypto
+// (4 MiB of the daemon's resident set; GnuTLS itself comes with libcurl's other dependencies in
+// either build), but takes certificates from files only, so a kubeconfig that embeds them
+// (certificate-authority-data, client-*-data) gets OpenSSL's.
+std::vector<std::string> curlLibraries(const dra::KubeTarget& t) {
+  if (!t.tls.caData.empty() || !t.tls.certData.empty() || !t.tls.keyData.empty()) {
+    return {"libcurl.so.4"};
+  }
+  return {"libcurl-gnutls.so.4", "libcurl.so.4"};
+}
+
 int runDra(const DraArgs& a, const sigset_t& stop, const DecorateEffects& decorate) {
-  http::CurlHttpClient sliceHttp;  // one client per thread that calls: the loop's, and the kubelet's calls'
-  http::CurlHttpClient claimHttp;
+  // One client per thread that calls: the loop's, and the kubelet's calls'.
+  http::CurlHttpClient sliceHttp(curlLibraries(a.target));
+  http::CurlHttpClient claimHttp(curlLibraries(a.target));
   sysfs::SysfsDevices devices(a.sysfs);
   sysfs::SysfsInventory inventory(a.sysfs);
   sysfs::SysfsDevices claimDevices(a.sysfs);  // the kubelet's calls' own readers

@@ -155,6 +155,25 @@ TEST(CurlHttpClientLoading, AMissingLibraryIsUnavailableNamingItAndThePackage) {
   }
 }
 
+TEST(CurlHttpClientLoading, OfSeveralBuildsTheFirstThatIsThereIsLoadedButAnUnusableOneIsAnError) {
+  CurlHttpClient client(std::vector<std::string>{"libcurl-ibcni-test-missing.so.4", "libcurl.so.4"});
+  Request req;
+  req.url = "http://127.0.0.1:" + std::to_string(refusedPort()) + "/";
+  auto res = client.send(req);
+  ASSERT_FALSE(res.has_value());
+  EXPECT_EQ(res.error().kind, ErrorKind::kConnect) << res.error().describe();  // loaded: it tried to connect
+
+  CurlHttpClient none(std::vector<std::string>{"libcurl-ibcni-test-missing.so.4", "libcurl-ibcni-test-missing.so.5"});
+  res = none.send(req);
+  ASSERT_FALSE(res.has_value());
+  EXPECT_NE(res.error().message.find("libcurl-ibcni-test-missing.so.5"), std::string::npos) << res.error().message;
+
+  CurlHttpClient unusable(std::vector<std::string>{"libc.so.6", "libcurl.so.4"});
+  res = unusable.send(req);
+  ASSERT_FALSE(res.has_value());
+  EXPECT_EQ(res.error().kind, ErrorKind::kUnavailable) << res.error().describe();
+}
+
 TEST(CurlHttpClientLoading, ALibraryThatIsNotLibcurlIsUnavailableNamingTheMissingFunction) {
   CurlHttpClient client("libc.so.6");
   Request req;
