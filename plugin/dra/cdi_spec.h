@@ -19,7 +19,7 @@ namespace ibcni::dra {
 
 inline constexpr const char* kCdiKind = "ibcni.io/vf";
 /// deviceNodes with major and minor need 0.3.0; 0.5.0 is the newest the CDI library 0.5 that
-/// podman 4.3 vendors knows (a podman run of a prepared claim's spec is still to come).
+/// podman 4.3 vendors knows, and podman 4.3 takes such a spec (tests/kernel-lab: dra_cdi).
 inline constexpr const char* kCdiVersion = "0.5.0";
 inline constexpr const char* kCdiDir = "/var/run/cdi";
 

@@ -245,6 +245,10 @@ os::SysResult<RdmaCharDevices> SysfsInventory::charDevices(const std::string& na
     }
     std::sort(entries->begin(), entries->end());
     for (const auto& e : *entries) {
+      // Only the devices: the kernel keeps a plain abi_version file beside them.
+      if (!e.starts_with("uverbs") && !e.starts_with("umad") && !e.starts_with("issm")) {
+        continue;
+      }
       auto ibdev = optionalAttribute(dir + "/" + e + "/ibdev");
       if (!ibdev) {
         return std::unexpected(ibdev.error());

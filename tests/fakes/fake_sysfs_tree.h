@@ -268,6 +268,9 @@ class FakeSysfsTree {
   FakeSysfsTree& addCharDevice(std::string_view cls, std::string_view name, std::string_view ibdev, int port,
                                int major, int minor) {
     const std::string dir = "class/" + std::string(cls) + "/" + std::string(name);
+    if (cls.starts_with("infiniband_")) {  // as the kernel has it beside the devices
+      writeFile("class/" + std::string(cls) + "/abi_version", "6\n");
+    }
     writeFile(dir + "/dev", std::to_string(major) + ":" + std::to_string(minor) + "\n");
     if (!ibdev.empty()) {
       writeFile(dir + "/ibdev", std::string(ibdev) + "\n");

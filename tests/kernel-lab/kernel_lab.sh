@@ -8,6 +8,8 @@
 #   doctor_verbs   doctor_verbs_vm.sh: doctor_vm_check.sh (ibcni doctor against rxe0 on eth0) and
 #                  verbs_check_vm.sh (verbsCheck with real rxe data on a veth pair)
 #   e2e_lab        e2e_lab_vm.sh: ibcni + ibcni-ipam through the libcni driver on eth0..eth3
+#   dra_cdi        dra_cdi_vm.sh: cdi_podman_vm_test, ibcni-dra's CDI spec for rxe0 on eth0 run by
+#                  podman (x86_64 only: the arm64 VM's root file system has no podman)
 # After each part it checks that the part left the NICs as found (names, MTU, MAC, state), no pod
 # namespace, no RDMA device and the RDMA netns mode as found, and puts back what it did not.
 # Prints each part's summary and exits non-zero when any part or check failed.
@@ -22,7 +24,8 @@
 #     initrd cache; ctest gives the test its own).
 # Inside the VM (KERNEL_LAB=1; refuses to run anywhere else: the parts move the NICs around):
 #   kernel_lab.sh [--cnitool <driver>] <build dir> [PART...]
-#     PART: deviceid_move, doctor_verbs, e2e_lab (default: all three, in this order);
+#     PART: deviceid_move, doctor_verbs, e2e_lab, dra_cdi (default: all, in this order; arm64:
+#     native instead of dra_cdi);
 #     e2e_lab:S1,S2 runs only those scenarios of e2e_lab_vm.sh (its E2E_LAB_ONLY)
 # By hand, from the repository root (the VM shares the current directory read-write, the rest of
 # the file system read-only; build/ is the build dir):
@@ -34,6 +37,8 @@ here=$(dirname "$self")
 repo=$(cd "$here/../.." && pwd)
 GTESTS=(sysfs_devices_vm_test rdma_netlink_vm_test rdma_counters_vm_test ipoib_netlink_vm_test verbs_probe_vm_test)
 ALL_PARTS=(deviceid_move doctor_verbs e2e_lab)
+# Part dra_cdi's GoogleTest binary (x86_64 only).
+CDI_GTEST=cdi_podman_vm_test
 # What the arm64 build runs natively in its VM (part `native`): the netlink requests byte for byte
 # against arm64's iproute2 (label netns on x86_64, where the netns tier runs them), and the unit
 # tests qemu-user cannot run faithfully (it answers the namespace ioctls with ENOSYS).
@@ -60,7 +65,7 @@ if [[ ${1:-} == --arch ]]; then
   arch=${2:?--arch x86_64|arm64}
   shift 2
 fi
-[[ $arch == arm64 || ${KERNEL_LAB_ARCH:-} == arm64 ]] && ALL_PARTS+=(native)
+if [[ $arch == arm64 || ${KERNEL_LAB_ARCH:-} == arm64 ]]; then ALL_PARTS+=(native); else ALL_PARTS+=(dra_cdi); fi
 
 # CNITOOL in the environment (e.g. upstream cnitool, as for e2e/run.sh) stands for --cnitool.
 cnitool=${CNITOOL:+$(readlink -f "$CNITOOL")}
@@ -88,6 +93,8 @@ if [[ ${1:-} == --boot ]]; then
   native=()
   if [[ $arch == arm64 ]]; then
     for n in "${NATIVE[@]}"; do native+=("$build/tests/${n%%:*}"); done
+  elif (($# == 0)) || [[ " $* " == *" dra_cdi "* ]]; then
+    native+=("$build/tests/kernel-lab/$CDI_GTEST")
   fi
   for f in "$build/ibcni" "$build/ibcni-ipam" "${GTESTS[@]/#/$build/tests/kernel-lab/}" "${native[@]}"; do
     if [[ ! -x $f ]]; then
@@ -216,6 +223,7 @@ for part in "${parts[@]}"; do
       only=${part#e2e_lab:}
       run_part "$part" env E2E_LAB_ONLY="${only//,/ }" bash "$here/e2e_lab_vm.sh" "$bin" "$cnitool" ;;
     native) run_part "$part" bash "$here/native_gtests_vm.sh" "${NATIVE[@]/#/$build/tests/}" ;;
+    dra_cdi) run_part "$part" bash "$here/dra_cdi_vm.sh" "$build/tests/kernel-lab/$CDI_GTEST" ;;
     *) check "known part '$part' (${ALL_PARTS[*]})" false ;;
   esac
 done
