@@ -9,7 +9,7 @@
 #   - the image holds ibcni, ibcni-ipam and the installer as ENTRYPOINT, the tools the installer
 #     runs (chroot, cmp, stat, sync), and ibcni-agent, which the installer starts and which runs there
 #     and takes each option the installer gives it; its binaries pass deploy/check-portable.sh here too;
-#   - the image holds ibcni-dra, which runs there (gRPC's and protobuf-lite's libraries copied in)
+#   - the image holds ibcni-dra, which runs there (gRPC and protobuf-lite linked in, libcurl-gnutls copied in)
 #     and takes each flag the chart's dra DaemonSet gives it; the build stage's Go is the machine's
 #     own (/usr/local/go, imported as the GO_IMAGE) and fetches k8s.io/kubelet from the module proxy;
 #   - the entrypoint installs both binaries into the node's /opt/cni/bin, and they run there;
@@ -88,9 +88,18 @@ check "the machine's Go (/usr/local/go) imported as the build's GO_IMAGE" \
   bash -c 'tar -C / -cf "$1" usr/local/go && command podman --root "$2" --runroot "$3" import "$1" "$4" >/dev/null &&
     rm -f "$1"' _ "$work/go.tar" "$work/storage" "$runroot" "$go_image" || finish_checks
 
+# The build stage's module proxy: the machine's Go module cache, as a file proxy (scripts/build-upstream.sh
+# has put k8s.io/kubelet there), so that the build needs neither the network's proxy nor its certificates.
+go_bin=$(command -v go 2>/dev/null || echo /usr/local/go/bin/go)
+[[ -x /usr/local/go/bin/go ]] && go_bin=/usr/local/go/bin/go
+modcache=$("$go_bin" env GOMODCACHE)
+check "k8s.io/kubelet is in the machine's Go module cache ($modcache)" \
+  bash -c 'ls "$1"/cache/download/k8s.io/kubelet/@v/*.zip' _ "$modcache" || finish_checks
+
 # --- the image, from deploy/Dockerfile as it is
 build_image "(both stages)" "$work/build.log" "$image" \
-  --build-arg BUILD_IMAGE="$base" --build-arg RUNTIME_IMAGE="$base" --build-arg GO_IMAGE="$go_image"
+  --build-arg BUILD_IMAGE="$base" --build-arg RUNTIME_IMAGE="$base" --build-arg GO_IMAGE="$go_image" \
+  --volume "$modcache/cache/download:/goproxy:ro" --build-arg GOPROXY=file:///goproxy
 check "the build stage ran check-portable on both binaries" \
   test "$(grep -cE '^ok +/build/ibcni(-ipam)?:' "$work/build.log")" -eq 2
 
@@ -120,7 +129,7 @@ agent_takes() {
   return $status
 }
 check "the image's ibcni-agent takes the options the installer gives it" agent_takes
-check "image holds ibcni-dra, which runs there (gRPC's and protobuf-lite's libraries are in the image)" \
+check "image holds ibcni-dra, which runs there (gRPC and protobuf-lite linked in)" \
   chroot "$rootfs" /opt/ibcni/bin/ibcni-dra version
 # dra_takes: the image's ibcni-dra's usage names each flag the chart's dra DaemonSet gives it
 dra_takes() {
@@ -133,6 +142,8 @@ dra_takes() {
   return $status
 }
 check "the image's ibcni-dra takes the flags the chart gives it" dra_takes
+check "the image holds the libcurl ibcni-dra loads (GnuTLS's build) with every library it needs" \
+  bash -c 'chroot "$1" sh -c "ldd /usr/lib/*/libcurl-gnutls.so.4" >"$2" && ! grep -q "not found" "$2"' _ "$rootfs" "$work/curl-ldd"
 check "image's binaries pass check-portable" "$repo/deploy/check-portable.sh" "$rootfs/opt/ibcni/bin/ibcni" "$rootfs/opt/ibcni/bin/ibcni-ipam"
 expected=$(chroot "$rootfs" /opt/ibcni/bin/ibcni version)
 check "image's ibcni runs in the image: $expected" test -n "$expected"
@@ -177,10 +188,12 @@ base_tar_arm64=$(machine_cache_file deploy-image/bookworm-arm64.tar 7 debian_bas
 check "an arm64 Debian 12 base (mmdebstrap, or the machine's cached one)" test -s "$base_tar_arm64" || finish_checks
 check "arm64 base image imported" podman import --arch arm64 "$base_tar_arm64" "$base_arm64" >/dev/null ||
   finish_checks
+# GO_IMAGE: the cross build builds no ibcni-dra and needs no Go; podman 4.3 would also try to pull an
+# image that only the build platform's stage names, where it finds the base's.
 build_image "for linux/arm64 (cross-compiled; only the version check runs emulated)" \
   "$work/build-arm64.log" "$image_arm64" --platform linux/arm64 \
   --build-arg BUILDPLATFORM=linux/amd64 --build-arg TARGETARCH=arm64 \
-  --build-arg BUILD_IMAGE="$base" --build-arg RUNTIME_IMAGE="$base_arm64" --build-arg GO_IMAGE="$go_image"
+  --build-arg BUILD_IMAGE="$base" --build-arg RUNTIME_IMAGE="$base_arm64" --build-arg GO_IMAGE="$base"
 check "the arm64 build stage ran check-portable for aarch64 on both binaries" \
   test "$(grep -cE '^ok +/build/ibcni(-ipam)?: aarch64,' "$work/build-arm64.log")" -eq 2
 check "the arm64 build stage cross-compiled (its compiler ran natively, not emulated)" \
