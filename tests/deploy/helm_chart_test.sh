@@ -486,25 +486,28 @@ check "dra.enabled=true: ibcni-dra from the same image, its own selector, surge 
   '/spec/updateStrategy/rollingUpdate/maxUnavailable=0' "$p/terminationGracePeriodSeconds=60" \
   "$p/serviceAccountName=\"ibcni-dra\"" "$p/automountServiceAccountToken=true" "$p/hostNetwork=true" \
   "$p/nodeSelector/feature.node.kubernetes.io/pci-15b3.present=\"true\"" "$p/tolerations/0/operator=\"Exists\""
-check "dra.enabled=true: ibcni-dra's command line (the kubelet's paths, the CDI dir, /sys at /host/sys, interval 10)" \
+check "dra.enabled=true: ibcni-dra's command line (the kubelet's paths, the CDI dir, /sys at /host/sys, interval 10, ibcni's records)" \
   same_lines "$work/dra-ds.flat" '/command/' \
   "$d/command/0=\"/opt/ibcni/bin/ibcni-dra\"" \
   "$d/command/1=\"--registry-dir\"" "$d/command/2=\"/var/lib/kubelet/plugins_registry\"" \
   "$d/command/3=\"--plugins-dir\"" "$d/command/4=\"/var/lib/kubelet/plugins\"" \
   "$d/command/5=\"--cdi-dir\"" "$d/command/6=\"/var/run/cdi\"" \
-  "$d/command/7=\"--sysfs\"" "$d/command/8=\"/host/sys\"" "$d/command/9=\"--interval\"" "$d/command/10=\"10\""
+  "$d/command/7=\"--sysfs\"" "$d/command/8=\"/host/sys\"" "$d/command/9=\"--interval\"" "$d/command/10=\"10\"" \
+  "$d/command/11=\"--cni-state-dir\"" "$d/command/12=\"/host/run/ibcni\""
 check "dra.enabled=true: NODE_NAME from spec.nodeName, POD_UID from metadata.uid" \
   has "$work/dra-ds.flat" "$d/env[NODE_NAME]/valueFrom/fieldRef/fieldPath=\"spec.nodeName\"" \
   "$d/env[POD_UID]/valueFrom/fieldRef/fieldPath=\"metadata.uid\""
-check "dra.enabled=true: exactly the registry, plugins, CDI dir and /sys (read-only) mounted, at the node's paths" \
+check "dra.enabled=true: exactly the registry, plugins, CDI dir, /sys and ibcni's records (read-only) mounted" \
   same_lines "$work/dra-ds.flat" '/hostPath/path=|/mountPath=|/readOnly=' \
   "$p/volumes[plugins-registry]/hostPath/path=\"/var/lib/kubelet/plugins_registry\"" \
   "$p/volumes[plugins]/hostPath/path=\"/var/lib/kubelet/plugins\"" \
   "$p/volumes[cdi]/hostPath/path=\"/var/run/cdi\"" "$p/volumes[sys]/hostPath/path=\"/sys\"" \
+  "$p/volumes[cni-state]/hostPath/path=\"/run/ibcni\"" \
   "$d/volumeMounts[plugins-registry]/mountPath=\"/var/lib/kubelet/plugins_registry\"" \
   "$d/volumeMounts[plugins]/mountPath=\"/var/lib/kubelet/plugins\"" \
   "$d/volumeMounts[cdi]/mountPath=\"/var/run/cdi\"" \
-  "$d/volumeMounts[sys]/mountPath=\"/host/sys\"" "$d/volumeMounts[sys]/readOnly=true"
+  "$d/volumeMounts[sys]/mountPath=\"/host/sys\"" "$d/volumeMounts[sys]/readOnly=true" \
+  "$d/volumeMounts[cni-state]/mountPath=\"/host/run/ibcni\"" "$d/volumeMounts[cni-state]/readOnly=true"
 check "dra.enabled=true: no capability, no hostPID, not privileged, memory limited" \
   same_lines "$work/dra-ds.flat" '/hostPID=|/capabilities/|/privileged=|/resources/' \
   "$d/securityContext/capabilities/drop/0=\"ALL\"" "$d/securityContext/privileged=false" \
