@@ -32,14 +32,52 @@ struct CurlApi {
   decltype(&::curl_easy_strerror) easyStrerror = nullptr;
   decltype(&::curl_slist_append) slistAppend = nullptr;
   decltype(&::curl_slist_free_all) slistFreeAll = nullptr;
+  // The connection cache of a client that keeps its connections (resolved when it does).
+  decltype(&::curl_share_init) shareInit = nullptr;
+  decltype(&::curl_share_setopt) shareSetopt = nullptr;
+  decltype(&::curl_share_cleanup) shareCleanup = nullptr;
+  CURLSH* share = nullptr;
+  std::mutex shareLocks[CURL_LOCK_DATA_LAST];
 };
 
 namespace {
 
 constexpr const char* kPackageHint = "install libcurl4 on Debian/Ubuntu, libcurl on RHEL/Fedora";
 
+void lockShare(CURL* /*handle*/, curl_lock_data data, curl_lock_access /*access*/, void* api) {
+  static_cast<CurlApi*>(api)->shareLocks[data].lock();
+}
+void unlockShare(CURL* /*handle*/, curl_lock_data data, void* api) {
+  static_cast<CurlApi*>(api)->shareLocks[data].unlock();
+}
+
+/// A share of connections and TLS sessions for the client's handles (libcurl 7.57 or newer), or
+/// null when this libcurl cannot: then every request opens its own connection.
+CURLSH* makeShare(void* lib, CurlApi& api) {
+  std::string missing;
+  if (!os::resolveSymbols(lib, missing, os::Symbol{"curl_share_init", api.shareInit},
+                          os::Symbol{"curl_share_setopt", api.shareSetopt},
+                          os::Symbol{"curl_share_cleanup", api.shareCleanup})) {
+    return nullptr;
+  }
+  CURLSH* share = api.shareInit();
+  if (share == nullptr) {
+    return nullptr;
+  }
+  const bool ok = api.shareSetopt(share, CURLSHOPT_LOCKFUNC, &lockShare) == CURLSHE_OK &&
+                  api.shareSetopt(share, CURLSHOPT_UNLOCKFUNC, &unlockShare) == CURLSHE_OK &&
+                  api.shareSetopt(share, CURLSHOPT_USERDATA, &api) == CURLSHE_OK &&
+                  api.shareSetopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT) == CURLSHE_OK &&
+                  api.shareSetopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION) == CURLSHE_OK;
+  if (!ok) {
+    api.shareCleanup(share);
+    return nullptr;
+  }
+  return share;
+}
+
 /// @return empty on success, else the reason, naming the library and the package.
-std::string loadCurl(const std::string& library, CurlApi& api) {
+std::string loadCurl(const std::string& library, CurlApi& api, bool keepConnections) {
   void* lib = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) {
     const char* why = dlerror();
@@ -62,6 +100,9 @@ std::string loadCurl(const std::string& library, CurlApi& api) {
   const CURLcode rc = api.globalInit(CURL_GLOBAL_DEFAULT);
   if (rc != CURLE_OK) {
     return library + ": curl_global_init failed: " + api.easyStrerror(rc);
+  }
+  if (keepConnections) {
+    api.share = makeShare(lib, api);
   }
   return {};
 }
@@ -367,10 +408,14 @@ void setSink(OptionSetter& options, Sink& sink) {
 CurlHttpClient::CurlHttpClient(std::string library)
     : libraries_{std::move(library)}, api_(std::make_unique<CurlApi>()) {}
 
-CurlHttpClient::CurlHttpClient(std::vector<std::string> libraries)
-    : libraries_(std::move(libraries)), api_(std::make_unique<CurlApi>()) {}
+CurlHttpClient::CurlHttpClient(std::vector<std::string> libraries, bool keepConnections)
+    : libraries_(std::move(libraries)), keepConnections_(keepConnections), api_(std::make_unique<CurlApi>()) {}
 
-CurlHttpClient::~CurlHttpClient() = default;
+CurlHttpClient::~CurlHttpClient() {
+  if (api_->share != nullptr) {
+    api_->shareCleanup(api_->share);  // after every handle: each send() cleans its own up
+  }
+}
 
 HttpResult<Response> CurlHttpClient::send(const Request& request) {
   const std::string endpoint = std::string(methodName(request.method)) + " " + request.url;
@@ -381,7 +426,7 @@ HttpResult<Response> CurlHttpClient::send(const Request& request) {
   std::call_once(api_->once, [this] {
     // The first that is there; a library that is there but unusable is an error of its own.
     for (const auto& library : libraries_) {
-      api_->loadError = loadCurl(library, *api_);
+      api_->loadError = loadCurl(library, *api_, keepConnections_);
       if (api_->loadError.empty() || !api_->loadError.starts_with("cannot load ") || &library == &libraries_.back()) {
         break;
       }
@@ -406,6 +451,9 @@ HttpResult<Response> CurlHttpClient::send(const Request& request) {
 
   OptionSetter options(api, h);
   setConnection(options, request, static_cast<char*>(errorBuffer));
+  if (api.share != nullptr) {
+    options.set("CURLOPT_SHARE", CURLOPT_SHARE, api.share);
+  }
   if (options.anyRefused()) {
     return fail(kindOf(options.refusedCode()),
                 "curl refused " + options.refused() + ": " + api.easyStrerror(options.refusedCode()),

@@ -36,7 +36,10 @@ class CurlHttpClient final : public HttpClient {
   ///        does not exist, or one that is not libcurl).
   explicit CurlHttpClient(std::string library = "libcurl.so.4");
   /// The first of `libraries` that dlopen finds (a choice of libcurl builds, most wanted first).
-  explicit CurlHttpClient(std::vector<std::string> libraries);
+  /// `keepConnections`: the client's requests share one cache of open connections and TLS
+  /// sessions (a long-running caller: ibcni-dra), so that a request to a server asked before needs
+  /// no new connection or handshake; otherwise each request opens and closes its own.
+  explicit CurlHttpClient(std::vector<std::string> libraries, bool keepConnections = false);
   ~CurlHttpClient() override;
   CurlHttpClient(const CurlHttpClient&) = delete;
   CurlHttpClient& operator=(const CurlHttpClient&) = delete;
@@ -45,6 +48,7 @@ class CurlHttpClient final : public HttpClient {
 
  private:
   std::vector<std::string> libraries_;
+  bool keepConnections_ = false;
   std::unique_ptr<CurlApi> api_;  ///< filled on first use, under its once flag
 };
 

@@ -160,9 +160,10 @@ std::vector<std::string> curlLibraries(const dra::KubeTarget& t) {
 }
 
 int runDra(const DraArgs& a, const sigset_t& stop, const DecorateEffects& decorate) {
-  // One client per thread that calls: the loop's, and the kubelet's calls'.
-  http::CurlHttpClient sliceHttp(curlLibraries(a.target));
-  http::CurlHttpClient claimHttp(curlLibraries(a.target));
+  // One client per thread that calls: the loop's, and the kubelet's calls'. Each keeps its
+  // connection to the API server: a Prepare's GET then costs no TCP and TLS handshake.
+  http::CurlHttpClient sliceHttp(curlLibraries(a.target), true);
+  http::CurlHttpClient claimHttp(curlLibraries(a.target), true);
   sysfs::SysfsDevices devices(a.sysfs);
   sysfs::SysfsInventory inventory(a.sysfs);
   sysfs::SysfsDevices claimDevices(a.sysfs);  // the kubelet's calls' own readers

@@ -241,6 +241,37 @@ class CurlHttpClientTest : public ::testing::Test {
   CurlHttpClient client_;
 };
 
+TEST_F(CurlHttpClientTest, AClientThatKeepsConnectionsSendsItsRequestsOverOneAndTheDefaultOpensOneEach) {
+  CurlHttpClient keeping(std::vector<std::string>{"libcurl.so.4"}, true);
+  Request req;
+  req.url = mtlsUrl("/echo");
+  req.tls.caFile = pem("ca.crt");
+  req.tls.certFile = pem("client.crt");
+  req.tls.keyFile = pem("client.key");
+  std::vector<int> kept;
+  std::vector<int> opened;
+  for (int i = 0; i < 3; ++i) {
+    auto a = keeping.send(req);
+    ASSERT_TRUE(a.has_value()) << a.error().describe();
+    kept.push_back(echo(*a)["peerPort"]);
+    auto b = client_.send(req);
+    ASSERT_TRUE(b.has_value()) << b.error().describe();
+    opened.push_back(echo(*b)["peerPort"]);
+  }
+  EXPECT_EQ(kept, std::vector<int>(3, kept[0]));  // one connection, one TLS handshake
+  EXPECT_NE(opened[0], opened[1]);
+  EXPECT_NE(opened[1], opened[2]);
+  // A request with other credentials is never handed a connection made with the first's.
+  req.url = tlsUrl("/echo");
+  auto withCert = keeping.send(req);
+  ASSERT_TRUE(withCert.has_value()) << withCert.error().describe();
+  req.tls.certFile.clear();
+  req.tls.keyFile.clear();
+  auto without = keeping.send(req);
+  ASSERT_TRUE(without.has_value()) << without.error().describe();
+  EXPECT_NE(echo(*without)["peerPort"], echo(*withCert)["peerPort"]);
+}
+
 TEST_F(CurlHttpClientTest, GetSendsTheHeadersAndReturnsStatusHeadersAndBody) {
   Request req;
   req.url = plainUrl("/echo?x=1");

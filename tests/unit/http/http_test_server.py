@@ -4,7 +4,8 @@
 
   http_test_server.py [--cert CRT --key KEY [--client-ca CA]]
 
-  any method /echo        200, JSON {"method", "path", "headers" (names lower-cased), "body"}
+  any method /echo        200, JSON {"method", "path", "headers" (names lower-cased), "body",
+                          "peerPort" (the client's port: one connection or several)}
   any method /status/N    status N, "status N" as text/plain
   any method /slow?ms=N   200 after N ms
   any method /whoami      200, the client certificate's subject CN ("" without one)
@@ -42,7 +43,8 @@ class Handler(BaseHTTPRequestHandler):
         if url.path == "/echo":
             headers = {k.lower(): v for k, v in self.headers.items()}
             self.reply(200, json.dumps({"method": self.command, "path": self.path,
-                                        "headers": headers, "body": body}), "application/json")
+                                        "headers": headers, "body": body,
+                                        "peerPort": self.client_address[1]}), "application/json")
         elif url.path.startswith("/status/"):
             code = int(url.path[len("/status/"):])
             self.reply(code, "status %d" % code, "text/plain")
