@@ -22,6 +22,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -35,6 +36,7 @@
 #include "ibcni/net/ip.h"
 #include "plugin/dra/cdi_spec.h"
 #include "plugin/dra/ib_devices.h"
+#include "plugin/sysfs/sysfs_devices.h"
 #include "plugin/sysfs/sysfs_inventory.h"
 #include "vm_test_util.h"
 
@@ -315,6 +317,20 @@ TEST_F(CdiPodmanVm, CharDevicesOfRxe0FromTheRealSys) {
   ASSERT_TRUE(cm.has_value()) << cm.error().describe();
   ASSERT_TRUE(cm->has_value());
   EXPECT_EQ(std::to_string((*cm)->major) + ":" + std::to_string((*cm)->minor), dev("/sys/class/misc/rdma_cm/dev"));
+}
+
+// The driver's discovery over a real kernel's /sys (virtio PCI NICs without SR-IOV, rxe0 without a
+// PCI function, Ethernet link layer): it reads every node the kernel shows without an error, and
+// offers nothing (no InfiniBand VF or IPoIB port here), so the node publishes a slice of no devices.
+TEST_F(CdiPodmanVm, DiscoveryReadsTheRealSysAndOffersNothingWithoutInfiniBand) {
+  sysfs::SysfsDevices devices("/sys");
+  sysfs::SysfsInventory inv("/sys");
+  auto names = inv.rdmaDeviceNames();
+  ASSERT_TRUE(names.has_value()) << names.error().describe();
+  EXPECT_NE(std::find(names->begin(), names->end(), "rxe0"), names->end());
+  auto found = dra::discoverDevices(devices, inv);
+  ASSERT_TRUE(found.has_value()) << found.error().describe();
+  EXPECT_TRUE(found->empty()) << found->size() << " devices, the first " << found->front().name;
 }
 
 TEST_F(CdiPodmanVm, PodmanGivesTheContainerTheClaimsRdmaDevice) {

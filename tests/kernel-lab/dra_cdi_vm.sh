@@ -35,7 +35,7 @@ rc=$?
 sed 's/^/  | /' "$log"
 check "cdi_podman_vm_test exits 0 ($((SECONDS - t0)) s)" test "$rc" -eq 0
 check "cdi_podman_vm_test skipped nothing inside the VM" bash -c "! grep -q '^\[  SKIPPED \]' '$log'"
-check "cdi_podman_vm_test ran its 3 tests" grep -q '^\[==========\] 3 tests from 1 test suite ran' "$log"
+check "cdi_podman_vm_test ran its 4 tests" grep -q '^\[==========\] 4 tests from 1 test suite ran' "$log"
 rm -f "$log"
 
 check "no /run/cdi made in the VM (had one: $had_run_cdi)" test "$([[ -e /run/cdi ]] && echo yes || echo no)" = "$had_run_cdi"
