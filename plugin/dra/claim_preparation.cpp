@@ -13,19 +13,22 @@ namespace {
 
 using nlohmann::json;
 
-/// One allocation result of the claim for this driver and node.
-struct Allocated {
-  std::string request;
-  std::string device;
-};
-
 std::string claimText(const ClaimRef& c) { return "claim " + c.ns + "/" + c.name + " (uid " + c.uid + ")"; }
+
+/// Why VF `d`, whose GUID is unset, is not prepared: its port would never come up in the pod.
+std::string unsetGuidProblem(const IbDevice& d, const std::string& request) {
+  return "device " + d.name + " (request " + request + ", VF " + (d.vfIndex ? std::to_string(*d.vfIndex) : "?") +
+         " of " + d.pfPci.text + ") has no GUID (node GUID " + (d.nodeGuid.empty() ? "unknown" : d.nodeGuid) +
+         "): the subnet manager would never bring its port up. Give the VF a GUID on the node (ip link set " +
+         (d.pfName.empty() ? "<pf>" : d.pfName) + " vf N node_guid ... port_guid ...); its slice is tainted " +
+         "ibcni.io/guid-unset meanwhile, so only a claim that tolerates that taint gets it";
+}
 
 /// status.allocation.devices.results[] of `driver` in pool `pool`, or an error naming what is
 /// missing.
-std::expected<std::vector<Allocated>, std::string> allocatedTo(const json& claim, const PreparationOptions& o) {
+std::expected<std::vector<ClaimPreparation::Allocated>, std::string> allocatedTo(const json& claim, const PreparationOptions& o) {
   const json results = claim.value("/status/allocation/devices/results"_json_pointer, json::array());
-  std::vector<Allocated> out;
+  std::vector<ClaimPreparation::Allocated> out;
   for (const auto& r : results) {
     if (r.value("driver", "") != o.driver) {
       continue;
@@ -83,37 +86,12 @@ PrepareOutcome ClaimPreparation::prepareLocked(const ClaimRef& claim, ClaimRecor
   if (!allocated) {
     return {{}, "prepare " + what + ": " + allocated.error()};
   }
-  auto present = discoverDevices(devices_, inventory_);
-  if (!present) {
-    return {{}, "prepare " + what + ": " + present.error().describe()};
+  auto plan = planDevices(claim, *allocated);
+  if (!plan) {
+    return {{}, "prepare " + what + ": " + plan.error()};
   }
-  auto rdmaCm = inventory_.rdmaCm();
-  if (!rdmaCm) {
-    return {{}, "prepare " + what + ": " + rdmaCm.error().describe()};
-  }
-  ClaimRecord record{claim, ClaimRecord::State::kPreparing, {}};
-  std::vector<CdiDevice> cdi;
-  for (const auto& a : *allocated) {
-    auto d = std::find_if(present->begin(), present->end(), [&](const IbDevice& x) { return x.name == a.device; });
-    if (d == present->end()) {
-      return {{}, "prepare " + what + ": device " + a.device + " (request " + a.request +
-                      ") is not on this node any more (not in sysfs): was its VF removed?"};
-    }
-    PreparedDevice prepared{{a.request}, options_.nodeName, a.device, {}, d->pci.text};
-    if (d->kind == DeviceKind::kVf) {
-      sysfs::RdmaCharDevices chars;
-      if (!d->rdmaDevice.empty()) {
-        auto c = inventory_.charDevices(d->rdmaDevice);
-        if (!c) {
-          return {{}, "prepare " + what + ": " + c.error().describe()};
-        }
-        chars = std::move(*c);
-      }
-      cdi.push_back(vfCdiDevice(claim.uid, a.request, *d, chars, *rdmaCm));
-      prepared.cdiDeviceIds.push_back(cdiDeviceId(cdi.back().name));
-    }
-    record.devices.push_back(std::move(prepared));
-  }
+  ClaimRecord record{claim, ClaimRecord::State::kPreparing, plan->devices};
+  const std::vector<CdiDevice>& cdi = plan->cdi;
   // Ahead of the first host change: a kill from here on is undone by Unprepare.
   records[claim.uid] = record;
   if (auto ok = effects_.store(records); !ok) {
@@ -129,6 +107,44 @@ PrepareOutcome ClaimPreparation::prepareLocked(const ClaimRef& claim, ClaimRecor
     return {{}, "prepare " + what + ": " + ok.error().describe()};
   }
   return {record.devices, {}};
+}
+
+std::expected<ClaimPreparation::Plan, std::string> ClaimPreparation::planDevices(
+    const ClaimRef& claim, const std::vector<Allocated>& allocated) {
+  auto present = discoverDevices(devices_, inventory_);
+  if (!present) {
+    return std::unexpected(present.error().describe());
+  }
+  auto rdmaCm = inventory_.rdmaCm();
+  if (!rdmaCm) {
+    return std::unexpected(rdmaCm.error().describe());
+  }
+  Plan plan;
+  for (const auto& a : allocated) {
+    auto d = std::find_if(present->begin(), present->end(), [&](const IbDevice& x) { return x.name == a.device; });
+    if (d == present->end()) {
+      return std::unexpected("device " + a.device + " (request " + a.request +
+                             ") is not on this node any more (not in sysfs): was its VF removed?");
+    }
+    PreparedDevice prepared{{a.request}, options_.nodeName, a.device, {}, d->pci.text};
+    if (d->kind == DeviceKind::kVf) {
+      if (!d->guidSet) {
+        return std::unexpected(unsetGuidProblem(*d, a.request));
+      }
+      sysfs::RdmaCharDevices chars;
+      if (!d->rdmaDevice.empty()) {
+        auto c = inventory_.charDevices(d->rdmaDevice);
+        if (!c) {
+          return std::unexpected(c.error().describe());
+        }
+        chars = std::move(*c);
+      }
+      plan.cdi.push_back(vfCdiDevice(claim.uid, a.request, *d, chars, *rdmaCm));
+      prepared.cdiDeviceIds.push_back(cdiDeviceId(plan.cdi.back().name));
+    }
+    plan.devices.push_back(std::move(prepared));
+  }
+  return plan;
 }
 
 std::string ClaimPreparation::unprepare(const ClaimRef& claim) {

@@ -4,10 +4,13 @@
 // then their CDI spec written; undone by Unprepare from the record alone (the claim may be gone).
 #pragma once
 
+#include <expected>
 #include <string>
+#include <vector>
 
 #include "ibcni/sysfs/devices.h"
 #include "ibcni/sysfs/ib_inventory.h"
+#include "plugin/dra/cdi_spec.h"
 #include "plugin/dra/claim_effects.h"
 #include "plugin/dra/claim_preparer.h"
 #include "plugin/dra/kube_claim_api.h"
@@ -31,8 +34,24 @@ class ClaimPreparation final : public ClaimPreparer {
   /// The CDI spec removed and the record dropped; no record is success.
   [[nodiscard]] std::string unprepare(const ClaimRef& claim) override;
 
+  /// One allocation result of a claim for this driver and node.
+  struct Allocated {
+    std::string request;
+    std::string device;
+  };
+
  private:
+  /// What Prepare will write for `allocated`: each device's answer and the VFs' CDI devices.
+  struct Plan {
+    std::vector<PreparedDevice> devices;
+    std::vector<CdiDevice> cdi;
+  };
+
   [[nodiscard]] PrepareOutcome prepareLocked(const ClaimRef& claim, ClaimRecords& records);
+  /// The allocated devices matched to those sysfs shows now; an error names a device that is gone,
+  /// or a VF without a GUID.
+  [[nodiscard]] std::expected<Plan, std::string> planDevices(const ClaimRef& claim,
+                                                            const std::vector<Allocated>& allocated);
 
   ClaimApi& claims_;
   sysfs::Devices& devices_;

@@ -167,6 +167,18 @@ TEST_F(ClaimPreparationTest, ADeviceNotInSysfsIsAnErrorAndWritesNothing) {
   EXPECT_TRUE(records().empty());
 }
 
+TEST_F(ClaimPreparationTest, AVfWithoutAGuidIsRefusedNamingItAndTheFixAndNothingIsWritten) {
+  sys_.setNodeGuid("mlx5_3", "0000:0000:0000:0000");  // VF 2: all zero, as a VF is before anyone set it
+  api_.claims["ml/nics"] = claimOf(kUid, {vfName(1), vfName(2)});
+  auto p = preparation();
+  PrepareOutcome out = p.prepare(ref_);
+  EXPECT_THAT(out.error, HasSubstr("device " + vfName(2) + " (request rail-1, VF 2 of 0000:3b:00.0) has no GUID"));
+  EXPECT_THAT(out.error, HasSubstr("ip link set ib0 vf N node_guid"));
+  EXPECT_TRUE(out.devices.empty());
+  EXPECT_FALSE(specExists());
+  EXPECT_TRUE(records().empty());
+}
+
 TEST_F(ClaimPreparationTest, UnprepareOfAClaimNeverPreparedSucceeds) {
   auto p = preparation();
   EXPECT_EQ(p.unprepare(ref_), "");
