@@ -12,8 +12,8 @@
 //               reserved for their pods, as the scheduler leaves them) in a real kube-apiserver.
 //   floor       a bare gRPC unary round trip (the same request) to a no-op DRAPlugin v1 server on a
 //               Unix socket of this process (the same server options as ibcni-dra's), plus one bare
-//               GET of the claim with the HTTP client and kubeconfig ibcni-dra uses (CurlHttpClient:
-//               a new TLS connection per request); Prepare / floor.
+//               GET of the claim with the HTTP client and kubeconfig ibcni-dra uses (CurlHttpClient
+//               keeping its connection, GnuTLS's libcurl first, as ibcni-dra's); Prepare / floor.
 //   breakdown   where Prepare's time goes: the GET's phases (curl -w: TCP connect, TLS handshake,
 //               request to first byte) and the same GET on a kept connection; in this process, on
 //               the same sysfs and file systems, device discovery (discoverDevices) and the three
@@ -24,7 +24,8 @@
 //               rails gets them), each VF a veth end standing in for it as in cni_bench: there is no
 //               VF here, and a FakeSysfsTree VF has no netdev to move, so the same VFs cannot be
 //               given to both; a real VF adds the GUID set through the PF and the rebind to ADD.
-//   slices      SlicePublisher::publish (KubeSliceApi over CurlHttpClient, as ibcni-dra) of 64 VFs
+//   slices      SlicePublisher::publish (KubeSliceApi over a CurlHttpClient keeping its connection,
+//               as ibcni-dra's) of 64 VFs
 //               to the same API server: the first publication of a node, an unchanged pass, a
 //               change (a VF's port goes down), each on fresh nodes.
 //   rss         VmHWM and VmRSS of the ibcni-dra process (/proc/PID/status) after all of it.
@@ -501,7 +502,7 @@ struct Setup {
 
 /// Slice publication of 64 VFs on `samples` fresh nodes: {first, unchanged, change} in ms.
 bool slicesPart(const ApiProxy& api, const ibcni::dra::KubeTarget& target, int samples) {
-  http::CurlHttpClient client;
+  http::CurlHttpClient client(std::vector<std::string>{"libcurl-gnutls.so.4", "libcurl.so.4"}, true);
   dra::KubeSliceApi sliceApi(client, target);
   std::vector<double> first, unchanged, change;
   std::vector<dra::IbDevice> devices = dra::vfs(64);
@@ -613,7 +614,7 @@ int run(const Setup& s, ControlPlane& cp, ApiProxy& api) {
   target.tls = kubeconfig->tls;
   target.token = kubeconfig->token;
   target.tokenFile = kubeconfig->tokenFile;
-  http::CurlHttpClient getHttp;
+  http::CurlHttpClient getHttp(std::vector<std::string>{"libcurl-gnutls.so.4", "libcurl.so.4"}, true);
   dra::KubeClaimApi claimApi(getHttp, target);
   const std::string claimPath = "/apis/resource.k8s.io/v1/namespaces/" + one.ns + "/resourceclaims/" + one.name;
 
@@ -783,7 +784,7 @@ int run(const Setup& s, ControlPlane& cp, ApiProxy& api) {
   std::printf("\n## The floor\n\n");
   header("floor");
   row("gRPC unary round trip to a no-op DRAPlugin on a Unix socket", grpc);
-  row("bare GET of the claim: CurlHttpClient, a new TLS connection", get);
+  row("bare GET of the claim: CurlHttpClient on a kept connection, as ibcni-dra's", get);
   std::printf("\nfloor (p50s summed) %.3f ms; Prepare of 1 VF / floor %.2f (p50), of 8 VFs / floor %.2f\n", floor,
               prep1.median / floor, prep8.median / floor);
 
