@@ -81,6 +81,7 @@
 #include "plugin/sysfs/sysfs_devices.h"
 #include "plugin/sysfs/sysfs_inventory.h"
 #include "support/control_plane.h"
+#include "support/daemon_process.h"
 #include "support/exec_program.h"
 #include "unit/dra/dra_devices.h"
 
@@ -334,23 +335,14 @@ void addVfs(support::FakeSysfsTree& sys, int count) {
 
 class Driver {
  public:
-  Driver(const std::vector<std::string>& args, const std::string& log) {
-    const int logFd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    const int nullFd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-    pid_ = ibcni::testing::spawnTiedToTest(args, {ibcni::testing::kPathEnv}, nullFd, logFd, logFd);
-    ::close(logFd);
-    ::close(nullFd);
-  }
-  Driver(const Driver&) = delete;
-  Driver& operator=(const Driver&) = delete;
-  ~Driver() { (void)stop(); }
+  Driver(const std::vector<std::string>& args, const std::string& log) : process_(args, log) {}
 
-  [[nodiscard]] pid_t pid() const { return pid_; }
-  [[nodiscard]] bool running() const { return pid_ > 0 && ::waitpid(pid_, nullptr, WNOHANG) == 0; }
+  [[nodiscard]] pid_t pid() const { return process_.pid(); }
+  [[nodiscard]] bool running() const { return pid() > 0 && ::waitpid(pid(), nullptr, WNOHANG) == 0; }
 
   /// "VmHWM" or "VmRSS" of /proc/PID/status, in KiB; -1 when unknown.
   [[nodiscard]] long statusKiB(const std::string& field) const {
-    std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
+    std::ifstream in("/proc/" + std::to_string(pid()) + "/status");
     for (std::string line; std::getline(in, line);) {
       if (line.rfind(field + ":", 0) == 0) {
         return std::atol(line.c_str() + field.size() + 1);
@@ -361,25 +353,10 @@ class Driver {
   [[nodiscard]] long threads() const { return statusKiB("Threads"); }
 
   /// SIGTERM, reaped; its wait status (-1: not running).
-  int stop() {
-    if (pid_ <= 0) {
-      return -1;
-    }
-    ::kill(pid_, SIGTERM);
-    int status = 0;
-    for (int i = 0; i < 100 && ::waitpid(pid_, &status, WNOHANG) == 0; ++i) {
-      std::this_thread::sleep_for(100ms);
-    }
-    if (::waitpid(pid_, &status, WNOHANG) == 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, &status, 0);
-    }
-    pid_ = -1;
-    return status;
-  }
+  int stop() { return process_.stop(SIGTERM); }
 
  private:
-  pid_t pid_ = -1;
+  ibcni::testing::DaemonProcess process_;  // spawned tied to the bench, its output in the log
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -56,6 +56,8 @@ class DaemonProcess {
   }
 
   [[nodiscard]] bool started() const { return pid_ > 0; }
+  /// Its pid while it runs; -1 once stopped.
+  [[nodiscard]] pid_t pid() const { return pid_; }
 
   /// One command line to kubelet-dra and its one-line JSON answer (null when none came in time).
   nlohmann::json ask(const std::string& command, std::chrono::milliseconds limit = std::chrono::seconds(60)) {
