@@ -25,7 +25,7 @@ function(ibcni_test_pch target)
 endfunction()
 
 function(ibcni_add_test name)
-  cmake_parse_arguments(T "ARCH;ARM64_LAB;CONTROL_PLANE;WHOLE" "TIMEOUT" "SOURCES;DEPENDS;LABELS" ${ARGN})
+  cmake_parse_arguments(T "ARCH;ARM64_LAB;CONTROL_PLANE;WHOLE" "TIMEOUT;COST" "SOURCES;DEPENDS;LABELS" ${ARGN})
   set(arm64_unit OFF)
   if("unit" IN_LIST T_LABELS AND T_ARCH)
     set(arm64_unit ON)
@@ -59,6 +59,9 @@ function(ibcni_add_test name)
   if(T_WHOLE)
     add_test(NAME ${name} COMMAND ${name})
     set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}" ${timeout})
+    if(T_COST)
+      set_tests_properties(${name} PROPERTIES COST ${T_COST})
+    endif()
     return()
   endif()
   # The labels are set by a CTest include file read after the discovered tests: gtest_discover_tests
@@ -66,12 +69,21 @@ function(ibcni_add_test name)
   gtest_discover_tests(${name} TEST_LIST ${name}_tests
     PROPERTIES ${timeout}
     DISCOVERY_TIMEOUT 60)
+  # COST: where `ctest -j` starts the test when it has no timings of its own yet (a fresh clone), the
+  # highest first; a long test started last makes the tier wait for it on one core.
   set(extra)
+  if(T_COST)
+    set(extra "COST ${T_COST}")
+  endif()
   if(T_CONTROL_PLANE)
     # The real API server of tests/support/control_plane.h: the fixture's one (tests/support), held
-    # by one test at a time (Nodes are cluster-wide).
+    # by one test at a time (Nodes are cluster-wide): the tests that share it run one after another,
+    # so they start early (COST 40, unless given) rather than last, in a row on one core.
     target_link_libraries(${name} PRIVATE ibcni_control_plane)
-    set(extra "FIXTURES_REQUIRED control_plane RESOURCE_LOCK control_plane ENVIRONMENT IBCNI_CONTROL_PLANE=${CMAKE_BINARY_DIR}/control-plane")
+    if(NOT T_COST)
+      set(extra "COST 40")
+    endif()
+    set(extra "${extra} FIXTURES_REQUIRED control_plane RESOURCE_LOCK control_plane ENVIRONMENT IBCNI_CONTROL_PLANE=${CMAKE_BINARY_DIR}/control-plane")
   endif()
   ibcni_label_discovered(${name} "${T_LABELS}" "${extra}")
 endfunction()
