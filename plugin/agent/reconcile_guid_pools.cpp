@@ -13,9 +13,13 @@ namespace ibcni::plugin {
 namespace {
 
 // Whether any state directory holds a record of (network, key); an unreadable one counts as held,
-// so that a GUID is never released on a guess.
+// so that a GUID is never released on a guess. A claim's GUID (ibcni-dra's network) is recorded in
+// ibcni-dra's checkpoint, not here: ibcni-dra releases it.
 bool recordedIn(const std::vector<std::string>& stateDirs, Deps& deps, const std::string& network,
                 const cni::AttachmentKey& key) {
+  if (network == ipam::kDraGuidNetwork) {
+    return true;
+  }
   for (const auto& dir : stateDirs) {
     auto found = deps.makeStore(dir)->load(network, key.containerId, key.ifName);
     if (!found || *found) {

@@ -22,6 +22,8 @@
 
 #include "ibcni/os/time_text.h"
 #include "ipam/backends/kubeconfig.h"
+#include "ipam/backends/production_backends.h"
+#include "ipam/embedded_ipam_guids.h"
 #include "lib/http/curl_http_client.h"
 #include "lib/log/log.h"
 #include "plugin/cli/command_line.h"
@@ -35,6 +37,7 @@
 #include "plugin/dra/kube_slice_api.h"
 #include "plugin/dra/resource_slices.h"
 #include "plugin/dra/slice_publisher.h"
+#include "plugin/netlink/libnl_netlink.h"
 #include "plugin/state/file_attachment_store.h"
 #include "plugin/sysfs/sysfs_devices.h"
 #include "plugin/sysfs/sysfs_inventory.h"
@@ -181,7 +184,16 @@ int runDra(const DraArgs& a, const sigset_t& stop, const DecorateEffects& decora
   dra::KubeClaimApi claims(claimHttp, a.target);
   const std::string stateDir = a.paths.pluginsDir + "/" + dra::kDriverName;
   const dra::ClaimCheckpoint checkpoint(stateDir + "/claims.json");
-  dra::FileClaimEffects files(checkpoint, a.cdiDir);
+  // The VFs' GUIDs and link state, through their PFs in this (the host's) network namespace; GUID
+  // pools as the CNI's guidPool keeps them (the same stores, cluster pools through the same backends).
+  nl::LibnlNetlink netlink;
+  auto host = os::Netns::current();
+  if (!host) {
+    std::fprintf(stderr, "ibcni-dra: %s\n", host.error().describe().c_str());
+    return 1;
+  }
+  ipam::EmbeddedGuidPools guids(clusterCapable(claimHttp));
+  dra::NodeClaimEffects files(checkpoint, a.cdiDir, {netlink, *host, claimDevices, guids});
   dra::KubeClaimApi statusApi(sliceHttp, a.target);
   dra::StatusReporter reporter(statusApi, dra::kDriverName);
   dra::ClaimPreparation preparation(claims, claimDevices, claimInventory, decorate(files),

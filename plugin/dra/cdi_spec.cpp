@@ -29,7 +29,7 @@ std::string envName(const std::string& request) {
 CdiDevice vfCdiDevice(const std::string& claimUid, const std::string& request, const IbDevice& d,
                       const sysfs::RdmaCharDevices& chars, const std::optional<sysfs::CharDevice>& rdmaCm) {
   CdiDevice out;
-  out.name = claimUid + "-" + d.name;
+  out.name = cdiDeviceName(claimUid, d.name);
   if (chars.uverbs) {
     out.nodes.push_back(*chars.uverbs);
   }
@@ -63,6 +63,10 @@ json cdiSpec(const std::vector<CdiDevice>& devices) {
     list.push_back({{"name", d.name}, {"containerEdits", {{"env", d.env}, {"deviceNodes", std::move(nodes)}}}});
   }
   return {{"cdiVersion", kCdiVersion}, {"kind", kCdiKind}, {"devices", std::move(list)}};
+}
+
+std::string cdiDeviceName(const std::string& claimUid, const std::string& deviceName) {
+  return claimUid + "-" + deviceName;
 }
 
 std::string cdiDeviceId(const std::string& name) { return std::string(kCdiKind) + "=" + name; }

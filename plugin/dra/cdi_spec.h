@@ -39,6 +39,9 @@ struct CdiDevice {
 /// The spec holding `devices`.
 [[nodiscard]] nlohmann::json cdiSpec(const std::vector<CdiDevice>& devices);
 
+/// "<claim uid>-<device name>": the CDI device of a claim's VF.
+[[nodiscard]] std::string cdiDeviceName(const std::string& claimUid, const std::string& deviceName);
+
 /// "ibcni.io/vf=<name>": what the kubelet hands the runtime.
 [[nodiscard]] std::string cdiDeviceId(const std::string& name);
 

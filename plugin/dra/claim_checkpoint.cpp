@@ -27,7 +27,28 @@ json toJson(const ClaimRecord& r) {
     devices.push_back({{"requests", d.requestNames}, {"pool", d.poolName}, {"device", d.deviceName},
                        {"cdiDeviceIds", d.cdiDeviceIds}, {"pci", d.pciAddress}});
   }
-  return {{"namespace", r.ref.ns}, {"name", r.ref.name}, {"state", stateName(r.state)}, {"devices", devices}};
+  json changes = json::array();
+  for (const auto& c : r.changes) {
+    json j = {{"device", c.device}, {"pf", c.pfName}, {"vf", c.vf}, {"pci", c.pci}, {"guid", c.guid},
+              {"oldNodeGuid", c.oldNodeGuid}, {"oldPortGuid", c.oldPortGuid}, {"guidPool", c.guidPool},
+              {"guidPoolDir", c.guidPoolDir}};
+    if (c.oldLinkState) {
+      j["oldLinkState"] = *c.oldLinkState;
+    }
+    changes.push_back(std::move(j));
+  }
+  return {{"namespace", r.ref.ns}, {"name", r.ref.name}, {"state", stateName(r.state)}, {"devices", devices},
+          {"changes", changes}};
+}
+
+VfChange changeFromJson(const json& j) {
+  VfChange c{j.at("device").get<std::string>(), j.at("pf").get<std::string>(), j.at("vf").get<std::uint32_t>(),
+             j.at("pci").get<std::string>(), j.value("guid", ""), j.value("oldNodeGuid", ""),
+             j.value("oldPortGuid", ""), std::nullopt, j.value("guidPool", ""), j.value("guidPoolDir", "")};
+  if (j.contains("oldLinkState")) {
+    c.oldLinkState = j.at("oldLinkState").get<std::uint32_t>();
+  }
+  return c;
 }
 
 ClaimRecord fromJson(const std::string& uid, const json& j) {
@@ -39,6 +60,9 @@ ClaimRecord fromJson(const std::string& uid, const json& j) {
     r.devices.push_back({d.at("requests").get<std::vector<std::string>>(), d.at("pool").get<std::string>(),
                          d.at("device").get<std::string>(), d.at("cdiDeviceIds").get<std::vector<std::string>>(),
                          d.value("pci", "")});
+  }
+  for (const auto& c : j.value("changes", json::array())) {
+    r.changes.push_back(changeFromJson(c));
   }
   return r;
 }

@@ -4,7 +4,9 @@
 // driver keeps its claims, and Unprepare (or the agent's pass) undoes what a killed Prepare began.
 #pragma once
 
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,22 @@
 #include "plugin/dra/claim_preparer.h"
 
 namespace ibcni::dra {
+
+/// What Prepare changes on one VF, each field written ahead of its change: what Unprepare (or a
+/// Prepare that fails) puts back.
+struct VfChange {
+  std::string device;       ///< the device's name: the pool GUID's key (ifName)
+  std::string pfName;       ///< the PF's netdev
+  std::uint32_t vf = 0;     ///< N of the PF's virtfnN
+  std::string pci;          ///< the VF's PCI address (the rebind)
+  std::string guid;         ///< the GUID set as node and port GUID; "" none
+  std::string oldNodeGuid;  ///< the VF's GUIDs before, put back by Unprepare (with guid)
+  std::string oldPortGuid;
+  std::optional<std::uint32_t> oldLinkState;  ///< nl::VfLinkState before linkState was set
+  std::string guidPool;     ///< the pool the GUID was asked from ("" none) ...
+  std::string guidPoolDir;  ///< ... and its store on this node
+  bool operator==(const VfChange&) const = default;
+};
 
 /// One claim as recorded.
 struct ClaimRecord {
@@ -24,6 +42,7 @@ struct ClaimRecord {
   ClaimRef ref;
   State state = State::kPreparing;
   std::vector<PreparedDevice> devices;
+  std::vector<VfChange> changes;  ///< the VFs Prepare changes, in order
 };
 
 /// The records by claim uid.

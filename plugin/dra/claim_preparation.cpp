@@ -73,6 +73,10 @@ PrepareOutcome ClaimPreparation::prepareLocked(const ClaimRef& claim, ClaimRecor
     return {it->second.devices, {}};
   }
   const std::string what = claimText(claim);
+  // A Prepare cut short (killed) left its record: what it changed is put back before it starts again.
+  if (auto left = undo(claim.uid, records); !left.empty()) {
+    return {{}, "prepare " + what + ": an earlier Prepare's changes could not be undone: " + left};
+  }
   auto object = claims_.get(claim.ns, claim.name);
   if (!object) {
     return {{}, "prepare " + what + ": " + object.error().message};
@@ -86,39 +90,55 @@ PrepareOutcome ClaimPreparation::prepareLocked(const ClaimRef& claim, ClaimRecor
   if (!allocated) {
     return {{}, "prepare " + what + ": " + allocated.error()};
   }
-  auto plan = planDevices(claim, *allocated);
+  auto plan = planDevices(*object, *allocated);
   if (!plan) {
     return {{}, "prepare " + what + ": " + plan.error()};
   }
-  ClaimRecord record{claim, ClaimRecord::State::kPreparing, plan->devices};
-  const std::vector<CdiDevice>& cdi = plan->cdi;
-  // Ahead of the first host change: a kill from here on is undone by Unprepare.
-  records[claim.uid] = record;
+  // Ahead of the first host change: a kill from here on is undone by Unprepare or the next Prepare.
+  records[claim.uid] = ClaimRecord{claim, ClaimRecord::State::kPreparing, plan->devices, plan->changes};
   if (auto ok = effects_.store(records); !ok) {
     return {{}, "prepare " + what + ": " + ok.error().describe()};
   }
-  if (!cdi.empty()) {
-    if (auto ok = effects_.writeSpec(claim.uid, cdi); !ok) {
-      return {{}, "prepare " + what + ": " + ok.error().describe()};
-    }
+  if (auto failed = changeNode(claim, *plan, records); !failed.empty()) {
+    const std::string left = undo(claim.uid, records);
+    return {{}, "prepare " + what + ": " + failed +
+                    (left.empty() ? "; what it changed was put back" : "; and undoing it failed: " + left)};
   }
   records[claim.uid].state = ClaimRecord::State::kPrepared;
   if (auto ok = effects_.store(records); !ok) {
     return {{}, "prepare " + what + ": " + ok.error().describe()};
   }
-  return {record.devices, {}};
+  return {plan->devices, {}};
+}
+
+std::string ClaimPreparation::changeNode(const ClaimRef& claim, const Plan& plan, ClaimRecords& records) {
+  VfSteps steps{effects_, [&] { return effects_.store(records); }};
+  for (std::size_t i = 0; i < plan.vfs.size(); ++i) {
+    const PlannedVf& vf = plan.vfs[i];
+    if (auto failed = applyVfSettings(steps, claim, vf.device, vf.settings, records[claim.uid].changes[i]);
+        !failed.empty()) {
+      return "device " + vf.device.name + " (request " + vf.request + "): " + failed;
+    }
+  }
+  auto cdi = cdiDevices(claim, plan.vfs);
+  if (!cdi) {
+    return cdi.error();
+  }
+  if (!cdi->empty()) {
+    if (auto ok = effects_.writeSpec(claim.uid, *cdi); !ok) {
+      return ok.error().describe();
+    }
+  }
+  return {};
 }
 
 std::expected<ClaimPreparation::Plan, std::string> ClaimPreparation::planDevices(
-    const ClaimRef& claim, const std::vector<Allocated>& allocated) {
+    const nlohmann::json& object, const std::vector<Allocated>& allocated) {
   auto present = discoverDevices(devices_, inventory_);
   if (!present) {
     return std::unexpected(present.error().describe());
   }
-  auto rdmaCm = inventory_.rdmaCm();
-  if (!rdmaCm) {
-    return std::unexpected(rdmaCm.error().describe());
-  }
+  const std::string uid = object.value("/metadata/uid"_json_pointer, std::string());
   Plan plan;
   for (const auto& a : allocated) {
     auto d = std::find_if(present->begin(), present->end(), [&](const IbDevice& x) { return x.name == a.device; });
@@ -128,23 +148,121 @@ std::expected<ClaimPreparation::Plan, std::string> ClaimPreparation::planDevices
     }
     PreparedDevice prepared{{a.request}, options_.nodeName, a.device, {}, d->pci.text};
     if (d->kind == DeviceKind::kVf) {
-      if (!d->guidSet) {
+      auto settings = vfSettingsFor(object, options_.driver, a.request, d->pci.text);
+      if (!settings) {
+        return std::unexpected(settings.error());
+      }
+      if (!d->guidSet && !settings->guid && !settings->guidPool) {
         return std::unexpected(unsetGuidProblem(*d, a.request));
       }
-      sysfs::RdmaCharDevices chars;
-      if (!d->rdmaDevice.empty()) {
-        auto c = inventory_.charDevices(d->rdmaDevice);
-        if (!c) {
-          return std::unexpected(c.error().describe());
-        }
-        chars = std::move(*c);
-      }
-      plan.cdi.push_back(vfCdiDevice(claim.uid, a.request, *d, chars, *rdmaCm));
-      prepared.cdiDeviceIds.push_back(cdiDeviceId(plan.cdi.back().name));
+      prepared.cdiDeviceIds.push_back(cdiDeviceId(cdiDeviceName(uid, a.device)));
+      VfChange change;
+      change.device = a.device;
+      change.pfName = d->pfName;
+      change.vf = d->vfIndex.value_or(0);
+      change.pci = d->pci.text;
+      plan.changes.push_back(std::move(change));
+      plan.vfs.push_back({a.request, *d, std::move(*settings)});
     }
     plan.devices.push_back(std::move(prepared));
   }
   return plan;
+}
+
+std::expected<std::vector<CdiDevice>, std::string> ClaimPreparation::cdiDevices(const ClaimRef& claim,
+                                                                               const std::vector<PlannedVf>& vfs) {
+  if (vfs.empty()) {
+    return std::vector<CdiDevice>{};
+  }
+  auto rdmaCm = inventory_.rdmaCm();
+  if (!rdmaCm) {
+    return std::unexpected(rdmaCm.error().describe());
+  }
+  // Read again only when a VF was changed: a rebind makes its RDMA device anew.
+  const bool changed = std::any_of(vfs.begin(), vfs.end(), [](const PlannedVf& v) {
+    return v.settings.guid || v.settings.guidPool || v.settings.linkState;
+  });
+  std::vector<IbDevice> now;
+  if (changed) {
+    auto present = discoverDevices(devices_, inventory_);
+    if (!present) {
+      return std::unexpected(present.error().describe());
+    }
+    now = std::move(*present);
+  }
+  std::vector<CdiDevice> out;
+  for (const auto& vf : vfs) {
+    const IbDevice* d = &vf.device;
+    if (changed) {
+      auto it = std::find_if(now.begin(), now.end(), [&](const IbDevice& x) { return x.name == vf.device.name; });
+      if (it == now.end()) {
+        return std::unexpected("device " + vf.device.name + " did not come back after its VF was changed");
+      }
+      d = &*it;
+    }
+    if (auto wrong = pkeyProblem(*d, vf); !wrong.empty()) {
+      return std::unexpected(wrong);
+    }
+    sysfs::RdmaCharDevices chars;
+    if (!d->rdmaDevice.empty()) {
+      auto c = inventory_.charDevices(d->rdmaDevice);
+      if (!c) {
+        return std::unexpected(c.error().describe());
+      }
+      chars = std::move(*c);
+    }
+    out.push_back(vfCdiDevice(claim.uid, vf.request, *d, chars, *rdmaCm));
+  }
+  return out;
+}
+
+std::string ClaimPreparation::pkeyProblem(const IbDevice& d, const PlannedVf& vf) {
+  if (!vf.settings.pkey) {
+    return {};
+  }
+  const std::string want = vf.settings.pkey->hex();
+  if (d.rdmaDevice.empty()) {
+    return "device " + d.name + ": pkey " + want + " cannot be checked, the VF has no RDMA device (bound to " +
+           (d.driver.empty() ? "no driver" : d.driver) + ")";
+  }
+  auto table = devices_.pkeys(d.rdmaDevice, d.port);
+  if (!table) {
+    return "device " + d.name + ": read the pkey table of " + d.rdmaDevice + ": " + table.error().describe();
+  }
+  if (std::none_of(table->begin(), table->end(), [&](const net::Pkey& p) { return p.samePartition(*vf.settings.pkey); })) {
+    return "device " + d.name + " (request " + vf.request + "): pkey " + want + " is not in the pkey table of " +
+           d.rdmaDevice + " port " + std::to_string(d.port) +
+           ": the subnet manager has not made the VF's GUID a member of that partition; add it to the "
+           "partition (opensm's partitions.conf, UFM), or ask for a pkey the VF has";
+  }
+  return {};
+}
+
+std::string ClaimPreparation::undo(const std::string& uid, ClaimRecords& records) {
+  auto it = records.find(uid);
+  if (it == records.end()) {
+    return {};
+  }
+  std::string errors;
+  auto& changes = it->second.changes;
+  for (auto c = changes.rbegin(); c != changes.rend(); ++c) {
+    if (pending(*c)) {
+      if (auto e = undoVfChange(effects_, uid, *c); !e.empty()) {
+        errors += (errors.empty() ? "" : "; ") + e;
+      }
+    }
+  }
+  // The spec goes even when a VF could not be put back: no container gets a half-undone claim.
+  if (auto ok = effects_.removeSpec(uid); !ok) {
+    errors += (errors.empty() ? "" : "; ") + ok.error().describe();
+  }
+  if (errors.empty()) {
+    records.erase(it);
+  }
+  if (auto ok = effects_.store(records); !ok) {
+    errors += (errors.empty() ? "" : "; ") + ok.error().describe();
+  }
+  return errors;
 }
 
 std::string ClaimPreparation::unprepare(const ClaimRef& claim) {
@@ -157,7 +275,7 @@ std::string ClaimPreparation::unprepare(const ClaimRef& claim) {
     return records.error().describe();
   }
   // Marked incomplete ahead of the first change: a kill from here on leaves a record that a
-  // retried Prepare does again in full and the next Unprepare finishes.
+  // retried Prepare undoes and does again in full, and the next Unprepare finishes.
   auto it = records->find(claim.uid);
   if (it != records->end() && it->second.state == ClaimRecord::State::kPrepared) {
     it->second.state = ClaimRecord::State::kPreparing;
@@ -165,15 +283,15 @@ std::string ClaimPreparation::unprepare(const ClaimRef& claim) {
       return "unprepare " + claimText(claim) + ": " + ok.error().describe();
     }
   }
-  // The spec goes even without a record: a record lost with its file leaves no spec behind.
-  if (auto ok = effects_.removeSpec(claim.uid); !ok) {
-    return "unprepare " + claimText(claim) + ": " + ok.error().describe();
-  }
-  if (records->erase(claim.uid) == 0) {
+  if (it == records->end()) {
+    // No record: nothing to put back, but a spec lost with its record goes too.
+    if (auto ok = effects_.removeSpec(claim.uid); !ok) {
+      return "unprepare " + claimText(claim) + ": " + ok.error().describe();
+    }
     return {};
   }
-  if (auto ok = effects_.store(*records); !ok) {
-    return "unprepare " + claimText(claim) + ": " + ok.error().describe();
+  if (auto left = undo(claim.uid, *records); !left.empty()) {
+    return "unprepare " + claimText(claim) + ": " + left + " (kept in the checkpoint: the next Unprepare tries again)";
   }
   return {};
 }

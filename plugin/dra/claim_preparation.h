@@ -11,7 +11,10 @@
 #include "ibcni/sysfs/devices.h"
 #include "ibcni/sysfs/ib_inventory.h"
 #include "plugin/dra/cdi_spec.h"
+#include "plugin/dra/claim_config.h"
 #include "plugin/dra/claim_effects.h"
+#include "plugin/dra/claim_vf_settings.h"
+#include "plugin/dra/ib_devices.h"
 #include "plugin/dra/claim_preparer.h"
 #include "plugin/dra/kube_claim_api.h"
 
@@ -28,10 +31,14 @@ class ClaimPreparation final : public ClaimPreparer {
                    PreparationOptions options);
 
   /// The claim read (its uid must be the kubelet's), its results for this driver and node matched
-  /// to the devices sysfs shows, the record written ahead, the CDI spec of its VFs written, the
-  /// record marked prepared. A claim prepared already answers from its record, without a call.
+  /// to the devices sysfs shows, with their configuration; the record written ahead; the VFs'
+  /// GUIDs and link state set (claim_vf_settings), their pkeys checked, the CDI spec of its VFs
+  /// written; the record marked prepared. A claim prepared already answers from its record, without
+  /// a call; one whose earlier Prepare was cut short is undone first, then prepared in full. A
+  /// Prepare that fails undoes what it changed.
   [[nodiscard]] PrepareOutcome prepare(const ClaimRef& claim) override;
-  /// The CDI spec removed and the record dropped; no record is success.
+  /// The VFs' settings put back, pool GUIDs released, the CDI spec removed and the record dropped;
+  /// no record is success. What could not be put back stays recorded, and the error says what.
   [[nodiscard]] std::string unprepare(const ClaimRef& claim) override;
 
   /// One allocation result of a claim for this driver and node.
@@ -41,17 +48,36 @@ class ClaimPreparation final : public ClaimPreparer {
   };
 
  private:
-  /// What Prepare will write for `allocated`: each device's answer and the VFs' CDI devices.
+  /// One allocated VF: as sysfs shows it, and what the claim's configuration asks of it.
+  struct PlannedVf {
+    std::string request;
+    IbDevice device;
+    VfSettings settings;
+  };
+  /// What Prepare will do for `allocated`: each device's answer, the VFs, and what they change.
   struct Plan {
     std::vector<PreparedDevice> devices;
-    std::vector<CdiDevice> cdi;
+    std::vector<PlannedVf> vfs;
+    std::vector<VfChange> changes;  ///< one per VF, nothing changed yet
   };
 
   [[nodiscard]] PrepareOutcome prepareLocked(const ClaimRef& claim, ClaimRecords& records);
-  /// The allocated devices matched to those sysfs shows now; an error names a device that is gone,
-  /// or a VF without a GUID.
-  [[nodiscard]] std::expected<Plan, std::string> planDevices(const ClaimRef& claim,
+  /// The allocated devices matched to those sysfs shows now, with their settings; an error names a
+  /// device that is gone, a configuration that is wrong, or a VF without a GUID that gets none.
+  [[nodiscard]] std::expected<Plan, std::string> planDevices(const nlohmann::json& object,
                                                             const std::vector<Allocated>& allocated);
+  /// The VFs' settings applied, each change written ahead; then the pkeys checked and the CDI spec
+  /// written from the VFs as they are after any rebind. "" or the error.
+  [[nodiscard]] std::string changeNode(const ClaimRef& claim, const Plan& plan, ClaimRecords& records);
+  /// The CDI devices of the VFs as sysfs shows them now (a rebind may have renamed their RDMA
+  /// devices and given new device numbers), their pkeys checked; or the error.
+  [[nodiscard]] std::expected<std::vector<CdiDevice>, std::string> cdiDevices(const ClaimRef& claim,
+                                                                             const std::vector<PlannedVf>& vfs);
+  /// "" when VF `d` (as sysfs shows it now) holds the pkey `vf` asks for (or none is asked), else why not.
+  [[nodiscard]] std::string pkeyProblem(const IbDevice& d, const PlannedVf& vf);
+  /// Undoes what claim `uid`'s record names (its VFs' changes, in reverse, then its CDI spec) and
+  /// drops the record; a record whose undo failed stays, with what is left. "" or the errors.
+  [[nodiscard]] std::string undo(const std::string& uid, ClaimRecords& records);
 
   ClaimApi& claims_;
   sysfs::Devices& devices_;

@@ -16,18 +16,6 @@ namespace {
 
 using cni::Errc;
 
-nl::VfLinkState toNl(config::VfLinkState s) {
-  switch (s) {
-    case config::VfLinkState::kEnable:
-      return nl::VfLinkState::kEnable;
-    case config::VfLinkState::kDisable:
-      return nl::VfLinkState::kDisable;
-    case config::VfLinkState::kAuto:
-      break;
-  }
-  return nl::VfLinkState::kAuto;
-}
-
 const char* linkStateName(nl::VfLinkState s) {
   switch (s) {
     case nl::VfLinkState::kEnable:

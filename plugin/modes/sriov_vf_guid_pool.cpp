@@ -24,6 +24,23 @@ const config::GuidPoolConf* guidPoolOf(const config::NetConf& conf) {
   return conf.guidPool && *conf.guidPool ? &**conf.guidPool : nullptr;
 }
 
+PoolGuidChoice choosePoolGuid(const config::GuidPoolConf& pool, const std::optional<net::Guid>& requested,
+                              const std::optional<net::Guid>& currentPort) {
+  if (requested) {
+    return {inPool(pool, *requested), requested};
+  }
+  if (pool.assign == config::GuidAssign::kAlways || !currentPort || unusableGuid(*currentPort)) {
+    return {true, std::nullopt};
+  }
+  if (inPool(pool, *currentPort)) {
+    // The VF carries a GUID of the pool that no attachment of this node was known to hold (a lost
+    // record, a hand-set GUID): it is claimed for this attachment, so that it is never handed out
+    // twice, and DEL leaves the VF without it.
+    return {true, currentPort};
+  }
+  return {};
+}
+
 cni::Result<void> choosePoolGuid(const ModeContext& ctx, HostDevice& device) {
   const config::GuidPoolConf* pool = guidPoolOf(ctx.inv.conf);
   if (pool == nullptr) {
@@ -35,21 +52,14 @@ cni::Result<void> choosePoolGuid(const ModeContext& ctx, HostDevice& device) {
                      "without GUID pools), or remove guidPool");
   }
   VfPlace& vf = *device.vf;
-  if (vf.guid) {
-    vf.guidFromPool = inPool(*pool, *vf.guid);
+  const bool requested = vf.guid.has_value();
+  const PoolGuidChoice choice = choosePoolGuid(*pool, vf.guid, currentGuids(device).port);
+  vf.guidFromPool = choice.fromPool;
+  if (requested) {
     vf.guidFrom = requestedGuidField(ctx.inv);
-    return {};
-  }
-  const VfGuids cur = currentGuids(device);
-  if (pool->assign == config::GuidAssign::kAlways || !cur.port || unusableGuid(*cur.port)) {
-    vf.guidFromPool = true;
-  } else if (inPool(*pool, *cur.port)) {
-    // The VF carries a GUID of the pool that no attachment of this node was known to hold (a lost
-    // record, a hand-set GUID): it is claimed for this attachment, so that it is never handed out
-    // twice, and DEL leaves the VF without it.
-    vf.guid = *cur.port;
+  } else if (choice.requested) {
+    vf.guid = choice.requested;
     vf.guidFrom = "the VF's own GUID";
-    vf.guidFromPool = true;
   }
   return {};
 }

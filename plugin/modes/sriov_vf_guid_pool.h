@@ -19,11 +19,23 @@ namespace ibcni::plugin {
 /// The network's guidPool when it has a valid one (ADD and CHECK refuse a broken one when parsing).
 [[nodiscard]] const config::GuidPoolConf* guidPoolOf(const config::NetConf& conf);
 
-/// Decides, for the VF in `device.vf`, whether its GUID comes from the pool (VfPlace::guidFromPool):
-/// a requested GUID inside the pool's range is claimed there; with none requested, the pool assigns
-/// one when the VF has none (all zeros or all ones) or with "assign": "always", and a VF's own GUID
-/// inside the pool's range is claimed for this attachment (so that the pool never hands it to
-/// another VF while this one carries it). A requested GUID outside the range is set as without a pool.
+/// Whether a VF's GUID comes from `pool`, and which GUID is asked of it (none: the pool picks).
+struct PoolGuidChoice {
+  bool fromPool = false;
+  std::optional<net::Guid> requested;
+};
+
+/// The pool's rule, for a VF whose GUID `requested` was asked for (none: not asked) and whose port
+/// GUID is `currentPort` now: a requested GUID inside the pool's range is claimed there (outside it,
+/// it is set as without a pool); with none requested, the pool assigns one when the VF has none
+/// (all zeros or all ones) or with "assign": "always", and a VF's own GUID inside the pool's range
+/// is claimed for the attachment (so that the pool never hands it to another VF while this one
+/// carries it). sriov mode's ADD and ibcni-dra's Prepare both decide by it.
+[[nodiscard]] PoolGuidChoice choosePoolGuid(const config::GuidPoolConf& pool, const std::optional<net::Guid>& requested,
+                                            const std::optional<net::Guid>& currentPort);
+
+/// Decides, for the VF in `device.vf`, whether its GUID comes from the pool (VfPlace::guidFromPool),
+/// by the rule above.
 /// @return error 2 when this program has no GUID pools.
 [[nodiscard]] cni::Result<void> choosePoolGuid(const ModeContext& ctx, HostDevice& device);
 

@@ -11,6 +11,18 @@
 
 namespace ibcni::plugin {
 
+nl::VfLinkState toNl(config::VfLinkState s) {
+  switch (s) {
+    case config::VfLinkState::kEnable:
+      return nl::VfLinkState::kEnable;
+    case config::VfLinkState::kDisable:
+      return nl::VfLinkState::kDisable;
+    case config::VfLinkState::kAuto:
+      break;
+  }
+  return nl::VfLinkState::kAuto;
+}
+
 namespace {
 
 using cni::Errc;

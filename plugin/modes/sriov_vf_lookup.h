@@ -22,6 +22,9 @@ inline constexpr std::uint64_t kAllOnesGuid = ~std::uint64_t{0};
 [[nodiscard]] std::string vfName(const net::PciAddress& pfPci, std::uint32_t vf, const std::string& pfName);
 
 /// A VF's node and port GUID.
+/// linkState as the PF's netlink takes it (IFLA_VF_LINK_STATE).
+[[nodiscard]] nl::VfLinkState toNl(config::VfLinkState s);
+
 struct VfGuids {
   std::optional<net::Guid> node;
   std::optional<net::Guid> port;

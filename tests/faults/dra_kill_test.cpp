@@ -22,6 +22,8 @@
 
 #include "fakes/fake_sysfs_tree.h"
 #include "k8s.io/kubelet/pkg/apis/dra/v1/api.grpc.pb.h"
+#include "ibcni/os/file_io.h"
+#include "ipam/embedded_ipam_guids.h"
 #include "plugin/dra/claim_checkpoint.h"
 #include "support/control_plane.h"
 #include "support/daemon_process.h"
@@ -127,6 +129,13 @@ class DraKillTest : public ::testing::Test {
     ASSERT_TRUE(ns) << ns.error();
     ns_ = *ns;
     // A claim of two VFs, allocated on this node as the scheduler leaves it.
+    uid_ = makeClaim("rails", json::array());
+    std::filesystem::create_directories(dir_.path() + "/cdi");
+  }
+
+  /// Claim `name` of VFs 1 and 6 (requests rail-1, rail-6), allocated on this node with the opaque
+  /// configuration `config` (status.allocation.devices.config); its uid, "" on failure.
+  std::string makeClaim(const std::string& name, const json& config) {
     json results = json::array();
     for (int n : {1, 6}) {
       results.push_back({{"request", "rail-" + std::to_string(n)}, {"driver", "ibcni.io"}, {"pool", kNode},
@@ -135,15 +144,14 @@ class DraKillTest : public ::testing::Test {
     const std::string claims = "/apis/resource.k8s.io/v1/namespaces/" + ns_ + "/resourceclaims";
     auto [cs, c] = suite_.api->admin(
         "POST", claims,
-        {{"metadata", {{"name", "rails"}}},
+        {{"metadata", {{"name", name}}},
          {"spec", {{"devices", {{"requests", {{{"name", "rail-1"}, {"exactly", {{"deviceClassName", "vf.ibcni.io"}}}},
                                                {{"name", "rail-6"}, {"exactly", {{"deviceClassName", "vf.ibcni.io"}}}}}}}}}}});
-    ASSERT_EQ(cs, 201) << c.dump();
-    c["status"] = {{"allocation", {{"devices", {{"results", results}}}}}};
-    auto [ss, s] = suite_.api->admin("PUT", claims + "/rails/status", c);
-    ASSERT_EQ(ss, 200) << s.dump();
-    uid_ = c["metadata"]["uid"];
-    std::filesystem::create_directories(dir_.path() + "/cdi");
+    EXPECT_EQ(cs, 201) << c.dump();
+    c["status"] = {{"allocation", {{"devices", {{"results", results}, {"config", config}}}}}};
+    auto [ss, s] = suite_.api->admin("PUT", claims + "/" + name + "/status", c);
+    EXPECT_EQ(ss, 200) << s.dump();
+    return c["metadata"].value("uid", "");
   }
   void TearDown() override {
     if (!ns_.empty()) {
@@ -169,7 +177,8 @@ class DraKillTest : public ::testing::Test {
   std::string socket() const { return dir_.path() + "/plugins/ibcni.io/dra.sock"; }
 
   /// What the claim left on the node: its CDI spec, its record.
-  std::vector<std::string> leftOver() const {
+  std::vector<std::string> leftOver() const { return leftOver(uid_); }
+  std::vector<std::string> leftOver(const std::string& uid) const {
     std::vector<std::string> out;
     for (const auto& e : std::filesystem::directory_iterator(dir_.path() + "/cdi")) {
       out.push_back("cdi/" + e.path().filename().string());
@@ -177,19 +186,21 @@ class DraKillTest : public ::testing::Test {
     auto records = ClaimCheckpoint(dir_.path() + "/plugins/ibcni.io/claims.json").load();
     if (!records) {
       out.push_back("checkpoint unreadable: " + records.error().describe());
-    } else if (records->count(uid_) != 0) {
+    } else if (records->count(uid) != 0) {
       out.push_back("record of the claim");
     }
     return out;
   }
 
-  /// The steps one Prepare and one Unprepare take, counted by the faulty build's trace.
-  unsigned stepsOfOneClaim() {
+  /// The steps one Prepare and one Unprepare of claim `name` take, counted by the faulty build's
+  /// trace (`env`: more of its environment).
+  unsigned stepsOfOneClaim(const std::string& name, const std::string& uid, std::vector<std::string> env = {}) {
     const std::string trace = dir_.path() + "/trace";
-    auto d = start(IBCNI_DRA_FAULTY_BINARY, {"IBCNI_FAULT_TRACE=" + trace}, "count.log");
+    env.push_back("IBCNI_FAULT_TRACE=" + trace);
+    auto d = start(IBCNI_DRA_FAULTY_BINARY, env, "count.log");
     KubeletCalls kubelet(socket());
-    EXPECT_EQ(kubelet.prepare(ns_, "rails", uid_), "");
-    EXPECT_EQ(kubelet.unprepare(ns_, "rails", uid_), "");
+    EXPECT_EQ(kubelet.prepare(ns_, name, uid), "");
+    EXPECT_EQ(kubelet.unprepare(ns_, name, uid), "");
     (void)d->stop(SIGTERM);
     const std::string text = testing::readFile(trace);
     return static_cast<unsigned>(std::count(text.begin(), text.end(), '\n'));
@@ -204,7 +215,7 @@ class DraKillTest : public ::testing::Test {
 };
 
 TEST_F(DraKillTest, NothingOutlivesItsClaimWhateverStepTheDriverDiesAfterOrFails) {
-  const unsigned steps = stepsOfOneClaim();
+  const unsigned steps = stepsOfOneClaim("rails", uid_);
   // Prepare: record ahead, CDI spec, record prepared; Unprepare: record marked incomplete, spec
   // removed, record dropped.
   ASSERT_EQ(steps, 6U) << testing::readFile(dir_.path() + "/trace");
@@ -266,6 +277,76 @@ TEST_F(DraKillTest, OneCallOfTwoClaimsAnswersEachAndAnUnknownClaimUnpreparesAsSu
   EXPECT_EQ(kubelet.unprepare(ns_, "rails", uid_), "");
   EXPECT_THAT(leftOver(), ::testing::IsEmpty());
   (void)driver->stop(SIGTERM);
+}
+
+/// The VFs of the faulty build's table (IBCNI_FAULT_VF_TABLE), without its rebind counts: what
+/// their PF keeps.
+json vfSettings(const std::string& table) {
+  json j = json::parse(testing::readFile(table), nullptr, false);
+  for (auto& [k, v] : j.items()) {
+    v.erase("rebinds");
+  }
+  return j;
+}
+
+TEST_F(DraKillTest, AClaimsGuidsAndLinkStateOutliveNoKillOrFailureAtAnyStep) {
+  // rail-1: a GUID from a node-local pool (assign always: it replaces the VF's own) and linkState
+  // enable; rail-6: a GUID of the claim's own. The VFs are the faulty build's file (this machine has
+  // no SR-IOV PF); the pool is the production one, in this test's folder.
+  const std::string table = dir_.path() + "/vfs.json";
+  const json original = {
+      {"ib0/1", {{"node", "02:00:00:00:00:00:a0:01"}, {"port", "02:00:00:00:00:00:a0:01"}, {"linkState", 0},
+                 {"pci", "0000:3b:01.1"}}},
+      {"ib0/6", {{"node", "02:00:00:00:00:00:a0:06"}, {"port", "02:00:00:00:00:00:a0:06"}, {"linkState", 0},
+                 {"pci", "0000:3b:01.6"}}}};
+  ASSERT_TRUE(os::writeFileAtomic(table, original.dump()));
+  const json pool = {{"range", "02:00:00:00:00:b0:00:00-02:00:00:00:00:b0:00:ff"}, {"blockSize", 16},
+                     {"assign", "always"}, {"dataDir", dir_.path() + "/ipam"}};
+  const std::string uid = makeClaim(
+      "tuned", json::array({{{"source", "FromClaim"}, {"requests", {"rail-1"}},
+                             {"opaque", {{"driver", "ibcni.io"}, {"parameters", {{"guidPool", pool}, {"linkState", "enable"}}}}}},
+                            {{"source", "FromClaim"}, {"requests", {"rail-6"}},
+                             {"opaque", {{"driver", "ibcni.io"}, {"parameters", {{"guid", "02:00:00:00:00:00:0c:06"}}}}}}}));
+  ASSERT_FALSE(uid.empty());
+  const std::string vfEnv = "IBCNI_FAULT_VF_TABLE=" + table;
+  ipam::EmbeddedGuidPools guids;
+  const std::string store = dir_.path() + "/ipam/.guid/ibcni-dra";
+  auto poolHolds = [&] { return guids.holders(store).value_or(std::vector<ipam::ReleasedAllocation>{{}}).size(); };
+  const unsigned steps = stepsOfOneClaim("tuned", uid, {vfEnv});
+  // Prepare: record ahead; rail-1: pool ahead, GUID allocated, GUID ahead, set, rebind, link state
+  // ahead, set; rail-6: GUID ahead, set, rebind; CDI spec; prepared. Unprepare: incomplete; rail-6:
+  // GUIDs back, rebind; rail-1: link state back, GUIDs back, rebind, GUID released; spec; dropped.
+  ASSERT_EQ(steps, 22U) << testing::readFile(dir_.path() + "/trace");
+  ASSERT_EQ(vfSettings(table), original);
+  for (unsigned step = 1; step <= steps; ++step) {
+    for (const char* fault : {"IBCNI_FAULT_KILL_AFTER=", "IBCNI_FAULT_STEP="}) {
+      SCOPED_TRACE(std::string(fault) + std::to_string(step));
+      {
+        auto faulty = start(IBCNI_DRA_FAULTY_BINARY, {vfEnv, fault + std::to_string(step)}, "faulty.log");
+        KubeletCalls kubelet(socket());
+        if (kubelet.prepare(ns_, "tuned", uid).empty()) {
+          (void)kubelet.unprepare(ns_, "tuned", uid);
+        }
+        (void)faulty->stop(SIGTERM);
+      }
+      // The driver started again (the faulty build without a fault: the same code, over the same
+      // VF table): the kubelet's retried Prepare, then Unprepare.
+      auto driver = start(IBCNI_DRA_FAULTY_BINARY, {vfEnv}, "driver.log");
+      KubeletCalls kubelet(socket());
+      EXPECT_EQ(kubelet.prepare(ns_, "tuned", uid), "");
+      const json prepared = vfSettings(table);
+      EXPECT_EQ(prepared["ib0/6"]["node"], "02:00:00:00:00:00:0c:06");
+      EXPECT_THAT(prepared["ib0/1"]["node"].get<std::string>(), ::testing::StartsWith("02:00:00:00:00:b0:00:"));
+      EXPECT_EQ(prepared["ib0/1"]["linkState"], 1);
+      EXPECT_EQ(poolHolds(), 1U);
+      EXPECT_EQ(kubelet.unprepare(ns_, "tuned", uid), "");
+      // Nothing outlives the claim: the VFs as they were, the pool's GUID back, no spec, no record.
+      EXPECT_EQ(vfSettings(table), original) << testing::readFile(dir_.path() + "/faulty.log");
+      EXPECT_EQ(poolHolds(), 0U);
+      EXPECT_THAT(leftOver(uid), ::testing::IsEmpty()) << testing::readFile(dir_.path() + "/faulty.log");
+      (void)driver->stop(SIGTERM);
+    }
+  }
 }
 
 }  // namespace

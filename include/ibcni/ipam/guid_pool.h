@@ -18,6 +18,12 @@
 
 namespace ibcni::ipam {
 
+/// The network under which ibcni-dra's claims hold their pool GUIDs (key: the claim's uid and the
+/// device's name), and the pool name of a guidPool without `pool` in a claim's configuration.
+/// ibcni-dra's checkpoint records them, and its Unprepare releases them: the node agent's pass,
+/// which releases a GUID whose attachment has no CNI record, leaves this network's alone.
+inline constexpr const char* kDraGuidNetwork = "ibcni-dra";
+
 /// One request for a VF GUID: the pool as config/ parsed it, the network and the attachment.
 struct GuidRequest {
   const config::GuidPoolConf& pool;

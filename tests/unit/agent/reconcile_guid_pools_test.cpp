@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // `ibcni reconcile` over sriov mode's GUID pools: a GUID no ibcni record holds is released, one a
-// record holds is kept whatever its pod's namespace, and a dry run only says so.
+// record holds is kept whatever its pod's namespace, a claim's (ibcni-dra's) is left to ibcni-dra,
+// and a dry run only says so.
 #include <algorithm>
 #include <filesystem>
 
@@ -68,6 +69,18 @@ TEST_F(ReconcileGuidPoolsTest, AGuidWithoutARecordIsReleasedAndOneWithARecordKep
   EXPECT_EQ(r.allocations[0].addresses, std::vector<std::string>{"02:00:00:00:00:00:01:01"});
   EXPECT_EQ(guids_.count(), 1u);
   EXPECT_TRUE(guids_.stores[store()].contains({"ibnet", "live", "net1"}));
+}
+
+// A claim's GUID (ibcni-dra's network) has no CNI record, yet is held: ibcni-dra's checkpoint
+// records it and its Unprepare releases it. The pass leaves it alone.
+TEST_F(ReconcileGuidPoolsTest, AClaimsGuidIsLeftToIbcniDra) {
+  guids_.stores[store()][{ipam::kDraGuidNetwork, "0f5e2c9a-claim-uid", "vf-0000-3b-01-2"}] = net::Guid{0x0200000000000102};
+  guids_.stores[store()][{"ibnet", "lost", "net1"}] = net::Guid{0x0200000000000101};
+  auto r = pass();
+  EXPECT_FALSE(r.failed()) << (r.errors.empty() ? "" : r.errors[0]);
+  ASSERT_EQ(r.allocations.size(), 1u);
+  EXPECT_EQ(r.allocations[0].containerId, "lost");
+  EXPECT_TRUE(guids_.stores[store()].contains({ipam::kDraGuidNetwork, "0f5e2c9a-claim-uid", "vf-0000-3b-01-2"}));
 }
 
 // A reboot wiped the store of a cluster pool of the default data directory: the pool index gives

@@ -12,65 +12,14 @@
 #include <map>
 #include <string>
 
-#include "fakes/fake_sysfs_tree.h"
 #include "plugin/dra/cdi_spec.h"
-#include "plugin/sysfs/sysfs_devices.h"
-#include "plugin/sysfs/sysfs_inventory.h"
-#include "support/temp_dir.h"
-#include "unit/dra/dra_devices.h"
-#include "unit/dra/memory_claims.h"
+#include "unit/dra/preparation_fixture.h"
 
 namespace ibcni::dra {
 namespace {
 
-using nlohmann::json;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-constexpr const char* kNode = "node-a";
-constexpr const char* kUid = "0f5e2c9a-7d41-4b0e-9a43-5d6f7e8a9b01";
-
-/// A claim of `uid` whose requests got `devices` (request "rail-<i>", this driver, pool `pool`).
-json claimOf(const std::string& uid, const std::vector<std::string>& devices, const std::string& pool = kNode) {
-  json results = json::array();
-  for (std::size_t i = 0; i < devices.size(); ++i) {
-    results.push_back({{"request", "rail-" + std::to_string(i)}, {"driver", "ibcni.io"}, {"pool", pool},
-                       {"device", devices[i]}});
-  }
-  return {{"metadata", {{"name", "nics"}, {"namespace", "ml"}, {"uid", uid}}},
-          {"status", {{"allocation", {{"devices", {{"results", results}}}}}}}};
-}
-
-std::string vfName(int n) { return eightVfsName(n); }
-
-class ClaimPreparationTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    addEightVfs(sys_);
-    ASSERT_TRUE(sys_.ok()) << sys_.error();
-    std::filesystem::create_directories(cdiDir());
-  }
-
-  std::string cdiDir() const { return dir_.path() + "/cdi"; }
-  std::string checkpointPath() const { return dir_.path() + "/claims.json"; }
-  ClaimPreparation preparation() {
-    return ClaimPreparation(api_, devices_, inventory_, files_, {.driver = "ibcni.io", .nodeName = kNode});
-  }
-  json specOnDisk() const {
-    std::ifstream in(cdiSpecPath(cdiDir(), kUid));
-    return json::parse(in, nullptr, false);
-  }
-  bool specExists() const { return std::filesystem::exists(cdiSpecPath(cdiDir(), kUid)); }
-  ClaimRecords records() const { return ClaimCheckpoint(checkpointPath()).load().value(); }
-
-  testing::FakeSysfsTree sys_;
-  sysfs::SysfsDevices devices_{sys_.root()};
-  sysfs::SysfsInventory inventory_{sys_.root()};
-  MemoryClaims api_;
-  testing::TempDir dir_{"ibcni-claims-"};
-  const ClaimRef ref_{"ml", kUid, "nics"};
-  FileClaimEffects files_{ClaimCheckpoint(checkpointPath()), cdiDir()};
-};
 
 TEST_F(ClaimPreparationTest, OneVfGetsItsCdiDeviceAndTheSpecHoldsItsNodes) {
   api_.claims["ml/nics"] = claimOf(kUid, {vfName(3)});
@@ -189,7 +138,7 @@ TEST_F(ClaimPreparationTest, UnprepareOfAClaimNeverPreparedSucceeds) {
 TEST_F(ClaimPreparationTest, AKilledPrepareIsUndoneByUnprepareFromItsRecord) {
   // Killed after its spec was written, before the record said prepared: the record is "preparing".
   ClaimRecords left;
-  left[kUid] = {ref_, ClaimRecord::State::kPreparing, {}};
+  left[kUid] = {ref_, ClaimRecord::State::kPreparing, {}, {}};
   ASSERT_TRUE(ClaimCheckpoint(checkpointPath()).store(left));
   std::ofstream(cdiSpecPath(cdiDir(), kUid)) << "{}";
   auto p = preparation();

@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: Apache-2.0
+// Prepare's changes to VFs, as a claim's opaque configuration asks (plugin/dra/claim_config,
+// claim_vf_settings): a requested GUID, a GUID from a guidPool (the embedded GUID pools, node-local,
+// in a temporary store), the link state, the pkey check; each undone by Unprepare and by a Prepare
+// that fails, and a configuration ibcni-dra does not take refused naming the key and the fix.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "unit/dra/preparation_fixture.h"
+
+namespace ibcni::dra {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr std::uint64_t kPoolFirst = 0x0200000000b00000ULL;
+const json kPool = {{"range", "02:00:00:00:00:b0:00:00-02:00:00:00:00:b0:00:ff"}, {"blockSize", 16}};
+
+bool inPool(const std::optional<net::Guid>& g) { return g && g->value >= kPoolFirst && g->value <= kPoolFirst + 0xff; }
+
+TEST_F(ClaimPreparationTest, ARequestedGuidIsSetAsNodeAndPortGuidAndUnprepareRestoresTheVfs) {
+  api_.claims["ml/nics"] = withConfig(claimOf(kUid, {vfName(3)}), {{"guid", "02:00:00:00:00:00:0c:03"}});
+  auto p = preparation();
+  PrepareOutcome out = p.prepare(ref_);
+  ASSERT_EQ(out.error, "");
+  EXPECT_EQ(vfNow(3).nodeGuid, net::Guid{0x0200000000000c03ULL});
+  EXPECT_EQ(vfNow(3).portGuid, net::Guid{0x0200000000000c03ULL});
+  EXPECT_EQ(vfNow(2).nodeGuid, net::Guid{0x020000000000a002ULL});  // the others are left alone
+  auto r = records();
+  ASSERT_EQ(r[kUid].changes.size(), 1U);
+  EXPECT_EQ(r[kUid].changes[0].guid, "02:00:00:00:00:00:0c:03");
+  EXPECT_EQ(r[kUid].changes[0].oldNodeGuid, "02:00:00:00:00:00:a0:03");
+  EXPECT_EQ(p.unprepare(ref_), "");
+  EXPECT_EQ(vfNow(3).nodeGuid, net::Guid{0x020000000000a003ULL});
+  EXPECT_EQ(vfNow(3).portGuid, net::Guid{0x020000000000a003ULL});
+  EXPECT_TRUE(records().empty());
+  EXPECT_FALSE(specExists());
+}
+
+TEST_F(ClaimPreparationTest, AVfWithoutAGuidGetsOneFromTheGuidPoolAndUnprepareGivesItBack) {
+  sys_.setNodeGuid("mlx5_3", "0000:0000:0000:0000");  // VF 2 has no GUID ...
+  nl::VfInfo unset = vfNow(2);
+  unset.nodeGuid = unset.portGuid = net::Guid{0};
+  nl_.setVfs(host_, pfIndex_, {vfNow(0), vfNow(1), unset, vfNow(3), vfNow(4), vfNow(5), vfNow(6), vfNow(7)});
+  api_.claims["ml/nics"] = withConfig(claimOf(kUid, {vfName(2), vfName(3)}), {{"guidPool", kPool}});
+  auto p = preparation();
+  PrepareOutcome out = p.prepare(ref_);
+  ASSERT_EQ(out.error, "");  // ... and is not refused: the pool gives it one
+  ASSERT_TRUE(inPool(vfNow(2).nodeGuid)) << vfNow(2).nodeGuid->toString();
+  EXPECT_EQ(vfNow(2).portGuid, vfNow(2).nodeGuid);
+  EXPECT_EQ(vfNow(3).nodeGuid, net::Guid{0x020000000000a003ULL});  // has its own, outside the pool: kept
+  const std::string store = records()[kUid].changes[0].guidPoolDir;
+  ASSERT_FALSE(store.empty());
+  auto held = guids_.holders(store);
+  ASSERT_TRUE(held);
+  ASSERT_EQ(held->size(), 1U);
+  EXPECT_EQ((*held)[0].containerId, kUid);
+  EXPECT_EQ((*held)[0].ifName, vfName(2));
+  EXPECT_EQ(p.unprepare(ref_), "");
+  EXPECT_EQ(vfNow(2).nodeGuid, net::Guid{~std::uint64_t{0}});  // no GUID again (all ones, as mlx5 shows none)
+  EXPECT_TRUE(guids_.holders(store)->empty());
+  EXPECT_TRUE(records().empty());
+}
+
+TEST_F(ClaimPreparationTest, TwoClaimsOfAlwaysAssigningPoolGetDistinctGuids) {
+  json always = kPool;
+  always["assign"] = "always";
+  const std::string other = "1a2b3c4d-0000-4000-8000-000000000002";
+  api_.claims["ml/nics"] = withConfig(claimOf(kUid, {vfName(0)}), {{"guidPool", always}});
+  json second = withConfig(claimOf(other, {vfName(1)}), {{"guidPool", always}});
+  second["metadata"]["name"] = "nics-2";
+  api_.claims["ml/nics-2"] = second;
+  auto p = preparation();
+  ASSERT_EQ(p.prepare(ref_).error, "");
+  ASSERT_EQ(p.prepare({"ml", other, "nics-2"}).error, "");
+  ASSERT_TRUE(inPool(vfNow(0).nodeGuid));
+  ASSERT_TRUE(inPool(vfNow(1).nodeGuid));
+  EXPECT_NE(vfNow(0).nodeGuid, vfNow(1).nodeGuid);
+  EXPECT_EQ(p.unprepare(ref_), "");
+  EXPECT_EQ(p.unprepare({"ml", other, "nics-2"}), "");
+  // The pool's GUIDs are not put back on the VFs: the pool may hand them out again.
+  EXPECT_EQ(vfNow(0).nodeGuid, net::Guid{0x020000000000a000ULL});
+  EXPECT_EQ(vfNow(1).nodeGuid, net::Guid{0x020000000000a001ULL});
+}
+
+TEST_F(ClaimPreparationTest, LinkStateIsSetPerRequestAndRestored) {
+  json claim = claimOf(kUid, {vfName(4), vfName(5)});
+  claim = withConfig(claim, {{"linkState", "enable"}}, {}, "FromClass");
+  claim = withConfig(claim, {{"linkState", "disable"}}, {"rail-1"});  // the claim's entry wins for rail-1
+  api_.claims["ml/nics"] = claim;
+  auto p = preparation();
+  ASSERT_EQ(p.prepare(ref_).error, "");
+  EXPECT_EQ(vfNow(4).linkState, nl::VfLinkState::kEnable);
+  EXPECT_EQ(vfNow(5).linkState, nl::VfLinkState::kDisable);
+  EXPECT_EQ(p.unprepare(ref_), "");
+  EXPECT_EQ(vfNow(4).linkState, nl::VfLinkState::kAuto);
+  EXPECT_EQ(vfNow(5).linkState, nl::VfLinkState::kAuto);
+}
+
+TEST_F(ClaimPreparationTest, APkeyTheVfLacksFailsPrepareNamingItAndPutsEverythingBack) {
+  sys_.setPkeys("mlx5_2", 1, {"0xffff", "0x8123"});
+  api_.claims["ml/nics"] =
+      withConfig(claimOf(kUid, {vfName(1)}), {{"guidPool", kPool}, {"guid", "02:00:00:00:00:b0:00:07"},
+                                             {"linkState", "enable"}, {"pkey", "0x0456"}});
+  auto p = preparation();
+  PrepareOutcome out = p.prepare(ref_);
+  EXPECT_THAT(out.error, HasSubstr("pkey 0x0456 is not in the pkey table of mlx5_2 port 1"));
+  EXPECT_THAT(out.error, HasSubstr("what it changed was put back"));
+  EXPECT_TRUE(out.devices.empty());
+  EXPECT_EQ(vfNow(1).nodeGuid, net::Guid{0x020000000000a001ULL});
+  EXPECT_EQ(vfNow(1).linkState, nl::VfLinkState::kAuto);
+  EXPECT_TRUE(records().empty());
+  EXPECT_FALSE(specExists());
+  EXPECT_TRUE(guids_.holders(dir_.path() + "/ipam/.guid/ibcni-dra")->empty());
+  // The pkey it has passes (with the membership bit or without).
+  api_.claims["ml/nics"] = withConfig(claimOf(kUid, {vfName(1)}), {{"pkey", "0x0123"}});
+  EXPECT_EQ(p.prepare(ref_).error, "");
+}
+
+TEST_F(ClaimPreparationTest, ANetlinkFailureMidwayUndoesTheStepsBefore) {
+  nl_.failOn(testing::FakeNetlink::Op::kSetVfLinkState, EPERM);
+  api_.claims["ml/nics"] =
+      withConfig(claimOf(kUid, {vfName(6)}), {{"guid", "02:00:00:00:00:00:0c:06"}, {"linkState", "disable"}});
+  auto p = preparation();
+  PrepareOutcome out = p.prepare(ref_);
+  EXPECT_THAT(out.error, HasSubstr("set linkState = disable on VF 6 of ib0"));
+  EXPECT_EQ(vfNow(6).nodeGuid, net::Guid{0x020000000000a006ULL});
+  EXPECT_TRUE(records().empty());
+}
+
+TEST_F(ClaimPreparationTest, AConfigurationIbcniDraDoesNotTakeIsRefusedNamingTheKeyAndTheFix) {
+  struct Case {
+    json parameters;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {{{"rdmaIsolation", true}}, "config[0].opaque.parameters.rdmaIsolation: the RDMA device moves"},
+      {{{"mtu", 4000}}, "config[0].opaque.parameters.mtu is not a key ibcni-dra takes"},
+      {{{"linkState", "up"}}, "linkState"},
+      {{{"guid", "00:00:00:00:00:00:00:00"}}, "guid"},
+      {{{"guidPool", {{"range", "nonsense"}}}}, "guidPool.range"},
+      {json::array({1, 2}), "must be an object"},
+  };
+  for (const auto& c : cases) {
+    api_.claims["ml/nics"] = withConfig(claimOf(kUid, {vfName(0)}), c.parameters);
+    auto p = preparation();
+    PrepareOutcome out = p.prepare(ref_);
+    EXPECT_THAT(out.error, HasSubstr(c.says)) << c.parameters.dump();
+    EXPECT_TRUE(records().empty());
+  }
+  // Another driver's configuration is not read.
+  json claim = claimOf(kUid, {vfName(0)});
+  claim["status"]["allocation"]["devices"]["config"] =
+      json::array({{{"opaque", {{"driver", "other.example.com"}, {"parameters", {{"anything", 1}}}}}}});
+  api_.claims["ml/nics"] = claim;
+  EXPECT_EQ(preparation().prepare(ref_).error, "");
+}
+
+TEST_F(ClaimPreparationTest, APrepareCutShortIsUndoneBeforeItIsDoneAgain) {
+  // Killed after it set the GUID, before the rebind: its record names the change.
+  ClaimRecords left;
+  VfChange c;
+  c.device = vfName(7);
+  c.pfName = "ib0";
+  c.vf = 7;
+  c.pci = "0000:3b:01.7";
+  c.guid = "02:00:00:00:00:00:0c:07";
+  c.oldNodeGuid = c.oldPortGuid = "02:00:00:00:00:00:a0:07";
+  left[kUid] = {ref_, ClaimRecord::State::kPreparing, {}, {c}};
+  ASSERT_TRUE(ClaimCheckpoint(checkpointPath()).store(left));
+  ASSERT_TRUE(nl_.setVfGuids(host_, pfIndex_, 7, net::Guid{0x0200000000000c07ULL}, net::Guid{0x0200000000000c07ULL}));
+  api_.claims["ml/nics"] = claimOf(kUid, {vfName(7)});  // asked again without a GUID
+  auto p = preparation();
+  ASSERT_EQ(p.prepare(ref_).error, "");
+  EXPECT_EQ(vfNow(7).nodeGuid, net::Guid{0x020000000000a007ULL});
+  EXPECT_TRUE(records()[kUid].changes[0].guid.empty());
+}
+
+}  // namespace
+}  // namespace ibcni::dra
