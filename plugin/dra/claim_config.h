@@ -26,6 +26,9 @@ struct VfSettings {
   std::optional<config::GuidPoolConf> guidPool;   ///< `guidPool`: as in sriov mode's NAD
   std::optional<config::VfLinkState> linkState;   ///< `linkState`: "auto", "enable", "disable"
   std::optional<net::Pkey> pkey;                  ///< `pkey`: the VF's pkey table must hold it
+
+  /// Whether Prepare changes the VF (the pkey is only checked).
+  [[nodiscard]] bool changesVf() const { return guid || guidPool || linkState; }
 };
 
 /// The settings of request `request` (a result's request, "req" or "req/subreq") of the claim

@@ -179,9 +179,7 @@ std::expected<std::vector<CdiDevice>, std::string> ClaimPreparation::cdiDevices(
     return std::unexpected(rdmaCm.error().describe());
   }
   // Read again only when a VF was changed: a rebind makes its RDMA device anew.
-  const bool changed = std::any_of(vfs.begin(), vfs.end(), [](const PlannedVf& v) {
-    return v.settings.guid || v.settings.guidPool || v.settings.linkState;
-  });
+  const bool changed = std::any_of(vfs.begin(), vfs.end(), [](const PlannedVf& v) { return v.settings.changesVf(); });
   std::vector<IbDevice> now;
   if (changed) {
     auto present = discoverDevices(devices_, inventory_);

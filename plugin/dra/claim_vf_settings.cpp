@@ -60,6 +60,9 @@ bool pending(const VfChange& change) {
 
 std::string applyVfSettings(VfSteps& steps, const ClaimRef& claim, const IbDevice& device, const VfSettings& settings,
                             VfChange& change) {
+  if (!settings.changesVf()) {
+    return {};  // nothing to ask of the PF: a VF prepared as it is needs no PF netdev
+  }
   auto info = steps.effects.vfInfo(refOf(change));
   if (!info) {
     return stepError("read the settings of " + vfText(change) + " from its PF", info.error());

@@ -497,20 +497,24 @@ check "dra.enabled=true: ibcni-dra's command line (the kubelet's paths, the CDI 
 check "dra.enabled=true: NODE_NAME from spec.nodeName, POD_UID from metadata.uid" \
   has "$work/dra-ds.flat" "$d/env[NODE_NAME]/valueFrom/fieldRef/fieldPath=\"spec.nodeName\"" \
   "$d/env[POD_UID]/valueFrom/fieldRef/fieldPath=\"metadata.uid\""
-check "dra.enabled=true: exactly the registry, plugins, CDI dir, /sys and ibcni's records (read-only) mounted" \
+check "dra.enabled=true: exactly the registry, plugins, CDI dir, /sys (written: rebinds), ibcni's records (read-only), the GUID pools' stores and the node-name folder (read-only) mounted" \
   same_lines "$work/dra-ds.flat" '/hostPath/path=|/mountPath=|/readOnly=' \
   "$p/volumes[plugins-registry]/hostPath/path=\"/var/lib/kubelet/plugins_registry\"" \
   "$p/volumes[plugins]/hostPath/path=\"/var/lib/kubelet/plugins\"" \
   "$p/volumes[cdi]/hostPath/path=\"/var/run/cdi\"" "$p/volumes[sys]/hostPath/path=\"/sys\"" \
   "$p/volumes[cni-state]/hostPath/path=\"/run/ibcni\"" \
+  "$p/volumes[ipam-data]/hostPath/path=\"/run/ibcni-ipam\"" "$p/volumes[cni-conf]/hostPath/path=\"/etc/cni/net.d/ibcni.d\"" \
   "$d/volumeMounts[plugins-registry]/mountPath=\"/var/lib/kubelet/plugins_registry\"" \
   "$d/volumeMounts[plugins]/mountPath=\"/var/lib/kubelet/plugins\"" \
   "$d/volumeMounts[cdi]/mountPath=\"/var/run/cdi\"" \
-  "$d/volumeMounts[sys]/mountPath=\"/host/sys\"" "$d/volumeMounts[sys]/readOnly=true" \
-  "$d/volumeMounts[cni-state]/mountPath=\"/host/run/ibcni\"" "$d/volumeMounts[cni-state]/readOnly=true"
-check "dra.enabled=true: no capability, no hostPID, not privileged, memory limited" \
+  "$d/volumeMounts[sys]/mountPath=\"/host/sys\"" \
+  "$d/volumeMounts[cni-state]/mountPath=\"/host/run/ibcni\"" "$d/volumeMounts[cni-state]/readOnly=true" \
+  "$d/volumeMounts[ipam-data]/mountPath=\"/run/ibcni-ipam\"" \
+  "$d/volumeMounts[cni-conf]/mountPath=\"/etc/cni/net.d/ibcni.d\"" "$d/volumeMounts[cni-conf]/readOnly=true"
+check "dra.enabled=true: NET_ADMIN alone (a VF's GUID and link state), no hostPID, not privileged, memory limited" \
   same_lines "$work/dra-ds.flat" '/hostPID=|/capabilities/|/privileged=|/resources/' \
-  "$d/securityContext/capabilities/drop/0=\"ALL\"" "$d/securityContext/privileged=false" \
+  "$d/securityContext/capabilities/drop/0=\"ALL\"" "$d/securityContext/capabilities/add/0=\"NET_ADMIN\"" \
+  "$d/securityContext/privileged=false" \
   "$d/resources/requests/cpu=\"10m\"" "$d/resources/requests/memory=\"32Mi\"" "$d/resources/limits/memory=\"64Mi\""
 dra_flat ClusterRole ibcni-dra >"$work/dra-role.flat"
 check "dra.enabled=true: the ClusterRole allows exactly ibcni-dra's requests" \

@@ -156,6 +156,16 @@ TEST_F(ClaimPreparationTest, AConfigurationIbcniDraDoesNotTakeIsRefusedNamingThe
   EXPECT_EQ(preparation().prepare(ref_).error, "");
 }
 
+TEST_F(ClaimPreparationTest, AVfAskedNothingOfNeedsNoPfNetdevAndAPkeyCheckChangesNothing) {
+  ASSERT_TRUE(nl_.removeLink(host_, pfIndex_));  // a PF without a netdev (or in another namespace)
+  sys_.setPkeys("mlx5_2", 1, {"0xffff"});
+  api_.claims["ml/nics"] = withConfig(claimOf(kUid, {vfName(1), vfName(2)}), {{"pkey", "0x7fff"}}, {"rail-0"});
+  auto p = preparation();
+  EXPECT_EQ(p.prepare(ref_).error, "");
+  EXPECT_TRUE(nl_.calls().empty());
+  EXPECT_EQ(p.unprepare(ref_), "");
+}
+
 TEST_F(ClaimPreparationTest, APrepareCutShortIsUndoneBeforeItIsDoneAgain) {
   // Killed after it set the GUID, before the rebind: its record names the change.
   ClaimRecords left;
