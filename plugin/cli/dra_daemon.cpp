@@ -20,6 +20,7 @@
 
 #include "plugin/cli/dra_daemon.h"
 
+#include "ibcni/os/boot_clock.h"
 #include "ibcni/os/time_text.h"
 #include "ipam/backends/kubeconfig.h"
 #include "ipam/backends/production_backends.h"
@@ -197,7 +198,7 @@ int runDra(const DraArgs& a, const sigset_t& stop, const DecorateEffects& decora
   dra::KubeClaimApi statusApi(sliceHttp, a.target);
   dra::StatusReporter reporter(statusApi, dra::kDriverName);
   dra::ClaimPreparation preparation(claims, claimDevices, claimInventory, decorate(files),
-                                    {.driver = dra::kDriverName, .nodeName = a.node});
+                                    {.driver = dra::kDriverName, .nodeName = a.node, .bootId = os::bootNow().boot});
   std::atomic<bool> registered{false};
   auto server = dra::grpc_api::DraServer::start(a.paths, dra::kDriverName, preparation,
                                                 [&registered](bool ok, const std::string& error) {

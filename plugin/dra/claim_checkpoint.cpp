@@ -38,7 +38,7 @@ json toJson(const ClaimRecord& r) {
     changes.push_back(std::move(j));
   }
   return {{"namespace", r.ref.ns}, {"name", r.ref.name}, {"state", stateName(r.state)}, {"devices", devices},
-          {"changes", changes}};
+          {"changes", changes}, {"boot", r.bootId}};
 }
 
 VfChange changeFromJson(const json& j) {
@@ -61,6 +61,7 @@ ClaimRecord fromJson(const std::string& uid, const json& j) {
                          d.at("device").get<std::string>(), d.at("cdiDeviceIds").get<std::vector<std::string>>(),
                          d.value("pci", "")});
   }
+  r.bootId = j.value("boot", "");
   for (const auto& c : j.value("changes", json::array())) {
     r.changes.push_back(changeFromJson(c));
   }

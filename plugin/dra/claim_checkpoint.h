@@ -43,6 +43,9 @@ struct ClaimRecord {
   State state = State::kPreparing;
   std::vector<PreparedDevice> devices;
   std::vector<VfChange> changes;  ///< the VFs Prepare changes, in order
+  /// The boot the changes were made in (/proc/sys/kernel/random/boot_id): a reboot resets the VFs'
+  /// GUIDs and link state, and empties /run (CDI specs, node-local GUID pools there).
+  std::string bootId;
 };
 
 /// The records by claim uid.

@@ -69,7 +69,11 @@ PrepareOutcome ClaimPreparation::prepare(const ClaimRef& claim) {
 }
 
 PrepareOutcome ClaimPreparation::prepareLocked(const ClaimRef& claim, ClaimRecords& records) {
-  if (auto it = records.find(claim.uid); it != records.end() && it->second.state == ClaimRecord::State::kPrepared) {
+  // Prepared in an earlier boot (the kubelet prepares its pods' claims again after a reboot): the
+  // VFs lost their settings and /run its CDI spec, so it is prepared again in full.
+  const bool rebooted = forgetRebootedChanges(claim.uid, records);
+  if (auto it = records.find(claim.uid);
+      !rebooted && it != records.end() && it->second.state == ClaimRecord::State::kPrepared) {
     return {it->second.devices, {}};
   }
   const std::string what = claimText(claim);
@@ -95,7 +99,8 @@ PrepareOutcome ClaimPreparation::prepareLocked(const ClaimRef& claim, ClaimRecor
     return {{}, "prepare " + what + ": " + plan.error()};
   }
   // Ahead of the first host change: a kill from here on is undone by Unprepare or the next Prepare.
-  records[claim.uid] = ClaimRecord{claim, ClaimRecord::State::kPreparing, plan->devices, plan->changes};
+  records[claim.uid] =
+      ClaimRecord{claim, ClaimRecord::State::kPreparing, plan->devices, plan->changes, options_.bootId};
   if (auto ok = effects_.store(records); !ok) {
     return {{}, "prepare " + what + ": " + ok.error().describe()};
   }
@@ -236,6 +241,18 @@ std::string ClaimPreparation::pkeyProblem(const IbDevice& d, const PlannedVf& vf
   return {};
 }
 
+bool ClaimPreparation::forgetRebootedChanges(const std::string& uid, ClaimRecords& records) const {
+  auto it = records.find(uid);
+  if (it == records.end() || it->second.bootId == options_.bootId) {
+    return false;
+  }
+  for (auto& c : it->second.changes) {
+    c.guid.clear();
+    c.oldLinkState.reset();
+  }
+  return true;
+}
+
 std::string ClaimPreparation::undo(const std::string& uid, ClaimRecords& records) {
   auto it = records.find(uid);
   if (it == records.end()) {
@@ -281,6 +298,7 @@ std::string ClaimPreparation::unprepare(const ClaimRef& claim) {
       return "unprepare " + claimText(claim) + ": " + ok.error().describe();
     }
   }
+  forgetRebootedChanges(claim.uid, *records);
   if (it == records->end()) {
     // No record: nothing to put back, but a spec lost with its record goes too.
     if (auto ok = effects_.removeSpec(claim.uid); !ok) {

@@ -23,6 +23,7 @@ namespace ibcni::dra {
 struct PreparationOptions {
   std::string driver;    ///< the driver's name: results of other drivers are not ours
   std::string nodeName;  ///< the pool of this node's devices
+  std::string bootId;    ///< this boot's (os::bootNow): a record of another boot has lost its VF changes
 };
 
 class ClaimPreparation final : public ClaimPreparer {
@@ -75,6 +76,10 @@ class ClaimPreparation final : public ClaimPreparer {
                                                                              const std::vector<PlannedVf>& vfs);
   /// "" when VF `d` (as sysfs shows it now) holds the pkey `vf` asks for (or none is asked), else why not.
   [[nodiscard]] std::string pkeyProblem(const IbDevice& d, const PlannedVf& vf);
+  /// A record of claim `uid` made in another boot: its VFs' changes are void (the reboot reset
+  /// them: nothing is put back on the VFs), what outlives a reboot (a pool GUID, the record) is
+  /// undone by undo(). @return whether it was of another boot.
+  bool forgetRebootedChanges(const std::string& uid, ClaimRecords& records) const;
   /// Undoes what claim `uid`'s record names (its VFs' changes, in reverse, then its CDI spec) and
   /// drops the record; a record whose undo failed stays, with what is left. "" or the errors.
   [[nodiscard]] std::string undo(const std::string& uid, ClaimRecords& records);

@@ -138,7 +138,7 @@ TEST_F(ClaimPreparationTest, UnprepareOfAClaimNeverPreparedSucceeds) {
 TEST_F(ClaimPreparationTest, AKilledPrepareIsUndoneByUnprepareFromItsRecord) {
   // Killed after its spec was written, before the record said prepared: the record is "preparing".
   ClaimRecords left;
-  left[kUid] = {ref_, ClaimRecord::State::kPreparing, {}, {}};
+  left[kUid] = {ref_, ClaimRecord::State::kPreparing, {}, {}, bootId_};
   ASSERT_TRUE(ClaimCheckpoint(checkpointPath()).store(left));
   std::ofstream(cdiSpecPath(cdiDir(), kUid)) << "{}";
   auto p = preparation();

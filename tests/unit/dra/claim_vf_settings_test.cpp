@@ -166,6 +166,47 @@ TEST_F(ClaimPreparationTest, AVfAskedNothingOfNeedsNoPfNetdevAndAPkeyCheckChange
   EXPECT_EQ(p.unprepare(ref_), "");
 }
 
+TEST_F(ClaimPreparationTest, AfterARebootTheKubeletsPrepareDoesTheClaimAgainInFull) {
+  json always = kPool;
+  always["assign"] = "always";
+  api_.claims["ml/nics"] = withConfig(claimOf(kUid, {vfName(0)}), {{"guidPool", always}, {"linkState", "enable"}});
+  ASSERT_EQ(preparation().prepare(ref_).error, "");
+  const auto before = vfNow(0).nodeGuid;
+  ASSERT_TRUE(inPool(before));
+  // The reboot: the VF as the firmware makes it, /run's CDI spec gone (the pool's store is kept here).
+  nl_.setVfs(host_, pfIndex_, {nl::VfInfo{0, nl::VfLinkState::kAuto, net::Guid{0x0200000000000ff0ULL},
+                                          net::Guid{0x0200000000000ff0ULL}}});
+  std::filesystem::remove(cdiSpecPath(cdiDir(), kUid));
+  bootId_ = "boot-2";
+  auto p = preparation();
+  ASSERT_EQ(p.prepare(ref_).error, "");
+  EXPECT_TRUE(specExists());
+  EXPECT_TRUE(inPool(vfNow(0).nodeGuid));
+  EXPECT_EQ(vfNow(0).linkState, nl::VfLinkState::kEnable);
+  EXPECT_EQ(records()[kUid].bootId, "boot-2");
+  EXPECT_EQ(records()[kUid].changes[0].oldNodeGuid, "02:00:00:00:00:00:0f:f0");
+  EXPECT_EQ(guids_.holders(dir_.path() + "/ipam/.guid/ibcni-dra")->size(), 1U);
+  EXPECT_EQ(p.unprepare(ref_), "");
+  EXPECT_EQ(vfNow(0).nodeGuid, net::Guid{0x0200000000000ff0ULL});
+  EXPECT_EQ(vfNow(0).linkState, nl::VfLinkState::kAuto);
+  EXPECT_TRUE(guids_.holders(dir_.path() + "/ipam/.guid/ibcni-dra")->empty());
+}
+
+TEST_F(ClaimPreparationTest, AnUnprepareAfterARebootReleasesThePoolGuidAndLeavesTheVfAlone) {
+  json always = kPool;
+  always["assign"] = "always";
+  api_.claims["ml/nics"] = withConfig(claimOf(kUid, {vfName(0)}), {{"guidPool", always}});
+  ASSERT_EQ(preparation().prepare(ref_).error, "");
+  nl_.setVfs(host_, pfIndex_, {nl::VfInfo{0, nl::VfLinkState::kAuto, net::Guid{0x0200000000000ff0ULL},
+                                          net::Guid{0x0200000000000ff0ULL}}});
+  bootId_ = "boot-2";
+  EXPECT_EQ(preparation().unprepare(ref_), "");
+  EXPECT_EQ(vfNow(0).nodeGuid, net::Guid{0x0200000000000ff0ULL});
+  EXPECT_TRUE(guids_.holders(dir_.path() + "/ipam/.guid/ibcni-dra")->empty());
+  EXPECT_TRUE(records().empty());
+  EXPECT_FALSE(specExists());
+}
+
 TEST_F(ClaimPreparationTest, APrepareCutShortIsUndoneBeforeItIsDoneAgain) {
   // Killed after it set the GUID, before the rebind: its record names the change.
   ClaimRecords left;
@@ -176,7 +217,7 @@ TEST_F(ClaimPreparationTest, APrepareCutShortIsUndoneBeforeItIsDoneAgain) {
   c.pci = "0000:3b:01.7";
   c.guid = "02:00:00:00:00:00:0c:07";
   c.oldNodeGuid = c.oldPortGuid = "02:00:00:00:00:00:a0:07";
-  left[kUid] = {ref_, ClaimRecord::State::kPreparing, {}, {c}};
+  left[kUid] = {ref_, ClaimRecord::State::kPreparing, {}, {c}, bootId_};
   ASSERT_TRUE(ClaimCheckpoint(checkpointPath()).store(left));
   ASSERT_TRUE(nl_.setVfGuids(host_, pfIndex_, 7, net::Guid{0x0200000000000c07ULL}, net::Guid{0x0200000000000c07ULL}));
   api_.claims["ml/nics"] = claimOf(kUid, {vfName(7)});  // asked again without a GUID

@@ -81,7 +81,8 @@ class ClaimPreparationTest : public ::testing::Test {
   std::string cdiDir() const { return dir_.path() + "/cdi"; }
   std::string checkpointPath() const { return dir_.path() + "/claims.json"; }
   ClaimPreparation preparation() {
-    return ClaimPreparation(api_, devices_, inventory_, files_, {.driver = "ibcni.io", .nodeName = kNode});
+    return ClaimPreparation(api_, devices_, inventory_, files_,
+                            {.driver = "ibcni.io", .nodeName = kNode, .bootId = bootId_});
   }
   json specOnDisk() const {
     std::ifstream in(cdiSpecPath(cdiDir(), kUid));
@@ -96,6 +97,7 @@ class ClaimPreparationTest : public ::testing::Test {
   MemoryClaims api_;
   testing::TempDir dir_{"ibcni-claims-"};
   const ClaimRef ref_{"ml", kUid, "nics"};
+  std::string bootId_ = "boot-1";
   /// The PF's netdev ib0 in the host namespace, reporting the eight VFs with the GUIDs sysfs shows.
   testing::FakeNetlink nl_;
   const os::Netns host_ = os::Netns::fakeForTest("/proc/1/ns/net", 1);
