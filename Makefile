@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 CTEST = ctest --output-on-failure -j $(JOBS) --timeout 900
 
-.PHONY: all build build-sanitize build-arm64 build-arm64-tests deps deps-build deps-demo deps-arm64 demo demo-build test test-release test-unit test-netns test-sanitize test-arm64 e2e bench chaos soak lab-churn compile-commands clean
+.PHONY: all build build-sanitize build-arm64 build-arm64-tests deps deps-build deps-demo deps-arm64 demo demo-build test test-release test-unit test-netns test-sanitize test-arm64 e2e bench chaos chaos-claims soak lab-churn compile-commands clean
 
 all: build
 
@@ -205,6 +205,17 @@ chaos: deps $(BUILD)/CMakeCache.txt
 	    $(CHAOS_ARGS) || rc=1; \
 	done; \
 	exit $$rc
+
+# Long randomized runs of the claim checker (tests/chaos/claims/README.md): ibcni-dra's claim
+# preparation in process, CLAIM_SCHEDULES schedules of CLAIM_STEPS steps (kubelet calls killed or
+# failed at each change, reboots, CNI pods on the same GUID pool, agent passes). No root, no cluster:
+# about 0.2 s a schedule, so the default takes about 7 minutes.
+CLAIM_SCHEDULES ?= 2000
+CLAIM_STEPS ?= 60
+chaos-claims: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS) --target ibcni_claim_chaos
+	$(BUILD)/tests/chaos/claims/ibcni_claim_chaos --schedules $(CLAIM_SCHEDULES) --steps $(CLAIM_STEPS) \
+	  $(if $(SEED),--seed $(SEED))
 
 # Every test that starts servers or waits on time (CTest label `timing`: etcd, kube-apiserver,
 # HTTP servers, Prometheus, containerd, kills after delays, timeouts) SOAK_REPEAT times in a row
