@@ -194,7 +194,7 @@ int runDra(const DraArgs& a, const sigset_t& stop, const DecorateEffects& decora
     return 1;
   }
   ipam::EmbeddedGuidPools guids(clusterCapable(claimHttp));
-  dra::NodeClaimEffects files(checkpoint, a.cdiDir, {netlink, *host, claimDevices, guids});
+  dra::NodeClaimEffects files(checkpoint, {stateDir, a.cdiDir}, {netlink, *host, claimDevices, guids});
   dra::KubeClaimApi statusApi(sliceHttp, a.target);
   dra::StatusReporter reporter(statusApi, dra::kDriverName);
   dra::ClaimPreparation preparation(claims, claimDevices, claimInventory, decorate(files),

@@ -5,8 +5,8 @@
 
 namespace ibcni::dra {
 
-NodeClaimEffects::NodeClaimEffects(ClaimCheckpoint checkpoint, std::string cdiDir, VfAccess vfs)
-    : checkpoint_(std::move(checkpoint)), cdiDir_(std::move(cdiDir)), vfs_(vfs) {}
+NodeClaimEffects::NodeClaimEffects(ClaimCheckpoint checkpoint, MetadataPlace files, VfAccess vfs)
+    : checkpoint_(std::move(checkpoint)), files_(std::move(files)), vfs_(vfs) {}
 
 os::SysResult<int> NodeClaimEffects::pfIndex(const VfRef& vf) {
   auto link = vfs_.netlink.linkByName(vfs_.host, vf.pfName);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Every change Prepare and Unprepare make to the node, one call each, behind one interface: the
-// claims' checkpoint (its lock, its records), their CDI specs, and the VFs' settings kept by their
+// claims' checkpoint (its lock, its records), their CDI specs and device metadata, the VFs' settings kept by their
 // PF (GUIDs, link state), the driver rebind that applies a new GUID, and the GUID pools. The
 // production implementation (NodeClaimEffects) writes files and talks netlink; the fault tier's
 // build of ibcni-dra wraps it to fail or kill at each step in turn (tests/support/fault/), so that
@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "ibcni/sysfs/devices.h"
 #include "plugin/dra/cdi_spec.h"
 #include "plugin/dra/claim_checkpoint.h"
+#include "plugin/dra/device_metadata.h"
 
 namespace ibcni::dra {
 
@@ -43,6 +45,12 @@ class ClaimEffects {
                                                       const std::vector<CdiDevice>& devices) = 0;
   /// Removes claim `claimUid`'s CDI spec; none is success (a step).
   [[nodiscard]] virtual os::SysResult<void> removeSpec(const std::string& claimUid) = 0;
+  /// Writes the claim's device metadata files and their CDI specs (a step).
+  [[nodiscard]] virtual os::SysResult<void> writeMetadata(const ClaimRef& claim,
+                                                          const std::optional<std::string>& podClaimName,
+                                                          const std::vector<RequestMetadata>& requests) = 0;
+  /// Removes the claim's device metadata; none is success (a step).
+  [[nodiscard]] virtual os::SysResult<void> removeMetadata(const ClaimRef& claim) = 0;
 
   /// The VF's GUIDs and link state as its PF reports them (reads only).
   [[nodiscard]] virtual os::SysResult<nl::VfInfo> vfInfo(const VfRef& vf) = 0;
@@ -73,17 +81,25 @@ struct VfAccess {
 /// The checkpoint file, the CDI spec folder and the VFs' PFs.
 class NodeClaimEffects final : public ClaimEffects {
  public:
-  NodeClaimEffects(ClaimCheckpoint checkpoint, std::string cdiDir, VfAccess vfs);
+  /// `files`: the CDI spec folder, and the plugin folder the device metadata goes in.
+  NodeClaimEffects(ClaimCheckpoint checkpoint, MetadataPlace files, VfAccess vfs);
 
   [[nodiscard]] os::SysResult<os::FileLock> lock() override { return checkpoint_.lock(); }
   [[nodiscard]] os::SysResult<ClaimRecords> load() override { return checkpoint_.load(); }
   [[nodiscard]] os::SysResult<void> store(const ClaimRecords& records) override { return checkpoint_.store(records); }
   [[nodiscard]] os::SysResult<void> writeSpec(const std::string& claimUid,
                                               const std::vector<CdiDevice>& devices) override {
-    return writeCdiSpec(cdiDir_, claimUid, devices);
+    return writeCdiSpec(files_.cdiDir, claimUid, devices);
   }
   [[nodiscard]] os::SysResult<void> removeSpec(const std::string& claimUid) override {
-    return removeCdiSpec(cdiDir_, claimUid);
+    return removeCdiSpec(files_.cdiDir, claimUid);
+  }
+  [[nodiscard]] os::SysResult<void> writeMetadata(const ClaimRef& claim, const std::optional<std::string>& podClaimName,
+                                                  const std::vector<RequestMetadata>& requests) override {
+    return writeDeviceMetadata(files_, claim, podClaimName, requests);
+  }
+  [[nodiscard]] os::SysResult<void> removeMetadata(const ClaimRef& claim) override {
+    return removeDeviceMetadata(files_, claim);
   }
   [[nodiscard]] os::SysResult<nl::VfInfo> vfInfo(const VfRef& vf) override;
   [[nodiscard]] os::SysResult<void> setVfGuids(const VfRef& vf, const net::Guid& node, const net::Guid& port) override;
@@ -105,7 +121,7 @@ class NodeClaimEffects final : public ClaimEffects {
   [[nodiscard]] os::SysResult<int> pfIndex(const VfRef& vf);
 
   ClaimCheckpoint checkpoint_;
-  std::string cdiDir_;
+  MetadataPlace files_;
   VfAccess vfs_;
 };
 

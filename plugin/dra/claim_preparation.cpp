@@ -15,6 +15,9 @@ using nlohmann::json;
 
 std::string claimText(const ClaimRef& c) { return "claim " + c.ns + "/" + c.name + " (uid " + c.uid + ")"; }
 
+/// "req" of a subrequest's result "req/subreq": the request the device metadata is written for.
+std::string baseRequest(const std::string& request) { return request.substr(0, request.find('/')); }
+
 /// Why VF `d`, whose GUID is unset, is not prepared: its port would never come up in the pod.
 std::string unsetGuidProblem(const IbDevice& d, const std::string& request) {
   return "device " + d.name + " (request " + request + ", VF " + (d.vfIndex ? std::to_string(*d.vfIndex) : "?") +
@@ -125,16 +128,53 @@ std::string ClaimPreparation::changeNode(const ClaimRef& claim, const Plan& plan
       return "device " + vf.device.name + " (request " + vf.request + "): " + failed;
     }
   }
-  auto cdi = cdiDevices(claim, plan.vfs);
-  if (!cdi) {
-    return cdi.error();
+  auto now = vfsNow(claim, plan.vfs);
+  if (!now) {
+    return now.error();
   }
-  if (!cdi->empty()) {
-    if (auto ok = effects_.writeSpec(claim.uid, *cdi); !ok) {
+  if (!now->cdi.empty()) {
+    if (auto ok = effects_.writeSpec(claim.uid, now->cdi); !ok) {
       return ok.error().describe();
     }
   }
+  if (auto ok = effects_.writeMetadata(claim, plan.podClaimName, metadataOf(plan, *now, records[claim.uid].changes));
+      !ok) {
+    return ok.error().describe();
+  }
   return {};
+}
+
+std::vector<RequestMetadata> ClaimPreparation::metadataOf(const Plan& plan, const VfsNow& now,
+                                                          const std::vector<VfChange>& changes) const {
+  std::vector<RequestMetadata> out;
+  for (std::size_t i = 0; i < plan.devices.size(); ++i) {
+    const PreparedDevice& p = plan.devices[i];
+    const IbDevice* d = &plan.found[i];
+    std::string guid = d->nodeGuid;
+    for (std::size_t v = 0; v < plan.vfs.size(); ++v) {
+      if (plan.vfs[v].device.name == p.deviceName) {
+        d = &now.devices[v];
+        guid = changes[v].guid.empty() ? d->nodeGuid : changes[v].guid;
+      }
+    }
+    nlohmann::json attributes = {{"resource.kubernetes.io/pciBusID", {{"string", d->pci.text}}}};
+    for (const auto& [name, value] : {std::pair{"ibcni.io/rdmaDevice", d->rdmaDevice},
+                                      std::pair{"ibcni.io/ifName", d->ifName}, std::pair{"ibcni.io/nodeGuid", guid}}) {
+      if (!value.empty()) {
+        attributes[name] = {{"string", value}};
+      }
+    }
+    const nlohmann::json device = {
+        {"driver", options_.driver}, {"pool", p.poolName}, {"name", p.deviceName}, {"attributes", attributes}};
+    const std::string request = baseRequest(p.requestNames.at(0));
+    auto it = std::find_if(out.begin(), out.end(), [&](const RequestMetadata& m) { return m.request == request; });
+    if (it == out.end()) {
+      out.push_back({request, {device}});
+    } else {
+      it->devices.push_back(device);
+    }
+  }
+  return out;
 }
 
 std::expected<ClaimPreparation::Plan, std::string> ClaimPreparation::planDevices(
@@ -145,6 +185,10 @@ std::expected<ClaimPreparation::Plan, std::string> ClaimPreparation::planDevices
   }
   const std::string uid = object.value("/metadata/uid"_json_pointer, std::string());
   Plan plan;
+  const auto annotations = object.value("/metadata/annotations"_json_pointer, nlohmann::json::object());
+  if (auto it = annotations.find("resource.kubernetes.io/pod-claim-name"); it != annotations.end() && it->is_string()) {
+    plan.podClaimName = it->get<std::string>();
+  }
   for (const auto& a : allocated) {
     auto d = std::find_if(present->begin(), present->end(), [&](const IbDevice& x) { return x.name == a.device; });
     if (d == present->end()) {
@@ -152,6 +196,7 @@ std::expected<ClaimPreparation::Plan, std::string> ClaimPreparation::planDevices
                              ") is not on this node any more (not in sysfs): was its VF removed?");
     }
     PreparedDevice prepared{{a.request}, options_.nodeName, a.device, {}, d->pci.text};
+    const std::string metadataId = metadataCdiId(uid, baseRequest(a.request));
     if (d->kind == DeviceKind::kVf) {
       auto settings = vfSettingsFor(object, options_.driver, a.request, d->pci.text);
       if (!settings) {
@@ -169,15 +214,17 @@ std::expected<ClaimPreparation::Plan, std::string> ClaimPreparation::planDevices
       plan.changes.push_back(std::move(change));
       plan.vfs.push_back({a.request, *d, std::move(*settings)});
     }
+    prepared.cdiDeviceIds.push_back(metadataId);
     plan.devices.push_back(std::move(prepared));
+    plan.found.push_back(*d);
   }
   return plan;
 }
 
-std::expected<std::vector<CdiDevice>, std::string> ClaimPreparation::cdiDevices(const ClaimRef& claim,
-                                                                               const std::vector<PlannedVf>& vfs) {
+std::expected<ClaimPreparation::VfsNow, std::string> ClaimPreparation::vfsNow(const ClaimRef& claim,
+                                                                             const std::vector<PlannedVf>& vfs) {
   if (vfs.empty()) {
-    return std::vector<CdiDevice>{};
+    return VfsNow{};
   }
   auto rdmaCm = inventory_.rdmaCm();
   if (!rdmaCm) {
@@ -193,7 +240,7 @@ std::expected<std::vector<CdiDevice>, std::string> ClaimPreparation::cdiDevices(
     }
     now = std::move(*present);
   }
-  std::vector<CdiDevice> out;
+  VfsNow out;
   for (const auto& vf : vfs) {
     const IbDevice* d = &vf.device;
     if (changed) {
@@ -214,7 +261,8 @@ std::expected<std::vector<CdiDevice>, std::string> ClaimPreparation::cdiDevices(
       }
       chars = std::move(*c);
     }
-    out.push_back(vfCdiDevice(claim.uid, vf.request, *d, chars, *rdmaCm));
+    out.cdi.push_back(vfCdiDevice(claim.uid, vf.request, *d, chars, *rdmaCm));
+    out.devices.push_back(*d);
   }
   return out;
 }
@@ -268,6 +316,9 @@ std::string ClaimPreparation::undo(const std::string& uid, ClaimRecords& records
     }
   }
   // The spec goes even when a VF could not be put back: no container gets a half-undone claim.
+  if (auto ok = effects_.removeMetadata(it->second.ref); !ok) {
+    errors += (errors.empty() ? "" : "; ") + ok.error().describe();
+  }
   if (auto ok = effects_.removeSpec(uid); !ok) {
     errors += (errors.empty() ? "" : "; ") + ok.error().describe();
   }
@@ -300,7 +351,10 @@ std::string ClaimPreparation::unprepare(const ClaimRef& claim) {
   }
   forgetRebootedChanges(claim.uid, *records);
   if (it == records->end()) {
-    // No record: nothing to put back, but a spec lost with its record goes too.
+    // No record: nothing to put back, but a spec and metadata lost with their record go too.
+    if (auto ok = effects_.removeMetadata(claim); !ok) {
+      return "unprepare " + claimText(claim) + ": " + ok.error().describe();
+    }
     if (auto ok = effects_.removeSpec(claim.uid); !ok) {
       return "unprepare " + claimText(claim) + ": " + ok.error().describe();
     }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <expected>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "plugin/dra/claim_config.h"
 #include "plugin/dra/claim_effects.h"
 #include "plugin/dra/claim_vf_settings.h"
+#include "plugin/dra/device_metadata.h"
 #include "plugin/dra/ib_devices.h"
 #include "plugin/dra/claim_preparer.h"
 #include "plugin/dra/kube_claim_api.h"
@@ -58,8 +60,15 @@ class ClaimPreparation final : public ClaimPreparer {
   /// What Prepare will do for `allocated`: each device's answer, the VFs, and what they change.
   struct Plan {
     std::vector<PreparedDevice> devices;
+    std::vector<IbDevice> found;    ///< devices[i] as sysfs showed it
     std::vector<PlannedVf> vfs;
     std::vector<VfChange> changes;  ///< one per VF, nothing changed yet
+    std::optional<std::string> podClaimName;  ///< the claim's pod-claim-name annotation (from a template)
+  };
+  /// The VFs as sysfs shows them after Prepare's changes, and their CDI devices.
+  struct VfsNow {
+    std::vector<IbDevice> devices;
+    std::vector<CdiDevice> cdi;
   };
 
   [[nodiscard]] PrepareOutcome prepareLocked(const ClaimRef& claim, ClaimRecords& records);
@@ -72,8 +81,11 @@ class ClaimPreparation final : public ClaimPreparer {
   [[nodiscard]] std::string changeNode(const ClaimRef& claim, const Plan& plan, ClaimRecords& records);
   /// The CDI devices of the VFs as sysfs shows them now (a rebind may have renamed their RDMA
   /// devices and given new device numbers), their pkeys checked; or the error.
-  [[nodiscard]] std::expected<std::vector<CdiDevice>, std::string> cdiDevices(const ClaimRef& claim,
-                                                                             const std::vector<PlannedVf>& vfs);
+  [[nodiscard]] std::expected<VfsNow, std::string> vfsNow(const ClaimRef& claim, const std::vector<PlannedVf>& vfs);
+  /// The device metadata of each request of `plan`, its VFs as `now` shows them and with the GUIDs
+  /// the record says Prepare set.
+  [[nodiscard]] std::vector<RequestMetadata> metadataOf(const Plan& plan, const VfsNow& now,
+                                                        const std::vector<VfChange>& changes) const;
   /// "" when VF `d` (as sysfs shows it now) holds the pkey `vf` asks for (or none is asked), else why not.
   [[nodiscard]] std::string pkeyProblem(const IbDevice& d, const PlannedVf& vf);
   /// A record of claim `uid` made in another boot: its VFs' changes are void (the reboot reset

@@ -13,7 +13,9 @@ using nlohmann::json;
 constexpr const char* kPciBusId = "resource.kubernetes.io/pciBusID";
 constexpr const char* kPcieRoot = "resource.kubernetes.io/pcieRoot";
 constexpr const char* kNumaNode = "resource.kubernetes.io/numaNode";
-constexpr const char* kDranetNumaNode = "dra.net/numaNode";  // the alias DRANet's and dra-driver-sriov's claims match on
+constexpr const char* kDranetNumaNode = "dra.net/numaNode";
+constexpr const char* kMultusDeviceId = "k8s.cni.cncf.io/deviceID";
+constexpr const char* kMultusResourceName = "k8s.cni.cncf.io/resourceName";  // the alias DRANet's and dra-driver-sriov's claims match on
 
 /// A device's attributes as the API spells them, leaving out what is unknown.
 class Attributes {
@@ -102,6 +104,12 @@ json sliceDevice(const IbDevice& d, const SliceOptions& options) {
   a.string("portState", d.portState);
   a.integer("rateGbps", d.rateGbps);
   a.integer("mtu", d.mtu);
+  if (d.kind == DeviceKind::kVf) {
+    // Multus's DRA integration reads these two: it hands the VF's PCI address to the CNI as
+    // deviceID, as with a device plugin, and ibcni's sriov mode attaches it.
+    a.string(kMultusDeviceId, d.pci.text);
+    a.string(kMultusResourceName, kMultusVfResource);
+  }
   json device = {{"name", d.name}, {"attributes", a.take()}};
   if (auto t = taints(d, options); !t.empty()) {
     device["taints"] = std::move(t);

@@ -19,6 +19,9 @@ namespace ibcni::dra {
 inline constexpr const char* kDriverName = "ibcni.io";
 
 /// Taint keys (effect NoSchedule).
+/// The resource name a VF's `k8s.cni.cncf.io/resourceName` attribute gives Multus (its DRA
+/// integration names the device with it, as a device plugin's resource).
+inline constexpr const char* kMultusVfResource = "ibcni.io/vf";
 inline constexpr const char* kTaintPortDown = "ibcni.io/port-down";    ///< the port is not ACTIVE
 inline constexpr const char* kTaintGuidUnset = "ibcni.io/guid-unset";  ///< a VF without a GUID, no guidPool
 

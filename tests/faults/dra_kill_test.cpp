@@ -176,12 +176,18 @@ class DraKillTest : public ::testing::Test {
   }
   std::string socket() const { return dir_.path() + "/plugins/ibcni.io/dra.sock"; }
 
-  /// What the claim left on the node: its CDI spec, its record.
+  /// What the claim left on the node: its CDI specs (of its VFs, of its metadata), its device
+  /// metadata, its record.
   std::vector<std::string> leftOver() const { return leftOver(uid_); }
   std::vector<std::string> leftOver(const std::string& uid) const {
     std::vector<std::string> out;
     for (const auto& e : std::filesystem::directory_iterator(dir_.path() + "/cdi")) {
       out.push_back("cdi/" + e.path().filename().string());
+    }
+    if (std::filesystem::exists(dir_.path() + "/plugins/ibcni.io/dra-device-metadata")) {
+      for (const auto& e : std::filesystem::directory_iterator(dir_.path() + "/plugins/ibcni.io/dra-device-metadata")) {
+        out.push_back("metadata " + e.path().filename().string());
+      }
     }
     auto records = ClaimCheckpoint(dir_.path() + "/plugins/ibcni.io/claims.json").load();
     if (!records) {
@@ -216,9 +222,9 @@ class DraKillTest : public ::testing::Test {
 
 TEST_F(DraKillTest, NothingOutlivesItsClaimWhateverStepTheDriverDiesAfterOrFails) {
   const unsigned steps = stepsOfOneClaim("rails", uid_);
-  // Prepare: record ahead, CDI spec, record prepared; Unprepare: record marked incomplete, spec
-  // removed, record dropped.
-  ASSERT_EQ(steps, 6U) << testing::readFile(dir_.path() + "/trace");
+  // Prepare: record ahead, CDI spec, device metadata, record prepared; Unprepare: record marked
+  // incomplete, metadata and spec removed, record dropped.
+  ASSERT_EQ(steps, 8U) << testing::readFile(dir_.path() + "/trace");
   ASSERT_THAT(leftOver(), ::testing::IsEmpty());
   for (unsigned step = 1; step <= steps; ++step) {
     for (const char* fault : {"IBCNI_FAULT_KILL_AFTER=", "IBCNI_FAULT_STEP="}) {
@@ -314,9 +320,10 @@ TEST_F(DraKillTest, AClaimsGuidsAndLinkStateOutliveNoKillOrFailureAtAnyStep) {
   auto poolHolds = [&] { return guids.holders(store).value_or(std::vector<ipam::ReleasedAllocation>{{}}).size(); };
   const unsigned steps = stepsOfOneClaim("tuned", uid, {vfEnv});
   // Prepare: record ahead; rail-1: pool ahead, GUID allocated, GUID ahead, set, rebind, link state
-  // ahead, set; rail-6: GUID ahead, set, rebind; CDI spec; prepared. Unprepare: incomplete; rail-6:
-  // GUIDs back, rebind; rail-1: link state back, GUIDs back, rebind, GUID released; spec; dropped.
-  ASSERT_EQ(steps, 22U) << testing::readFile(dir_.path() + "/trace");
+  // ahead, set; rail-6: GUID ahead, set, rebind; CDI spec; metadata; prepared. Unprepare: incomplete;
+  // rail-6: GUIDs back, rebind; rail-1: link state back, GUIDs back, rebind, GUID released; metadata;
+  // spec; dropped.
+  ASSERT_EQ(steps, 24U) << testing::readFile(dir_.path() + "/trace");
   ASSERT_EQ(vfSettings(table), original);
   for (unsigned step = 1; step <= steps; ++step) {
     for (const char* fault : {"IBCNI_FAULT_KILL_AFTER=", "IBCNI_FAULT_STEP="}) {

@@ -35,6 +35,7 @@
 
 #include "ibcni/net/ip.h"
 #include "plugin/dra/cdi_spec.h"
+#include "plugin/dra/device_metadata.h"
 #include "plugin/dra/ib_devices.h"
 #include "plugin/sysfs/sysfs_devices.h"
 #include "plugin/sysfs/sysfs_inventory.h"
@@ -80,6 +81,11 @@ ibv_devices
 echo "devinfo:"
 ibv_devinfo -d rxe0
 echo "devinfo exit $?"
+)sh";
+
+/// What runs in the container to read a claim's device metadata (argument: its path) and try to write it.
+constexpr const char* kMetadataSh = R"sh(cat "$1" && echo "read exit 0"
+if echo x >> "$1" 2>/dev/null; then echo "metadata writable"; else echo "metadata read-only"; fi
 )sh";
 
 /// What the container showed.
@@ -162,6 +168,7 @@ class CdiPodmanVm : public ::testing::Test {
     }
     std::ofstream(dir_ / "podman.sh") << kPodmanSh;
     std::ofstream(dir_ / "probe.sh") << kProbeSh;
+    std::ofstream(dir_ / "metadata.sh") << kMetadataSh;
     const Cmd add = sh(std::string("rdma link add rxe0 type rxe netdev ") + kNic);
     if (!add.ok) {
       setupError_ = "rdma link add rxe0: " + add.out;
@@ -229,14 +236,15 @@ class CdiPodmanVm : public ::testing::Test {
     return spec;
   }
 
-  /// podman run [--device <id>] of the probe, with `spec` as /run/cdi ("" for none).
-  static Seen run(const fs::path& spec, const std::string& deviceId) {
+  /// podman run [--device <id>] of the probe (or `probe`, a script of dir_ with its arguments),
+  /// with `spec` as /run/cdi ("" for none).
+  static Seen run(const fs::path& spec, const std::string& deviceId, const std::string& probe = "probe.sh") {
     std::string cmd = "timeout 300 unshare -m sh " + (dir_ / "podman.sh").string() + " " +
                       (spec.empty() ? std::string("-") : spec.string());
     if (!deviceId.empty()) {
       cmd += " --device " + deviceId;
     }
-    cmd += " --rootfs " + (dir_ / "rootfs").string() + " sh " + (dir_ / "probe.sh").string();
+    cmd += " --rootfs " + (dir_ / "rootfs").string() + " sh " + (dir_ / probe).string();
     Cmd out = sh(cmd);
     std::cout << "[ info    ] " << cmd << " (" << (out.ok ? "exit 0" : "failed") << "):\n" << out.out << std::endl;
     return parse(out);
@@ -375,6 +383,34 @@ TEST_F(CdiPodmanVm, PodmanGivesTheContainerTheClaimsRdmaDevice) {
   const Seen gone = run(spec, cdiDeviceId(device.name));
   EXPECT_FALSE(gone.ok) << "podman ran a container with a device whose spec was removed:\n" << gone.out;
   EXPECT_NE(gone.out.find("CDI"), std::string::npos) << gone.out;
+}
+
+// The claim's device metadata (KEP-5304) as ibcni-dra writes it: podman resolves the request's
+// ibcni.io/metadata device from its CDI spec and bind-mounts the file read-only where the pod looks
+// for it; without the device the file is not there.
+TEST_F(CdiPodmanVm, PodmanMountsTheClaimsDeviceMetadataReadOnly) {
+  const ClaimRef claim{"ml", "7a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d", "nics"};
+  const fs::path spec = dir_ / "spec-metadata";
+  fs::create_directory(spec);
+  const MetadataPlace at{(dir_ / "plugin").string(), spec.string()};
+  const nlohmann::json device = {{"driver", "ibcni.io"},
+                                 {"pool", "lab"},
+                                 {"name", claimDevice().name},
+                                 {"attributes", {{"ibcni.io/rdmaDevice", {{"string", "rxe0"}}}}}};
+  auto written = writeDeviceMetadata(at, claim, std::nullopt, {RequestMetadata{kRequest, {device}}});
+  ASSERT_TRUE(written.has_value()) << written.error().describe();
+  const std::string inContainer =
+      std::string("/var/run/kubernetes.io/dra-device-attributes/resourceclaims/nics/") + kRequest + "/ibcni.io-metadata.json";
+  const Seen with = run(spec, metadataCdiId(claim.uid, kRequest), "metadata.sh " + inContainer);
+  ASSERT_TRUE(with.ok) << with.out;
+  EXPECT_NE(with.out.find("\"kind\":\"DeviceMetadata\""), std::string::npos) << with.out;
+  EXPECT_NE(with.out.find("\"rxe0\""), std::string::npos) << with.out;
+  EXPECT_NE(with.out.find("read exit 0"), std::string::npos) << with.out;
+  EXPECT_NE(with.out.find("metadata read-only"), std::string::npos) << with.out;
+  const Seen without = run(spec, "", "metadata.sh " + inContainer);
+  EXPECT_EQ(without.out.find("read exit 0"), std::string::npos) << without.out;
+  ASSERT_TRUE(removeDeviceMetadata(at, claim).has_value());
+  EXPECT_FALSE(fs::exists(metadataCdiPath(spec.string(), claim.uid, kRequest)));
 }
 
 // The check can fail: a spec whose uverbs node has a wrong minor gives the container a node that

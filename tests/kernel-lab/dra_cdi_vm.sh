@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # ibcni-dra's CDI spec consumed by podman: runs cdi_podman_vm_test (rxe0 on eth0 standing in for a
 # VF's RDMA device; the spec from vfCdiDevice/writeCdiSpec over SysfsInventory's character devices;
-# Debian's podman 4.3 with --device ibcni.io/vf=<name> in a private mount namespace), then checks
+# Debian's podman 4.3 with --device ibcni.io/vf=<name>, and the device metadata file with
+# --device ibcni.io/metadata=<claim>_<request>, in a private mount namespace), then checks
 # that nothing of it is left in the VM: no /run/cdi or /etc/cdi, no temporary directory, no podman
 # or conmon process, no cgroup podman made (removed when empty). The part dra_cdi of kernel_lab.sh
 # (x86_64 only: the arm64 VM's root file system has no podman).
@@ -35,7 +36,7 @@ rc=$?
 sed 's/^/  | /' "$log"
 check "cdi_podman_vm_test exits 0 ($((SECONDS - t0)) s)" test "$rc" -eq 0
 check "cdi_podman_vm_test skipped nothing inside the VM" bash -c "! grep -q '^\[  SKIPPED \]' '$log'"
-check "cdi_podman_vm_test ran its 4 tests" grep -q '^\[==========\] 4 tests from 1 test suite ran' "$log"
+check "cdi_podman_vm_test ran its 5 tests" grep -q '^\[==========\] 5 tests from 1 test suite ran' "$log"
 rm -f "$log"
 
 check "no /run/cdi made in the VM (had one: $had_run_cdi)" test "$([[ -e /run/cdi ]] && echo yes || echo no)" = "$had_run_cdi"

@@ -99,6 +99,13 @@ class ScheduledEffects final : public dra::ClaimEffects {
   [[nodiscard]] os::SysResult<void> removeSpec(const std::string& uid) override {
     return change([&] { return real_.removeSpec(uid); });
   }
+  [[nodiscard]] os::SysResult<void> writeMetadata(const dra::ClaimRef& claim, const std::optional<std::string>& pod,
+                                                  const std::vector<dra::RequestMetadata>& requests) override {
+    return change([&] { return real_.writeMetadata(claim, pod, requests); });
+  }
+  [[nodiscard]] os::SysResult<void> removeMetadata(const dra::ClaimRef& claim) override {
+    return change([&] { return real_.removeMetadata(claim); });
+  }
   [[nodiscard]] os::SysResult<void> setVfGuids(const dra::VfRef& vf, const net::Guid& n, const net::Guid& p) override {
     return change([&] { return real_.setVfGuids(vf, n, p); });
   }
@@ -203,7 +210,7 @@ class Node {
   }
   /// One kubelet call to the driver, with the step's faults: its answer, or "killed".
   std::string callDriver(const Step& s, bool prepare, const dra::ClaimRef& ref) {
-    dra::NodeClaimEffects real(dra::ClaimCheckpoint(dir_.path() + "/claims.json"), cdiDir(),
+    dra::NodeClaimEffects real(dra::ClaimCheckpoint(dir_.path() + "/claims.json"), {dir_.path(), cdiDir()},
                                {nl_, host_, devices_, guids_});
     ScheduledEffects effects(real, s, plant_);
     dra::ClaimPreparation driver(api_, devices_, inventory_, effects,
@@ -386,6 +393,9 @@ void Node::checkGone(const Claim& c) {
   if (fs::exists(dra::cdiSpecPath(cdiDir(), c.uid))) {
     violate("GONE", c.uid + " was unprepared, but its CDI spec is still there");
   }
+  if (fs::exists(dir_.path() + "/dra-device-metadata/ns_" + c.name)) {
+    violate("GONE", c.uid + " was unprepared, but its device metadata is still there");
+  }
   for (const auto& h : guids_.holders(storeDir()).value_or(std::vector<ipam::ReleasedAllocation>{})) {
     if (h.containerId == c.uid) {
       violate("GONE", c.uid + " was unprepared, but the pool still gives it GUID " + h.addresses.at(0));
@@ -530,10 +540,21 @@ std::optional<Violation> Node::check() {
   for (const auto& e : fs::directory_iterator(cdiDir())) {
     const std::string file = e.path().filename().string();
     const bool recorded = std::any_of(recs.begin(), recs.end(), [&](const auto& r) {
-      return file == fs::path(dra::cdiSpecPath("", r.first)).filename().string();
+      return file == fs::path(dra::cdiSpecPath("", r.first)).filename().string() ||
+             file.starts_with("ibcni.io_metadata_" + r.first + "_");
     });
     if (!recorded) {
       violate("G4", "CDI spec " + file + " belongs to no claim's record");
+    }
+  }
+  if (fs::exists(dir_.path() + "/dra-device-metadata")) {
+    for (const auto& e : fs::directory_iterator(dir_.path() + "/dra-device-metadata")) {
+      const std::string folder = e.path().filename().string();  // <namespace>_<claim name>
+      const bool recorded = std::any_of(recs.begin(), recs.end(),
+                                        [&](const auto& r) { return folder == r.second.ref.ns + "_" + r.second.ref.name; });
+      if (!recorded) {
+        violate("G4", "device metadata " + folder + " belongs to no claim's record");
+      }
     }
   }
   return violation;

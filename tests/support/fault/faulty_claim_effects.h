@@ -35,6 +35,14 @@ class FaultyClaimEffects final : public dra::ClaimEffects {
   [[nodiscard]] os::SysResult<void> removeSpec(const std::string& claimUid) override {
     return plan_.run("removeCdiSpec claim=" + claimUid, EIO, [&] { return real_.removeSpec(claimUid); });
   }
+  [[nodiscard]] os::SysResult<void> writeMetadata(const dra::ClaimRef& claim, const std::optional<std::string>& pod,
+                                                  const std::vector<dra::RequestMetadata>& requests) override {
+    return plan_.run("writeDeviceMetadata claim=" + claim.uid + " requests=" + std::to_string(requests.size()), ENOSPC,
+                     [&] { return real_.writeMetadata(claim, pod, requests); });
+  }
+  [[nodiscard]] os::SysResult<void> removeMetadata(const dra::ClaimRef& claim) override {
+    return plan_.run("removeDeviceMetadata claim=" + claim.uid, EIO, [&] { return real_.removeMetadata(claim); });
+  }
   [[nodiscard]] os::SysResult<nl::VfInfo> vfInfo(const dra::VfRef& vf) override {
     return vfs_ != nullptr ? vfs_->info(vf) : real_.vfInfo(vf);
   }

@@ -30,7 +30,8 @@ TEST_F(ClaimPreparationTest, OneVfGetsItsCdiDeviceAndTheSpecHoldsItsNodes) {
   EXPECT_EQ(out.devices[0].deviceName, vfName(3));
   EXPECT_EQ(out.devices[0].poolName, kNode);
   EXPECT_THAT(out.devices[0].requestNames, ElementsAre("rail-0"));
-  EXPECT_THAT(out.devices[0].cdiDeviceIds, ElementsAre(std::string("ibcni.io/vf=") + kUid + "-" + vfName(3)));
+  EXPECT_THAT(out.devices[0].cdiDeviceIds, ElementsAre(std::string("ibcni.io/vf=") + kUid + "-" + vfName(3),
+                                                       std::string("ibcni.io/metadata=") + kUid + "_rail-0"));
   json spec = specOnDisk();
   ASSERT_EQ(spec["devices"].size(), 1U);
   const json& edits = spec["devices"][0]["containerEdits"];

@@ -207,6 +207,48 @@ TEST_F(ClaimPreparationTest, AnUnprepareAfterARebootReleasesThePoolGuidAndLeaves
   EXPECT_FALSE(specExists());
 }
 
+TEST_F(ClaimPreparationTest, EachRequestGetsItsDeviceMetadataFileMountedByACdiSpecOfItsOwn) {
+  json claim = withConfig(claimOf(kUid, {vfName(2), vfName(5)}), {{"guid", "02:00:00:00:00:00:0c:02"}}, {"rail-0"});
+  claim["metadata"]["annotations"] = {{"resource.kubernetes.io/pod-claim-name", "nics-of-pod"}};
+  api_.claims["ml/nics"] = claim;
+  auto p = preparation();
+  PrepareOutcome out = p.prepare(ref_);
+  ASSERT_EQ(out.error, "");
+  // rail-0's file: the claim, the request, its VF with the GUID Prepare set (KEP-5304's DeviceMetadata).
+  const std::string file = dir_.path() + "/dra-device-metadata/ml_nics/rail-0/metadata.json";
+  std::ifstream in(file);
+  const json m = json::parse(in, nullptr, false);
+  EXPECT_EQ(m["apiVersion"], "metadata.resource.k8s.io/v1alpha1");
+  EXPECT_EQ(m["kind"], "DeviceMetadata");
+  EXPECT_EQ(m["metadata"]["uid"], kUid);
+  EXPECT_EQ(m["podClaimName"], "nics-of-pod");
+  ASSERT_EQ(m["requests"].size(), 1U);
+  EXPECT_EQ(m["requests"][0]["name"], "rail-0");
+  const json& d = m["requests"][0]["devices"][0];
+  EXPECT_EQ(d["driver"], "ibcni.io");
+  EXPECT_EQ(d["pool"], kNode);
+  EXPECT_EQ(d["name"], vfName(2));
+  EXPECT_EQ(d["attributes"]["resource.kubernetes.io/pciBusID"]["string"], "0000:3b:01.2");
+  EXPECT_EQ(d["attributes"]["ibcni.io/rdmaDevice"]["string"], "mlx5_3");
+  EXPECT_EQ(d["attributes"]["ibcni.io/nodeGuid"]["string"], "02:00:00:00:00:00:0c:02");
+  // Its CDI spec bind-mounts it where the container looks for a template's claim.
+  std::ifstream specIn(cdiDir() + "/ibcni.io_metadata_" + kUid + "_rail-0.json");
+  const json spec = json::parse(specIn, nullptr, false);
+  EXPECT_EQ(spec["kind"], "ibcni.io/metadata");
+  const json& mount = spec["devices"][0]["containerEdits"]["mounts"][0];
+  EXPECT_EQ(spec["devices"][0]["name"], std::string(kUid) + "_rail-0");
+  EXPECT_EQ(mount["hostPath"], file);
+  EXPECT_EQ(mount["containerPath"],
+            "/var/run/kubernetes.io/dra-device-attributes/resourceclaimtemplates/nics-of-pod/rail-0/ibcni.io-metadata.json");
+  EXPECT_EQ(mount["options"], json({"ro", "bind"}));
+  EXPECT_TRUE(std::filesystem::exists(dir_.path() + "/dra-device-metadata/ml_nics/rail-1/metadata.json"));
+  EXPECT_EQ(out.devices[1].cdiDeviceIds.back(), std::string("ibcni.io/metadata=") + kUid + "_rail-1");
+  // Unprepare takes them all away.
+  EXPECT_EQ(p.unprepare(ref_), "");
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/dra-device-metadata/ml_nics"));
+  EXPECT_TRUE(std::filesystem::is_empty(cdiDir()));
+}
+
 TEST_F(ClaimPreparationTest, APrepareCutShortIsUndoneBeforeItIsDoneAgain) {
   // Killed after it set the GUID, before the rebind: its record names the change.
   ClaimRecords left;

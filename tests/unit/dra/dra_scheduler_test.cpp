@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "fakes/fake_sysfs_tree.h"
+#include "plugin/dra/claim_config.h"
 #include "plugin/dra/resource_slices.h"
 #include "support/control_plane.h"
 #include "support/exec_program.h"
@@ -217,6 +218,19 @@ class DraSchedulerTest : public ::testing::Test {
     return results.is_array() ? std::vector<json>(results.begin(), results.end()) : std::vector<json>{};
   }
 
+  /// The claim the controller-manager made for pod `name` from its template ("" when none came).
+  std::string claimMadeFor(const std::string& name) {
+    std::string claim;
+    (void)waitFor([&] {
+      auto [status, p] = api_->admin("GET", path("pods", name));
+      for (const auto& s : p.value("status", json::object()).value("resourceClaimStatuses", json::array())) {
+        claim = s.value("resourceClaimName", "");
+      }
+      return !claim.empty();
+    });
+    return claim;
+  }
+
   /// Whether the scheduler tried pod `name` and found no node for it.
   bool unschedulable(const std::string& name) {
     return waitFor([&] {
@@ -289,17 +303,27 @@ TEST_F(DraSchedulerTest, TheControllerManagerMakesTheClaimFromTheExampleTemplate
   auto r = kubectl({"apply", "-n", ns_, "-f", std::string(IBCNI_SOURCE_DIR) + "/deploy/dra/claim-templates.yaml"});
   ASSERT_EQ(r.status, 0) << r.describe();
   pod("from-template", {{"name", "ib"}, {"resourceClaimTemplateName", "ib-two-vfs-one-root"}});
-  std::string claimName;
-  ASSERT_TRUE(waitFor([&] {
-    auto [status, p] = api_->admin("GET", path("pods", "from-template"));
-    for (const auto& s : p.value("status", json::object()).value("resourceClaimStatuses", json::array())) {
-      claimName = s.value("resourceClaimName", "");
-    }
-    return !claimName.empty();
-  }));
+  const std::string claimName = claimMadeFor("from-template");
+  ASSERT_FALSE(claimName.empty());
   auto results = allocated(claimName);
   ASSERT_EQ(results.size(), 2U);
   EXPECT_EQ(rootOf_[results[0]["device"]], rootOf_[results[1]["device"]]);
+
+  // The template with a configuration: the scheduler copies it into the allocation, where
+  // Prepare reads it with the NAD's own parser.
+  pod("pool-guid", {{"name", "ib"}, {"resourceClaimTemplateName", "ib-vf-pool-guid"}});
+  const std::string configured = claimMadeFor("pool-guid");
+  ASSERT_FALSE(configured.empty());
+  ASSERT_EQ(allocated(configured).size(), 1U);
+  auto [cs, claim] = api_->admin("GET", path("resourceclaims", configured));
+  ASSERT_EQ(cs, 200);
+  auto settings = vfSettingsFor(claim, kDriverName, "vf", "0000:3b:01.0");
+  ASSERT_TRUE(settings) << settings.error() << "\n" << claim.dump();
+  ASSERT_TRUE(settings->guidPool);
+  EXPECT_EQ(settings->guidPool->pool, "rail0");
+  EXPECT_EQ(settings->guidPool->assign, config::GuidAssign::kAlways);
+  EXPECT_EQ(settings->linkState, config::VfLinkState::kEnable);
+  EXPECT_EQ(settings->pkey->hex(), "0x0001");
 }
 
 }  // namespace

@@ -188,7 +188,10 @@ TEST_F(KubeletDraTest, TheKubeletRegistersTheDriverAndPreparesClaimsOfOneAndEigh
   const std::string one = podWithClaim("one", "one-vf", {eightVfsName(2)});
   ASSERT_EQ(kubelet_->ask("prepare " + ns_ + " one"), json({{"ok", true}})) << logs();
   json cdi = kubelet_->ask("cdi " + ns_ + " one app");
-  EXPECT_EQ(cdi["cdiDevices"], json({"ibcni.io/vf=" + one + "-" + eightVfsName(2)})) << cdi.dump();
+  // The container gets the VF's devices and its request's device metadata (KEP-5304), as the kubelet's
+  // DRA manager passes the driver's CDI IDs on to the runtime.
+  EXPECT_EQ(cdi["cdiDevices"], json({"ibcni.io/vf=" + one + "-" + eightVfsName(2), "ibcni.io/metadata=" + one + "_rail-0"}))
+      << cdi.dump();
   json spec = json::parse(testing::readFile(cdiSpecPath(cdiDir(), one)), nullptr, false);
   ASSERT_TRUE(spec.is_object()) << logs();
   EXPECT_EQ(spec["devices"][0]["containerEdits"]["deviceNodes"][0]["path"], "/dev/infiniband/uverbs3");
@@ -199,7 +202,7 @@ TEST_F(KubeletDraTest, TheKubeletRegistersTheDriverAndPreparesClaimsOfOneAndEigh
   }
   const std::string eight = podWithClaim("eight", "eight-vfs", all);
   ASSERT_EQ(kubelet_->ask("prepare " + ns_ + " eight"), json({{"ok", true}})) << logs();
-  EXPECT_EQ(kubelet_->ask("cdi " + ns_ + " eight app")["cdiDevices"].size(), 8U);
+  EXPECT_EQ(kubelet_->ask("cdi " + ns_ + " eight app")["cdiDevices"].size(), 16U);  // 8 VFs, 8 requests' metadata
   EXPECT_EQ(kubelet_->ask("prepare " + ns_ + " eight"), json({{"ok", true}}));  // a repeat
 
   ASSERT_EQ(kubelet_->ask("unprepare " + ns_ + " one"), json({{"ok", true}})) << logs();

@@ -103,7 +103,7 @@ class ClaimPreparationTest : public ::testing::Test {
   const os::Netns host_ = os::Netns::fakeForTest("/proc/1/ns/net", 1);
   int pfIndex_ = 0;
   ipam::EmbeddedGuidPools guids_{guidOptions()};
-  NodeClaimEffects files_{ClaimCheckpoint(checkpointPath()), cdiDir(), {nl_, host_, devices_, guids_}};
+  NodeClaimEffects files_{ClaimCheckpoint(checkpointPath()), {dir_.path(), cdiDir()}, {nl_, host_, devices_, guids_}};
 
   ipam::EmbeddedIpamOptions guidOptions() const {
     ipam::EmbeddedIpamOptions o;

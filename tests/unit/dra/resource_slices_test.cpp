@@ -43,6 +43,8 @@ TEST(SliceDevice, CarriesTheStandardAttributesAndIbcnisOwn) {
   EXPECT_EQ(a["portState"], json({{"string", "ACTIVE"}}));
   EXPECT_EQ(a["rateGbps"], json({{"int", 200}}));
   EXPECT_EQ(a["mtu"], json({{"int", 4092}}));
+  EXPECT_EQ(a["k8s.cni.cncf.io/deviceID"], json({{"string", "0000:3b:00.2"}}));  // Multus's DRA integration
+  EXPECT_EQ(a["k8s.cni.cncf.io/resourceName"], json({{"string", "ibcni.io/vf"}}));
   EXPECT_LE(a.size(), kMaxAttributesPerDevice);
   EXPECT_FALSE(d.contains("taints"));
   EXPECT_FALSE(d.contains("allowMultipleAllocations"));
@@ -91,6 +93,7 @@ TEST(SliceDevice, AnIpoibPortIsSharedAndNeedsNoGuidOfItsOwn) {
   EXPECT_FALSE(out.contains("taints"));
   EXPECT_EQ(out["attributes"]["kind"], json({{"string", "ipoib-port"}}));
   EXPECT_FALSE(out["attributes"].contains("vfIndex"));
+  EXPECT_FALSE(out["attributes"].contains("k8s.cni.cncf.io/deviceID"));  // ipoib mode names no deviceID
 }
 
 TEST(BuildSlices, OneSliceNamedAfterTheNodeAndDriverWithThePool) {
