@@ -204,9 +204,11 @@ class DraKillTest : public ::testing::Test {
     const std::string trace = dir_.path() + "/trace";
     env.push_back("IBCNI_FAULT_TRACE=" + trace);
     auto d = start(IBCNI_DRA_FAULTY_BINARY, env, "count.log");
-    KubeletCalls kubelet(socket());
-    EXPECT_EQ(kubelet.prepare(ns_, name, uid), "");
-    EXPECT_EQ(kubelet.unprepare(ns_, name, uid), "");
+    {
+      KubeletCalls kubelet(socket());
+      EXPECT_EQ(kubelet.prepare(ns_, name, uid), "");
+      EXPECT_EQ(kubelet.unprepare(ns_, name, uid), "");
+    }
     (void)d->stop(SIGTERM);
     const std::string text = testing::readFile(trace);
     return static_cast<unsigned>(std::count(text.begin(), text.end(), '\n'));
@@ -231,19 +233,23 @@ TEST_F(DraKillTest, NothingOutlivesItsClaimWhateverStepTheDriverDiesAfterOrFails
       SCOPED_TRACE(std::string(fault) + std::to_string(step));
       {
         auto faulty = start(IBCNI_DRA_FAULTY_BINARY, {fault + std::to_string(step)}, "faulty.log");
-        KubeletCalls kubelet(socket());
-        if (kubelet.prepare(ns_, "rails", uid_).empty()) {
-          (void)kubelet.unprepare(ns_, "rails", uid_);
-        }
+        {
+          KubeletCalls kubelet(socket());
+          if (kubelet.prepare(ns_, "rails", uid_).empty()) {
+            (void)kubelet.unprepare(ns_, "rails", uid_);
+          }
+        }  // disconnected first: a connected client holds the driver's stop for its 1 s grace
         (void)faulty->stop(SIGTERM);  // dead already after a kill
       }
       // The release driver, started again: the kubelet retries Prepare until it succeeds, and
       // unprepares when the pod goes.
       auto driver = start(IBCNI_DRA_BINARY, {}, "driver.log");
-      KubeletCalls kubelet(socket());
-      EXPECT_EQ(kubelet.prepare(ns_, "rails", uid_), "");
-      EXPECT_TRUE(std::filesystem::exists(dir_.path() + "/cdi/ibcni.io-vf-" + uid_ + ".json"));
-      EXPECT_EQ(kubelet.unprepare(ns_, "rails", uid_), "");
+      {
+        KubeletCalls kubelet(socket());
+        EXPECT_EQ(kubelet.prepare(ns_, "rails", uid_), "");
+        EXPECT_TRUE(std::filesystem::exists(dir_.path() + "/cdi/ibcni.io-vf-" + uid_ + ".json"));
+        EXPECT_EQ(kubelet.unprepare(ns_, "rails", uid_), "");
+      }
       EXPECT_THAT(leftOver(), ::testing::IsEmpty()) << testing::readFile(dir_.path() + "/faulty.log");
       (void)driver->stop(SIGTERM);
     }
@@ -330,23 +336,27 @@ TEST_F(DraKillTest, AClaimsGuidsAndLinkStateOutliveNoKillOrFailureAtAnyStep) {
       SCOPED_TRACE(std::string(fault) + std::to_string(step));
       {
         auto faulty = start(IBCNI_DRA_FAULTY_BINARY, {vfEnv, fault + std::to_string(step)}, "faulty.log");
-        KubeletCalls kubelet(socket());
-        if (kubelet.prepare(ns_, "tuned", uid).empty()) {
-          (void)kubelet.unprepare(ns_, "tuned", uid);
+        {
+          KubeletCalls kubelet(socket());
+          if (kubelet.prepare(ns_, "tuned", uid).empty()) {
+            (void)kubelet.unprepare(ns_, "tuned", uid);
+          }
         }
         (void)faulty->stop(SIGTERM);
       }
       // The driver started again (the faulty build without a fault: the same code, over the same
       // VF table): the kubelet's retried Prepare, then Unprepare.
       auto driver = start(IBCNI_DRA_FAULTY_BINARY, {vfEnv}, "driver.log");
-      KubeletCalls kubelet(socket());
-      EXPECT_EQ(kubelet.prepare(ns_, "tuned", uid), "");
-      const json prepared = vfSettings(table);
-      EXPECT_EQ(prepared["ib0/6"]["node"], "02:00:00:00:00:00:0c:06");
-      EXPECT_THAT(prepared["ib0/1"]["node"].get<std::string>(), ::testing::StartsWith("02:00:00:00:00:b0:00:"));
-      EXPECT_EQ(prepared["ib0/1"]["linkState"], 1);
-      EXPECT_EQ(poolHolds(), 1U);
-      EXPECT_EQ(kubelet.unprepare(ns_, "tuned", uid), "");
+      {
+        KubeletCalls kubelet(socket());
+        EXPECT_EQ(kubelet.prepare(ns_, "tuned", uid), "");
+        const json prepared = vfSettings(table);
+        EXPECT_EQ(prepared["ib0/6"]["node"], "02:00:00:00:00:00:0c:06");
+        EXPECT_THAT(prepared["ib0/1"]["node"].get<std::string>(), ::testing::StartsWith("02:00:00:00:00:b0:00:"));
+        EXPECT_EQ(prepared["ib0/1"]["linkState"], 1);
+        EXPECT_EQ(poolHolds(), 1U);
+        EXPECT_EQ(kubelet.unprepare(ns_, "tuned", uid), "");
+      }
       // Nothing outlives the claim: the VFs as they were, the pool's GUID back, no spec, no record.
       EXPECT_EQ(vfSettings(table), original) << testing::readFile(dir_.path() + "/faulty.log");
       EXPECT_EQ(poolHolds(), 0U);

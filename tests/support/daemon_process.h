@@ -107,8 +107,8 @@ class DaemonProcess {
     }
     ::kill(pid_, sig);
     int status = 0;
-    for (int i = 0; i < 200 && ::waitpid(pid_, &status, WNOHANG) == 0; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    for (int i = 0; i < 2000 && ::waitpid(pid_, &status, WNOHANG) == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     if (::waitpid(pid_, &status, WNOHANG) == 0) {
       ::kill(pid_, SIGKILL);
