@@ -60,6 +60,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -606,6 +607,7 @@ int run(const Setup& s, ControlPlane& cp, ApiProxy& api) {
   if (!sys64.ok()) {
     fail("fake sysfs of 64 VFs: " + sys64.error());
   }
+  const std::set<std::string> firstVf = {"vf-0000-3b-01-0"};  // VF 0 of both nodes (addVfs)
   sysfs::SysfsDevices devices64(sys64.root());
   sysfs::SysfsInventory inventory64(sys64.root());
   if (auto found = dra::discoverDevices(devices64, inventory64); !found || found->size() != 65) {
@@ -695,12 +697,22 @@ int run(const Setup& s, ControlPlane& cp, ApiProxy& api) {
                  fail("discoverDevices");
                }
              }));
+        keep("discover1", timeMs([&] {
+               if (!dra::discoverDevices(localDevices, localInventory, &firstVf)) {
+                 fail("discoverDevices of one VF");
+               }
+             }));
         break;
       case kDiscover64:
         if (round % 4 == 0) {
           keep("discover64", timeMs([&] {
                  if (!dra::discoverDevices(devices64, inventory64)) {
                    fail("discoverDevices of 64 VFs");
+                 }
+               }));
+          keep("discover64one", timeMs([&] {
+                 if (!dra::discoverDevices(devices64, inventory64, &firstVf)) {
+                   fail("discoverDevices of one VF of 64");
                  }
                }));
         }
@@ -748,7 +760,7 @@ int run(const Setup& s, ControlPlane& cp, ApiProxy& api) {
   const Stats prep1 = st("prepare1"), prep8 = st("prepare8"), unprep1 = st("unprepare1"), unprep8 = st("unprepare8");
   const Stats grpc = st("grpc"), get = st("get");
   const Stats add1 = st("cni-add1"), add8 = st("cni-add8"), del1 = st("cni-del1"), del8 = st("cni-del8");
-  const Stats discover = st("discover"), writes1 = st("writes1"), writes8 = st("writes8");
+  const Stats discover = st("discover1"), writes1 = st("writes1"), writes8 = st("writes8");
   const double floor = grpc.median + get.median;
   std::printf("\n## ibcni-dra over its socket (DRAPlugin v1, gRPC, one kept connection), claims in a real "
               "kube-apiserver (%d rounds; ms)\n\n",
@@ -773,8 +785,10 @@ int run(const Setup& s, ControlPlane& cp, ApiProxy& api) {
   row("GET by curl: request to first byte (the API server's answer)", stats(curl.firstByte));
   row("GET by curl: total, new connection", stats(curl.total));
   row("GET by curl: on a kept connection (the same curl's second request)", stats(curl.reused));
-  row("device discovery (discoverDevices over the fake sysfs: PF + 8 VFs)", discover);
-  row("device discovery, a node of 64 VFs (as at every Prepare there)", st("discover64"));
+  row("device discovery, the node's (a slice pass): PF + 8 VFs", st("discover"));
+  row("device discovery, the node's: PF + 64 VFs", st("discover64"));
+  row("device discovery, Prepare's (the claim's VF only): of 8 VFs", discover);
+  row("device discovery, Prepare's: one VF of 64", st("discover64one"));
   row("the 3 durable writes of a Prepare (checkpoint x2, CDI spec), 1 VF", writes1);
   row("the 3 durable writes of a Prepare, 8 VFs", writes8);
   auto split = [&](const char* what, const Stats& prep, const Stats& w) {

@@ -2,6 +2,7 @@
 #include "plugin/dra/claim_preparation.h"
 
 #include <algorithm>
+#include <set>
 #include <utility>
 
 #include "plugin/dra/cdi_spec.h"
@@ -179,7 +180,11 @@ std::vector<RequestMetadata> ClaimPreparation::metadataOf(const Plan& plan, cons
 
 std::expected<ClaimPreparation::Plan, std::string> ClaimPreparation::planDevices(
     const nlohmann::json& object, const std::vector<Allocated>& allocated) {
-  auto present = discoverDevices(devices_, inventory_);
+  std::set<std::string> names;
+  for (const auto& a : allocated) {
+    names.insert(a.device);
+  }
+  auto present = discoverDevices(devices_, inventory_, &names);
   if (!present) {
     return std::unexpected(present.error().describe());
   }
@@ -234,7 +239,11 @@ std::expected<ClaimPreparation::VfsNow, std::string> ClaimPreparation::vfsNow(co
   const bool changed = std::any_of(vfs.begin(), vfs.end(), [](const PlannedVf& v) { return v.settings.changesVf(); });
   std::vector<IbDevice> now;
   if (changed) {
-    auto present = discoverDevices(devices_, inventory_);
+    std::set<std::string> names;
+    for (const auto& vf : vfs) {
+      names.insert(vf.device.name);
+    }
+    auto present = discoverDevices(devices_, inventory_, &names);
     if (!present) {
       return std::unexpected(present.error().describe());
     }

@@ -122,7 +122,8 @@ os::SysResult<std::optional<IbDevice>> vfDevice(sysfs::Devices& devices, sysfs::
 /// The devices of PF `pf`: its IPoIB ports, then its VFs (which take their link from its first
 /// InfiniBand port). Nothing when no port is InfiniBand.
 os::SysResult<void> appendPf(sysfs::Devices& devices, sysfs::IbInventory& inventory, const sysfs::RdmaDevice& pf,
-                             const sysfs::PciFunction& fn, std::vector<IbDevice>& out) {
+                             const sysfs::PciFunction& fn, const std::set<std::string>* only,
+                             std::vector<IbDevice>& out) {
   const sysfs::RdmaPort* first = firstInfiniBandPort(pf);
   if (first == nullptr) {
     return {};
@@ -146,10 +147,15 @@ os::SysResult<void> appendPf(sysfs::Devices& devices, sysfs::IbInventory& invent
       if (&port == first) {
         pfLink.pfName = (*d)->pfName;
       }
-      out.push_back(std::move(**d));
+      if (only == nullptr || only->contains((*d)->name)) {
+        out.push_back(std::move(**d));
+      }
     }
   }
   for (const auto& vf : fn.vfs) {
+    if (only != nullptr && !only->contains(deviceName(DeviceKind::kVf, vf.address))) {
+      continue;  // not asked for: its sysfs is not read
+    }
     auto d = vfDevice(devices, inventory, pfLink, vf);
     if (!d) {
       return std::unexpected(d.error());
@@ -177,6 +183,11 @@ std::string deviceName(DeviceKind kind, const net::PciAddress& pci, std::uint32_
 }
 
 os::SysResult<std::vector<IbDevice>> discoverDevices(sysfs::Devices& devices, sysfs::IbInventory& inventory) {
+  return discoverDevices(devices, inventory, nullptr);
+}
+
+os::SysResult<std::vector<IbDevice>> discoverDevices(sysfs::Devices& devices, sysfs::IbInventory& inventory,
+                                                     const std::set<std::string>* only) {
   auto names = inventory.rdmaDeviceNames();
   if (!names) {
     return std::unexpected(names.error());
@@ -204,7 +215,7 @@ os::SysResult<std::vector<IbDevice>> discoverDevices(sysfs::Devices& devices, sy
     if (fn->physfn || !pfsSeen.insert(fn->address.text).second) {
       continue;  // a VF is listed with its PF
     }
-    if (auto r = appendPf(devices, inventory, *rdma, *fn, out); !r) {
+    if (auto r = appendPf(devices, inventory, *rdma, *fn, only, out); !r) {
       return std::unexpected(r.error());
     }
   }

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -55,5 +56,11 @@ struct IbDevice {
 /// so that a VF bound to vfio-pci or to no driver is offered too (without RDMA device or GUID).
 [[nodiscard]] os::SysResult<std::vector<IbDevice>> discoverDevices(sysfs::Devices& devices,
                                                                    sysfs::IbInventory& inventory);
+
+/// The same, of the devices named in `only` (null: all): a VF not named is not read (Prepare reads
+/// the claim's devices, not the whole node). The same device reads the same either way.
+[[nodiscard]] os::SysResult<std::vector<IbDevice>> discoverDevices(sysfs::Devices& devices,
+                                                                   sysfs::IbInventory& inventory,
+                                                                   const std::set<std::string>* only);
 
 }  // namespace ibcni::dra

@@ -6,9 +6,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "plugin/sysfs/sysfs_devices.h"
+#include "plugin/sysfs/sysfs_inventory.h"
 #include "unit/dra/dra_devices.h"
 #include "fakes/fake_sysfs_tree.h"
 
@@ -58,6 +62,31 @@ TEST(DeviceName, IsADnsLabelOfThePciAddress) {
 
 TEST_F(IbDevicesTest, OffersTheIpoibPortAndEveryVfSortedByName) {
   EXPECT_THAT(namesOf(discover()), ElementsAre("ipoib-0000-3b-00-0-p1", "vf-0000-3b-00-2", "vf-0000-3b-00-3"));
+}
+
+// Prepare reads only the claim's devices: those named, each as the whole node's discovery reads it.
+TEST_F(IbDevicesTest, OnlyTheNamedDevicesAreReadAndReadTheSame) {
+  const std::vector<IbDevice> all = discover();
+  sysfs::SysfsDevices devices(sys_.root());
+  sysfs::SysfsInventory inventory(sys_.root());
+  const std::set<std::string> only = {"vf-0000-3b-00-3", "ipoib-0000-3b-00-0-p1"};
+  auto some = discoverDevices(devices, inventory, &only);
+  ASSERT_TRUE(some) << some.error().describe();
+  EXPECT_THAT(namesOf(*some), ElementsAre("ipoib-0000-3b-00-0-p1", "vf-0000-3b-00-3"));
+  for (const auto& d : *some) {
+    auto same = std::find_if(all.begin(), all.end(), [&](const IbDevice& a) { return a.name == d.name; });
+    ASSERT_NE(same, all.end());
+    EXPECT_EQ(same->pci.text, d.pci.text);
+    EXPECT_EQ(same->pfName, d.pfName);
+    EXPECT_EQ(same->vfIndex, d.vfIndex);
+    EXPECT_EQ(same->driver, d.driver);
+    EXPECT_EQ(same->linkLayer, d.linkLayer);
+    EXPECT_EQ(same->portState, d.portState);
+    EXPECT_EQ(same->nodeGuid, d.nodeGuid);
+    EXPECT_EQ(same->placement.numaNode, d.placement.numaNode);
+  }
+  const std::set<std::string> none = {"vf-0000-99-00-1"};
+  EXPECT_THAT(namesOf(*discoverDevices(devices, inventory, &none)), IsEmpty());
 }
 
 TEST_F(IbDevicesTest, AVfSaysWhereItSitsAndWhatItIs) {
