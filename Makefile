@@ -81,7 +81,7 @@ e2e: build
 # cluster GUID pool each, in process). The sanitized tree's cluster ADDs are the ClusterSimFaults
 # storms, the GUID pool's cluster tests (guid_pools_cluster_test) and fault steps
 # (GuidPoolVfFaultSteps); the release tree runs the 100-node storms and the chaos schedules. Nor
-# DraKillTest (ibcni-dra killed at each of its steps: a hundred driver starts): the
+# DraKillTest (ibcni-dra killed at each of its steps: a hundred driver starts; not built there): the
 # sanitized tree runs the same claim code in process (dra_test: every step's failure and undo) and
 # the sanitized ibcni-dra under the kubelet's own code (kubelet_dra_test).
 SANITIZE_BUILD ?= build-sanitize
