@@ -330,6 +330,33 @@ std::expected<std::string, std::string> ApiProxy::serviceAccount(const std::stri
   if (t.first != 201 || !t.second.is_object() || !t.second.contains("status")) {
     return std::unexpected("requesting a token of " + ns + "/" + sa + ": " + describe(t));
   }
+  // The authorizer learns of new bindings from its informers, a moment after they are made: wait
+  // until it allows the first rule, or a test started at once is refused (403) for a while.
+  if (rules.empty() && clusterRules.empty()) {
+    return t.second["status"].value("token", "");
+  }
+  const json& rule = !rules.empty() ? rules[0] : clusterRules[0];
+  const json review = {{"apiVersion", "authorization.k8s.io/v1"},
+                       {"kind", "SubjectAccessReview"},
+                       {"spec",
+                        {{"user", "system:serviceaccount:" + ns + ":" + sa},
+                         {"groups", {"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}},
+                         {"resourceAttributes",
+                          {{"namespace", ns},
+                           {"verb", rule["verbs"][0]},
+                           {"group", rule["apiGroups"][0]},
+                           {"resource", rule["resources"][0]}}}}}};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  for (;;) {
+    const auto r = admin("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", review);
+    if (r.first == 201 && r.second.value("/status/allowed"_json_pointer, false)) {
+      break;
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      return std::unexpected("the authorizer never allowed " + ns + "/" + sa + " its rights: " + describe(r));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   return t.second["status"].value("token", "");
 }
 
