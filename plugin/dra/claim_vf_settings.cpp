@@ -14,10 +14,6 @@ std::string vfText(const VfChange& c) { return "VF " + std::to_string(c.vf) + " 
 
 VfRef refOf(const VfChange& c) { return {c.pfName, c.vf}; }
 
-/// A GUID as the kernel takes it back: zero (no GUID) is written as all ones, as mlx5 shows it.
-net::Guid writable(std::optional<net::Guid> g) {
-  return g && g->value != 0 ? *g : net::Guid{plugin::kAllOnesGuid};
-}
 
 std::string stepError(const std::string& what, const os::SysError& e) { return what + ": " + e.describe(); }
 
@@ -76,8 +72,8 @@ std::string applyVfSettings(VfSteps& steps, const ClaimRef& claim, const IbDevic
   // A pool's GUID is recorded even when the VF carries it already: Unprepare takes it off the VF.
   if (*guid && (!carries || !change.guidPoolDir.empty())) {
     change.guid = (*guid)->toString();
-    change.oldNodeGuid = writable(restoreTo.node).toString();
-    change.oldPortGuid = writable(restoreTo.port).toString();
+    change.oldNodeGuid = plugin::writableGuid(restoreTo.node).toString();
+    change.oldPortGuid = plugin::writableGuid(restoreTo.port).toString();
     if (auto ok = steps.saveAhead(); !ok) {
       return ok.error().describe();
     }
@@ -130,8 +126,8 @@ std::string undoVfChange(ClaimEffects& effects, const std::string& claimUid, VfC
     if (!info && info.error().err != ENODEV && info.error().err != ENOENT) {
       fail(stepError("read the GUIDs of " + vfText(change), info.error()));
     } else if (info && guid && (info->nodeGuid == guid || info->portGuid == guid)) {
-      const auto node = net::Guid::parse(change.oldNodeGuid).value_or(net::Guid{plugin::kAllOnesGuid});
-      const auto port = net::Guid::parse(change.oldPortGuid).value_or(net::Guid{plugin::kAllOnesGuid});
+      const auto node = plugin::writableGuid(net::Guid::parse(change.oldNodeGuid));
+      const auto port = plugin::writableGuid(net::Guid::parse(change.oldPortGuid));
       auto set = effects.setVfGuids(refOf(change), node, port);
       auto pci = net::PciAddress::parse(change.pci);
       auto rebound = set && pci ? effects.rebind(*pci) : os::SysResult<void>{};

@@ -89,17 +89,12 @@ std::vector<cni::Error> rebindAndRestore(const ModeContext& ctx, const net::PciA
   return errors;
 }
 
-// Sets `node`/`port` on the VF (an all-zero GUID is written as all ones, as ib-sriov-cni does: the
-// kernel refuses zero, and all ones is what mlx5 shows for "no GUID") and rebinds it.
+// Sets `node`/`port` on the VF (writableGuid: an all-zero GUID as all ones) and rebinds it.
 std::vector<cni::Error> restoreGuids(const ModeContext& ctx, int pfIndex, std::uint32_t vf, net::Guid node,
                                      net::Guid port, const net::PciAddress& pci, const nl::Link* original,
                                      const std::string& preferName = {}) {
-  if (node.value == 0) {
-    node.value = kAllOnesGuid;
-  }
-  if (port.value == 0) {
-    port.value = kAllOnesGuid;
-  }
+  node = writableGuid(node);
+  port = writableGuid(port);
   if (auto r = ctx.deps.netlink.setVfGuids(ctx.host, pfIndex, vf, node, port); !r) {
     return {sysError(Errc::kNetlinkFailure,
                      "cannot restore the GUIDs of VF " + std::to_string(vf) + " to " + node.toString() + " / " +

@@ -17,6 +17,11 @@ inline constexpr std::uint64_t kAllOnesGuid = ~std::uint64_t{0};
 
 /// A GUID no subnet manager brings a port up with: all zeros (no GUID), or all ones (mlx5's "none").
 [[nodiscard]] inline bool unusableGuid(const net::Guid& g) { return g.value == 0 || g.value == kAllOnesGuid; }
+/// A VF's GUID as the kernel takes it back: none or all zeros is written as all ones (the kernel
+/// refuses zero; all ones is what mlx5 shows for "no GUID"), as ib-sriov-cni does.
+[[nodiscard]] inline net::Guid writableGuid(const std::optional<net::Guid>& g) {
+  return g && g->value != 0 ? *g : net::Guid{kAllOnesGuid};
+}
 
 /// "VF 3 of PF 0000:3b:00.0 (ibp59s0)", without the parenthesis when `pfName` is empty.
 [[nodiscard]] std::string vfName(const net::PciAddress& pfPci, std::uint32_t vf, const std::string& pfName);
