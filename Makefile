@@ -21,8 +21,21 @@ deps-demo:
 deps-arm64:
 	scripts/install-deps.sh --arm64
 
+# The release and arm64 trees compile through one compiler cache (cmake/IbcniCcache.cmake), which
+# the image's build stages of image_test then find filled: they compile the same files with the same
+# compilers. Empty: no cache.
+COMPILER_CACHE ?= $(CURDIR)/build-ccache
+# Every tree is built by Ninja, which starts a target's compiles as soon as its generated headers
+# exist, where make's generator waits for every library the target links: both cores stay busy.
+GENERATOR ?= Ninja
+
+# The unit, conformance and hostile tiers are built and run in the sanitized tree (below), not here
+# as well (tests/CMakeLists.txt): ON builds them in the release tree too.
+RELEASE_UNIT_TIERS ?= OFF
+
 $(BUILD)/CMakeCache.txt:
-	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
+	cmake -S . -B $(BUILD) -G $(GENERATOR) $(CMAKE_FLAGS) -DIBCNI_CCACHE_DIR=$(COMPILER_CACHE) \
+	  -DIBCNI_UNIT_TIERS=$(RELEASE_UNIT_TIERS)
 
 build: deps-build $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
@@ -46,11 +59,14 @@ demo-build: deps-demo $(DEMO_BUILD)/CMakeCache.txt
 demo: deps-demo demo-build
 	scripts/demo.sh $(DEMO_BUILD)
 
-# Every test tier of the release build (unit, netns, binary, conformance, hostile, faults, e2e,
-# runtime, static, deploy, etcd, chaos, kernel-lab), then the tiers where memory errors hide built
-# with AddressSanitizer + UndefinedBehaviorSanitizer (below) with the fuzz smoke, then the arm64
-# build's ARCH unit tests under qemu-user and its kernel lab (build-arm64-tests, below). All three always run; the status is 1 if any failed. (Run beside
-# the sanitized tests, the emulated arm64 VM got so little CPU that it ran past its limit.)
+# Every test tier, each in the tree where it shows the most, once: the release build's tiers (binary,
+# faults, e2e, runtime, static, deploy, etcd, kubernetes, chaos, kernel-lab: the binaries users run,
+# the image, the VM), then the tiers where memory errors hide built with AddressSanitizer +
+# UndefinedBehaviorSanitizer (below: unit, netns, binary, conformance, hostile, faults, etcd, fuzz
+# smoke; the unit, conformance and hostile tiers run there only, RELEASE_UNIT_TIERS), then the
+# arm64 build's ARCH unit tests under qemu-user and its kernel lab (build-arm64-tests, below). All
+# three always run; the status is 1 if any failed. (Run beside the sanitized tests, the emulated
+# arm64 VM got so little CPU that it ran past its limit.)
 test: deps build build-sanitize build-arm64-tests
 	@rc=0; \
 	$(CTEST) --test-dir $(BUILD) || rc=1; \
@@ -61,11 +77,20 @@ test: deps build build-sanitize build-arm64-tests
 test-release: deps build
 	$(CTEST) --test-dir $(BUILD)
 
-test-unit: build
-	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -L unit
+# The tree that has the unit tiers: the sanitized one unless RELEASE_UNIT_TIERS=ON.
+ifeq ($(RELEASE_UNIT_TIERS),ON)
+UNIT_TREE = $(BUILD)
+UNIT_TREE_TARGET = build
+else
+UNIT_TREE = $(SANITIZE_BUILD)
+UNIT_TREE_TARGET = build-sanitize
+endif
 
-test-netns: build
-	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -L 'netns|binary'
+test-unit: $(UNIT_TREE_TARGET)
+	ctest --test-dir $(UNIT_TREE) --output-on-failure -j $(JOBS) -L unit
+
+test-netns: $(UNIT_TREE_TARGET)
+	ctest --test-dir $(UNIT_TREE) --output-on-failure -j $(JOBS) -L 'netns|binary'
 
 e2e: build
 	e2e/run.sh
@@ -89,7 +114,7 @@ SANITIZE_CXX ?= clang++-16
 SANITIZE_CTEST_ARGS ?= -E '^((ClusterSim|GuidClusterSim)\.HundredNodes|DraKillTest\.)'
 
 $(SANITIZE_BUILD)/CMakeCache.txt:
-	cmake -S . -B $(SANITIZE_BUILD) -DCMAKE_BUILD_TYPE=Release -DIBCNI_SANITIZE=ON \
+	cmake -S . -B $(SANITIZE_BUILD) -G $(GENERATOR) -DCMAKE_BUILD_TYPE=Release -DIBCNI_SANITIZE=ON \
 	  -DCMAKE_CXX_COMPILER=$(SANITIZE_CXX)
 
 build-sanitize: deps $(SANITIZE_BUILD)/CMakeCache.txt
@@ -108,8 +133,8 @@ ARM64_BUILD ?= build-arm64
 ARM64_CTEST_ARGS ?= -L 'unit-arm64|kernel-lab'
 
 $(ARM64_BUILD)/CMakeCache.txt:
-	cmake -S . -B $(ARM64_BUILD) -DCMAKE_BUILD_TYPE=Release \
-	  -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux-gnu.cmake
+	cmake -S . -B $(ARM64_BUILD) -G $(GENERATOR) -DCMAKE_BUILD_TYPE=Release \
+	  -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux-gnu.cmake -DIBCNI_CCACHE_DIR=$(COMPILER_CACHE)
 
 build-arm64: deps-arm64 $(ARM64_BUILD)/CMakeCache.txt
 	cmake --build $(ARM64_BUILD) -j $(JOBS) --target ibcni ibcni-ipam
@@ -235,4 +260,4 @@ compile-commands: deps
 	scripts/compile-commands.sh
 
 clean:
-	rm -rf $(BUILD) $(SANITIZE_BUILD) $(DEMO_BUILD) $(ARM64_BUILD) build-compdb
+	rm -rf $(BUILD) $(SANITIZE_BUILD) $(DEMO_BUILD) $(ARM64_BUILD) build-compdb $(COMPILER_CACHE)

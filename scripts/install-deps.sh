@@ -19,6 +19,8 @@ plugin_libs=(libnl-3-dev libnl-route-3-dev libmnl-dev libibverbs-dev libcurl4-op
 # Makefile's DEMO_CXX) and what scripts/demo.sh runs besides the plugins: ip, jq, unshare.
 demo_pkgs=(cmake ninja-build make pkg-config clang-16 "${plugin_libs[@]}" iproute2 jq util-linux)
 build_pkgs=(cmake ninja-build g++ make pkg-config "${plugin_libs[@]}"
+            # the release and arm64 trees' compiler cache, which the image test's builds reuse (Makefile)
+            ccache
             libgtest-dev libgmock-dev googletest
             # ibcni-agent's metrics (prometheus-cpp, shared libraries, with civetweb). Not in the arm64
             # cross build's list: prometheus-cpp-dev:arm64 does not install beside the amd64 one (apt

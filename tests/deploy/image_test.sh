@@ -68,17 +68,37 @@ base_tar=$(machine_cache_file deploy-image/bookworm-amd64.tar 7 debian_base amd6
 check "a Debian 12 base (mmdebstrap, or the machine's cached one: $base_tar)" test -s "$base_tar" || finish_checks
 check "base image imported" podman import "$base_tar" "$base" >/dev/null || finish_checks
 
+# The compiler cache of the release and arm64 trees (IBCNI_CCACHE_DIR: the CMake cache's, given by
+# tests/deploy/CMakeLists.txt; cmake/IbcniCcache.cmake), mounted into the build stage as the
+# Dockerfile's IBCNI_CCACHE_DIR says: the stage compiles the same files with the same compiler, so
+# it links what those trees compiled. Empty: the stage compiles everything itself.
+ccache_args=()
+if [[ -n ${IBCNI_CCACHE_DIR:-} ]]; then
+  check "the trees' compiler cache is a directory ($IBCNI_CCACHE_DIR)" test -d "$IBCNI_CCACHE_DIR" || finish_checks
+  ccache_args=(--volume "$IBCNI_CCACHE_DIR:/ccache" --build-arg IBCNI_CCACHE_DIR=/ccache)
+fi
+# ccache_counts: "HITS MISSES" of the cache so far (0 0 without one)
+ccache_counts() {
+  [[ -n ${IBCNI_CCACHE_DIR:-} ]] || { echo "0 0"; return; }
+  CCACHE_DIR=$IBCNI_CCACHE_DIR ccache --print-stats |
+    awk '$1 ~ /^(direct|preprocessed)_cache_hit$/ {h += $2} $1 == "cache_miss" {m = $2} END {print h + 0, m + 0}'
+}
+
 # build_image WHAT LOG TAG [PODMAN-BUILD-ARG...]: deploy/Dockerfile as it is, built into TAG (the
-# log in LOG, its tail shown and the test ended when it fails), timed; prints check-portable's lines.
+# log in LOG, its tail shown and the test ended when it fails), timed, with the compiler cache's
+# hits and misses; prints check-portable's lines.
 build_image() {
-  local what=$1 log=$2 tag=$3 started
+  local what=$1 log=$2 tag=$3 started before after
   shift 3
   started=$(date +%s)
+  read -ra before < <(ccache_counts)
   check "deploy/Dockerfile builds $what" \
-    podman build --isolation chroot --network host --layers=false "$@" \
+    podman build --isolation chroot --network host --layers=false "${ccache_args[@]}" "$@" \
       -f "$repo/deploy/Dockerfile" -t "$tag" "$repo" >"$log" 2>&1 ||
     { tail -40 "$log"; finish_checks; }
-  echo "image ($what) built in $(($(date +%s) - started)) s"
+  read -ra after < <(ccache_counts)
+  echo "image ($what) built in $(($(date +%s) - started)) s;" \
+    "compiler cache: $((after[0] - before[0])) hits, $((after[1] - before[1])) misses"
   grep -E '^(ok|FAIL) ' "$log"
 }
 
@@ -101,7 +121,7 @@ build_image "(both stages)" "$work/build.log" "$image" \
   --build-arg BUILD_IMAGE="$base" --build-arg RUNTIME_IMAGE="$base" --build-arg GO_IMAGE="$go_image" \
   --volume "$modcache/cache/download:/goproxy:ro" --build-arg GOPROXY=file:///goproxy
 check "the build stage ran check-portable on both binaries" \
-  test "$(grep -cE '^ok +/build/ibcni(-ipam)?:' "$work/build.log")" -eq 2
+  test "$(grep -cE '^ok +build/ibcni(-ipam)?:' "$work/build.log")" -eq 2
 
 entrypoint=$(podman image inspect --format '{{json .Config.Entrypoint}}' "$image")
 check "ENTRYPOINT is the installer" test "$entrypoint" = '["/usr/local/bin/ibcni-install"]'
@@ -195,7 +215,7 @@ build_image "for linux/arm64 (cross-compiled; only the version check runs emulat
   --build-arg BUILDPLATFORM=linux/amd64 --build-arg TARGETARCH=arm64 \
   --build-arg BUILD_IMAGE="$base" --build-arg RUNTIME_IMAGE="$base_arm64" --build-arg GO_IMAGE="$base"
 check "the arm64 build stage ran check-portable for aarch64 on both binaries" \
-  test "$(grep -cE '^ok +/build/ibcni(-ipam)?: aarch64,' "$work/build-arm64.log")" -eq 2
+  test "$(grep -cE '^ok +build/ibcni(-ipam)?: aarch64,' "$work/build-arm64.log")" -eq 2
 check "the arm64 build stage cross-compiled (its compiler ran natively, not emulated)" \
   grep -q 'aarch64-linux-gnu-g++' "$work/build-arm64.log"
 
