@@ -4,7 +4,8 @@
 // (plugin/dra/grpc/), prepares and unprepares claims (plugin/dra/claim_preparation), and keeps
 // the node's ResourceSlices equal to the devices sysfs shows: published after every registration
 // the kubelet reports (it wipes a driver's slices when the driver goes) and whenever a read every
-// --interval seconds finds them changed. SIGTERM or SIGINT: the sockets go (the registration's
+// --interval seconds finds them changed; each pass also undoes the claims the API server no longer
+// has that the kubelet did not unprepare (plugin/dra/claim_sweep, after --gone-grace). SIGTERM or SIGINT: the sockets go (the registration's
 // first), then it exits 0. An executable of its own, linked with gRPC, so that the CNI plugin
 // never loads it.
 #include <malloc.h>
@@ -32,6 +33,7 @@
 #include "plugin/dra/cdi_spec.h"
 #include "plugin/dra/claim_preparation.h"
 #include "plugin/dra/claim_status.h"
+#include "plugin/dra/claim_sweep.h"
 #include "plugin/dra/grpc/dra_server.h"
 #include "plugin/dra/ib_devices.h"
 #include "plugin/dra/kube_claim_api.h"
@@ -56,7 +58,8 @@ constexpr Flag kSysfsFlag{"--sysfs", "DIR", "sysfs as mounted here (default /sys
 constexpr Flag kInstanceFlag{"--instance-id", "ID", "sockets of this instance's own, for rolling updates (default: $POD_UID; \"\" for none)"};
 constexpr Flag kCniStateFlag{"--cni-state-dir", "DIR", "ibcni's attachment records, read for the claims' networkData (default /run/ibcni)"};
 constexpr Flag kIntervalFlag{"--interval", "SECONDS", "between two reads of the devices (default 10)"};
-constexpr Flag kDraFlags[] = {kNodeFlag, kKubeconfigFlag, kRegistryFlag, kPluginsFlag, kCdiFlag, kSysfsFlag, kInstanceFlag, kCniStateFlag, kIntervalFlag};
+constexpr Flag kGoneGraceFlag{"--gone-grace", "SECONDS", "how long a prepared claim must have been gone from the API server before the loop undoes it, if the kubelet has not (default 60)"};
+constexpr Flag kDraFlags[] = {kNodeFlag, kKubeconfigFlag, kRegistryFlag, kPluginsFlag, kCdiFlag, kSysfsFlag, kInstanceFlag, kCniStateFlag, kIntervalFlag, kGoneGraceFlag};
 
 struct DraArgs {
   std::string node;
@@ -66,7 +69,26 @@ struct DraArgs {
   std::string sysfs = "/sys";
   std::string cniStateDir = "/run/ibcni";
   long long interval = 10;
+  long long goneGrace = 60;
 };
+
+/// `flag`'s value as a number of seconds from `low` to `high` into `out` (left as it is when the
+/// flag is not given).
+std::expected<void, UsageProblem> secondsFlag(const CommandLine& line, const Flag& flag, long long low, long long high,
+                                              long long& out) {
+  const auto v = line.value(flag);
+  if (!v) {
+    return {};
+  }
+  char* end = nullptr;
+  const long long n = std::strtoll(v->c_str(), &end, 10);
+  if (v->empty() || *end != '\0' || n < low || n > high) {
+    return std::unexpected(UsageProblem{std::string(flag.name) + " " + *v + ": not a number of seconds from " +
+                                        std::to_string(low) + " to " + std::to_string(high)});
+  }
+  out = n;
+  return {};
+}
 
 std::expected<dra::KubeTarget, UsageProblem> kubeTarget(const CommandLine& line) {
   if (const auto file = line.value(kKubeconfigFlag)) {
@@ -109,12 +131,11 @@ std::expected<DraArgs, UsageProblem> draArgs(const CommandLine& line) {
   a.cdiDir = line.value(kCdiFlag).value_or(a.cdiDir);
   a.sysfs = line.value(kSysfsFlag).value_or(a.sysfs);
   a.cniStateDir = line.value(kCniStateFlag).value_or(a.cniStateDir);
-  if (const auto v = line.value(kIntervalFlag)) {
-    char* end = nullptr;
-    a.interval = std::strtoll(v->c_str(), &end, 10);
-    if (v->empty() || *end != '\0' || a.interval < 1 || a.interval > 3600) {
-      return std::unexpected(UsageProblem{"--interval " + *v + ": not a number of seconds from 1 to 3600"});
-    }
+  if (auto ok = secondsFlag(line, kIntervalFlag, 1, 3600, a.interval); !ok) {
+    return std::unexpected(ok.error());
+  }
+  if (auto ok = secondsFlag(line, kGoneGraceFlag, 0, 86400, a.goneGrace); !ok) {
+    return std::unexpected(ok.error());
   }
   return a;
 }
@@ -148,6 +169,23 @@ void reportStatuses(dra::StatusReporter& reporter, const dra::ClaimCheckpoint& c
     attachments = std::vector<state::AttachmentRecord>{};  // no records yet (no ADD on this node)
   }
   for (const auto& e : reporter.report(*records, *attachments, os::rfc3339(std::chrono::system_clock::now()))) {
+    log::warn("ibcni-dra: {}", e);
+  }
+}
+
+// Claims recorded here that the API server no longer has, undone once gone for the grace period;
+// what failed logged (the next pass tries again).
+void sweepGoneClaims(dra::ClaimSweep& sweep, const dra::ClaimCheckpoint& checkpoint) {
+  auto records = checkpoint.load();
+  if (!records) {
+    log::error("ibcni-dra: {}", records.error().describe());
+    return;
+  }
+  const auto report = sweep.pass(*records, dra::ClaimSweep::Clock::now());
+  for (const auto& claim : report.undone) {
+    log::info("ibcni-dra: {} is gone from the API server and was not unprepared by the kubelet: undone", claim);
+  }
+  for (const auto& e : report.errors) {
     log::warn("ibcni-dra: {}", e);
   }
 }
@@ -199,6 +237,7 @@ int runDra(const DraArgs& a, const sigset_t& stop, const DecorateEffects& decora
   dra::StatusReporter reporter(statusApi, dra::kDriverName);
   dra::ClaimPreparation preparation(claims, claimDevices, claimInventory, decorate(files),
                                     {.driver = dra::kDriverName, .nodeName = a.node, .bootId = os::bootNow().boot});
+  dra::ClaimSweep sweep(statusApi, preparation, std::chrono::seconds(a.goneGrace));
   std::atomic<bool> registered{false};
   auto server = dra::grpc_api::DraServer::start(a.paths, dra::kDriverName, preparation,
                                                 [&registered](bool ok, const std::string& error) {
@@ -224,6 +263,7 @@ int runDra(const DraArgs& a, const sigset_t& stop, const DecorateEffects& decora
     if (std::chrono::steady_clock::now() >= next) {
       publish(publisher, devices, inventory);
       reportStatuses(reporter, checkpoint, a.cniStateDir);
+      sweepGoneClaims(sweep, checkpoint);
       next = std::chrono::steady_clock::now() + std::chrono::seconds(a.interval);
     }
     if (waitForStop(stop, 1)) {

@@ -14,8 +14,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string claimText(const ClaimRef& c) { return "claim " + c.ns + "/" + c.name + " (uid " + c.uid + ")"; }
-
 /// "req" of a subrequest's result "req/subreq": the request the device metadata is written for.
 std::string baseRequest(const std::string& request) { return request.substr(0, request.find('/')); }
 
@@ -102,6 +100,9 @@ PrepareOutcome ClaimPreparation::prepareLocked(const ClaimRef& claim, ClaimRecor
   if (!plan) {
     return {{}, "prepare " + what + ": " + plan.error()};
   }
+  if (auto held = heldByAnother(claim.uid, *plan, records); !held.empty()) {
+    return {{}, "prepare " + what + ": " + held};
+  }
   // Ahead of the first host change: a kill from here on is undone by Unprepare or the next Prepare.
   records[claim.uid] =
       ClaimRecord{claim, ClaimRecord::State::kPreparing, plan->devices, plan->changes, options_.bootId};
@@ -118,6 +119,25 @@ PrepareOutcome ClaimPreparation::prepareLocked(const ClaimRef& claim, ClaimRecor
     return {{}, "prepare " + what + ": " + ok.error().describe()};
   }
   return {plan->devices, {}};
+}
+
+std::string ClaimPreparation::heldByAnother(const std::string& uid, const Plan& plan, const ClaimRecords& records) {
+  for (std::size_t i = 0; i < plan.devices.size(); ++i) {
+    if (plan.found[i].kind != DeviceKind::kVf) {
+      continue;  // an IPoIB port is shared by every claim of it
+    }
+    for (const auto& [other, record] : records) {
+      const bool holds = other != uid && std::any_of(record.devices.begin(), record.devices.end(), [&](const auto& d) {
+                           return d.deviceName == plan.devices[i].deviceName;
+                         });
+      if (holds) {
+        return "VF " + plan.devices[i].deviceName + " is still prepared for " + claimText(record.ref) +
+               ", which has not been unprepared: it is prepared for this claim once that one is (the kubelet "
+               "retries; ibcni-dra undoes a claim the API server no longer has after --gone-grace)";
+      }
+    }
+  }
+  return {};
 }
 
 std::string ClaimPreparation::changeNode(const ClaimRef& claim, const Plan& plan, ClaimRecords& records) {

@@ -76,6 +76,10 @@ class ClaimPreparation final : public ClaimPreparer {
   /// device that is gone, a configuration that is wrong, or a VF without a GUID that gets none.
   [[nodiscard]] std::expected<Plan, std::string> planDevices(const nlohmann::json& object,
                                                             const std::vector<Allocated>& allocated);
+  /// "" when no VF of `plan` is in the record of a claim other than `uid` (one the kubelet has not
+  /// unprepared yet, or that the sweep has not undone: its VFs keep that claim's settings until
+  /// then), else which VF and claim.
+  [[nodiscard]] static std::string heldByAnother(const std::string& uid, const Plan& plan, const ClaimRecords& records);
   /// The VFs' settings applied, each change written ahead; then the pkeys checked and the CDI spec
   /// written from the VFs as they are after any rebind. "" or the error.
   [[nodiscard]] std::string changeNode(const ClaimRef& claim, const Plan& plan, ClaimRecords& records);

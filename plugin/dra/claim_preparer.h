@@ -16,6 +16,11 @@ struct ClaimRef {
   std::string name;
 };
 
+/// "claim <ns>/<name> (uid <uid>)", as messages name a claim.
+[[nodiscard]] inline std::string claimText(const ClaimRef& c) {
+  return "claim " + c.ns + "/" + c.name + " (uid " + c.uid + ")";
+}
+
 /// One allocated device, prepared.
 struct PreparedDevice {
   std::vector<std::string> requestNames;  ///< the claim's requests it serves

@@ -2,6 +2,7 @@
 #include "plugin/dra/device_metadata.h"
 
 #include <filesystem>
+#include <optional>
 #include <system_error>
 
 #include "ibcni/os/file_io.h"
@@ -24,6 +25,20 @@ std::string containerPath(const ClaimRef& claim, const std::optional<std::string
                           const std::string& request) {
   const std::string where = podClaimName ? "/resourceclaimtemplates/" + *podClaimName : "/resourceclaims/" + claim.name;
   return std::string(kContainerDir) + where + "/" + request + "/" + kDriver + "-metadata.json";
+}
+
+/// The claim uid a metadata file names; none when it cannot be read as one.
+std::optional<std::string> metadataUid(const fs::path& file) {
+  auto text = os::readFile(file.string(), 1 << 20);
+  if (!text) {
+    return std::nullopt;
+  }
+  const json doc = json::parse(*text, nullptr, false);
+  if (!doc.is_object() || !doc.contains("metadata") || !doc["metadata"].is_object() ||
+      !doc["metadata"].contains("uid") || !doc["metadata"]["uid"].is_string()) {
+    return std::nullopt;
+  }
+  return doc["metadata"]["uid"].get<std::string>();
 }
 
 json cdiSpec(const std::string& deviceName, const std::string& hostPath, const std::string& inContainer) {
@@ -94,9 +109,21 @@ os::SysResult<void> removeDeviceMetadata(const MetadataPlace& at, const ClaimRef
       }
     }
   }
-  fs::remove_all(claimDir(at.pluginDir, claim), ec);
-  if (ec && ec != std::errc::no_such_file_or_directory) {
-    return os::sysFail(ec.value(), "remove " + claimDir(at.pluginDir, claim));
+  // The folder is named by the claim's namespace and name, which a claim made again under that name
+  // shares: a request's folder whose file names another uid is that claim's, and stays.
+  const std::string dir = claimDir(at.pluginDir, claim);
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const auto uid = metadataUid(e.path() / "metadata.json");
+    if (!uid || *uid == claim.uid) {
+      fs::remove_all(e.path(), ec);
+      if (ec) {
+        return os::sysFail(ec.value(), "remove " + e.path().string());
+      }
+    }
+  }
+  fs::remove(dir, ec);  // left when another claim's request folder is in it
+  if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::directory_not_empty) {
+    return os::sysFail(ec.value(), "remove " + dir);
   }
   return {};
 }

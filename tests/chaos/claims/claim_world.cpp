@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <random>
@@ -15,6 +16,7 @@
 #include "ipam/embedded_ipam_guids.h"
 #include "plugin/dra/cdi_spec.h"
 #include "plugin/dra/claim_preparation.h"
+#include "plugin/dra/claim_sweep.h"
 #include "plugin/sysfs/sysfs_devices.h"
 #include "plugin/sysfs/sysfs_inventory.h"
 #include "support/temp_dir.h"
@@ -45,6 +47,10 @@ const char* kindText(Step::Kind k) {
       return "prepare";
     case Step::Kind::kUnprepare:
       return "unprepare";
+    case Step::Kind::kDelete:
+      return "delete";
+    case Step::Kind::kSweep:
+      return "sweep";
     case Step::Kind::kCniAdd:
       return "cni-add";
     case Step::Kind::kCniDel:
@@ -208,18 +214,25 @@ class Node {
       violation = Violation{kind, what};
     }
   }
-  /// One kubelet call to the driver, with the step's faults: its answer, or "killed".
-  std::string callDriver(const Step& s, bool prepare, const dra::ClaimRef& ref) {
+  /// The driver running `call` with the step's faults: its answer, or "killed".
+  template <class Call>
+  std::string withDriver(const Step& s, Call&& call) {
     dra::NodeClaimEffects real(dra::ClaimCheckpoint(dir_.path() + "/claims.json"), {dir_.path(), cdiDir()},
                                {nl_, host_, devices_, guids_});
     ScheduledEffects effects(real, s, plant_);
     dra::ClaimPreparation driver(api_, devices_, inventory_, effects,
                                  {.driver = "ibcni.io", .nodeName = kNodeName, .bootId = boot_});
     try {
-      return prepare ? driver.prepare(ref).error : driver.unprepare(ref);
+      return call(driver);
     } catch (const Killed&) {
       return "killed";
     }
+  }
+  /// One kubelet call to the driver, with the step's faults: its answer, or "killed".
+  std::string callDriver(const Step& s, bool prepare, const dra::ClaimRef& ref) {
+    return withDriver(s, [&](dra::ClaimPreparation& driver) {
+      return prepare ? driver.prepare(ref).error : driver.unprepare(ref);
+    });
   }
   dra::ClaimRecords records() {
     auto r = dra::ClaimCheckpoint(dir_.path() + "/claims.json").load();
@@ -232,6 +245,9 @@ class Node {
   Claim newClaim(std::uint64_t pick);
   std::string prepare(const Step& s);
   std::string unprepare(const Step& s);
+  std::string deleteClaim(const Step& s);
+  std::string sweep(const Step& s);
+  [[nodiscard]] bool heldByAnother(const Claim& c);
   std::string cniAdd(const Step& s);
   std::string cniDel(const Step& s);
   std::string agentPass();
@@ -253,6 +269,7 @@ class Node {
   int boots_ = 1;
   int counter_ = 0;
   std::array<std::optional<Claim>, kSlots> claims_;
+  std::vector<Claim> deleted_;  // deleted from the API server behind the kubelet's back, not yet swept
   std::array<std::optional<std::string>, kSlots> cni_;  // the CNI pod holding a pool GUID, by slot
   std::array<int, kVfs> owner_{};                       // the slot whose claim was allocated the VF
   config::GuidPoolConf cniPool_;
@@ -325,10 +342,11 @@ std::string Node::prepare(const Step& s) {
     slot = c;
   }
   Claim& c = *slot;
+  const bool held = heldByAnother(c);  // refused until the sweep has undone that claim
   const std::string answer = callDriver(s, true, {"ns", c.uid, c.name});
   const bool faulted = s.killAfter > 0 || s.failAt > 0;
   c.prepared = answer.empty();
-  if (!faulted && !c.mayFail && !answer.empty()) {
+  if (!faulted && !c.mayFail && !held && !answer.empty()) {
     violate("PREPARE", "Prepare of " + c.uid + " " + c.parameters.dump() + " failed: " + answer);
   }
   if (c.prepared) {
@@ -384,6 +402,67 @@ std::string Node::unprepare(const Step& s) {
   slot.reset();
   checkGone(gone);
   return gone.uid + ": ok";
+}
+
+bool Node::heldByAnother(const Claim& c) {
+  for (const auto& [uid, r] : records()) {
+    for (const auto& d : r.devices) {
+      for (int n : c.vfs) {
+        if (uid != c.uid && d.deviceName == dra::eightVfsName(n)) {
+          return true;
+        }
+      }
+    }
+  }
+  return false;
+}
+
+std::string Node::deleteClaim(const Step& s) {
+  auto& slot = claims_[static_cast<std::size_t>(s.slot)];
+  if (!slot) {
+    return "no claim";
+  }
+  // The claim is deleted and the kubelet never unprepares it (it lost the pod): the scheduler may
+  // give its VFs to another claim at once.
+  api_.claims.erase("ns/" + slot->name);
+  for (int n : slot->vfs) {
+    owner_[static_cast<std::size_t>(n)] = -1;
+  }
+  deleted_.push_back(*slot);
+  const std::string out = slot->uid + " deleted";
+  slot.reset();
+  return out;
+}
+
+std::string Node::sweep(const Step& s) {
+  const bool faulted = s.killAfter > 0 || s.failAt > 0;
+  const dra::ClaimRecords before = records();
+  std::string answer = withDriver(s, [&](dra::ClaimPreparation& driver) {
+    dra::ClaimSweep sweep(api_, driver, std::chrono::seconds(0));
+    const auto report = sweep.pass(before, dra::ClaimSweep::Clock::now());
+    std::string out = std::to_string(report.undone.size()) + " undone";
+    for (const auto& e : report.errors) {
+      out += "; " + e;
+    }
+    return out;
+  });
+  // The live claims are left alone, whatever the fault.
+  const dra::ClaimRecords after = records();
+  for (const auto& c : claims_) {
+    if (c && before.count(c->uid) != 0 && after.count(c->uid) == 0) {
+      violate("SWEEP", "the sweep undid " + c->uid + ", which the API server still has");
+    }
+  }
+  if (!faulted) {
+    if (answer.find(';') != std::string::npos) {
+      violate("SWEEP", "a sweep without a fault failed: " + answer);
+    }
+    for (const Claim& c : deleted_) {
+      checkGone(c);  // nothing of a deleted claim outlives the sweep after it
+    }
+    deleted_.clear();
+  }
+  return answer;
 }
 
 void Node::checkGone(const Claim& c) {
@@ -468,6 +547,10 @@ std::string Node::apply(const Step& s) {
       return prepare(s);
     case Step::Kind::kUnprepare:
       return unprepare(s);
+    case Step::Kind::kDelete:
+      return deleteClaim(s);
+    case Step::Kind::kSweep:
+      return sweep(s);
     case Step::Kind::kCniAdd:
       return cniAdd(s);
     case Step::Kind::kCniDel:
@@ -514,6 +597,15 @@ std::optional<Violation> Node::check() {
     }
     if (linkChanged && !linkNamed) {
       violate("G3", "VF " + std::to_string(n) + " has a link state no claim's record names");
+    }
+  }
+  // G5: a VF is prepared for one claim at a time (a new claim's Prepare waits for the old record).
+  std::map<std::string, std::string> preparedFor;
+  for (const auto& [uid, r] : recs) {
+    for (const auto& d : r.devices) {
+      if (auto [it, fresh] = preparedFor.emplace(d.deviceName, uid); !fresh) {
+        violate("G5", "VF " + d.deviceName + " is in the records of " + it->second + " and " + uid);
+      }
     }
   }
   std::set<std::string> given;
@@ -564,7 +656,7 @@ std::optional<Violation> Node::check() {
 
 std::string Step::text() const {
   std::string out = kindText(kind);
-  if (kind != Kind::kAgent && kind != Kind::kReboot) {
+  if (kind != Kind::kAgent && kind != Kind::kReboot && kind != Kind::kSweep) {
     out += " slot=" + std::to_string(slot);
   }
   if (kind == Kind::kPrepare) {
@@ -599,15 +691,17 @@ std::vector<Step> generate(std::uint64_t seed, int steps) {
   for (int i = 0; i < steps; ++i) {
     Step s;
     const auto r = rng() % 100;
-    s.kind = r < 40   ? Step::Kind::kPrepare
-             : r < 70 ? Step::Kind::kUnprepare
-             : r < 80 ? Step::Kind::kCniAdd
+    s.kind = r < 38   ? Step::Kind::kPrepare
+             : r < 62 ? Step::Kind::kUnprepare
+             : r < 67 ? Step::Kind::kDelete
+             : r < 73 ? Step::Kind::kSweep
+             : r < 81 ? Step::Kind::kCniAdd
              : r < 88 ? Step::Kind::kCniDel
              : r < 95 ? Step::Kind::kAgent
                       : Step::Kind::kReboot;
     s.slot = static_cast<int>(rng() % kSlots);
     s.pick = rng();
-    if (s.kind == Step::Kind::kPrepare || s.kind == Step::Kind::kUnprepare) {
+    if (s.kind == Step::Kind::kPrepare || s.kind == Step::Kind::kUnprepare || s.kind == Step::Kind::kSweep) {
       const auto f = rng() % 10;
       if (f < 3) {
         s.killAfter = 1 + static_cast<int>(rng() % 14);

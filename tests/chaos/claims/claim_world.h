@@ -2,9 +2,9 @@
 // The claim checker's node (README.md here): ibcni-dra's claim preparation (plugin/dra/
 // claim_preparation) in process over eight VFs (a FakeSysfsTree read by the production readers, the
 // PF's VF table in a FakeNetlink), its real checkpoint, CDI folder and a real GUID pool store
-// shared with sriov-mode pods of the CNI; every step one kubelet call, CNI ADD or DEL, agent pass or
-// reboot, with a kill or a failure at a chosen change of the driver; the invariants checked after
-// every step.
+// shared with sriov-mode pods of the CNI; every step one kubelet call, a claim deleted behind the
+// kubelet's back, the driver's sweep of such claims, CNI ADD or DEL, agent pass or reboot, with a kill
+// or a failure at a chosen change of the driver; the invariants checked after every step.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +18,7 @@ namespace ibcni::chaos::claims {
 /// One step of a schedule. Its random choices are drawn when it is generated (`pick`), so that a
 /// step means the same in a shrunk schedule.
 struct Step {
-  enum class Kind { kPrepare, kUnprepare, kCniAdd, kCniDel, kAgent, kReboot };
+  enum class Kind { kPrepare, kUnprepare, kDelete, kSweep, kCniAdd, kCniDel, kAgent, kReboot };
   Kind kind = Kind::kPrepare;
   int slot = 0;          ///< the claim's (or the CNI pod's) slot
   int killAfter = 0;     ///< the driver is killed after its change number N (0: never)

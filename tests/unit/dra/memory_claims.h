@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// ResourceClaims served from memory for the dra tests: what get() answers, what applyStatus()
-// was given, and how many reads were made.
+// ResourceClaims served from memory for the dra tests: what get() answers (or its failure), what
+// applyStatus() was given, and how many reads were made.
 #pragma once
 
 #include <map>
@@ -17,6 +17,9 @@ class MemoryClaims final : public ClaimApi {
  public:
   ApiResult<nlohmann::json> get(const std::string& ns, const std::string& name) override {
     ++calls;
+    if (!getFailWith.empty()) {
+      return std::unexpected(ApiError{ApiError::Kind::kOther, getFailWith});
+    }
     auto it = claims.find(ns + "/" + name);
     if (it == claims.end()) {
       return std::unexpected(ApiError{ApiError::Kind::kNotFound, "GET " + ns + "/" + name + ": 404"});
@@ -34,6 +37,7 @@ class MemoryClaims final : public ClaimApi {
   std::map<std::string, nlohmann::json> claims;
   std::vector<nlohmann::json> applied;  ///< {claim, uid, devices} per call
   std::string failWith;                 ///< non-empty: applyStatus fails with it
+  std::string getFailWith;              ///< non-empty: get fails with it (not a 404)
   int calls = 0;
 };
 
