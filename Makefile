@@ -108,7 +108,8 @@ e2e: build
 # (GuidPoolVfFaultSteps); the release tree runs the 100-node storms and the chaos schedules. Nor
 # DraKillTest (ibcni-dra killed at each of its steps: a hundred driver starts; not built there): the
 # sanitized tree runs the same claim code in process (dra_test: every step's failure and undo) and
-# the sanitized ibcni-dra under the kubelet's own code (kubelet_dra_test).
+# the sanitized ibcni-dra under the kubelet's own code (kubelet_dra_test). Nor the random kills and
+# storms of tests/faults (kill_test, storm_test: not built there, tests/faults/CMakeLists.txt).
 SANITIZE_BUILD ?= build-sanitize
 SANITIZE_CXX ?= clang++-16
 SANITIZE_CTEST_ARGS ?= -E '^((ClusterSim|GuidClusterSim)\.HundredNodes|DraKillTest\.)'

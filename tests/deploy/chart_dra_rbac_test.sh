@@ -44,13 +44,7 @@ sa_dra_strategy() {
 }
 check "the ibcni-dra DaemonSet was taken with maxSurge 1, maxUnavailable 0" sa_dra_strategy
 
-for n in node-a node-b; do
-  kc create -f - >/dev/null <<EOF
-apiVersion: v1
-kind: Node
-metadata: {name: $n}
-EOF
-done
+control_plane_nodes node-a node-b
 # The pod the kubelet would mount the token in: bound to it, the token names node-a.
 kc create -f - >/dev/null <<EOF
 apiVersion: v1

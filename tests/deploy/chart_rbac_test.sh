@@ -30,13 +30,7 @@ check "the chart's manifest is applied server-side with strict field validation"
 sa_kubeconfig=$work/ibcni.kubeconfig
 check "a token of ServiceAccount kube-system/ibcni (TokenRequest)" \
   control_plane_kubeconfig "$sa_kubeconfig" kube-system ibcni || finish_checks
-for n in node-a node-b; do
-  kc create -f - >/dev/null <<EOF
-apiVersion: v1
-kind: Node
-metadata: {name: $n}
-EOF
-done
+control_plane_nodes node-a node-b
 
 config() {  # config NODE: a network whose ibcni-ipam claims blocks of 4 as NODE, with the SA's kubeconfig
   cat <<EOF

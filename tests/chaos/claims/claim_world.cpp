@@ -19,6 +19,7 @@
 #include "plugin/dra/claim_sweep.h"
 #include "plugin/sysfs/sysfs_devices.h"
 #include "plugin/sysfs/sysfs_inventory.h"
+#include "support/fault/faulty_claim_effects.h"
 #include "support/temp_dir.h"
 #include "unit/dra/dra_devices.h"
 #include "unit/dra/memory_claims.h"
@@ -63,96 +64,31 @@ const char* kindText(Step::Kind k) {
   return "reboot";
 }
 
-/// The driver's changes, numbered: change `failAt` fails, the driver dies after change `killAfter`.
-class ScheduledEffects final : public dra::ClaimEffects {
+/// The bugs planted in the checkpoint's writes (the rest passes through). Under FaultyClaimEffects,
+/// which numbers the driver's changes and fails or kills at the step's: the kill is an exception
+/// (FaultPlan::onKill), after which nothing of the driver runs.
+class PlantedEffects final : public fault::ForwardingClaimEffects {
  public:
-  ScheduledEffects(dra::ClaimEffects& real, const Step& step, Plant plant)
-      : real_(real), killAfter_(step.killAfter), failAt_(step.failAt), plant_(plant) {}
+  PlantedEffects(dra::ClaimEffects& real, Plant plant) : ForwardingClaimEffects(real), plant_(plant) {}
 
-  [[nodiscard]] os::SysResult<os::FileLock> lock() override { return real_.lock(); }
-  [[nodiscard]] os::SysResult<dra::ClaimRecords> load() override { return real_.load(); }
-  [[nodiscard]] os::SysResult<nl::VfInfo> vfInfo(const dra::VfRef& vf) override { return real_.vfInfo(vf); }
-  [[nodiscard]] std::string guidStoreOf(const config::GuidPoolConf& pool) const override {
-    return real_.guidStoreOf(pool);
-  }
   [[nodiscard]] os::SysResult<void> store(const dra::ClaimRecords& records) override {
-    if (plant_ == Plant::kForgetLinkState) {
-      dra::ClaimRecords stripped = records;
-      for (auto& [uid, r] : stripped) {
-        for (auto& c : r.changes) {
+    dra::ClaimRecords planted = records;
+    for (auto& [uid, r] : planted) {
+      for (auto& c : r.changes) {
+        if (plant_ == Plant::kForgetLinkState) {
           c.oldLinkState.reset();
         }
-      }
-      return change([&] { return real_.store(stripped); });
-    }
-    if (plant_ == Plant::kPoolRecordedLate) {
-      dra::ClaimRecords late = records;
-      for (auto& [uid, r] : late) {
-        for (auto& c : r.changes) {
-          if (r.state != dra::ClaimRecord::State::kPrepared) {
-            c.guidPool.clear();
-            c.guidPoolDir.clear();
-          }
+        if (plant_ == Plant::kPoolRecordedLate && r.state != dra::ClaimRecord::State::kPrepared) {
+          c.guidPool.clear();
+          c.guidPoolDir.clear();
         }
       }
-      return change([&] { return real_.store(late); });
     }
-    return change([&] { return real_.store(records); });
-  }
-  [[nodiscard]] os::SysResult<void> writeSpec(const std::string& uid, const std::vector<dra::CdiDevice>& d) override {
-    return change([&] { return real_.writeSpec(uid, d); });
-  }
-  [[nodiscard]] os::SysResult<void> removeSpec(const std::string& uid) override {
-    return change([&] { return real_.removeSpec(uid); });
-  }
-  [[nodiscard]] os::SysResult<void> writeMetadata(const dra::ClaimRef& claim, const std::optional<std::string>& pod,
-                                                  const std::vector<dra::RequestMetadata>& requests) override {
-    return change([&] { return real_.writeMetadata(claim, pod, requests); });
-  }
-  [[nodiscard]] os::SysResult<void> removeMetadata(const dra::ClaimRef& claim) override {
-    return change([&] { return real_.removeMetadata(claim); });
-  }
-  [[nodiscard]] os::SysResult<void> setVfGuids(const dra::VfRef& vf, const net::Guid& n, const net::Guid& p) override {
-    return change([&] { return real_.setVfGuids(vf, n, p); });
-  }
-  [[nodiscard]] os::SysResult<void> rebind(const net::PciAddress& pci) override {
-    return change([&] { return real_.rebind(pci); });
-  }
-  [[nodiscard]] os::SysResult<void> setVfLinkState(const dra::VfRef& vf, nl::VfLinkState s) override {
-    return change([&] { return real_.setVfLinkState(vf, s); });
-  }
-  [[nodiscard]] cni::Result<ipam::GuidLease> allocateGuid(const ipam::GuidRequest& request) override {
-    return change([&] { return real_.allocateGuid(request); });
-  }
-  [[nodiscard]] cni::Result<bool> releaseGuid(const std::string& dir, const cni::AttachmentKey& key,
-                                              const std::string& network) override {
-    return change([&] { return real_.releaseGuid(dir, key, network); });
+    return real().store(planted);
   }
 
  private:
-  template <class F>
-  auto change(F&& f) -> decltype(f()) {
-    ++count_;
-    if (count_ == failAt_) {
-      using R = decltype(f());
-      if constexpr (std::is_same_v<typename R::error_type, cni::Error>) {
-        return cni::fail(cni::Errc::kIoFailure, "injected failure of change " + std::to_string(count_));
-      } else {
-        return os::sysFail(EIO, "injected failure of change " + std::to_string(count_));
-      }
-    }
-    auto r = f();
-    if (count_ == killAfter_) {
-      throw Killed{};
-    }
-    return r;
-  }
-
-  dra::ClaimEffects& real_;
-  int killAfter_;
-  int failAt_;
   Plant plant_;
-  int count_ = 0;
 };
 
 /// A live claim of a slot, as the API server and the kubelet know it.
@@ -219,7 +155,10 @@ class Node {
   std::string withDriver(const Step& s, Call&& call) {
     dra::NodeClaimEffects real(dra::ClaimCheckpoint(dir_.path() + "/claims.json"), {dir_.path(), cdiDir()},
                                {nl_, host_, devices_, guids_});
-    ScheduledEffects effects(real, s, plant_);
+    PlantedEffects planted(real, plant_);
+    fault::FaultPlan plan(static_cast<unsigned>(s.failAt), 0, "", static_cast<unsigned>(s.killAfter));
+    plan.onKill([] { throw Killed{}; });
+    fault::FaultyClaimEffects effects(planted, plan);
     dra::ClaimPreparation driver(api_, devices_, inventory_, effects,
                                  {.driver = "ibcni.io", .nodeName = kNodeName, .bootId = boot_});
     try {

@@ -54,6 +54,14 @@ kc() { "$CP_KUBECTL" --kubeconfig "$CP_ADMIN" "$@"; }
 
 control_plane_token() { kc create token "$2" -n "$1" --duration 1h; }
 
+# control_plane_nodes NAME...: a Node object of each name (no kubelet runs: nothing else of a node).
+control_plane_nodes() {
+  local n
+  for n in "$@"; do
+    printf 'apiVersion: v1\nkind: Node\nmetadata: {name: %s}\n' "$n" | kc create -f - >/dev/null || return 1
+  done
+}
+
 control_plane_kubeconfig() {
   local file=$1 ns=$2 sa=$3 token
   token=$(control_plane_token "$ns" "$sa") || return 1

@@ -25,19 +25,16 @@ class FileVfTable {
 
   /// ENOENT for a VF the table does not list, as a PF without that VF answers.
   [[nodiscard]] os::SysResult<nl::VfInfo> info(const dra::VfRef& vf) const {
-    auto table = read();
+    auto table = readListing(vf, ENOENT);
     if (!table) {
       return std::unexpected(table.error());
     }
-    auto it = table->find(key(vf));
-    if (it == table->end()) {
-      return os::sysFail(ENOENT, "VF " + key(vf) + " is not in " + path_);
-    }
+    const nlohmann::json& v = (*table)[key(vf)];
     nl::VfInfo out;
     out.vf = vf.vf;
-    out.nodeGuid = net::Guid::parse(it->value("node", ""));
-    out.portGuid = net::Guid::parse(it->value("port", ""));
-    out.linkState = static_cast<nl::VfLinkState>(it->value("linkState", 0U));
+    out.nodeGuid = net::Guid::parse(v.value("node", ""));
+    out.portGuid = net::Guid::parse(v.value("port", ""));
+    out.linkState = static_cast<nl::VfLinkState>(v.value("linkState", 0U));
     return out;
   }
   [[nodiscard]] os::SysResult<void> setGuids(const dra::VfRef& vf, const net::Guid& node, const net::Guid& port) {
@@ -76,17 +73,21 @@ class FileVfTable {
     }
     return j;
   }
+  /// The table, which lists `vf`; else the error `missing` names it with.
+  [[nodiscard]] os::SysResult<nlohmann::json> readListing(const dra::VfRef& vf, int missing) const {
+    auto table = read();
+    if (table && !table->contains(key(vf))) {
+      return os::sysFail(missing, "VF " + key(vf) + " is not in " + path_);
+    }
+    return table;
+  }
   template <class F>
   [[nodiscard]] os::SysResult<void> change(const dra::VfRef& vf, F&& edit) {
-    auto table = read();
+    auto table = readListing(vf, EINVAL);
     if (!table) {
       return std::unexpected(table.error());
     }
-    auto it = table->find(key(vf));
-    if (it == table->end()) {
-      return os::sysFail(EINVAL, "VF " + key(vf) + " is not in " + path_);
-    }
-    edit(*it);
+    edit((*table)[key(vf)]);
     return os::writeFileAtomic(path_, table->dump(2) + "\n");
   }
 

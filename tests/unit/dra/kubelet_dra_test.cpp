@@ -5,7 +5,8 @@
 // real kube-apiserver; ibcni-dra reads a FakeSysfsTree node. Shown: the registration handshake and
 // the slices published after it, claims of 1 and 8 VFs with their CDI IDs and spec, a repeat, a
 // device gone (the claim's error reaches the kubelet), a driver restart from its checkpoint, a
-// rolling update (two drivers on sockets of their own, one checkpoint), SIGTERM.
+// rolling update (two drivers on sockets of their own, one checkpoint), SIGTERM, a claim deleted
+// that the kubelet never unprepares (undone by the driver's loop after --gone-grace).
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/stat.h>
@@ -99,12 +100,13 @@ class KubeletDraTest : public ::testing::Test {
     }
   }
 
-  std::unique_ptr<DaemonProcess> startDriver(const std::string& log = "driver.log", const std::string& instance = "") {
+  std::unique_ptr<DaemonProcess> startDriver(const std::string& log = "driver.log", const std::string& instance = "",
+                                             const std::string& goneGrace = "60") {
     return std::make_unique<DaemonProcess>(
         std::vector<std::string>{IBCNI_DRA_BINARY, "--node", node_, "--kubeconfig", suite_.cp->adminKubeconfig(),
                                  "--registry-dir", dir_.path() + "/registry", "--plugins-dir", dir_.path() + "/plugins",
                                  "--cdi-dir", cdiDir(), "--sysfs", sys_.root(), "--interval", "1", "--instance-id",
-                                 instance, "--cni-state-dir", dir_.path() + "/cni"},
+                                 instance, "--cni-state-dir", dir_.path() + "/cni", "--gone-grace", goneGrace},
         dir_.path() + "/" + log);
   }
   void startKubelet() {
@@ -196,17 +198,18 @@ TEST_F(KubeletDraTest, TheKubeletRegistersTheDriverAndPreparesClaimsOfOneAndEigh
   ASSERT_TRUE(spec.is_object()) << logs();
   EXPECT_EQ(spec["devices"][0]["containerEdits"]["deviceNodes"][0]["path"], "/dev/infiniband/uverbs3");
 
+  // The node's eight VFs for one claim: VF 2 too, once the first claim is unprepared (a VF is
+  // prepared for one claim at a time).
   std::vector<std::string> all;
   for (int n = 0; n < 8; ++n) {
     all.push_back(eightVfsName(n));
   }
   const std::string eight = podWithClaim("eight", "eight-vfs", all);
+  ASSERT_EQ(kubelet_->ask("unprepare " + ns_ + " one"), json({{"ok", true}})) << logs();
+  EXPECT_FALSE(std::filesystem::exists(cdiSpecPath(cdiDir(), one)));
   ASSERT_EQ(kubelet_->ask("prepare " + ns_ + " eight"), json({{"ok", true}})) << logs();
   EXPECT_EQ(kubelet_->ask("cdi " + ns_ + " eight app")["cdiDevices"].size(), 16U);  // 8 VFs, 8 requests' metadata
   EXPECT_EQ(kubelet_->ask("prepare " + ns_ + " eight"), json({{"ok", true}}));  // a repeat
-
-  ASSERT_EQ(kubelet_->ask("unprepare " + ns_ + " one"), json({{"ok", true}})) << logs();
-  EXPECT_FALSE(std::filesystem::exists(cdiSpecPath(cdiDir(), one)));
   EXPECT_TRUE(std::filesystem::exists(cdiSpecPath(cdiDir(), eight)));
 }
 
@@ -272,6 +275,27 @@ TEST_F(KubeletDraTest, ARestartedDriverUnpreparesFromItsCheckpointAndSigtermRemo
   ASSERT_EQ(kubelet_->ask("wait-registered ibcni.io 30"), json({{"ok", true}})) << logs();
   ASSERT_EQ(kubelet_->askUntilOk("unprepare " + ns_ + " p"), json({{"ok", true}})) << logs();
   EXPECT_FALSE(std::filesystem::exists(cdiSpecPath(cdiDir(), uid)));
+}
+
+// The pod and its claim deleted from the API server, the kubelet never unpreparing the claim (it lost
+// the pod): the driver's loop undoes it once it has been gone for --gone-grace, not before.
+TEST_F(KubeletDraTest, AClaimDeletedThatTheKubeletNeverUnpreparesIsUndoneByTheDriverAfterItsGrace) {
+  driver_ = startDriver("driver.log", "", "3");
+  startKubelet();
+  ASSERT_EQ(kubelet_->ask("wait-registered ibcni.io 30"), json({{"ok", true}})) << logs();
+  const std::string uid = podWithClaim("lost", "lost-pod", {eightVfsName(6)});
+  ASSERT_EQ(kubelet_->ask("prepare " + ns_ + " lost"), json({{"ok", true}})) << logs();
+  ASSERT_TRUE(std::filesystem::exists(cdiSpecPath(cdiDir(), uid)));
+  EXPECT_EQ(suite_.api->admin("DELETE", path("pods", "lost") + "?gracePeriodSeconds=0").first, 200);
+  EXPECT_EQ(suite_.api->admin("DELETE", path("resourceclaims", "lost-pod")).first, 200);
+  std::this_thread::sleep_for(1s);
+  EXPECT_TRUE(std::filesystem::exists(cdiSpecPath(cdiDir(), uid))) << "undone within its grace" << logs();
+  EXPECT_TRUE(waitFor([&] { return !std::filesystem::exists(cdiSpecPath(cdiDir(), uid)); })) << logs();
+  EXPECT_THAT(testing::readFile(dir_.path() + "/driver.log"), HasSubstr("is gone from the API server"));
+  const json records = json::parse(testing::readFile(dir_.path() + "/plugins/ibcni.io/claims.json"), nullptr, false);
+  EXPECT_EQ(records.dump().find(uid), std::string::npos) << records.dump();
+  // (A late Unprepare then finds no record and succeeds: dra_test. kubelet-dra cannot send it here,
+  // as it finds a pod's claims through the pod, which is gone.)
 }
 
 TEST_F(KubeletDraTest, InARollingUpdateTheNewDriverServesOnItsOwnSocketsWhileTheOldOneLeaves) {
