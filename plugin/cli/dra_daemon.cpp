@@ -5,9 +5,9 @@
 // the node's ResourceSlices equal to the devices sysfs shows: published after every registration
 // the kubelet reports (it wipes a driver's slices when the driver goes) and whenever a read every
 // --interval seconds finds them changed; each pass also undoes the claims the API server no longer
-// has that the kubelet did not unprepare (plugin/dra/claim_sweep, after --gone-grace). SIGTERM or SIGINT: the sockets go (the registration's
-// first), then it exits 0. An executable of its own, linked with gRPC, so that the CNI plugin
-// never loads it.
+// has that the kubelet did not unprepare (plugin/dra/claim_sweep, after --gone-grace).
+// SIGTERM or SIGINT: the sockets go (the registration's first), then it exits 0. An executable of
+// its own, linked with gRPC, so that the CNI plugin never loads it.
 #include <malloc.h>
 
 #include <atomic>
@@ -158,30 +158,20 @@ void publish(dra::SlicePublisher& publisher, sysfs::Devices& devices, sysfs::IbI
 
 // The prepared claims' status.devices brought up to date with ibcni's attachment records; what
 // failed logged (the next pass tries again).
-void reportStatuses(dra::StatusReporter& reporter, const dra::ClaimCheckpoint& checkpoint, const std::string& cniStateDir) {
-  auto records = checkpoint.load();
-  if (!records) {
-    log::error("ibcni-dra: {}", records.error().describe());
-    return;
-  }
+void reportStatuses(dra::StatusReporter& reporter, const dra::ClaimRecords& records, const std::string& cniStateDir) {
   auto attachments = state::FileAttachmentStore(cniStateDir).list("");
   if (!attachments) {
     attachments = std::vector<state::AttachmentRecord>{};  // no records yet (no ADD on this node)
   }
-  for (const auto& e : reporter.report(*records, *attachments, os::rfc3339(std::chrono::system_clock::now()))) {
+  for (const auto& e : reporter.report(records, *attachments, os::rfc3339(std::chrono::system_clock::now()))) {
     log::warn("ibcni-dra: {}", e);
   }
 }
 
 // Claims recorded here that the API server no longer has, undone once gone for the grace period;
 // what failed logged (the next pass tries again).
-void sweepGoneClaims(dra::ClaimSweep& sweep, const dra::ClaimCheckpoint& checkpoint) {
-  auto records = checkpoint.load();
-  if (!records) {
-    log::error("ibcni-dra: {}", records.error().describe());
-    return;
-  }
-  const auto report = sweep.pass(*records, dra::ClaimSweep::Clock::now());
+void sweepGoneClaims(dra::ClaimSweep& sweep, const dra::ClaimRecords& records) {
+  const auto report = sweep.pass(records, dra::ClaimSweep::Clock::now());
   for (const auto& claim : report.undone) {
     log::info("ibcni-dra: {} is gone from the API server and was not unprepared by the kubelet: undone", claim);
   }
@@ -262,8 +252,13 @@ int runDra(const DraArgs& a, const sigset_t& stop, const DecorateEffects& decora
     }
     if (std::chrono::steady_clock::now() >= next) {
       publish(publisher, devices, inventory);
-      reportStatuses(reporter, checkpoint, a.cniStateDir);
-      sweepGoneClaims(sweep, checkpoint);
+      // The claims read once for both: the statuses, then the sweep of those gone.
+      if (auto records = checkpoint.load(); !records) {
+        log::error("ibcni-dra: {}", records.error().describe());
+      } else {
+        reportStatuses(reporter, *records, a.cniStateDir);
+        sweepGoneClaims(sweep, *records);
+      }
       next = std::chrono::steady_clock::now() + std::chrono::seconds(a.interval);
     }
     if (waitForStop(stop, 1)) {
