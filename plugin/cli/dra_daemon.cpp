@@ -58,7 +58,7 @@ constexpr Flag kSysfsFlag{"--sysfs", "DIR", "sysfs as mounted here (default /sys
 constexpr Flag kInstanceFlag{"--instance-id", "ID", "sockets of this instance's own, for rolling updates (default: $POD_UID; \"\" for none)"};
 constexpr Flag kCniStateFlag{"--cni-state-dir", "DIR", "ibcni's attachment records, read for the claims' networkData (default /run/ibcni)"};
 constexpr Flag kIntervalFlag{"--interval", "SECONDS", "between two reads of the devices (default 10)"};
-constexpr Flag kGoneGraceFlag{"--gone-grace", "SECONDS", "how long a prepared claim must have been gone from the API server before the loop undoes it, if the kubelet has not (default 60)"};
+constexpr Flag kGoneGraceFlag{"--gone-grace", "SECONDS", "how long a prepared claim must have been gone from the API server before the loop undoes it, if the kubelet has not; also how often each claim is read, from the server's cache (default 60)"};
 constexpr Flag kDraFlags[] = {kNodeFlag, kKubeconfigFlag, kRegistryFlag, kPluginsFlag, kCdiFlag, kSysfsFlag, kInstanceFlag, kCniStateFlag, kIntervalFlag, kGoneGraceFlag};
 
 struct DraArgs {

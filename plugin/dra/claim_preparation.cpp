@@ -83,7 +83,7 @@ PrepareOutcome ClaimPreparation::prepareLocked(const ClaimRef& claim, ClaimRecor
   if (auto left = undo(claim.uid, records); !left.empty()) {
     return {{}, "prepare " + what + ": an earlier Prepare's changes could not be undone: " + left};
   }
-  auto object = claims_.get(claim.ns, claim.name);
+  auto object = claims_.get(claim.ns, claim.name, Read::kLatest);
   if (!object) {
     return {{}, "prepare " + what + ": " + object.error().message};
   }

@@ -82,6 +82,12 @@ std::vector<std::string> StatusReporter::report(const ClaimRecords& records,
       s["conditions"][0]["lastTransitionTime"] = now;
     }
     if (auto ok = api_.applyStatus(r.ref.ns, r.ref.name, uid, stamped); !ok) {
+      // 404, or 409 for the uid (a claim made again under the name): the recorded claim is gone,
+      // its undoing the kubelet's or the sweep's. Not tried again while its statuses stay the same.
+      if (ok.error().kind != ApiError::Kind::kOther) {
+        kept.emplace(uid, std::move(statuses));
+        continue;
+      }
       errors.push_back("status of claim " + r.ref.ns + "/" + r.ref.name + ": " + ok.error().message);
       continue;
     }

@@ -6,7 +6,7 @@
 namespace ibcni::dra {
 
 ApiResult<bool> ClaimSweep::gone(const ClaimRecord& record) {
-  auto claim = claims_.get(record.ref.ns, record.ref.name);
+  auto claim = claims_.get(record.ref.ns, record.ref.name, Read::kCached);
   if (!claim) {
     if (claim.error().kind == ApiError::Kind::kNotFound) {
       return true;
@@ -22,33 +22,39 @@ ApiResult<bool> ClaimSweep::gone(const ClaimRecord& record) {
 
 ClaimSweep::Report ClaimSweep::pass(const ClaimRecords& records, Clock::time_point now) {
   Report report;
-  std::map<std::string, Clock::time_point> stillGone;
+  std::map<std::string, Seen> kept;
   for (const auto& [uid, record] : records) {
-    const auto seen = goneSince_.find(uid);
+    const auto last = seen_.find(uid);
+    // Not due: read less than a grace ago (present), or gone for less than the grace.
+    if (last != seen_.end() && now - last->second.at < grace_) {
+      kept.insert(*last);
+      continue;
+    }
     auto isGone = gone(record);
     if (!isGone) {
       report.errors.push_back("reading " + claimText(record.ref) + ": " + isGone.error().message);
-      if (seen != goneSince_.end()) {
-        stillGone.insert(*seen);
+      if (last != seen_.end() && last->second.gone) {
+        kept.insert(*last);  // still gone since then, as far as the sweep knows
       }
       continue;
     }
     if (!*isGone) {
+      kept.emplace(uid, Seen{now, false});
       continue;
     }
-    const Clock::time_point since = seen == goneSince_.end() ? now : seen->second;
-    if (now - since < grace_) {
-      stillGone.emplace(uid, since);
+    const Seen since = last != seen_.end() && last->second.gone ? last->second : Seen{now, true};
+    if (now - since.at < grace_) {
+      kept.emplace(uid, since);
       continue;
     }
     if (auto error = preparer_.unprepare(record.ref); !error.empty()) {
       report.errors.push_back(error);
-      stillGone.emplace(uid, since);
+      kept.emplace(uid, since);
       continue;
     }
     report.undone.push_back(claimText(record.ref));
   }
-  goneSince_ = std::move(stillGone);
+  seen_ = std::move(kept);
   return report;
 }
 

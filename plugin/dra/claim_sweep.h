@@ -9,6 +9,12 @@
 // longer allocated, has no pod left. It is undone once it has been seen gone for a grace
 // period: a claim deleted while the kubelet still tears down its pod's containers is the kubelet's
 // to unprepare first.
+//
+// The sweep is a backstop, so it costs the API server little: each claim is read from the watch
+// cache (no etcd request; a lag of moments is covered by the grace), at most once per grace period
+// while the server has it, and once more when a claim seen gone has been gone for the grace. With
+// the default grace (60 s) a node of 8 claims reads 8 claims a minute, 1000 such nodes 133 cached
+// reads a second; a claim deleted is undone between one and two grace periods (plus a pass) after.
 #pragma once
 
 #include <chrono>
@@ -36,18 +42,25 @@ class ClaimSweep {
     std::vector<std::string> errors;  ///< reads and undos that failed (tried again next pass)
   };
 
-  /// One pass over the node's `records` at `now`: each claim read; one gone since at least
-  /// `grace` ago undone. A read that fails for another reason than 404 leaves the claim as it is.
+  /// One pass over the node's `records` at `now`: each claim due read (one the server had, a grace
+  /// after its last read; one seen gone, once gone for the grace); one seen gone twice a grace
+  /// apart undone. A read that fails for another reason than 404 leaves the claim as it is, due again.
   Report pass(const ClaimRecords& records, Clock::time_point now);
 
  private:
+  /// What the sweep last saw of a claim.
+  struct Seen {
+    Clock::time_point at;  ///< when it was read (present), or first seen gone
+    bool gone = false;
+  };
+
   /// Whether claim `record` is gone from the API server; an error when the read failed.
   [[nodiscard]] ApiResult<bool> gone(const ClaimRecord& record);
 
   ClaimApi& claims_;
   ClaimPreparer& preparer_;
   std::chrono::seconds grace_;
-  std::map<std::string, Clock::time_point> goneSince_;  ///< by claim uid: when a pass first saw it gone
+  std::map<std::string, Seen> seen_;  ///< by claim uid, of the claims still recorded
 };
 
 }  // namespace ibcni::dra

@@ -7,8 +7,9 @@ namespace ibcni::dra {
 
 KubeClaimApi::KubeClaimApi(http::HttpClient& client, KubeTarget target) : kube_(client, std::move(target)) {}
 
-ApiResult<nlohmann::json> KubeClaimApi::get(const std::string& ns, const std::string& name) {
-  const std::string path = "/apis/resource.k8s.io/v1/namespaces/" + ns + "/resourceclaims/" + name;
+ApiResult<nlohmann::json> KubeClaimApi::get(const std::string& ns, const std::string& name, Read read) {
+  const std::string path = "/apis/resource.k8s.io/v1/namespaces/" + ns + "/resourceclaims/" + name +
+                           (read == Read::kCached ? "?resourceVersion=0" : "");
   auto r = kube_.call(http::Method::kGet, path, nullptr, {200});
   if (!r) {
     return std::unexpected(r.error());

@@ -26,6 +26,7 @@ TEST_F(ClaimPreparationTest, OneVfGetsItsCdiDeviceAndTheSpecHoldsItsNodes) {
   auto p = preparation();
   PrepareOutcome out = p.prepare(ref_);
   ASSERT_EQ(out.error, "");
+  EXPECT_THAT(api_.reads, ElementsAre(Read::kLatest));  // the uid and allocation checked against etcd
   ASSERT_EQ(out.devices.size(), 1U);
   EXPECT_EQ(out.devices[0].deviceName, vfName(3));
   EXPECT_EQ(out.devices[0].poolName, kNode);

@@ -83,5 +83,23 @@ TEST(StatusReporter, AppliesOnceAgainOnlyWhenSomethingChangedAndRetriesAFailure)
   EXPECT_EQ(api.applied[1]["devices"][0]["networkData"]["interfaceName"], "net1");
 }
 
+// A claim deleted (404) or made again under its name (409 for the uid) before the kubelet or the
+// sweep undoes it: nothing to report and no warning every pass; written again only if it changes.
+TEST(StatusReporter, AClaimTheServerNoLongerHasIsNoErrorAndNotWrittenAgainWhileUnchanged) {
+  for (const auto kind : {ApiError::Kind::kNotFound, ApiError::Kind::kConflict}) {
+    MemoryClaims api;
+    StatusReporter reporter(api, "ibcni.io");
+    const ClaimRecords records{{"u1", prepared("u1")}};
+    api.failWith = "PATCH ...: gone";
+    api.failKind = kind;
+    EXPECT_TRUE(reporter.report(records, {}, "2026-12-03T00:00:00Z").empty());
+    EXPECT_TRUE(reporter.report(records, {}, "2026-12-03T00:00:10Z").empty());
+    EXPECT_EQ(api.applyCalls, 1);
+    const std::vector<state::AttachmentRecord> attachments{attached("0000:3b:01.2", "net1", "10.1.0.9/16")};
+    EXPECT_TRUE(reporter.report(records, attachments, "2026-12-03T00:00:20Z").empty());
+    EXPECT_EQ(api.applyCalls, 2);
+  }
+}
+
 }  // namespace
 }  // namespace ibcni::dra

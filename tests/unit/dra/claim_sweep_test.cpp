@@ -88,11 +88,31 @@ TEST_F(ClaimSweepTest, AClaimNoLongerAllocatedMeansItsPodsAreGone) {
 TEST_F(ClaimSweepTest, AClaimThatComesBackIsCountedGoneAfreshFromItsNextAbsence) {
   (void)sweep_.pass(recordOf(kUid), kT0);  // gone
   api_.claims["ml/nics"] = claimOf(kUid, {vfName(0)});
-  (void)sweep_.pass(recordOf(kUid), kT0 + seconds(30));  // back (a read that lagged)
+  EXPECT_TRUE(sweep_.pass(recordOf(kUid), kT0 + kGrace).undone.empty());  // back (a read that lagged)
   api_.claims.clear();
-  EXPECT_TRUE(sweep_.pass(recordOf(kUid), kT0 + kGrace).undone.empty());  // gone again, since now
-  EXPECT_TRUE(sweep_.pass(recordOf(kUid), kT0 + 2 * kGrace - seconds(1)).undone.empty());
-  EXPECT_EQ(sweep_.pass(recordOf(kUid), kT0 + 2 * kGrace).undone.size(), 1U);
+  EXPECT_TRUE(sweep_.pass(recordOf(kUid), kT0 + 2 * kGrace).undone.empty());  // gone again, since now
+  EXPECT_TRUE(sweep_.pass(recordOf(kUid), kT0 + 3 * kGrace - seconds(1)).undone.empty());
+  EXPECT_EQ(sweep_.pass(recordOf(kUid), kT0 + 3 * kGrace).undone.size(), 1U);
+}
+
+// The sweep is a backstop: a claim the server has is read from its watch cache, once per grace
+// period however often the loop passes; one seen gone is read again only once its grace has run.
+TEST_F(ClaimSweepTest, EachClaimIsReadFromTheCacheAtMostOncePerGrace) {
+  api_.claims["ml/nics"] = claimOf(kUid, {vfName(0)});
+  for (int pass = 0; pass <= 12; ++pass) {  // every 10 s for two minutes
+    (void)sweep_.pass(recordOf(kUid), kT0 + pass * seconds(10));
+  }
+  EXPECT_EQ(api_.calls, 3);  // at 0, 60 and 120 s
+  EXPECT_THAT(api_.reads, ::testing::Each(Read::kCached));
+  api_.claims.clear();
+  api_.calls = 0;
+  for (int pass = 13; pass <= 23; ++pass) {  // read gone at 180 s; read again (and undone) at 240 s
+    (void)sweep_.pass(recordOf(kUid), kT0 + pass * seconds(10));
+  }
+  EXPECT_EQ(api_.calls, 1);
+  EXPECT_TRUE(preparer_.unprepared.empty());
+  EXPECT_EQ(sweep_.pass(recordOf(kUid), kT0 + seconds(240)).undone.size(), 1U);
+  EXPECT_EQ(api_.calls, 2);
 }
 
 TEST_F(ClaimSweepTest, AReadThatFailsUndoesNothingAndKeepsWhenTheClaimWasFirstSeenGone) {
@@ -135,9 +155,10 @@ TEST_F(ClaimPreparationTest, TheSweepUndoesAPreparedClaimTheApiServerNoLongerHas
   ClaimSweep sweep(api_, p, kGrace);
   EXPECT_TRUE(sweep.pass(records(), kT0).undone.empty());  // the server still has it
   api_.claims.erase("ml/nics");
-  EXPECT_TRUE(sweep.pass(records(), kT0 + seconds(1)).undone.empty());  // gone, within the grace
+  EXPECT_TRUE(sweep.pass(records(), kT0 + kGrace).undone.empty());  // gone, within the grace
+  EXPECT_TRUE(sweep.pass(records(), kT0 + 2 * kGrace - seconds(1)).undone.empty());
   EXPECT_EQ(vfNow(3).nodeGuid, net::Guid{0x0200000000000c03ULL});
-  EXPECT_EQ(sweep.pass(records(), kT0 + seconds(1) + kGrace).undone.size(), 1U);
+  EXPECT_EQ(sweep.pass(records(), kT0 + 2 * kGrace).undone.size(), 1U);
   EXPECT_EQ(vfNow(3).nodeGuid, net::Guid{0x020000000000a003ULL});
   EXPECT_EQ(vfNow(3).portGuid, net::Guid{0x020000000000a003ULL});
   EXPECT_TRUE(records().empty());

@@ -15,8 +15,9 @@ namespace ibcni::dra {
 /// Claims served from memory, counting the calls.
 class MemoryClaims final : public ClaimApi {
  public:
-  ApiResult<nlohmann::json> get(const std::string& ns, const std::string& name) override {
+  ApiResult<nlohmann::json> get(const std::string& ns, const std::string& name, Read read) override {
     ++calls;
+    reads.push_back(read);
     if (!getFailWith.empty()) {
       return std::unexpected(ApiError{ApiError::Kind::kOther, getFailWith});
     }
@@ -28,8 +29,9 @@ class MemoryClaims final : public ClaimApi {
   }
   ApiResult<void> applyStatus(const std::string& ns, const std::string& name, const std::string& uid,
                               const nlohmann::json& devices) override {
+    ++applyCalls;
     if (!failWith.empty()) {
-      return std::unexpected(ApiError{ApiError::Kind::kOther, failWith});
+      return std::unexpected(ApiError{failKind, failWith});
     }
     applied.push_back({{"claim", ns + "/" + name}, {"uid", uid}, {"devices", devices}});
     return {};
@@ -37,8 +39,11 @@ class MemoryClaims final : public ClaimApi {
   std::map<std::string, nlohmann::json> claims;
   std::vector<nlohmann::json> applied;  ///< {claim, uid, devices} per call
   std::string failWith;                 ///< non-empty: applyStatus fails with it
+  ApiError::Kind failKind = ApiError::Kind::kOther;  ///< and this kind
+  int applyCalls = 0;
   std::string getFailWith;              ///< non-empty: get fails with it (not a 404)
   int calls = 0;
+  std::vector<Read> reads;  ///< the freshness each get asked for
 };
 
 }  // namespace ibcni::dra
