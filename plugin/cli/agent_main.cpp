@@ -25,6 +25,7 @@
 #include <mutex>
 #include <string>
 
+#include "ibcni/config/net_conf.h"
 #include "ibcni/os/time_text.h"
 #include "ibcni/os/unique_fd.h"
 #include "lib/log/log.h"
@@ -203,7 +204,7 @@ int runAgentLoop(const AgentArgs& a, const sigset_t& stop, const os::UniqueFd& n
       m->recordBackendCall(b, op, r);
     });
   });
-  CniEventDrain events(a.options.stateDirs);
+  CniEventDrain events(a.options.stateDirs, std::string(config::kDefaultStateDir));
   metrics::MetricsServer::setHealthy(true);
   std::fprintf(stdout, "%s ibcni agent: serving /metrics and /healthz on %s (port %d), %s\n", now().c_str(),
                a.listen.c_str(), (*server)->port(),

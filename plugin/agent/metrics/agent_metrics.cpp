@@ -172,7 +172,13 @@ struct AgentMetrics::Families {
         cniDuration(prometheus::BuildHistogram()
                         .Name("ibcni_cni_request_duration_seconds")
                         .Help("How long CNI calls of the plugin took, by verb and network.")
-                        .Register(r)) {
+                        .Register(r)),
+        cniLost(prometheus::BuildCounter()
+                    .Name("ibcni_cni_events_lost_total")
+                    .Help("CNI calls of the plugin whose events the rings lost before the agent read them "
+                          "(more calls than a ring holds between two reads): missing from ibcni_cni_requests_total.")
+                    .Register(r)
+                    .Add({})) {
     runs.Add({{"result", "success"}});
     runs.Add({{"result", "failure"}});
   }
@@ -182,6 +188,7 @@ struct AgentMetrics::Families {
   prometheus::Family<prometheus::Counter>& backend;
   prometheus::Family<prometheus::Counter>& cniRequests;
   prometheus::Family<prometheus::Histogram>& cniDuration;
+  prometheus::Counter& cniLost;
 };
 
 AgentMetrics::AgentMetrics(std::function<NodeCounts()> collect)
@@ -207,8 +214,9 @@ void AgentMetrics::recordBackendCall(std::string_view backend, std::string_view 
       .Increment();
 }
 
-void AgentMetrics::recordCniRequests(const std::vector<CniObservation>& observations) {
-  for (const auto& o : observations) {
+void AgentMetrics::recordCniRequests(const CniCalls& batch) {
+  families_->cniLost.Increment(static_cast<double>(batch.lost));
+  for (const auto& o : batch.calls) {
     families_->cniRequests.Add({{"verb", o.verb}, {"network", o.network}, {"code", std::to_string(o.code)}})
         .Increment();
     families_->cniDuration.Add({{"verb", o.verb}, {"network", o.network}}, cniDurationBuckets()).Observe(o.seconds);

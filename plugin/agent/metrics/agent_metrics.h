@@ -38,8 +38,8 @@ class AgentMetrics {
   /// One backend call (BackendCallSink): ibcni_ipam_backend_requests_total{backend,op,result}.
   void recordBackendCall(std::string_view backend, std::string_view op, std::string_view result);
   /// A batch of CNI calls: ibcni_cni_requests_total{verb,network,code},
-  /// ibcni_cni_request_duration_seconds{verb,network}.
-  void recordCniRequests(const std::vector<CniObservation>& observations);
+  /// ibcni_cni_request_duration_seconds{verb,network}, ibcni_cni_events_lost_total.
+  void recordCniRequests(const CniCalls& batch);
 
   /// What a scrape exposes: the registry of the counters and histograms, then the node's gauges.
   [[nodiscard]] std::vector<std::weak_ptr<prometheus::Collectable>> collectables() const;

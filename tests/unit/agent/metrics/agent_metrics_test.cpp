@@ -92,9 +92,13 @@ TEST(AgentMetrics, BackendCallsAreCountedPerBackendOperationAndResult) {
 
 TEST(AgentMetrics, CniObservationsFillTheRequestCounterAndTheDurationHistogram) {
   plugin::metrics::AgentMetrics m([] { return plugin::NodeCounts{}; });
-  m.recordCniRequests({{"ADD", "ibnet", 0, 0.004}, {"ADD", "ibnet", 0, 0.2}, {"ADD", "ibnet", 11, 31.0},
-                       {"DEL", "ibnet", 0, 0.0005}});
+  EXPECT_THAT(m.renderText(), HasSubstr("\nibcni_cni_events_lost_total 0\n"));  // exposed before a loss
+  m.recordCniRequests({{{"ADD", "ibnet", 0, 0.004}, {"ADD", "ibnet", 0, 0.2}, {"ADD", "ibnet", 11, 31.0},
+                        {"DEL", "ibnet", 0, 0.0005}},
+                       3});
+  m.recordCniRequests({{}, 2});
   const std::string text = m.renderText();
+  EXPECT_THAT(text, HasSubstr("\nibcni_cni_events_lost_total 5\n"));
   expectSamples(text, {"ibcni_cni_requests_total{code=\"0\",network=\"ibnet\",verb=\"ADD\"} 2\n",
                        "ibcni_cni_requests_total{code=\"11\",network=\"ibnet\",verb=\"ADD\"} 1\n",
                        "ibcni_cni_request_duration_seconds_count{network=\"ibnet\",verb=\"ADD\"} 3\n",
