@@ -681,7 +681,7 @@ int run(const Setup& s, ControlPlane& cp, ApiProxy& api) {
         break;
       case kFloorGet:
         keep("get", timeMs([&] {
-               if (!claimApi.get(one.ns, one.name)) {
+               if (!claimApi.get(one.ns, one.name, dra::Read::kLatest)) {
                  fail("bare GET of the claim");
                }
              }));
