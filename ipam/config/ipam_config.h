@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The embedded IPAM's part of the configuration parse (ipam/config/*.cpp): the `ipam` object of a
-// network configuration into IpamConfig. The plugin's parser (plugin/config/) calls it.
+// network configuration into IpamConfig, the sections every reader of a network configuration shares,
+// and the whole of it as ibcni-ipam reads it. The plugin's parser (plugin/config/) calls it.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include <string_view>
 
 #include "ibcni/config/ipam_conf.h"
+#include "ibcni/config/net_conf.h"
 #include "lib/json/json_fields.h"
 
 namespace ibcni::config {
@@ -27,6 +29,24 @@ using fields::pciField;
 using fields::stringField;
 using fields::stringList;
 using fields::u32Field;
+
+/// ipam_network.cpp: an object member: nullptr when absent or null; any other non-object is error 7,
+/// "invalid <key> = <value>: <accepted>".
+[[nodiscard]] cni::Result<const fields::json*> objectField(const fields::json& j, const char* key,
+                                                          const char* accepted);
+/// cniVersion (error 1 when unsupported or when it does not allow `command`), name and type into `c`.
+[[nodiscard]] cni::Result<void> parseNetworkHeader(const fields::json& j, cni::Command command, NetConf& c);
+/// `ipam`: its type (a plugin in CNI_PATH, or none for no addresses) and, for the embedded IPAM (or
+/// for `role` kIpamPlugin), its object, read after the name (a cluster pool is named after it).
+[[nodiscard]] cni::Result<void> parseIpamSection(const fields::json& j, Role role, NetConf& c);
+/// args.cni.ips into `c`. @return args.cni, or nullptr when there is none.
+[[nodiscard]] cni::Result<const fields::json*> parseArgsIps(const fields::json& j, NetConf& c);
+/// prevResult, and GC's list of the attachments that stay.
+[[nodiscard]] cni::Result<void> parseChainAndGc(const fields::json& j, cni::Command command, NetConf& c);
+/// The request as ibcni-ipam reads it as an IPAM plugin (Role::kIpamPlugin): the shared sections,
+/// runtimeConfig.ips, and ipam.type required. parseIpamNetworkFile (ibcni/config/net_conf.h) reads a
+/// saved network file by it.
+[[nodiscard]] cni::Result<NetConf> ipamNetConfFromJson(const fields::json& j, cni::Command command);
 
 /// ipam_conf.cpp: the embedded IPAM's `ipam` object.
 [[nodiscard]] cni::Result<IpamConfig> ipamObject(const fields::json& j);

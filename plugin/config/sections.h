@@ -14,11 +14,6 @@ namespace ibcni::config {
 /// "error", "warn" (or "warning"), "info", "debug".
 [[nodiscard]] std::optional<LogLevel> logLevelFromText(std::string_view s);
 
-/// An object member: nullptr when absent or null; any other non-object is error 7, "invalid <key> =
-/// <value>: <accepted>".
-[[nodiscard]] cni::Result<const fields::json*> objectField(const fields::json& j, const char* key,
-                                                          const char* accepted);
-
 /// plugin_keys.cpp: ibcni's own keys into `c` (role kPlugin only).
 [[nodiscard]] cni::Result<void> pluginKeys(const fields::json& j, NetConf& c, cni::Command command);
 

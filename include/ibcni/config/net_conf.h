@@ -150,7 +150,7 @@ enum class Role { kPlugin, kIpamPlugin };
 
 /// The network served by ibcni-ipam in a .conf or .conflist file (`ibcni-ipam gc CONFIG_FILE`): the
 /// file itself, or the conflist's plugin whose ipam.type is ibcni-ipam with the list's name and
-/// cniVersion, read as ibcni-ipam reads a request.
+/// cniVersion, read as ibcni-ipam reads a request (the IPAM's parser: ipam/config/ipam_network.cpp).
 /// @return error 6 when the file is not a JSON object or has no such plugin; the errors of
 ///         parseNetConf otherwise.
 [[nodiscard]] cni::Result<NetConf> parseIpamNetworkFile(std::string_view fileText);
