@@ -115,6 +115,53 @@ if [[ -n $library_faults ]]; then
   exit 1
 fi
 
+# The links: a library of a wing links no library defined in a wing above it (ipam/'s none of
+# plugin/'s, lib/'s none of either), whatever its includes say: a link carries a whole library's
+# code and its own links. Read from the target_link_libraries() calls of the CMakeLists.txt files of
+# lib/, ipam/ and plugin/ (a library's wing is the folder its add_library() is in); libraries defined
+# elsewhere (the top level's ibcni_base, imported ones) are in no wing and not checked.
+link_faults=$(
+  find lib ipam plugin -name CMakeLists.txt -print0 | sort -z |
+    xargs -0 awk '
+      function wing(file) { split(file, p, "/"); return p[1] }
+      {
+        line = $0; sub(/#.*/, "", line)
+        if (match(line, /add_library\([A-Za-z0-9_.-]+/)) {
+          name = substr(line, RSTART + 12, RLENGTH - 12); wingOf[name] = wing(FILENAME)
+        }
+        if (!open && match(line, /target_link_libraries\(/)) {
+          open = 1; text = substr(line, RSTART + RLENGTH); where = FILENAME ":" FNR; from = wing(FILENAME)
+        } else if (open) {
+          text = text " " line
+        }
+        if (open && index(text, ")") > 0) {
+          sub(/\).*/, "", text)
+          n = split(text, words, /[ \t]+/); target = ""
+          for (w = 1; w <= n; w++) {
+            if (words[w] == "" || words[w] ~ /^(PUBLIC|PRIVATE|INTERFACE)$/ || words[w] ~ /^\$/) continue
+            if (target == "") { target = words[w]; continue }
+            links[++count] = where "\t" target "\t" words[w]
+          }
+          open = 0; text = ""
+        }
+      }
+      END {
+        rank["lib"] = 1; rank["ipam"] = 2; rank["plugin"] = 3
+        for (i = 1; i <= count; i++) {
+          split(links[i], f, "\t")
+          t = wingOf[f[2]]; d = wingOf[f[3]]
+          if (t != "" && d != "" && rank[d] > rank[t]) {
+            printf "%s: %s (the %s wing) links %s, a library of the %s wing above it\n", f[1], f[2], t, f[3], d
+          }
+        }
+      }'
+)
+if [[ -n $link_faults ]]; then
+  echo "$link_faults"
+  echo "check-layers: a library links a library of a wing above its own (plugin/README.md, Layers)"
+  exit 1
+fi
+
 # Every quoted include of every source file, as "file<TAB>line<TAB>included path", then resolved
 # as the compiler would (next to the file, then include/ and the repository root: every include
 # names its folder, "ibcni/os/unique_fd.h", "lib/log/log.h", "ipam/cluster/cluster_pool.h").

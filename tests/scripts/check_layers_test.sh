@@ -4,8 +4,9 @@
 # include that goes up, one between siblings, a file in no layer; and on each fault of the table:
 # wings out of order, a unit outside its wing's folder, a row naming nothing, descriptions that
 # differ from the layers; and passes a tree whose includes all go down. Last, the real tree with one
-# upward include added (netlink -> commands) fails, and with lib/ including ipam/, and with a C
-# library included outside the folders the libraries block gives it.
+# upward include added (netlink -> commands) fails, and with lib/ including ipam/, with a C
+# library included outside the folders the libraries block gives it, and with a library linking one
+# of a wing above its own (ipam/ -> plugin/, lib/ -> ipam/).
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 check=$repo/scripts/check-layers.sh
@@ -129,6 +130,27 @@ if [[ $rc -eq 1 ]] && grep -q "^plugin/commands/add.cpp:$(wc -l <"$verb"): inclu
   pass "the real tree with a C library included outside its folder fails"
 else
   fail "a C library included outside its folder was not reported (rc $rc): $out"
+fi
+
+# The real tree, with the IPAM linking a library of the plugin (one line), then lib/ linking one
+# (a call over two lines): each link named with its file, line and wings, includes or not.
+sed -i '$d' "$verb"  # undo the C library include
+printf 'target_link_libraries(ibcni_ipam PRIVATE ibcni_plugin)\n' >>"$real/ipam/CMakeLists.txt"
+link_line=$(wc -l <"$real/ipam/CMakeLists.txt")
+run "$real"
+if [[ $rc -eq 1 ]] && grep -q "^ipam/CMakeLists.txt:$link_line: ibcni_ipam (the ipam wing) links ibcni_plugin, a library of the plugin wing" <<<"$out"; then
+  pass "the real tree with ipam/ linking a plugin/ library fails"
+else
+  fail "ipam/ linking a plugin/ library was not reported (rc $rc): $out"
+fi
+sed -i '$d' "$real/ipam/CMakeLists.txt"
+printf 'target_link_libraries(ibcni_log\n  PUBLIC ibcni_ipam)\n' >>"$real/lib/CMakeLists.txt"
+link_line=$(($(wc -l <"$real/lib/CMakeLists.txt") - 1))
+run "$real"
+if [[ $rc -eq 1 ]] && grep -q "^lib/CMakeLists.txt:$link_line: ibcni_log (the lib wing) links ibcni_ipam, a library of the ipam wing" <<<"$out"; then
+  pass "the real tree with lib/ linking an ipam/ library over two lines fails"
+else
+  fail "lib/ linking an ipam/ library was not reported (rc $rc): $out"
 fi
 
 echo "$passes passed, $fails failed"
