@@ -9,7 +9,6 @@
 #include "lib/json/json_fields.h"
 #include "plugin/config/sections.h"
 #include "ibcni/os/safe_path.h"
-#include "lib/result/json_codec.h"
 
 namespace ibcni::config {
 
