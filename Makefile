@@ -65,13 +65,18 @@ demo: deps-demo demo-build
 # UndefinedBehaviorSanitizer (below: unit, netns, binary, conformance, hostile, faults, etcd, fuzz
 # smoke; the unit, conformance and hostile tiers run there only, RELEASE_UNIT_TIERS), then the
 # arm64 build's ARCH unit tests under qemu-user and its kernel lab (build-arm64-tests, below). All
-# three always run; the status is 1 if any failed. (Run beside the sanitized tests, the emulated
-# arm64 VM got so little CPU that it ran past its limit.)
+# three always run; the status is 1 if any failed, and the last lines name every failed test with
+# its tree (a log's tail is often all there is to read). (Run beside the sanitized tests, the
+# emulated arm64 VM got so little CPU that it ran past its limit.)
 test: deps build build-sanitize build-arm64-tests
-	@rc=0; \
-	$(CTEST) --test-dir $(BUILD) || rc=1; \
-	$(CTEST) --test-dir $(SANITIZE_BUILD) $(SANITIZE_CTEST_ARGS) || rc=1; \
-	$(CTEST) --test-dir $(ARM64_BUILD) $(ARM64_CTEST_ARGS) || rc=1; \
+	@rc=0; failed=; \
+	$(CTEST) --test-dir $(BUILD) || { rc=1; failed="$$failed $(BUILD)"; }; \
+	$(CTEST) --test-dir $(SANITIZE_BUILD) $(SANITIZE_CTEST_ARGS) || { rc=1; failed="$$failed $(SANITIZE_BUILD)"; }; \
+	$(CTEST) --test-dir $(ARM64_BUILD) $(ARM64_CTEST_ARGS) || { rc=1; failed="$$failed $(ARM64_BUILD)"; }; \
+	for tree in $$failed; do \
+	  echo "make test: failed in $$tree:"; \
+	  sed 's/^[0-9]*:/  /' $$tree/Testing/Temporary/LastTestsFailed.log 2>/dev/null || echo "  (no test ran)"; \
+	done; \
 	exit $$rc
 
 test-release: deps build
