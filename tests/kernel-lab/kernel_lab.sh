@@ -20,7 +20,7 @@
 #     under emulation is slow; --cnitool: use that one, built already), then boots the VM
 #     (run.sh --nics 4) and runs the parts inside. Fails with a clear message when the kernel-lab
 #     is not installed or something is not built.
-#     Env: KERNEL_LAB_TIMEOUT (s, default 900) for run.sh --timeout; KERNEL_LAB_CACHE (run.sh's
+#     Env: KERNEL_LAB_TIMEOUT (s, default 1500) for run.sh --timeout; KERNEL_LAB_CACHE (run.sh's
 #     initrd cache; ctest gives the test its own).
 # Inside the VM (KERNEL_LAB=1; refuses to run anywhere else: the parts move the NICs around):
 #   kernel_lab.sh [--cnitool <driver>] <build dir> [PART...]
@@ -119,10 +119,10 @@ if [[ ${1:-} == --boot ]]; then
     exit 1
   fi
   started=$SECONDS
-  "$run_sh" --nics 4 --timeout "${KERNEL_LAB_TIMEOUT:-900}" -- bash "$self" --cnitool "$cnitool" "$build" "$@"
+  "$run_sh" --nics 4 --timeout "${KERNEL_LAB_TIMEOUT:-1500}" -- bash "$self" --cnitool "$cnitool" "$build" "$@"
   rc=$?
   case $rc in
-    124) echo "FAIL: the VM ran past ${KERNEL_LAB_TIMEOUT:-900} s (KERNEL_LAB_TIMEOUT)" ;;
+    124) echo "FAIL: the VM ran past ${KERNEL_LAB_TIMEOUT:-1500} s (KERNEL_LAB_TIMEOUT)" ;;
     125) echo "FAIL: the VM stopped before the suite finished" ;;
   esac
   echo "kernel-lab: exit status $rc after $((SECONDS - started)) s (boot to power-off)"
