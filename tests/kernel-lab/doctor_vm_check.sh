@@ -44,19 +44,22 @@ cleanup() {
   [[ -n $work ]] && rm -rf "$work"
 }
 trap cleanup EXIT
-if ! rdma -j dev show 2>/dev/null | jq -e 'any(.[]; .ifname == "rxe0")' >/dev/null; then
+if [[ ! -e /sys/class/infiniband/rxe0 ]]; then
   check "rxe0 made on eth0" rdma link add rxe0 type rxe netdev eth0 || finish_checks
   added=1
 fi
 ip link set eth0 up
 # rxe0's port goes ACTIVE shortly after eth0 is up; compare a settled state, not a transition.
-port_active() {
+# port_is STATE: waits up to 10 s for rxe0 port 1 to be in STATE (sysfs, no process: "4: ACTIVE").
+port_is() {
+  local state
   for _ in $(seq 100); do
-    [[ $(rdma -j link show rxe0/1 2>/dev/null | jq -r '.[0].state') == ACTIVE ]] && return 0
+    read -r state 2>/dev/null </sys/class/infiniband/rxe0/ports/1/state && [[ ${state#*: } == "$1" ]] && return 0
     sleep 0.1
   done
   return 1
 }
+port_active() { port_is ACTIVE; }
 check "rxe0/1 is ACTIVE before the comparison" port_active
 
 compare() {  # compare TAG: one doctor run against rdma's view
@@ -115,10 +118,7 @@ compare "$orig"
 configs "$orig" "$orig"
 # The port DOWN (eth0 down): the verbs check refuses the device.
 ip link set eth0 down
-for _ in $(seq 100); do
-  [[ $(rdma -j link show rxe0/1 2>/dev/null | jq -r '.[0].state') == DOWN ]] && break
-  sleep 0.1
-done
+port_is DOWN
 v=$(verdict "$work/plain.json")
 check "[$orig] --config with rxe0's port DOWN: refused by the verbs check, 109 ($v)" \
   jq -e '(.works | not) and (.candidates[0].problem | test("rxe0 port 1 is DOWN, not ACTIVE.*CNI error 109"))' \

@@ -173,35 +173,6 @@ del() {
   lab_cni del "$1" "$2" "$3" "$4" "${5:-}"
   ((RC == 0)) && unset 'ATTACHED["$1 $2 $3"]'
 }
-# Pod-side views, parsed in bash from one `ip -o` each (jq costs 0.3 s a run in the emulated VM).
-# pod_links NETNS: its link names, sorted, comma-separated.
-pod_links() {
-  local line names=()
-  while read -r line; do
-    line=${line#*: }
-    names+=("${line%%[:@]*}")
-  done <<<"$(ip -n "$1" -o link show)"  # (no <(...): the VM has no /dev/fd)
-  printf '%s\n' "${names[@]}" | sort | paste -sd,
-}
-# pod_ipv4 NETNS IFNAME: its IPv4 addresses (A/P), comma-separated.
-pod_ipv4() {
-  local line addrs=()
-  while read -r line; do
-    [[ $line =~ inet\ ([0-9./]+) ]] && addrs+=("${BASH_REMATCH[1]}")
-  done <<<"$(ip -n "$1" -4 -o addr show dev "$2" 2>/dev/null)"
-  local IFS=,
-  echo "${addrs[*]}"
-}
-# podinfo NETNS IFNAME: "name mtu=N up=B mac=M alias=A", as hostinfo gives for the host.
-podinfo() {
-  local line mtu='' mac='' alias='' up=false
-  line=$(ip -n "$1" -o link show dev "$2" 2>/dev/null) || return 1
-  [[ $line =~ \<([A-Z_,-]*)\> ]] && [[ ,${BASH_REMATCH[1]}, == *,UP,* ]] && up=true
-  [[ $line =~ \ mtu\ ([0-9]+) ]] && mtu=${BASH_REMATCH[1]}
-  [[ $line =~ link/[a-z]+\ ([0-9a-f:]+) ]] && mac=${BASH_REMATCH[1]}
-  [[ $line =~ \ alias\ (.*)$ ]] && alias=${BASH_REMATCH[1]}
-  echo "$2 mtu=$mtu up=$up mac=$mac alias=$alias"
-}
 new_pod() {  # new_pod NAME: a fresh netns $PFX-NAME; prints its path
   ip netns add "$PFX-$1" && echo "/run/netns/$PFX-$1"
 }

@@ -14,6 +14,14 @@
 #   nics_restore         puts each NIC back: renamed by PCI address (a NIC handed back by a dying
 #                        netns comes back as net1 or dev<ifindex>; waits up to 10 s for it),
 #                        addresses flushed, MTU, MAC and up/down state as found
+# And what the lab scripts read of a pod and of ibcni's output, each with one `ip -o` or none
+# (jq costs 0.5 s a run in the emulated VM):
+#   pod_links NETNS      its link names, sorted, comma-separated
+#   pod_ipv4 NETNS IF    IF's IPv4 addresses (A/P), comma-separated
+#   podinfo NETNS IF     "IF mtu=N up=B mac=M alias=A", as hostinfo gives for the initial netns
+#   out_code             the "code" of the CNI error in OUT (empty when there is none)
+#   out_says TEXT        the CNI error in OUT (its quotes unescaped) contains TEXT, case-insensitively
+#   json_with JSON KV    the compact JSON object JSON with the members KV ("\"k\":v,...") added
 declare -gA NICS_PCI=() NICS_FOUND=()
 NICS=()
 
@@ -95,4 +103,44 @@ nics_restore() {
     ip link set dev "$n" mtu "${mtu#mtu=}" address "${mac#mac=}" alias "${alias#alias=}"
     [[ $up == up=true ]] && ip link set dev "$n" up
   done
+}
+
+pod_links() {
+  local line names=()
+  while read -r line; do
+    line=${line#*: }
+    names+=("${line%%[:@]*}")
+  done <<<"$(ip -n "$1" -o link show)"  # (no <(...): the VM has no /dev/fd)
+  printf '%s\n' "${names[@]}" | sort | paste -sd,
+}
+pod_ipv4() {
+  local line addrs=()
+  while read -r line; do
+    [[ $line =~ inet\ ([0-9./]+) ]] && addrs+=("${BASH_REMATCH[1]}")
+  done <<<"$(ip -n "$1" -4 -o addr show dev "$2" 2>/dev/null)"
+  local IFS=,
+  echo "${addrs[*]}"
+}
+podinfo() {
+  local line mtu='' mac='' alias='' up=false
+  line=$(ip -n "$1" -o link show dev "$2" 2>/dev/null) || return 1
+  [[ $line =~ \<([A-Z_,-]*)\> ]] && [[ ,${BASH_REMATCH[1]}, == *,UP,* ]] && up=true
+  [[ $line =~ \ mtu\ ([0-9]+) ]] && mtu=${BASH_REMATCH[1]}
+  [[ $line =~ link/[a-z]+\ ([0-9a-f:]+) ]] && mac=${BASH_REMATCH[1]}
+  [[ $line =~ \ alias\ (.*)$ ]] && alias=${BASH_REMATCH[1]}
+  echo "$2 mtu=$mtu up=$up mac=$mac alias=$alias"
+}
+
+out_code() {
+  [[ $OUT =~ \"code\":\ *([0-9]+) ]] && echo "${BASH_REMATCH[1]}"
+}
+
+out_says() {
+  local out=${OUT//'\"'/'"'} text=${1,,}  # JSON's \" read as "
+  out=${out,,}
+  [[ $out == *"$text"* ]]
+}
+
+json_with() {
+  printf '%s,%s}' "${1%\}}" "$2"
 }
