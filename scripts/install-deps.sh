@@ -42,8 +42,9 @@ test_pkgs=(iproute2 jq util-linux coreutils findutils strace
            # cannot run (crun 1.8 refuses hybrid cgroup v1/v2 hierarchies); their rootfs is
            # busybox-static's (lab_pkgs)
            containerd runc
-           # tests/fuzz (libFuzzer): clang 16, as clang 14 cannot compile libstdc++ 12's <expected>
-           clang-16 libclang-rt-16-dev
+           # tests/fuzz (libFuzzer): clang 16, as clang 14 cannot compile libstdc++ 12's <expected>;
+           # the sanitized tree links with lld 16 (a tenth of ld.bfd's time for an ASan test binary)
+           clang-16 libclang-rt-16-dev lld-16
            # cluster-wide IPAM tests: a real etcd 3.4 cluster on loopback (tests/support/etcd), and
            # curl to talk to its JSON gateway
            etcd-server etcd-client curl
