@@ -5,8 +5,15 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+
+#include <filesystem>
+#include <string>
+
+#include "plugin/agent/cni_events.h"
 #include "plugin/agent/metrics/agent_metrics.h"
 #include "plugin/agent/metrics/metrics_server.h"
+#include "plugin/state/call_event_ring.h"
 
 namespace ibcni::testing {
 namespace {
@@ -107,6 +114,44 @@ TEST(AgentMetrics, CniObservationsFillTheRequestCounterAndTheDurationHistogram) 
                        "ibcni_cni_request_duration_seconds_bucket{network=\"ibnet\",verb=\"ADD\",le=\"30\"} 2\n",
                        "ibcni_cni_request_duration_seconds_bucket{network=\"ibnet\",verb=\"ADD\",le=\"+Inf\"} 3\n",
                        "ibcni_cni_request_duration_seconds_bucket{network=\"ibnet\",verb=\"DEL\",le=\"0.001\"} 1\n"});
+}
+
+// The value of the exposition's sample that starts with `sample` ("name{labels}"); -1 without one.
+double sampleValue(const std::string& text, const std::string& sample) {
+  const auto at = text.find("\n" + sample + " ");
+  if (at == std::string::npos) {
+    return -1;
+  }
+  return std::stod(text.substr(at + sample.size() + 2));
+}
+
+// The plugin appends each call's event to its state directory's ring whether or not an agent reads
+// it: with the agent stopped through a burst longer than the ring, the calls the ring still holds
+// are counted when it is back and the rest as lost, so that /metrics tells the burst whole.
+TEST(AgentMetrics, ABurstOf4600CallsWithTheAgentStoppedIsCountedPlusLostWhole) {
+  char tmpl[] = "/tmp/ibcni-burst-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string root = tmpl;
+  plugin::CniEventDrain drain({root + "/state"}, root + "/default");  // the agent has started
+  state::FileCallEvents ring;
+  constexpr int kBurst = 4600;
+  for (int i = 0; i < kBurst; ++i) {  // ... and is stopped: nothing drains
+    state::CallEvent e;
+    e.verb = cni::Command::kAdd;
+    e.network = "ibnet";
+    e.durationSeconds = 0.001;
+    ASSERT_TRUE(ring.append(root + "/state", e).has_value());
+  }
+  plugin::metrics::AgentMetrics m([] { return plugin::NodeCounts{}; });
+  m.recordCniRequests(drain.drain());  // the agent is back
+  const std::string text = m.renderText();
+  const double counted = sampleValue(text, "ibcni_cni_requests_total{code=\"0\",network=\"ibnet\",verb=\"ADD\"}");
+  const double lost = sampleValue(text, "ibcni_cni_events_lost_total");
+  EXPECT_EQ(counted, static_cast<double>(state::kCallEventSlots)) << text;
+  EXPECT_EQ(lost, static_cast<double>(kBurst - state::kCallEventSlots)) << text;
+  EXPECT_EQ(counted + lost, kBurst) << text;
+  std::error_code ec;
+  std::filesystem::remove_all(root, ec);
 }
 
 // The pods' RDMA ports: each PMA counter a family of its own (data in bytes: 4-byte words x 4), the
