@@ -5,15 +5,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <stdlib.h>
-
-#include <filesystem>
 #include <string>
 
 #include "plugin/agent/cni_events.h"
 #include "plugin/agent/metrics/agent_metrics.h"
 #include "plugin/agent/metrics/metrics_server.h"
 #include "plugin/state/call_event_ring.h"
+#include "support/temp_dir.h"
 
 namespace ibcni::testing {
 namespace {
@@ -129,9 +127,9 @@ double sampleValue(const std::string& text, const std::string& sample) {
 // it: with the agent stopped through a burst longer than the ring, the calls the ring still holds
 // are counted when it is back and the rest as lost, so that /metrics tells the burst whole.
 TEST(AgentMetrics, ABurstOf4600CallsWithTheAgentStoppedIsCountedPlusLostWhole) {
-  char tmpl[] = "/tmp/ibcni-burst-XXXXXX";
-  ASSERT_NE(::mkdtemp(tmpl), nullptr);
-  const std::string root = tmpl;
+  const TempDir tmp("ibcni-burst");
+  ASSERT_FALSE(tmp.path().empty());
+  const std::string& root = tmp.path();
   plugin::CniEventDrain drain({root + "/state"}, root + "/default");  // the agent has started
   state::FileCallEvents ring;
   constexpr int kBurst = 4600;
@@ -150,8 +148,6 @@ TEST(AgentMetrics, ABurstOf4600CallsWithTheAgentStoppedIsCountedPlusLostWhole) {
   EXPECT_EQ(counted, static_cast<double>(state::kCallEventSlots)) << text;
   EXPECT_EQ(lost, static_cast<double>(kBurst - state::kCallEventSlots)) << text;
   EXPECT_EQ(counted + lost, kBurst) << text;
-  std::error_code ec;
-  std::filesystem::remove_all(root, ec);
 }
 
 // The pods' RDMA ports: each PMA counter a family of its own (data in bytes: 4-byte words x 4), the
