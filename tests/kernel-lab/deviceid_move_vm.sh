@@ -89,14 +89,6 @@ STATE=$WORK/state
 NET=klab
 # The netdevs of the PCI function in the VM's init netns (sysfs is mounted there).
 pci_netdevs() { ls "/sys/bus/pci/devices/$PCI"/virtio*/net/ 2>/dev/null; }
-# "name mtu=N up=B mac=M alias=A" of a link, in the init netns (sysfs) or in netns $2 (lab_nics.sh).
-linkinfo() {
-  if [[ -n ${2:-} ]]; then
-    podinfo "$2" "$1"
-  else
-    hostinfo "$1" && echo "$HOSTINFO"
-  fi
-}
 
 # cni VERB CID NETNS-PATH IFNAME CONFIG: runs ibcni like a runtime (fresh environment, config on
 # stdin); sets RC, OUT and ERR.
@@ -112,9 +104,6 @@ cni() {
     sed 's/^/  stderr: /' "$WORK/stderr" | tail -5
   fi
 }
-# code_is N: the last output is a CNI error with code N.
-code_is() { [[ $(out_code) == "$1" ]]; }
-with_prev() { json_with "$1" "\"prevResult\":$2"; }
 starts_with() { [[ $1 == "$2"* ]]; }
 out_lacks() { ! out_says "$1"; }
 
@@ -323,15 +312,6 @@ else
 fi
 
 # ---- RDMA: an rxe device on eth1, found by its netdev through RDMA netlink ----------------------
-# rdma system set netns needs every namespace but the initial one gone (they die asynchronously).
-set_rdma_mode() {
-  for _ in $(seq 100); do
-    rdma system set netns "$1" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  return 1
-}
-rdma_mode() { rdma system show 2>/dev/null | grep -o 'netns [a-z]*' | cut -d' ' -f2; }
 has_rxe() { [[ -e /sys/class/infiniband/rxe1 ]]; }
 add_rxe() { has_rxe || rdma link add rxe1 type rxe netdev eth1; }
 drop_netnses() {

@@ -30,8 +30,6 @@ same() {  # same WHAT EXPECTED ACTUAL
     failed=$((failed + 1))
   fi
 }
-# `rdma system show` ("netns shared copy-on-fork on"): Debian 12's iproute2 has no JSON for it.
-rdma_mode() { rdma system show | awk '{for (i = 1; i < NF; i++) if ($i == "netns") print $(i + 1)}'; }
 
 modprobe rdma_rxe 2>/dev/null
 added=0
@@ -50,17 +48,7 @@ if [[ ! -e /sys/class/infiniband/rxe0 ]]; then
 fi
 ip link set eth0 up
 # rxe0's port goes ACTIVE shortly after eth0 is up; compare a settled state, not a transition.
-# port_is STATE: waits up to 10 s for rxe0 port 1 to be in STATE (sysfs, no process: "4: ACTIVE").
-port_is() {
-  local state
-  for _ in $(seq 100); do
-    read -r state 2>/dev/null </sys/class/infiniband/rxe0/ports/1/state && [[ ${state#*: } == "$1" ]] && return 0
-    sleep 0.1
-  done
-  return 1
-}
-port_active() { port_is ACTIVE; }
-check "rxe0/1 is ACTIVE before the comparison" port_active
+check "rxe0/1 is ACTIVE before the comparison" rdma_port_is rxe0 ACTIVE
 
 compare() {  # compare TAG: one doctor run against rdma's view
   local tag=$1 out rc
@@ -118,13 +106,13 @@ compare "$orig"
 configs "$orig" "$orig"
 # The port DOWN (eth0 down): the verbs check refuses the device.
 ip link set eth0 down
-port_is DOWN
+rdma_port_is rxe0 DOWN
 v=$(verdict "$work/plain.json")
 check "[$orig] --config with rxe0's port DOWN: refused by the verbs check, 109 ($v)" \
   jq -e '(.works | not) and (.candidates[0].problem | test("rxe0 port 1 is DOWN, not ACTIVE.*CNI error 109"))' \
   <<<"$v" >/dev/null
 ip link set eth0 up
-check "rxe0/1 is ACTIVE again" port_active
+check "rxe0/1 is ACTIVE again" rdma_port_is rxe0 ACTIVE
 other=exclusive
 [[ $orig == exclusive ]] && other=shared
 if rdma system set netns "$other" 2>/dev/null; then

@@ -162,7 +162,6 @@ done
 [[ ! -x $build/ibcni-agent ]] || cp "$build/ibcni-agent" "$bin/ibcni-agent"
 
 # The world as found: NICs, RDMA devices, RDMA netns mode, namespaces.
-rdma_mode() { rdma system show 2>/dev/null | grep -o 'netns [a-z]*' | cut -d' ' -f2; }
 rdma_devs() { rdma -j dev show 2>/dev/null | jq -r '[.[].ifname] | sort | join(",")'; }
 nics_snapshot
 MODE_FOUND=$(rdma_mode)

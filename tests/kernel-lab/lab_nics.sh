@@ -19,9 +19,16 @@
 #   pod_links NETNS      its link names, sorted, comma-separated
 #   pod_ipv4 NETNS IF    IF's IPv4 addresses (A/P), comma-separated
 #   podinfo NETNS IF     "IF mtu=N up=B mac=M alias=A", as hostinfo gives for the initial netns
+#   rdma_mode            the node's RDMA netns mode (shared, exclusive)
+#   set_rdma_mode M      sets it, retrying for up to 10 s while other namespaces still die
+#   linkinfo IF [NETNS]  that line for IF in NETNS (podinfo), or in the initial netns (hostinfo)
+#   rdma_port_is DEV S   waits up to 10 s for DEV's port 1 to be in state S (ACTIVE, DOWN; sysfs);
+#                        says what it is when it does not get there
 #   out_code             the "code" of the CNI error in OUT (empty when there is none)
+#   code_is N            OUT is a CNI error with code N
 #   out_says TEXT        the CNI error in OUT (its quotes unescaped) contains TEXT, case-insensitively
 #   json_with JSON KV    the compact JSON object JSON with the members KV ("\"k\":v,...") added
+#   with_prev CONF RES   CONF with prevResult RES, as a runtime sends CHECK and DEL
 declare -gA NICS_PCI=() NICS_FOUND=()
 NICS=()
 
@@ -143,4 +150,45 @@ out_says() {
 
 json_with() {
   printf '%s,%s}' "${1%\}}" "$2"
+}
+
+with_prev() {
+  json_with "$1" "\"prevResult\":$2"
+}
+
+code_is() {
+  [[ $(out_code) == "$1" ]]
+}
+
+linkinfo() {
+  if [[ -n ${2:-} ]]; then
+    podinfo "$2" "$1"
+  else
+    hostinfo "$1" && echo "$HOSTINFO"
+  fi
+}
+
+rdma_port_is() {
+  local state=missing
+  for _ in $(seq 100); do
+    read -r state 2>/dev/null </sys/class/infiniband/"$1"/ports/1/state || state=missing
+    [[ ${state#*: } == "$2" ]] && return 0
+    sleep 0.1
+  done
+  echo "  $1/1 is ${state#*: }, not $2"
+  return 1
+}
+
+# `rdma system show` ("netns shared copy-on-fork on"): Debian 12's iproute2 has no JSON for it.
+rdma_mode() {
+  rdma system show 2>/dev/null | grep -o 'netns [a-z]*' | cut -d' ' -f2
+}
+
+# rdma system set netns needs every namespace but the initial one gone (they die asynchronously).
+set_rdma_mode() {
+  for _ in $(seq 100); do
+    rdma system set netns "$1" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  return 1
 }

@@ -74,34 +74,6 @@ modprobe rdma_rxe 2>/dev/null
 modprobe veth 2>/dev/null
 
 has_rxe() { [[ -e /sys/class/infiniband/$RXE ]]; }
-rdma_mode() { rdma system show 2>/dev/null | grep -o 'netns [a-z]*' | cut -d' ' -f2; }
-# rdma system set netns needs every namespace but the initial one gone (they die asynchronously).
-set_rdma_mode() {
-  for _ in $(seq 100); do
-    rdma system set netns "$1" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  return 1
-}
-# port_state_is STATE: waits up to 10 s for $RXE port 1 to be in STATE (sysfs: "4: ACTIVE").
-port_state_is() {
-  local state=missing
-  for _ in $(seq 100); do
-    read -r state 2>/dev/null </sys/class/infiniband/"$RXE"/ports/1/state || state=missing
-    [[ ${state#*: } == "$1" ]] && return 0
-    sleep 0.1
-  done
-  echo "  $RXE/1 is ${state#*: }, not $1"
-  return 1
-}
-# "name mtu=N up=B mac=M alias=A" of a link, in the host (sysfs) or in netns $2 (lab_nics.sh).
-linkinfo() {
-  if [[ -n ${2:-} ]]; then
-    podinfo "$2" "$1"
-  else
-    hostinfo "$1" && echo "$HOSTINFO"
-  fi
-}
 no_record() { ! find "$STATE" -name '*.json' 2>/dev/null | grep -q .; }
 # The embedded IPAM's store (made by the first ADD) holds no attachment and no claim.
 ipam_empty() {
@@ -125,8 +97,6 @@ cni() {
   sed 's/^/  stderr: /' "$WORK/stderr" | tail -5
 }
 jqtest() { jq -e "$1" >/dev/null 2>&1 <<<"$OUT"; }
-# code_is N: the last output is a CNI error with code N (out_code, out_says: lab_nics.sh).
-code_is() { [[ $(out_code) == "$1" ]]; }
 log_says() { grep -qE -- "$1" <<<"$NEWLOG"; }
 # config MODE [SELECT]: the network configuration with verbsCheck.mode MODE; SELECT the device
 # ("device":"$HOSTEND" unless given). Built without jq (a process costs up to 0.5 s in the emulated
@@ -135,7 +105,6 @@ config() {
   printf '{"cniVersion":"1.0.0","name":"%s","type":"ibcni","mode":"sriov",%s,"stateDir":"%s","logLevel":"info","logFile":"%s","verbsCheck":{"mode":"%s","timeoutMs":20000},"ipam":{"type":"ibcni-ipam","subnet":"10.77.0.0/24","dataDir":"%s"}}' \
     "$NET" "${2:-"\"device\":\"$HOSTEND\""}" "$STATE" "$LOG" "$1" "$IPAMDIR"
 }
-with_prev() { json_with "$1" "\"prevResult\":$2"; }
 # The RoCE v2 GID of an IPv4 address as sysfs writes it: 0000:...:ffff:0a4d:000a.
 gid_of_v4() {
   local a b c d
@@ -175,7 +144,7 @@ ip link set "$HOSTEND" up
 ip netns add "$POD" || { check "pod netns $POD made" false; finish; }
 check "$RXE made on $HOSTEND" rdma link add "$RXE" type rxe netdev "$HOSTEND" || finish
 made_rxe=1
-check "$RXE/1 is ACTIVE" port_state_is ACTIVE
+check "$RXE/1 is ACTIVE" rdma_port_is "$RXE" ACTIVE
 before=$(linkinfo "$HOSTEND")
 echo "$HOSTEND before: $before"
 
@@ -210,7 +179,7 @@ check "[$tag] the IPAM store holds the claim on $POD_IP" test -L "$IPAMDIR/$NET/
 
 tag="2 check pass"
 check "[$tag] $RXE made from the pod on net1" ip netns exec "$POD" rdma link add "$RXE" type rxe netdev net1
-check "[$tag] $RXE/1 is ACTIVE" port_state_is ACTIVE
+check "[$tag] $RXE/1 is ACTIVE" rdma_port_is "$RXE" ACTIVE
 check "[$tag] $RXE is visible from the pod (shared mode)" bash -c "ip netns exec $POD rdma dev show $RXE >/dev/null"
 check "[$tag] $RXE/1's netdev is net1 (seen from the pod)" \
   test "$(ip netns exec "$POD" rdma -j link show "$RXE/1" | jq -r '.[0].netdev')" = net1
@@ -259,14 +228,14 @@ fi
 # ---- 3. carrier down: the rxe port goes DOWN --------------------------------------------------
 tag="3 carrier down"
 ip link set "$PEER" down
-check "[$tag] $RXE/1 is DOWN once $PEER is down" port_state_is DOWN
+check "[$tag] $RXE/1 is DOWN once $PEER is down" rdma_port_is "$RXE" DOWN
 check "[$tag] net1 is still administratively up, without carrier" \
   test "$(ip -n "$POD" -j link show net1 | jq -r '.[0] | "\(any(.flags[]; . == "UP")) \(any(.flags[]; . == "NO-CARRIER"))"')" = "true true"
 cni CHECK vc-cid "$require"
 check "[$tag] CHECK (require) exits 1 with code 109" code_is 109
 check "[$tag] ... saying '$RXE port 1 is DOWN, not ACTIVE'" out_says "$RXE port 1 is DOWN, not ACTIVE"
 ip link set "$PEER" up
-check "[$tag] $RXE/1 is ACTIVE again once $PEER is up" port_state_is ACTIVE
+check "[$tag] $RXE/1 is ACTIVE again once $PEER is up" rdma_port_is "$RXE" ACTIVE
 cni CHECK vc-cid "$require"
 check "[$tag] CHECK (require) exits 0 again" test "$RC" -eq 0 -a -z "$OUT"
 
@@ -340,7 +309,7 @@ check "[$tag] ADD (warn) exits 0" test "$RC" -eq 0
 nresult=$OUT
 check "[$tag] ... and the record names $RXE" bash -c "grep -rq '\"rdmaDevice\": *\"$RXE\"' '$STATE'"
 check "[$tag] $RXE made from the pod on net1" ip netns exec "$POD" rdma link add "$RXE" type rxe netdev net1
-check "[$tag] $RXE/1 is ACTIVE" port_state_is ACTIVE
+check "[$tag] $RXE/1 is ACTIVE" rdma_port_is "$RXE" ACTIVE
 nrequire=$(with_prev "$(config_pci require)" "$nresult")
 cni CHECK vc-nic "$nrequire"
 check "[$tag] CHECK (require) exits 0" test "$RC" -eq 0 -a -z "$OUT"
