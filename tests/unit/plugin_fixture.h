@@ -36,6 +36,7 @@ inline constexpr const char* kVf = "0000:3b:00.3";
 inline constexpr std::uint32_t kVfNumber = 2;
 inline constexpr const char* kOldGuid = "02:00:00:00:00:00:aa:01";
 inline constexpr const char* kNewGuid = "c2:11:22:33:44:55:66:77";
+inline net::Guid guid(const char* text) { return *net::Guid::parse(text); }
 
 class PluginTest : public ::testing::Test {
  protected:

@@ -47,8 +47,6 @@ constexpr const char* kPodMac = "0a:58:0a:38:d9:0a";         // the pod's mac
 constexpr const char* kSandbox = "5f3e0b2f8a9c4d1e7b6a5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f";
 constexpr const char* kPodUid = "8d2b8c3e-1f4a-4b6c-9e2d-7a1b3c5d7e9f";
 
-net::Guid guid(const char* text) { return *net::Guid::parse(text); }
-
 /// An IPAM that honours the `ips` capability as host-local, static and whereabouts do: it hands out
 /// exactly runtimeConfig.ips of the configuration it is given (the complete stdin, by the spec).
 class IpsCapabilityIpam final : public ipam::Ipam {

@@ -19,7 +19,7 @@ std::string ipam(const std::string& cluster, const std::string& ranges = R"([[{"
   return R"({"type": "ibcni-ipam", "ranges": )" + ranges + R"(, "cluster": )" + cluster + "}";
 }
 
-ClusterConf parseOk(const std::string& cluster) {
+ClusterConf parseClusterOk(const std::string& cluster) {
   auto c = parseIpamConfig(ipam(cluster));
   EXPECT_TRUE(c.has_value()) << (c ? "" : c.error().msg);
   if (!c || !c->cluster) {
@@ -29,7 +29,7 @@ ClusterConf parseOk(const std::string& cluster) {
   return *c->cluster;
 }
 
-void expectInvalid(const std::string& cluster, const std::vector<std::string>& parts,
+void expectClusterInvalid(const std::string& cluster, const std::vector<std::string>& parts,
                    const std::string& ranges = R"([[{"subnet": "10.56.0.0/16"}]])") {
   testing::expectInvalidIpam(ipam(cluster, ranges), parts);
 }
@@ -44,7 +44,7 @@ TEST(IpamCluster, AbsentMeansNodeLocal) {
 }
 
 TEST(IpamCluster, DefaultsAreTheIssuedOnes) {
-  auto c = parseOk("{}");
+  auto c = parseClusterOk("{}");
   EXPECT_EQ(c.backend, ClusterBackend::kKubernetes);
   EXPECT_EQ(c.blockSize, 32U);
   EXPECT_EQ(c.timeout.count(), 5000);
@@ -57,7 +57,7 @@ TEST(IpamCluster, DefaultsAreTheIssuedOnes) {
 }
 
 TEST(IpamCluster, EveryKeyIsRead) {
-  auto c = parseOk(R"({"backend": "etcd", "pool": "ib-p1", "blockSize": 64, "nodeName": "gpu-7.dc1",
+  auto c = parseClusterOk(R"({"backend": "etcd", "pool": "ib-p1", "blockSize": 64, "nodeName": "gpu-7.dc1",
       "timeoutMs": 2500, "releaseAfterSeconds": 0, "leaseDurationSeconds": 90,
       "etcd": {"endpoints": ["https://10.0.0.1:2379/", "http://[fd00::1]:2379"], "prefix": "/x/",
                "caFile": "/etc/e/ca.crt", "certFile": "/etc/e/c.crt", "keyFile": "/etc/e/c.key"}})");
@@ -73,54 +73,54 @@ TEST(IpamCluster, EveryKeyIsRead) {
   EXPECT_EQ(c.etcd.prefix, "/x/");
   EXPECT_EQ(c.etcd.caFile, "/etc/e/ca.crt");
   EXPECT_EQ(c.etcd.keyFile, "/etc/e/c.key");
-  auto k = parseOk(R"({"kubernetes": {"kubeconfig": "/etc/k.conf", "namespace": "ibcni", "context": "c1"}})");
+  auto k = parseClusterOk(R"({"kubernetes": {"kubeconfig": "/etc/k.conf", "namespace": "ibcni", "context": "c1"}})");
   EXPECT_EQ(k.kubernetes.kubeconfig, "/etc/k.conf");
   EXPECT_EQ(k.kubernetes.leaseNamespace, "ibcni");
   EXPECT_EQ(k.kubernetes.context, "c1");
 }
 
 TEST(IpamCluster, EveryBadValueNamesItsField) {
-  expectInvalid(R"("yes")", {"ipam.cluster", "must be an object"});
-  expectInvalid(R"({"backend": "consul"})", {"ipam.cluster.backend", "consul", "\"kubernetes\"", "\"etcd\""});
-  expectInvalid(R"({"backend": 1})", {"ipam.cluster.backend"});
-  expectInvalid(R"({"pool": "IB_Pool"})", {"ipam.cluster.pool", "IB_Pool", "lowercase"});
-  expectInvalid(R"({"pool": ""})", {"ipam.cluster.pool"});
-  expectInvalid(R"({"pool": "p-"})", {"ipam.cluster.pool"});
-  expectInvalid(R"({"blockSize": 48})", {"ipam.cluster.blockSize", "48", "power of two"});
-  expectInvalid(R"({"blockSize": 2})", {"ipam.cluster.blockSize", "from 4 to 65536"});
-  expectInvalid(R"({"blockSize": 131072})", {"ipam.cluster.blockSize"});
-  expectInvalid(R"({"blockSize": "32"})", {"ipam.cluster.blockSize"});
-  expectInvalid(R"({"blockSize": 32.5})", {"ipam.cluster.blockSize"});
-  expectInvalid(R"({"blockSize": 64})", {"ipam.cluster.blockSize", "larger than ipam.ranges[0][0]", "10.56.0.0/27"},
+  expectClusterInvalid(R"("yes")", {"ipam.cluster", "must be an object"});
+  expectClusterInvalid(R"({"backend": "consul"})", {"ipam.cluster.backend", "consul", "\"kubernetes\"", "\"etcd\""});
+  expectClusterInvalid(R"({"backend": 1})", {"ipam.cluster.backend"});
+  expectClusterInvalid(R"({"pool": "IB_Pool"})", {"ipam.cluster.pool", "IB_Pool", "lowercase"});
+  expectClusterInvalid(R"({"pool": ""})", {"ipam.cluster.pool"});
+  expectClusterInvalid(R"({"pool": "p-"})", {"ipam.cluster.pool"});
+  expectClusterInvalid(R"({"blockSize": 48})", {"ipam.cluster.blockSize", "48", "power of two"});
+  expectClusterInvalid(R"({"blockSize": 2})", {"ipam.cluster.blockSize", "from 4 to 65536"});
+  expectClusterInvalid(R"({"blockSize": 131072})", {"ipam.cluster.blockSize"});
+  expectClusterInvalid(R"({"blockSize": "32"})", {"ipam.cluster.blockSize"});
+  expectClusterInvalid(R"({"blockSize": 32.5})", {"ipam.cluster.blockSize"});
+  expectClusterInvalid(R"({"blockSize": 64})", {"ipam.cluster.blockSize", "larger than ipam.ranges[0][0]", "10.56.0.0/27"},
                 R"([[{"subnet": "10.56.0.0/27"}]])");
-  expectInvalid(R"({"nodeName": "Node_1"})", {"ipam.cluster.nodeName", "Node_1"});
-  expectInvalid(R"({"timeoutMs": 50})", {"ipam.cluster.timeoutMs", "from 100 to 600000"});
-  expectInvalid(R"({"timeoutMs": 18446744073709551615})", {"ipam.cluster.timeoutMs"});
-  expectInvalid(R"({"timeoutMs": -1})", {"ipam.cluster.timeoutMs"});
-  expectInvalid(R"({"releaseAfterSeconds": -5})", {"ipam.cluster.releaseAfterSeconds"});
-  expectInvalid(R"({"leaseDurationSeconds": 5})", {"ipam.cluster.leaseDurationSeconds", "from 10"});
-  expectInvalid(R"({"blocksize": 32})", {"ipam.cluster.blocksize", "not a key of ipam.cluster", "blockSize"});
-  expectInvalid(R"({"kubernetes": {"kubeconfig": "relative/k"}})", {"ipam.cluster.kubernetes.kubeconfig", "absolute"});
-  expectInvalid(R"({"kubernetes": {"namespace": "Kube System"}})", {"ipam.cluster.kubernetes.namespace"});
-  expectInvalid(R"({"kubernetes": {"server": "x"}})", {"ipam.cluster.kubernetes.server", "not a key"});
-  expectInvalid(R"({"kubernetes": []})", {"ipam.cluster.kubernetes", "must be an object"});
-  expectInvalid(R"({"backend": "etcd"})", {"ipam.cluster.etcd", "required"});
-  expectInvalid(R"({"backend": "etcd", "etcd": {}})", {"ipam.cluster.etcd.endpoints", "at least one"});
-  expectInvalid(R"({"backend": "etcd", "etcd": {"endpoints": "http://a:1"}})", {"ipam.cluster.etcd.endpoints"});
+  expectClusterInvalid(R"({"nodeName": "Node_1"})", {"ipam.cluster.nodeName", "Node_1"});
+  expectClusterInvalid(R"({"timeoutMs": 50})", {"ipam.cluster.timeoutMs", "from 100 to 600000"});
+  expectClusterInvalid(R"({"timeoutMs": 18446744073709551615})", {"ipam.cluster.timeoutMs"});
+  expectClusterInvalid(R"({"timeoutMs": -1})", {"ipam.cluster.timeoutMs"});
+  expectClusterInvalid(R"({"releaseAfterSeconds": -5})", {"ipam.cluster.releaseAfterSeconds"});
+  expectClusterInvalid(R"({"leaseDurationSeconds": 5})", {"ipam.cluster.leaseDurationSeconds", "from 10"});
+  expectClusterInvalid(R"({"blocksize": 32})", {"ipam.cluster.blocksize", "not a key of ipam.cluster", "blockSize"});
+  expectClusterInvalid(R"({"kubernetes": {"kubeconfig": "relative/k"}})", {"ipam.cluster.kubernetes.kubeconfig", "absolute"});
+  expectClusterInvalid(R"({"kubernetes": {"namespace": "Kube System"}})", {"ipam.cluster.kubernetes.namespace"});
+  expectClusterInvalid(R"({"kubernetes": {"server": "x"}})", {"ipam.cluster.kubernetes.server", "not a key"});
+  expectClusterInvalid(R"({"kubernetes": []})", {"ipam.cluster.kubernetes", "must be an object"});
+  expectClusterInvalid(R"({"backend": "etcd"})", {"ipam.cluster.etcd", "required"});
+  expectClusterInvalid(R"({"backend": "etcd", "etcd": {}})", {"ipam.cluster.etcd.endpoints", "at least one"});
+  expectClusterInvalid(R"({"backend": "etcd", "etcd": {"endpoints": "http://a:1"}})", {"ipam.cluster.etcd.endpoints"});
   for (const char* bad : {"10.0.0.1:2379", "ftp://a:1", "http://", "http:///x", "http://a b:1", "http://u@a:1",
                           "http://a:1?x"}) {
-    expectInvalid(std::string(R"({"backend": "etcd", "etcd": {"endpoints": [")") + bad + R"("]}})",
+    expectClusterInvalid(std::string(R"({"backend": "etcd", "etcd": {"endpoints": [")") + bad + R"("]}})",
                   {"ipam.cluster.etcd.endpoints[0]", "http(s)://host:port"});
   }
-  expectInvalid(R"({"backend": "etcd", "etcd": {"endpoints": ["http://a:1", "http://a:1/"]}})",
+  expectClusterInvalid(R"({"backend": "etcd", "etcd": {"endpoints": ["http://a:1", "http://a:1/"]}})",
                 {"ipam.cluster.etcd.endpoints[1]", "listed twice"});
-  expectInvalid(R"({"backend": "etcd", "etcd": {"endpoints": ["http://a:1"], "prefix": "ibcni"}})",
+  expectClusterInvalid(R"({"backend": "etcd", "etcd": {"endpoints": ["http://a:1"], "prefix": "ibcni"}})",
                 {"ipam.cluster.etcd.prefix", "ending in '/'"});
-  expectInvalid(R"({"backend": "etcd", "etcd": {"endpoints": ["http://a:1"], "certFile": "/c.crt"}})",
+  expectClusterInvalid(R"({"backend": "etcd", "etcd": {"endpoints": ["http://a:1"], "certFile": "/c.crt"}})",
                 {"ipam.cluster.etcd.certFile", "keyFile"});
-  expectInvalid(R"({"backend": "etcd", "etcd": {"endpoints": ["http://a:1"], "caFile": "ca.crt"}})",
+  expectClusterInvalid(R"({"backend": "etcd", "etcd": {"endpoints": ["http://a:1"], "caFile": "ca.crt"}})",
                 {"ipam.cluster.etcd.caFile", "absolute"});
-  expectInvalid(R"({"etcd": {"endpoints": ["http://a:1"]}})", {"ipam.cluster.etcd", "backend \"etcd\""});
+  expectClusterInvalid(R"({"etcd": {"endpoints": ["http://a:1"]}})", {"ipam.cluster.etcd", "backend \"etcd\""});
 }
 
 TEST(IpamCluster, ThePoolDefaultsToTheNetworkName) {

@@ -20,8 +20,6 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-constexpr std::uint64_t kFirst = 0x0200000000000100ULL;  // 4 blocks of 4 GUIDs: ...0100 to ...010f
-
 class GuidClusterPoolTest : public ClusterFixture {
  protected:
   struct GuidNode {

@@ -17,10 +17,6 @@
 namespace ibcni::ipam::testing {
 namespace {
 
-net::IpAddress g(std::uint64_t v) { return net::IpAddress::fromGuid(net::Guid{v}); }
-
-constexpr std::uint64_t kFirst = 0x0200000000000100ULL;
-
 // kFirst .. kFirst + blocks * blockSize - 1, every GUID allowed but those in `notAllowed`.
 BlockGrid guidGrid(const IpamConfig& c, std::uint32_t blockSize, std::vector<Interval> notAllowed = {}) {
   const auto& r = c.rangeSets[0].ranges[0];

@@ -27,8 +27,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr std::uint64_t kFirst = 0x0200000000000100ULL;  // 4 blocks of 4 GUIDs: ...0100 to ...010f
-
 class GuidPoolsClusterTest : public ClusterFixture {
  protected:
   EmbeddedGuidPools& pools(const std::string& n) {

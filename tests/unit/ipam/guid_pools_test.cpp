@@ -31,7 +31,6 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 constexpr const char* kRange = "02:00:00:00:00:00:01:00-02:00:00:00:00:00:01:07";  // 2 blocks of 4
-constexpr std::uint64_t kFirst = 0x0200000000000100ULL;
 
 config::GuidPoolConf guidPool(const std::string& range = kRange, const std::string& pool = "gpool",
                               int blockSize = 4) {

@@ -20,10 +20,6 @@ namespace fs = std::filesystem;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-net::IpAddress g(std::uint64_t v) { return net::IpAddress::fromGuid(net::Guid{v}); }
-
-constexpr std::uint64_t kFirst = 0x0200000000000100ULL;
-
 // One range set: kFirst .. kFirst + size - 1, inside the GUID prefix of `prefixLen` (whose first and
 // last values an IP subnet would never hand out).
 IpamConfig guidConfig(std::uint64_t size, int prefixLen) {

@@ -34,6 +34,10 @@ class TempDir : public ibcni::testing::TempDir {
 
 inline net::IpAddress ip(const char* s) { return *net::IpAddress::parse(s); }
 
+/// The GUID pools' tests start their ranges here; g(v) is GUID v as the IPAM stores it.
+inline constexpr std::uint64_t kFirst = 0x0200000000000100ULL;
+inline net::IpAddress g(std::uint64_t v) { return net::IpAddress::fromGuid(net::Guid{v}); }
+
 /// A GUID pool's configuration (what guidPool gives the IPAM): one range set of family
 /// net::kFamilyGuid holding the GUIDs first..last (no subnet, no gateway).
 inline IpamConfig guidRangeConfig(std::uint64_t first, std::uint64_t last) {

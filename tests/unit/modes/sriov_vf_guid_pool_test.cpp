@@ -18,8 +18,6 @@ using ::testing::HasSubstr;
 constexpr const char* kFirst = "02:00:00:00:00:00:01:00";
 constexpr const char* kInRange = "02:00:00:00:00:00:01:05";
 
-net::Guid guid(const char* text) { return *net::Guid::parse(text); }
-
 class SriovGuidPoolTest : public PluginTest {
  protected:
   void SetUp() override {

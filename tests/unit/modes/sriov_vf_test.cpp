@@ -13,8 +13,6 @@
 namespace ibcni::testing {
 namespace {
 
-net::Guid guid(const char* text) { return *net::Guid::parse(text); }
-
 class SriovVfTest : public PluginTest {
  protected:
   void SetUp() override {
