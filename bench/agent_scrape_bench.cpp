@@ -22,6 +22,7 @@
 #include "bench/bench_stats.h"
 #include "ipam/embedded_ipam.h"
 #include "plugin/agent/metrics/agent_metrics.h"
+#include "plugin/invocation.h"
 #include "plugin/agent/metrics/metrics_server.h"
 #include "plugin/agent/node_counts.h"
 #include "plugin/state/file_attachment_store.h"
@@ -44,7 +45,7 @@ bool addAddress(ipam::EmbeddedIpam& ipam, const std::string& conf, const std::st
   args.ifName = "net1";
   args.netns = "/proc/self/ns/net";
   const cni::CniArgs cniArgs;
-  auto added = ipam.add(ipam::Request{*parsed, args, cniArgs, conf});
+  auto added = ipam.add(plugin::ipamRequest(*parsed, args, cniArgs, conf));
   if (!added) {
     std::fprintf(stderr, "agent_scrape_bench: %s\n", added.error().msg.c_str());
   }

@@ -28,6 +28,7 @@
 #include "bench_stats.h"
 #include "ipam/embedded_ipam.h"
 #include "ibcni/config/net_conf.h"
+#include "plugin/invocation.h"
 #include "support/exec_program.h"
 
 namespace {
@@ -117,7 +118,7 @@ void prefillIbcni(const std::string& dir, const std::string& name, const std::st
     args.ifName = "eth0";
     args.netns = "/proc/self/ns/net";
     const ibcni::cni::CniArgs cniArgs;
-    if (!conf || !ipam.add(ibcni::ipam::Request{*conf, args, cniArgs, {}})) {
+    if (!conf || !ipam.add(ibcni::plugin::ipamRequest(*conf, args, cniArgs))) {
       std::fprintf(stderr, "prefill of %s failed\n", ip4(h).c_str());
       std::exit(2);
     }

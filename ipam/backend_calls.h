@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The node agent's count of the backend calls its own passes make (cluster pools: renewals, give-backs,
+// For the node agent's count of the backend calls its own passes make (cluster pools: renewals, give-backs,
 // takeovers): each backend its embedded IPAM builds is wrapped so that every call is told to a sink.
 #pragma once
 
@@ -8,7 +8,7 @@
 
 #include "ipam/cluster/cluster_pool.h"
 
-namespace ibcni::plugin {
+namespace ibcni::ipam {
 
 /// One backend call: the backend ("etcd", "kubernetes"), the operation ("claim", "list", "renew",
 /// ...) and its result ("success", or the error's kind with '_' for ' ': "unreachable", "timeout",
@@ -17,6 +17,6 @@ using BackendCallSink = std::function<void(std::string_view backend, std::string
 
 /// `inner`, with each backend it builds wrapped so that every call is told to `sink` (which must be
 /// safe to call from the thread that makes the call).
-[[nodiscard]] ipam::BackendFactory countingBackends(ipam::BackendFactory inner, BackendCallSink sink);
+[[nodiscard]] BackendFactory countingBackends(BackendFactory inner, BackendCallSink sink);
 
-}  // namespace ibcni::plugin
+}  // namespace ibcni::ipam

@@ -9,6 +9,7 @@
 
 #include "ipam/embedded_ipam_session.h"
 #include "ipam/store/record_codec.h"
+#include "ibcni/config/net_conf.h"
 #include "ibcni/os/file_io.h"
 #include "ibcni/os/safe_path.h"
 #include "ibcni/os/unique_fd.h"
@@ -55,17 +56,16 @@ namespace {
 // The addresses an attachment asks for: one source, the most specific one (runtimeConfig > args >
 // CNI_ARGS), each without its prefix length (the range an address falls in decides it).
 void requestedAddresses(const Request& request, AddRequest& req) {
-  const auto& conf = request.conf;
-  const std::vector<net::IpPrefix>* from = &request.cniArgs.ips;
+  std::span<const net::IpPrefix> from = request.cniArgs.ips;
   req.requestedFrom = "CNI_ARGS IP";
-  if (!conf.runtime.ips.empty()) {
-    from = &conf.runtime.ips;
+  if (!request.runtimeIps.empty()) {
+    from = request.runtimeIps;
     req.requestedFrom = "runtimeConfig.ips";
-  } else if (!conf.argsIps.empty()) {
-    from = &conf.argsIps;
+  } else if (!request.argsIps.empty()) {
+    from = request.argsIps;
     req.requestedFrom = "args.cni.ips";
   }
-  for (const auto& p : *from) {
+  for (const auto& p : from) {
     req.requested.push_back(p.address);
   }
 }
@@ -136,7 +136,7 @@ cni::Result<cni::AddResult> EmbeddedIpam::add(const Request& request) {
   req.pod = {request.cniArgs.podNamespace, request.cniArgs.podName, request.cniArgs.podUid};
   req.netns = request.args.netns;
   req.netnsInode = options_.netnsChecker->identify(request.args.netns);
-  req.network = request.conf.name;
+  req.network = std::string(request.network);
   requestedAddresses(request, req);
   auto leases = (*s)->allocator->allocate(req);
   if (!leases) {
@@ -167,7 +167,7 @@ cni::Result<void> EmbeddedIpam::del(const Request& request) {
     return std::unexpected(s.error());
   }
   const AttachmentKey key{request.args.containerId, request.args.ifName};
-  auto released = (*s)->allocator->release(key, request.conf.name, false);
+  auto released = (*s)->allocator->release(key, std::string(request.network), false);
   if (!released) {
     return std::unexpected(released.error());
   }
@@ -211,11 +211,12 @@ cni::Result<bool> EmbeddedIpam::releaseElsewhere(const Request& request, const s
     (**conf->embeddedIpam).dataDir = dataDir;
     const cni::CmdArgs args;
     const cni::CniArgs cniArgs;
-    auto s = openSession(Request{*conf, args, cniArgs, {}}, options_);
+    auto s = openSession(Request{.args = args, .cniArgs = cniArgs, .network = conf->name, .settings = &*conf->embeddedIpam},
+                         options_);
     if (!s || (*s)->dir != dir) {
       continue;
     }
-    auto released = (*s)->allocator->release(key, request.conf.name, true);
+    auto released = (*s)->allocator->release(key, std::string(request.network), true);
     if (!released) {
       return std::unexpected(released.error());
     }
@@ -241,10 +242,10 @@ cni::Result<void> EmbeddedIpam::check(const Request& request) {
   }
   if (held->empty()) {
     return cni::fail(cni::Errc::kCheckFailed,
-                     "ipam: no addresses are held for " + who + " in network " + request.conf.name);
+                     "ipam: no addresses are held for " + who + " in network " + std::string(request.network));
   }
   std::vector<bool> covered(conf.rangeSets.size(), false);
-  const auto* prevIps = request.conf.prevResult ? &request.conf.prevResult->ips : nullptr;
+  const auto* prevIps = request.prevResult ? &request.prevResult->ips : nullptr;
   for (const auto& l : *held) {
     covered[l.rangeSet] = true;
     if (prevIps && !prevIps->empty()) {
@@ -273,11 +274,11 @@ cni::Result<void> EmbeddedIpam::gc(const Request& request) {
   // No list means no valid attachment (the spec's reading; `cnitool gc` sends none and means "all"):
   // every allocation of this network is released, as ibcni releases every device of it.
   const std::vector<AttachmentKey> none;
-  const auto& valid = request.conf.validAttachments;
+  const auto* valid = request.validAttachments;
   if (!valid) {
     log::warn("gc: no cni.dev/valid-attachments in the configuration: every allocation of the network is stale");
   }
-  auto released = (*s)->allocator->gc(valid ? *valid : none, request.conf.name);
+  auto released = (*s)->allocator->gc(valid ? *valid : none, std::string(request.network));
   if (!released) {
     return std::unexpected(released.error());
   }

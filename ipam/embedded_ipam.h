@@ -15,8 +15,9 @@
 #include "ibcni/ipam/ipam.h"
 #include "ibcni/os/netns_checker.h"
 #include "ipam/cluster/node_identity.h"
+#include "ipam/config/node_name.h"
 #include "ipam/cluster/cluster_pool.h"
-#include "ipam/cluster/pool_report.h"
+#include "ipam/pool_report.h"
 
 namespace ibcni::ipam {
 
@@ -72,9 +73,9 @@ void keepPoolIndex(const EmbeddedIpamOptions& options, const std::string& pool, 
 /// reservations, crash-safe storage whose ADD cost does not grow as the pool fills, and
 /// reclaiming of addresses whose pod's network namespace is gone.
 ///
-/// Each call takes the request as config/ parsed it once (Request::conf: the network's name, its
-/// `ipam` object, runtimeConfig.ips, args.cni.ips, prevResult, cni.dev/valid-attachments) with the
-/// validated attachment and pod identity (Request::args, Request::cniArgs). Allocations live in
+/// Each call takes the IPAM's request (ibcni/ipam/ipam.h: the network's name, its `ipam` object as
+/// config/ parsed it once, runtimeConfig.ips, args.cni.ips, prevResult, cni.dev/valid-attachments)
+/// with the validated attachment and pod identity (Request::args, Request::cniArgs). Allocations live in
 /// <dataDir>/<network name>; one lock file there serializes every process using the network, and
 /// kNetworkFileName there keeps the configuration of the latest ADD, so that a node agent without
 /// the runtime's files (`ibcni reconcile`) can reclaim the pool.

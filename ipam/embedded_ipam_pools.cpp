@@ -258,10 +258,10 @@ std::optional<std::int64_t> confirmedAgoSeconds(const Ledger& ledger) {
 }  // namespace
 
 cni::Result<PoolReport> EmbeddedIpam::pools(const Request& request) {
-  const auto& parsed = request.conf.embeddedIpam;
+  const auto* parsed = request.settings;
   if (parsed && *parsed && !(**parsed).cluster) {
     return cni::fail(cni::Errc::kInvalidConfig,
-                     "network " + cni::quoted(request.conf.name) +
+                     "network " + cni::quoted(request.network) +
                          " has no ipam.cluster: its pool is node-local (every node allocates from the whole range on "
                          "its own), so there are no blocks to list");
   }
@@ -269,7 +269,7 @@ cni::Result<PoolReport> EmbeddedIpam::pools(const Request& request) {
   if (!s) {
     return std::unexpected(s.error());
   }
-  return reportPool(**s, request.conf.name, options_);
+  return reportPool(**s, std::string(request.network), options_);
 }
 
 cni::Result<PoolReport> reportPool(Session& s, const std::string& network, const EmbeddedIpamOptions& options) {
@@ -304,9 +304,9 @@ namespace {
 template <typename T, typename Change>
 cni::Result<T> changePool(const Request& request, const EmbeddedIpamOptions& options, const char* what,
                           Change change) {
-  const auto& parsed = request.conf.embeddedIpam;
+  const auto* parsed = request.settings;
   if (parsed && *parsed && !(**parsed).cluster) {
-    return cni::fail(cni::Errc::kInvalidConfig, "network " + cni::quoted(request.conf.name) +
+    return cni::fail(cni::Errc::kInvalidConfig, "network " + cni::quoted(request.network) +
                                                     " has no ipam.cluster: there is no pool to " + what);
   }
   auto s = openSession(request, options);
@@ -334,10 +334,10 @@ cni::Result<void> EmbeddedIpam::retirePool(const Request& request) {
 }
 
 cni::Result<void> EmbeddedIpam::forgetNode(const Request& request, const std::string& node) {
-  const auto& parsed = request.conf.embeddedIpam;
+  const auto* parsed = request.settings;
   if (!parsed || !*parsed || !(**parsed).cluster) {
     return cni::fail(cni::Errc::kInvalidConfig,
-                     "network " + cni::quoted(request.conf.name) + " has no ipam.cluster: no node holds anything of it");
+                     "network " + cni::quoted(request.network) + " has no ipam.cluster: no node holds anything of it");
   }
   if (!options_.backends) {
     return cni::fail(cni::Errc::kInvalidEnvironment, "ipam.cluster is not supported by this program");

@@ -31,8 +31,22 @@ cni::Result<os::UniqueFd> prepareStoreDir(const std::string& dir, const std::str
   return std::move(*fd);
 }
 
-// Only reading: the directory is used when it is there (and passes the same rules). @return it,
-// open, or no descriptor when it is not there.
+// The `ipam` object config/ parsed for the request, or why the embedded IPAM cannot serve it.
+cni::Result<const IpamConfig*> embeddedConfig(const Request& request) {
+  const auto* parsed = request.settings;
+  if (!parsed) {
+    // config/ reads the ipam object for ipam.type "ibcni-ipam" and for ibcni-ipam's own role.
+    return cni::fail(cni::Errc::kInvalidConfig, "ipam.type = " + cni::quoted(request.ipamType) +
+                                                    " is not served by the embedded IPAM: use \"ibcni-ipam\"");
+  }
+  if (!*parsed) {
+    return std::unexpected(parsed->error());
+  }
+  return &**parsed;
+}
+
+}  // namespace
+
 cni::Result<os::UniqueFd> checkStoreDir(const std::string& dir, cni::Errc ioCode) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {
@@ -45,22 +59,6 @@ cni::Result<os::UniqueFd> checkStoreDir(const std::string& dir, cni::Errc ioCode
   }
   return std::move(*fd);
 }
-
-// The `ipam` object config/ parsed for the request, or why the embedded IPAM cannot serve it.
-cni::Result<const IpamConfig*> embeddedConfig(const Request& request) {
-  const auto& parsed = request.conf.embeddedIpam;
-  if (!parsed) {
-    // config/ reads the ipam object for ipam.type "ibcni-ipam" and for ibcni-ipam's own role.
-    return cni::fail(cni::Errc::kInvalidConfig, "ipam.type = " + cni::quoted(request.conf.ipamType) +
-                                                    " is not served by the embedded IPAM: use \"ibcni-ipam\"");
-  }
-  if (!*parsed) {
-    return std::unexpected(parsed->error());
-  }
-  return &**parsed;
-}
-
-}  // namespace
 
 cni::Result<std::string> clusterNode(Session& s, const std::string& dataDir, const EmbeddedIpamOptions& options) {
   const SpaceKind kind = spaceOf(s.config).kind;
@@ -118,9 +116,9 @@ cni::Result<std::unique_ptr<Session>> openSession(const Request& request, const 
     }
     node = std::move(*name);
   } else {
-    s->dir = dataDir + "/" + request.conf.name;
+    s->dir = dataDir + "/" + std::string(request.network);
   }
-  if (auto r = openStore(*s, request.conf.name, node, options, ioCode, create); !r) {
+  if (auto r = openStore(*s, std::string(request.network), node, options, ioCode, create); !r) {
     return std::unexpected(r.error());
   }
   return s;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "ibcni/os/unique_fd.h"
 #include "ipam/cluster/cluster_pool.h"
 #include "ipam/embedded_ipam.h"
 #include "ipam/policy/allocator.h"
@@ -30,6 +31,11 @@ struct Session {
 /// options.backends.
 [[nodiscard]] cni::Result<std::string> clusterNode(Session& s, const std::string& dataDir,
                                                    const EmbeddedIpamOptions& options);
+
+/// A store's directory, only to read it: used when it is there, reached under the rules of
+/// os/safe_path.h as openSession() reaches it (a refusal is error 7, a failing system call `ioCode`).
+/// @return it, open, or no descriptor when it is not there.
+[[nodiscard]] cni::Result<os::UniqueFd> checkStoreDir(const std::string& dir, cni::Errc ioCode);
 
 /// The store, the allocator and (cluster mode) the pool of `s`, whose config and dir are set: the
 /// directory reached as openSession() says; the store in the space of s.config. `network` is the

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "ibcni/os/time_text.h"
-#include "ipam/cluster/pool_report.h"
+#include "ipam/pool_report.h"
 
 #include <algorithm>
 #include <ctime>

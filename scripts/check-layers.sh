@@ -7,8 +7,10 @@
 # (plugin/), [ipam] (ipam/), [interfaces] (include/ibcni/) and [lib] (lib/, with its headers in
 # include/ibcni/), each unit lies in its wing's folder, and every unit names a folder or files that
 # exist; so lib/ includes nothing of ipam/ or plugin/, and ipam/ nothing of plugin/, whatever the
-# rows say. The layer descriptions below the block name every layer, in the block's order. And each
-# library is included only in the folders the ```libraries block gives it.
+# rows say. The layer descriptions below the block name every layer, in the block's order. A wing
+# that the ```faces block names ("ipam: ipam-wiring ipam ...") is included from the other wings only
+# through those layers of it. And each library is included only in the folders the ```libraries
+# block gives it.
 #   scripts/check-layers.sh [ROOT]     exit 0 when the table holds and every include goes down,
 #                                      1 (listing each offence) otherwise
 set -euo pipefail
@@ -24,6 +26,9 @@ if [[ -z $table ]]; then
   echo "check-layers: no \`\`\`layers block in plugin/README.md" >&2
   exit 2
 fi
+# The faces: "<wing>: <layer> ..." lines; from another wing, a faced wing is included only through
+# the layers named.
+faces=$(awk '/^```faces$/ {on = 1; next} on && /^```$/ {exit} on && NF {print}' plugin/README.md)
 # The first column of the descriptions' table (| Layer | What it is |) below the block.
 described=$(awk '/^```layers$/ {on = 1} on && /^\| *Layer *\|/ {t = 1; next} t && /^\|---/ {next}
   t && /^\|/ {split($0, c, "|"); print c[2]; next} t {exit}' plugin/README.md)
@@ -184,8 +189,14 @@ find include lib ipam plugin -type f \( -name '*.h' -o -name '*.cpp' \) -print0 
     fi
     printf '%s\t%s\t%s\t%s\n' "$file" "$line" "$inc" "$target"
   done |
-  awk -v table="$table" -F'\t' '
+  awk -v table="$table" -v faces="$faces" -F'\t' '
     BEGIN {
+      nf = split(faces, frows, "\n")
+      for (r = 1; r <= nf; r++) {
+        fw = frows[r]; sub(/:.*/, "", fw); fl = frows[r]; sub(/^[^:]*: */, "", fl)
+        faced[fw] = fl; k = split(fl, fls, " ")
+        for (p = 1; p <= k; p++) face[fw SUBSEP fls[p]] = 1
+      }
       n = split(table, rows, "\n")
       for (r = 1; r <= n; r++) {
         row = rows[r]
@@ -225,6 +236,9 @@ find include lib ipam plugin -type f \( -name '*.h' -o -name '*.cpp' \) -print0 
         bad++
       } else if (rank[tu] == rank[fu]) {
         printf "%s:%s: includes \"%s\" (%s) from its sibling %s in layer %s: siblings do not include each other\n", file, line, inc, unitName[tu], unitName[fu], layerOf[fu]
+        bad++
+      } else if (wingOf[tu] != wingOf[fu] && (wingOf[tu] in faced) && !((wingOf[tu] SUBSEP layerOf[tu]) in face)) {
+        printf "%s:%s: includes \"%s\" (layer %s) past the face of the %s wing (%s: plugin/README.md, faces)\n", file, line, inc, layerOf[tu], wingOf[tu], faced[wingOf[tu]]
         bad++
       }
       checked++

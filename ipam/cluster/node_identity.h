@@ -1,12 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// Who this node is in a cluster pool, and where its node-local state of a pool lives.
+// Where this node's node-local state of a cluster pool lives (who the node is: config/node_name.h).
 #pragma once
 
 #include <string>
 
-#include "ibcni/cni/error.h"
 #include "ipam/policy/allocation_space.h"
-#include "ibcni/config/ipam_conf.h"
 
 namespace ibcni::ipam {
 
@@ -15,20 +13,5 @@ namespace ibcni::ipam {
 /// ".guid" (GUID pools, `kind` kGuid) cannot be network names (those start with a letter or digit).
 [[nodiscard]] std::string clusterPoolDir(const std::string& dataDir, const std::string& pool,
                                          SpaceKind kind = SpaceKind::kIp);
-
-/// This node's name for cluster mode, and where it came from.
-struct NodeIdentity {
-  std::string name;
-  std::string source;  ///< "ipam.cluster.nodeName", the node-name file's path, or "hostname"
-};
-
-/// clusterNodeName(), saying where the name came from.
-[[nodiscard]] cni::Result<NodeIdentity> clusterNodeIdentity(const config::ClusterConf& cluster,
-                                                            const std::string& nodeNameFile);
-
-/// This node's name for cluster mode: ipam.cluster.nodeName, else the first line of `nodeNameFile`,
-/// else the host name (lowercased, as the kubelet does). Error 7 when none is a valid node name.
-[[nodiscard]] cni::Result<std::string> clusterNodeName(const config::ClusterConf& cluster,
-                                                       const std::string& nodeNameFile);
 
 }  // namespace ibcni::ipam

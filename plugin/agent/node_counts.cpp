@@ -3,101 +3,13 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <limits>
+#include <iterator>
 #include <tuple>
 #include <utility>
 
-#include "ibcni/os/netns_checker.h"
-#include "ipam/cluster/block_ledger.h"
-#include "ipam/policy/allocator.h"
-#include "ipam/store/file_store.h"
+#include "ipam/pool_use.h"
 
 namespace ibcni::plugin {
-
-namespace {
-
-std::uint64_t clamp64(ipam::U128 v) {
-  return v > std::numeric_limits<std::uint64_t>::max() ? std::numeric_limits<std::uint64_t>::max()
-                                                       : static_cast<std::uint64_t>(v);
-}
-
-// A cluster pool's blocks in this node's ledger, by state; how many it owns.
-std::uint64_t countBlocks(const std::string& dir, const std::string& pool, NodeCounts& out) {
-  auto ledger = ipam::readLedger(dir);
-  if (!ledger) {
-    out.errors.push_back("cluster pool " + pool + ": " + ledger.error().describe());
-    return 0;
-  }
-  if (!*ledger) {
-    return 0;
-  }
-  std::map<std::string, std::uint64_t> byState;
-  for (const auto& b : (*ledger)->blocks) {
-    ++byState[ipam::ledgerStateName(b.state)];
-  }
-  for (const auto& [state, n] : byState) {
-    out.blocks.push_back(BlockCount{pool, state, n});
-  }
-  return byState["owned"];
-}
-
-// One pool directory that keeps its configuration (network.json): its use, read under its lock.
-void countPool(const std::filesystem::path& dir, bool cluster, std::chrono::milliseconds lockWait,
-               NodeCounts& out) {
-  auto kept = readPoolConfig(dir);
-  if (!kept) {
-    out.errors.push_back(dir.string() + "/network.json: not an ibcni-ipam configuration");
-    return;
-  }
-  if (!*kept) {
-    return;  // not a pool, or one written before pools kept their configuration
-  }
-  const auto& conf = *kept;
-  const config::IpamConfig& ipamConf = **conf->embeddedIpam;
-  const std::string pool = dir.filename().string();
-  if (!cluster && ipamConf.cluster) {
-    return;  // a node-local directory of a network now in cluster mode: its pool is under .cluster
-  }
-  ipam::FileStore store(ipam::FileStore::Options{dir.string(), ipam::Allocator::spansOf(ipamConf), lockWait, {},
-                                                 ipam::spaceOf(ipamConf).kind});
-  auto checker = os::systemNetnsChecker();
-  ipam::Allocator allocator(ipamConf, store, *checker);
-  auto usage = allocator.usage();
-  if (!usage) {
-    out.errors.push_back((cluster ? "cluster pool " : "pool ") + pool + ": " + usage.error().msg);
-    return;
-  }
-  AddressCount c{conf->name, pool, 0, 0};
-  for (const auto& set : *usage) {
-    c.used += set.inUse;
-    c.free += set.freeCount;
-  }
-  if (cluster) {
-    const ipam::U128 owned = ipam::U128{countBlocks(dir.string(), pool, out)} * ipamConf.cluster->blockSize;
-    c.free = owned > c.used ? clamp64(owned - c.used) : 0;
-  }
-  out.addresses.push_back(std::move(c));
-}
-
-void countPoolsIn(const std::string& dir, bool cluster, std::chrono::milliseconds lockWait, NodeCounts& out) {
-  std::error_code ec;
-  std::vector<std::filesystem::path> pools;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    if (entry.path().filename().string().starts_with(".")) {
-      continue;
-    }
-    pools.push_back(entry.path());
-  }
-  if (ec && ec != std::errc::no_such_file_or_directory) {
-    out.errors.push_back("cannot list " + dir + ": " + ec.message());
-  }
-  std::sort(pools.begin(), pools.end());
-  for (const auto& p : pools) {
-    countPool(p, cluster, lockWait, out);
-  }
-}
-
-}  // namespace
 
 void countAttachments(const std::vector<std::string>& stateDirs, const StoreFactory& makeStore, NodeCounts& out) {
   std::map<std::pair<std::string, std::string>, std::uint64_t> counts;
@@ -121,10 +33,14 @@ void countAttachments(const std::vector<std::string>& stateDirs, const StoreFact
 }
 
 void countPools(const std::vector<std::string>& dataDirs, std::chrono::milliseconds lockWait, NodeCounts& out) {
-  for (const auto& dir : dataDirs) {
-    countPoolsIn(dir, /*cluster=*/false, lockWait, out);
-    countPoolsIn(dir + "/.cluster", /*cluster=*/true, lockWait, out);
+  ipam::PoolUseReport use = ipam::readPoolUse(dataDirs, lockWait);
+  for (auto& pool : use.pools) {
+    for (const auto& [state, n] : pool.blocks) {
+      out.blocks.push_back(BlockCount{pool.pool, state, n});
+    }
+    out.addresses.push_back(AddressCount{std::move(pool.network), std::move(pool.pool), pool.used, pool.free});
   }
+  std::move(use.errors.begin(), use.errors.end(), std::back_inserter(out.errors));
   std::sort(out.blocks.begin(), out.blocks.end(),
             [](const BlockCount& a, const BlockCount& b) {
               return std::tie(a.pool, a.state) < std::tie(b.pool, b.state);

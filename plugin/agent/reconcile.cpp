@@ -10,9 +10,11 @@
 #include <utility>
 
 #include "plugin/commands/common.h"
+#include "plugin/invocation.h"
 #include "ibcni/os/file_io.h"
 #include "ibcni/os/netns_checker.h"
 #include "ipam/embedded_ipam.h"
+#include "ipam/pool_use.h"
 #include "lib/log/log.h"
 
 namespace ibcni::plugin {
@@ -172,31 +174,12 @@ void reconcileStateDir(const std::string& stateDir, const ReconcileOptions& opti
   }
 }
 
-}  // namespace
-
-cni::Result<std::optional<config::NetConf>> readPoolConfig(const std::filesystem::path& poolDir) {
-  const std::string file = (poolDir / ipam::kNetworkFileName).string();
-  auto text = os::readFile(file, std::size_t{1} << 20);
-  if (!text) {
-    return std::optional<config::NetConf>();
-  }
-  auto conf = config::parseIpamNetworkFile(*text);
-  if (!conf || !conf->embeddedIpam || !*conf->embeddedIpam) {
-    return cni::fail(cni::Errc::kIoFailure, file + ": " + (conf ? (conf->embeddedIpam ? conf->embeddedIpam->error().msg
-                                                                                      : std::string("no ibcni-ipam object"))
-                                                               : conf.error().msg));
-  }
-  return std::optional<config::NetConf>(std::move(*conf));
-}
-
-namespace {
-
 // One pool directory that keeps its configuration (network.json): its dead allocations and, for a
 // cluster pool, its blocks' upkeep. `cluster`: the directory is .cluster/<pool>, named by the pool.
 void reclaimPool(const std::string& dataDir, const std::filesystem::path& poolDir, bool cluster,
                  const ReconcileOptions& options, Deps& deps, ReconcileReport& report) {
   const std::string file = (poolDir / ipam::kNetworkFileName).string();
-  auto kept = readPoolConfig(poolDir);
+  auto kept = ipam::readPoolConfig(poolDir);
   if (!kept) {
     report.errors.push_back(kept.error().msg);
     return;
@@ -223,7 +206,7 @@ void reclaimPool(const std::string& dataDir, const std::filesystem::path& poolDi
   (*conf->embeddedIpam)->dataDir = dataDir;  // the pool found here, wherever the file says
   const cni::CmdArgs args;
   const cni::CniArgs cniArgs;
-  auto outcome = deps.ipamUpkeep->reclaimPool(ipam::Request{*conf, args, cniArgs, {}}, options.dryRun);
+  auto outcome = deps.ipamUpkeep->reclaimPool(ipamRequest(*conf, args, cniArgs), options.dryRun);
   if (!outcome) {
     report.errors.push_back((cluster ? "cluster pool " + dirName : "pool " + conf->name) + " in " + dataDir + ": " +
                             outcome.error().msg);

@@ -77,12 +77,6 @@ struct ReconcileReport {
   [[nodiscard]] bool failed() const { return !errors.empty(); }
 };
 
-/// The configuration an ibcni-ipam pool directory keeps (<poolDir>/network.json, node-local or
-/// cluster): nullopt when it keeps none (no pool, or one written before pools kept their
-/// configuration); an error naming the file and what is wrong when it is no ibcni-ipam
-/// configuration. The pass and the agent's gauges judge pool directories by it.
-[[nodiscard]] cni::Result<std::optional<config::NetConf>> readPoolConfig(const std::filesystem::path& poolDir);
-
 /// One pass over every attachment record of `options.stateDirs` and every pool of
 /// `options.ipamDataDirs`. An attachment whose pod netns is gone (os/netns_checker.h: the path is
 /// missing, no longer a namespace, or another one than at ADD) is undone as its DEL would have

@@ -29,7 +29,7 @@
 #include "ibcni/os/time_text.h"
 #include "ibcni/os/unique_fd.h"
 #include "lib/log/log.h"
-#include "plugin/agent/backend_calls.h"
+#include "ipam/backend_calls.h"
 #include "plugin/agent/cni_events.h"
 #include "plugin/agent/metrics/agent_metrics.h"
 #include "plugin/agent/metrics/metrics_server.h"
@@ -200,7 +200,7 @@ int runAgentLoop(const AgentArgs& a, const sigset_t& stop, const os::UniqueFd& n
     return 1;
   }
   ProductionDeps production([&m](ipam::BackendFactory inner) {
-    return countingBackends(std::move(inner), [&m](std::string_view b, std::string_view op, std::string_view r) {
+    return ipam::countingBackends(std::move(inner), [&m](std::string_view b, std::string_view op, std::string_view r) {
       m->recordBackendCall(b, op, r);
     });
   });

@@ -16,6 +16,7 @@
 #include "ipam/backends/production_backends.h"
 #include "plugin/cli/production_http.h"
 #include "plugin/dispatch.h"
+#include "plugin/invocation.h"
 #include "ipam/embedded_ipam.h"
 #include "ibcni/config/net_conf.h"
 #include "ibcni/os/file_io.h"
@@ -50,7 +51,7 @@ struct FileIpam {
   const ibcni::cni::CniArgs cniArgs{};
 
   [[nodiscard]] ibcni::ipam::Request request(const ibcni::config::NetConf& conf) const {
-    return ibcni::ipam::Request{conf, args, cniArgs, {}};
+    return ibcni::plugin::ipamRequest(conf, args, cniArgs);
   }
 };
 

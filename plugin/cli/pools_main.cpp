@@ -11,6 +11,7 @@
 
 #include "ibcni/config/net_conf.h"
 #include "ibcni/os/file_io.h"
+#include "plugin/invocation.h"
 #include "ipam/backends/production_backends.h"
 #include "ipam/embedded_ipam.h"
 #include "ipam/embedded_ipam_guids.h"
@@ -58,7 +59,7 @@ cni::Result<PoolsFound> collectPools(const config::NetConf& conf) {
     ipam::EmbeddedIpam ipam(options);
     const cni::CmdArgs args;
     const cni::CniArgs cniArgs;
-    auto report = ipam.pools(ipam::Request{conf, args, cniArgs, {}});
+    auto report = ipam.pools(ipamRequest(conf, args, cniArgs));
     if (!report) {
       return std::unexpected(report.error());
     }

@@ -4,7 +4,7 @@
 #include <functional>
 #include <memory>
 
-#include "ipam/cluster/cluster_pool.h"
+#include "ipam/backend_calls.h"
 #include "plugin/deps.h"
 
 namespace ibcni::plugin {

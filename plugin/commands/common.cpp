@@ -153,10 +153,6 @@ std::string deviceKeyOf(const state::AttachmentRecord& record) {
   return record.deviceKey.empty() ? "netdev-" + record.hostName : record.deviceKey;
 }
 
-ipam::Request ipamRequest(const Invocation& inv) {
-  return ipam::Request{inv.conf, inv.args, inv.cniArgs, inv.rawStdin};
-}
-
 VerbsExpectations verbsExpectations(const config::NetConf& conf, const state::AttachmentRecord& record,
                                     std::vector<net::IpAddress> ips) {
   VerbsExpectations want;

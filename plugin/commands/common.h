@@ -58,10 +58,6 @@ struct Namespaces {
 /// record that keeps none.
 [[nodiscard]] std::string deviceKeyOf(const state::AttachmentRecord& record);
 
-/// The IPAM call for this invocation: its parsed values (and, for a delegated plugin, the raw
-/// stdin to pass on unchanged). Refers to `inv`.
-[[nodiscard]] ipam::Request ipamRequest(const Invocation& inv);
-
 /// What the verbs check expects of the port behind an attachment: `record`'s RDMA device and port,
 /// its pkey (else the configuration's), a RoCE v2 GID for each of `ips`, and the QP probe when
 /// verbsCheck asks for it.

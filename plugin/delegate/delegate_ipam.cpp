@@ -22,13 +22,13 @@ std::string joinPath(const std::vector<std::string>& dirs) {
 cni::Result<std::string> DelegateIpam::run(const Request& request, const char* verb) {
   if (request.args.path.empty()) {
     return cni::fail(cni::Errc::kInvalidEnvironment,
-                     "CNI_PATH is empty, but ipam.type = \"" + request.conf.ipamType +
+                     "CNI_PATH is empty, but ipam.type = \"" + std::string(request.ipamType) +
                          "\" must be found in it: set CNI_PATH to the directories holding CNI plugins");
   }
-  std::string binary = findInPath(request.conf.ipamType, request.args.path);
+  std::string binary = findInPath(std::string(request.ipamType), request.args.path);
   if (binary.empty()) {
     return cni::fail(cni::Errc::kInvalidConfig,
-                     "ipam.type = \"" + request.conf.ipamType + "\": no such IPAM plugin in CNI_PATH; install it "
+                     "ipam.type = \"" + std::string(request.ipamType) + "\": no such IPAM plugin in CNI_PATH; install it "
                      "there or fix ipam.type",
                      "CNI_PATH=" + joinPath(request.args.path));
   }
@@ -53,18 +53,18 @@ cni::Result<std::string> DelegateIpam::run(const Request& request, const char* v
   auto out = runProcess(binary, env, request.rawConfig, timeout_);
   if (!out) {
     return cni::fail(out.error().err == ETIMEDOUT ? cni::Errc::kTryAgainLater : cni::Errc::kIpamFailure,
-                     std::string("ipam plugin \"") + request.conf.ipamType + "\" " + verb + " could not be run",
+                     std::string("ipam plugin \"") + std::string(request.ipamType) + "\" " + verb + " could not be run",
                      out.error().describe());
   }
   if (out->exitStatus != 0) {
     auto err = result::parseError(out->stdoutText);
     if (err) {
       // Keep the delegate's code: the runtime (and the user) should see what the IPAM said.
-      err->msg = "ipam plugin \"" + request.conf.ipamType + "\" " + verb + " failed: " + err->msg;
+      err->msg = "ipam plugin \"" + std::string(request.ipamType) + "\" " + verb + " failed: " + err->msg;
       return std::unexpected(*err);
     }
     return cni::fail(cni::Errc::kIpamFailure,
-                     "ipam plugin \"" + request.conf.ipamType + "\" " + verb + " failed with exit status " +
+                     "ipam plugin \"" + std::string(request.ipamType) + "\" " + verb + " failed with exit status " +
                          std::to_string(out->exitStatus),
                      out->stdoutText.substr(0, 500));
   }
@@ -76,7 +76,7 @@ cni::Result<cni::AddResult> DelegateIpam::add(const Request& request) {
   if (!out) {
     return std::unexpected(out.error());
   }
-  return result::parseResult(*out, cni::Errc::kIpamFailure, "ipam plugin \"" + request.conf.ipamType + "\" result");
+  return result::parseResult(*out, cni::Errc::kIpamFailure, "ipam plugin \"" + std::string(request.ipamType) + "\" result");
 }
 
 cni::Result<void> DelegateIpam::runVerb(const Request& request, const char* verb) {
@@ -88,10 +88,10 @@ cni::Result<void> DelegateIpam::runVerb(const Request& request, const char* verb
 }
 
 cni::Result<void> DelegateIpam::del(const Request& request) {
-  if (findInPath(request.conf.ipamType, request.args.path).empty()) {
+  if (findInPath(std::string(request.ipamType), request.args.path).empty()) {
     // An IPAM plugin that is not installed can neither hold nor release anything now; failing DEL
     // for it would only leave the pod stuck in Terminating.
-    log::warn("ipam.type = \"{}\" is not in CNI_PATH: nothing to release", request.conf.ipamType);
+    log::warn("ipam.type = \"{}\" is not in CNI_PATH: nothing to release", request.ipamType);
     return {};
   }
   return runVerb(request, "DEL");

@@ -22,7 +22,7 @@ class IpamRouter final : public ipam::Ipam {
   cni::Result<void> status(const Request& r) override { return pick(r).status(r); }
 
  private:
-  Ipam& pick(const Request& r) { return r.conf.ipamType == config::kEmbeddedIpamType ? embedded_ : delegated_; }
+  Ipam& pick(const Request& r) { return r.ipamType == config::kEmbeddedIpamType ? embedded_ : delegated_; }
   Ipam& embedded_;
   Ipam& delegated_;
 };

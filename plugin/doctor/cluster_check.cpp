@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "ipam/backends/kubeconfig.h"
-#include "ipam/cluster/node_identity.h"
+#include "ipam/config/node_name.h"
 
 namespace ibcni::doctor {
 

@@ -9,7 +9,7 @@
 
 #include "ibcni/cni/error.h"
 #include "ibcni/config/ipam_conf.h"
-#include "ipam/cluster/pool_report.h"
+#include "ipam/pool_report.h"
 #include "plugin/doctor/config_check.h"
 
 namespace ibcni::doctor {

@@ -270,7 +270,7 @@ void checkCluster(const ConfigCheckInputs& in, const plugin::Invocation& inv, Co
       "cluster pool " + cni::quoted(c.pool) + " (" + std::string(config::clusterBackendName(c.backend)) + ")";
   PoolLister pools;
   if (in.clusterPools) {
-    pools = [&] { return in.clusterPools(ipam::Request{inv.conf, inv.args, inv.cniArgs, inv.rawStdin}); };
+    pools = [&] { return in.clusterPools(ipamRequest(inv)); };
   }
   r.cluster = checkClusterPool(in, c, poolText, pools, r);
 }

@@ -13,7 +13,7 @@
 #include "plugin/doctor/doctor.h"
 #include "ibcni/config/net_conf.h"
 #include "ibcni/os/netns.h"
-#include "ipam/cluster/pool_report.h"
+#include "ipam/pool_report.h"
 
 namespace ibcni::doctor {
 

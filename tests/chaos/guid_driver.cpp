@@ -39,7 +39,7 @@
 #include "ibcni/cni/error.h"
 #include "ibcni/os/file_io.h"
 #include "ipam/backends/production_backends.h"
-#include "ipam/cluster/pool_report.h"
+#include "ipam/pool_report.h"
 #include "ipam/config/guid_pool.h"
 #include "ipam/embedded_ipam_guids.h"
 #include "lib/result/result_json.h"

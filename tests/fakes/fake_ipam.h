@@ -64,9 +64,9 @@ class FakeIpam final : public ipam::Ipam, public ipam::IpamUpkeep {
   }
   /// Answers `reclaimed` (a dry run the same), recording "RECLAIM <network> <dataDir> [dry]".
   cni::Result<ipam::ReclaimOutcome> reclaimPool(const ipam::Request& r, bool dryRun) override {
-    const auto& parsed = r.conf.embeddedIpam;
+    const auto* parsed = r.settings;
     const std::string dir = parsed && *parsed ? (*parsed)->dataDir : "";
-    calls.push_back("RECLAIM " + r.conf.name + " " + dir + (dryRun ? " dry" : ""));
+    calls.push_back("RECLAIM " + std::string(r.network) + " " + dir + (dryRun ? " dry" : ""));
     if (auto it = failures.find("RECLAIM"); it != failures.end()) {
       return std::unexpected(it->second);
     }

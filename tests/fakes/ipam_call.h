@@ -10,6 +10,7 @@
 #include "ibcni/cni/cmd_args.h"
 #include "ibcni/config/net_conf.h"
 #include "ibcni/ipam/ipam.h"
+#include "plugin/invocation.h"
 
 namespace ibcni::testing {
 
@@ -20,7 +21,7 @@ struct IpamCall {
   std::string rawConfig;
 
   /// A request over these values; valid while this IpamCall lives and is not changed.
-  operator ipam::Request() const { return ipam::Request{conf, args, cniArgs, rawConfig}; }  // NOLINT
+  operator ipam::Request() const { return plugin::ipamRequest(conf, args, cniArgs, rawConfig); }  // NOLINT
 
   /// A request as the dispatcher makes it from stdin text and the CNI_* variables: `rawConfig`
   /// parsed by config/ in `role`, `cniArgsText` as CNI_ARGS. A parse error fails the test.

@@ -5,8 +5,9 @@
 # wings out of order, a unit outside its wing's folder, a row naming nothing, descriptions that
 # differ from the layers; and passes a tree whose includes all go down. Last, the real tree with one
 # upward include added (netlink -> commands) fails, and with lib/ including ipam/, with a C
-# library included outside the folders the libraries block gives it, and with a library linking one
-# of a wing above its own (ipam/ -> plugin/, lib/ -> ipam/).
+# library included outside the folders the libraries block gives it, with a library linking one
+# of a wing above its own (ipam/ -> plugin/, lib/ -> ipam/), and with the agent including an IPAM
+# header past the IPAM's face.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 check=$repo/scripts/check-layers.sh
@@ -52,6 +53,11 @@ printf '#include "plugin/modes/mode.h"\n#include "mode.h"\n' >"$mini/plugin/mode
 printf '#include "plugin/modes/mode.h"\n#include "plugin/netlink/nl.h"\n' >"$mini/plugin/commands/add.cpp"
 
 run() { out=$("$check" "$1" 2>&1); rc=$?; }
+# expect_report PATTERN WHAT: the real tree fails, with a line matching PATTERN.
+expect_report() {
+  run "$real"
+  if [[ $rc -eq 1 ]] && grep -q "$1" <<<"$out"; then pass "$2"; else fail "$2: not reported (rc $rc): $out"; fi
+}
 run "$mini"
 [[ $rc -eq 0 ]] && pass "a tree whose includes all go down passes" || fail "a clean tree failed: $out"
 
@@ -137,21 +143,22 @@ fi
 sed -i '$d' "$verb"  # undo the C library include
 printf 'target_link_libraries(ibcni_ipam PRIVATE ibcni_plugin)\n' >>"$real/ipam/CMakeLists.txt"
 link_line=$(wc -l <"$real/ipam/CMakeLists.txt")
-run "$real"
-if [[ $rc -eq 1 ]] && grep -q "^ipam/CMakeLists.txt:$link_line: ibcni_ipam (the ipam wing) links ibcni_plugin, a library of the plugin wing" <<<"$out"; then
-  pass "the real tree with ipam/ linking a plugin/ library fails"
-else
-  fail "ipam/ linking a plugin/ library was not reported (rc $rc): $out"
-fi
+expect_report "^ipam/CMakeLists.txt:$link_line: ibcni_ipam (the ipam wing) links ibcni_plugin, a library of the plugin wing" \
+  "the real tree with ipam/ linking a plugin/ library fails"
 sed -i '$d' "$real/ipam/CMakeLists.txt"
 printf 'target_link_libraries(ibcni_log\n  PUBLIC ibcni_ipam)\n' >>"$real/lib/CMakeLists.txt"
 link_line=$(($(wc -l <"$real/lib/CMakeLists.txt") - 1))
-run "$real"
-if [[ $rc -eq 1 ]] && grep -q "^lib/CMakeLists.txt:$link_line: ibcni_log (the lib wing) links ibcni_ipam, a library of the ipam wing" <<<"$out"; then
-  pass "the real tree with lib/ linking an ipam/ library over two lines fails"
-else
-  fail "lib/ linking an ipam/ library was not reported (rc $rc): $out"
-fi
+expect_report "^lib/CMakeLists.txt:$link_line: ibcni_log (the lib wing) links ibcni_ipam, a library of the ipam wing" \
+  "the real tree with lib/ linking an ipam/ library over two lines fails"
+
+# The real tree, with the node agent reading the IPAM's store itself: past the IPAM's face
+# (plugin/README.md, faces), although the store is below the agent.
+sed -i '$d' "$real/lib/CMakeLists.txt"
+sed -i '$d' "$real/lib/CMakeLists.txt"
+printf '#include "ipam/store/file_store.h"\n' >>"$real/plugin/agent/node_counts.cpp"
+face_line=$(wc -l <"$real/plugin/agent/node_counts.cpp")
+expect_report "^plugin/agent/node_counts.cpp:$face_line: includes \"ipam/store/file_store.h\" (layer ipam-store) past the face of the ipam wing" \
+  "the real tree with the agent including the IPAM's store fails, naming the face"
 
 echo "$passes passed, $fails failed"
 [[ $fails -eq 0 ]]

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -9,19 +10,30 @@
 #include "ibcni/cni/cmd_args.h"
 #include "ibcni/cni/error.h"
 #include "ibcni/cni/result.h"
-#include "ibcni/config/net_conf.h"
+#include "ibcni/config/ipam_conf.h"
+#include "ibcni/net/ip.h"
 
 namespace ibcni::ipam {
 
-/// One call to an IPAM plugin: the request as config/ parsed it once, and the validated
+/// One call to an IPAM plugin: what an allocation needs of the request as config/ parsed it once
+/// (plugin/invocation.h's ipamRequest() takes it from the network configuration), and the validated
 /// environment. It refers to the invocation's values and lives no longer than the call.
 struct Request {
-  const config::NetConf& conf;   ///< ipam.type, the embedded IPAM's settings, ips, prevResult, ...
-  const cni::CmdArgs& args;      ///< ibcni's own CNI_* environment; the command is replaced per call
-  const cni::CniArgs& cniArgs;   ///< CNI_ARGS, parsed (pod identity, IP=)
+  const cni::CmdArgs& args;     ///< ibcni's own CNI_* environment; the command is replaced per call
+  const cni::CniArgs& cniArgs;  ///< CNI_ARGS, parsed (pod identity, IP=)
+  std::string_view network{};   ///< the network's name: a node-local pool's directory, its allocations' owner
+  std::string_view ipamType{};  ///< ipam.type
+  /// ibcni-ipam's settings (ipam.type "ibcni-ipam", or ibcni-ipam's own role) as config/ parsed them:
+  /// null when another plugin serves the network, an error when they were refused.
+  const cni::Result<config::IpamConfig>* settings = nullptr;
+  std::span<const net::IpPrefix> runtimeIps{};  ///< runtimeConfig.ips (the ips capability)
+  std::span<const net::IpPrefix> argsIps{};     ///< args.cni.ips
+  const cni::AddResult* prevResult = nullptr;  ///< CHECK: what ADD returned
+  /// GC: cni.dev/valid-attachments; null when the request names none.
+  const std::vector<cni::AttachmentKey>* validAttachments = nullptr;
   /// The complete stdin ibcni received, for a delegated plugin: the spec requires a delegating
   /// plugin to pass the configuration on byte for byte. The embedded IPAM never reads it.
-  std::string_view rawConfig;
+  std::string_view rawConfig{};
 };
 
 /// One allocation released by GC or by reclaiming, for reports and logs.

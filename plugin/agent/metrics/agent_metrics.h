@@ -35,7 +35,7 @@ class AgentMetrics {
   /// One reconcile pass ended at `end`: ibcni_reconcile_runs_total{result}, ibcni_reconcile_actions_total{action},
   /// ibcni_reconcile_last_success_timestamp_seconds (when it did not fail).
   void recordPass(const ReconcileReport& report, std::chrono::system_clock::time_point end);
-  /// One backend call (BackendCallSink): ibcni_ipam_backend_requests_total{backend,op,result}.
+  /// One backend call (ipam::BackendCallSink): ibcni_ipam_backend_requests_total{backend,op,result}.
   void recordBackendCall(std::string_view backend, std::string_view op, std::string_view result);
   /// A batch of CNI calls: ibcni_cni_requests_total{verb,network,code},
   /// ibcni_cni_request_duration_seconds{verb,network}, ibcni_cni_events_lost_total.

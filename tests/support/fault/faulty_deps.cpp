@@ -158,7 +158,7 @@ cni::Result<T> countIpam(FaultPlan& plan, const std::string& what, F&& real) {
 }
 
 std::string ipamWhat(const char* verb, const ipam::Request& request) {
-  return std::string(verb) + " type=" + request.conf.ipamType + " container=" + request.args.containerId +
+  return std::string(verb) + " type=" + std::string(request.ipamType) + " container=" + request.args.containerId +
          " ifname=" + request.args.ifName;
 }
 

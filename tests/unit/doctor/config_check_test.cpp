@@ -447,7 +447,7 @@ TEST_F(ConfigCheckTest, ClusterPoolReachedAndThisNodesBlocksAgree) {
   std::string seenPool;
   clusterPools_ = [&](const ipam::Request& r) -> cni::Result<ipam::PoolReport> {
     seen = &r;
-    seenPool = (*r.conf.embeddedIpam)->cluster->pool;
+    seenPool = (*r.settings)->cluster->pool;
     ipam::PoolReport p;
     p.pool = "ib-pool";
     p.backend = "etcd";

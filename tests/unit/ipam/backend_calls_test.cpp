@@ -3,7 +3,7 @@
 // told with its backend, operation and result.
 #include <gtest/gtest.h>
 
-#include "plugin/agent/backend_calls.h"
+#include "ipam/backend_calls.h"
 
 namespace ibcni::testing {
 namespace {
@@ -44,7 +44,7 @@ TEST(BackendCalls, EachCallIsToldWithItsBackendOperationAndResult) {
   std::vector<std::string> told;
   BackendFactory inner = [](const config::ClusterConf&, const BackendContext&)
       -> cni::Result<std::unique_ptr<BlockBackend>> { return std::make_unique<ListOnlyBackend>(); };
-  auto factory = plugin::countingBackends(inner, [&told](SV backend, SV op, SV result) {
+  auto factory = ipam::countingBackends(inner, [&told](SV backend, SV op, SV result) {
     told.push_back(std::string(backend) + " " + std::string(op) + " " + std::string(result));
   });
   config::ClusterConf conf;
@@ -62,7 +62,7 @@ TEST(BackendCalls, AFactoryErrorIsPassedOnAndNothingIsTold) {
   int told = 0;
   BackendFactory inner = [](const config::ClusterConf&, const BackendContext&)
       -> cni::Result<std::unique_ptr<BlockBackend>> { return cni::fail(cni::Errc::kInvalidConfig, "no kubeconfig"); };
-  auto factory = plugin::countingBackends(inner, [&told](SV, SV, SV) { ++told; });
+  auto factory = ipam::countingBackends(inner, [&told](SV, SV, SV) { ++told; });
   auto backend = factory(config::ClusterConf{}, BackendContext{});
   ASSERT_FALSE(backend);
   EXPECT_EQ(backend.error().msg, "no kubeconfig");

@@ -7,6 +7,7 @@
 // cluster_safety_test.cpp.
 #include "cluster_fixture.h"
 #include "ibcni/os/file_io.h"
+#include "ipam/config/node_name.h"
 
 namespace ibcni::ipam::testing {
 namespace {

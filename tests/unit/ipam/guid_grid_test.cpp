@@ -12,6 +12,7 @@
 #include "ipam/cluster/block_grid.h"
 #include "ipam/cluster/cluster_definition.h"
 #include "ipam/cluster/node_identity.h"
+#include "ipam/config/node_name.h"
 #include "store_test_util.h"
 
 namespace ibcni::ipam::testing {
