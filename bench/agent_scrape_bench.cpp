@@ -22,9 +22,9 @@
 #include "bench/bench_stats.h"
 #include "ipam/embedded_ipam.h"
 #include "plugin/agent/metrics/agent_metrics.h"
-#include "plugin/invocation.h"
 #include "plugin/agent/metrics/metrics_server.h"
 #include "plugin/agent/node_counts.h"
+#include "plugin/invocation.h"
 #include "plugin/state/file_attachment_store.h"
 #include "ibcni/config/net_conf.h"
 

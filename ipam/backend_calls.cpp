@@ -29,8 +29,7 @@ class CountedBackend final : public BlockBackend {
   BackendResult<RenewOutcome> renew(SV node, SV p, const std::vector<HeldClaim>& h) override {
     return told("renew", inner_->renew(node, p, h));
   }
-  BackendResult<ClaimOutcome> takeOver(K k, SV p, SV n, SV node, const Holder& seen,
-                                                   const ClaimAttrs& a) override {
+  BackendResult<ClaimOutcome> takeOver(K k, SV p, SV n, SV node, const Holder& seen, const ClaimAttrs& a) override {
     return told("take_over", inner_->takeOver(k, p, n, node, seen, a));
   }
   BackendResult<ReleaseOutcome> removeGone(K k, SV p, SV n, const Holder& seen) override {
@@ -49,8 +48,7 @@ class CountedBackend final : public BlockBackend {
   BackendResult<bool> removeDefinition(SV p, SV seen) override {
     return told("remove_definition", inner_->removeDefinition(p, seen));
   }
-  BackendResult<std::optional<PoolDefinition>> replaceDefinition(const PoolDefinition& d,
-                                                                             SV seen) override {
+  BackendResult<std::optional<PoolDefinition>> replaceDefinition(const PoolDefinition& d, SV seen) override {
     return told("replace_definition", inner_->replaceDefinition(d, seen));
   }
   BackendResult<void> demand(SV p, SV node, int wanted) override {

@@ -211,8 +211,8 @@ cni::Result<bool> EmbeddedIpam::releaseElsewhere(const Request& request, const s
     (**conf->embeddedIpam).dataDir = dataDir;
     const cni::CmdArgs args;
     const cni::CniArgs cniArgs;
-    auto s = openSession(Request{.args = args, .cniArgs = cniArgs, .network = conf->name, .settings = &*conf->embeddedIpam},
-                         options_);
+    const Request other{.args = args, .cniArgs = cniArgs, .network = conf->name, .settings = &*conf->embeddedIpam};
+    auto s = openSession(other, options_);
     if (!s || (*s)->dir != dir) {
       continue;
     }

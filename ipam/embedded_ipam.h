@@ -14,9 +14,9 @@
 #include "ibcni/config/ipam_conf.h"
 #include "ibcni/ipam/ipam.h"
 #include "ibcni/os/netns_checker.h"
+#include "ipam/cluster/cluster_pool.h"
 #include "ipam/cluster/node_identity.h"
 #include "ipam/config/node_name.h"
-#include "ipam/cluster/cluster_pool.h"
 #include "ipam/pool_report.h"
 
 namespace ibcni::ipam {

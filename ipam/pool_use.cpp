@@ -52,15 +52,15 @@ void readPool(const std::filesystem::path& dir, bool cluster, std::chrono::milli
   }
   const config::NetConf& conf = **kept;
   const IpamConfig& ipamConf = **conf.embeddedIpam;
-  PoolUse use{conf.name, dir.filename().string(), cluster, 0, 0, {}};
   if (!cluster && ipamConf.cluster) {
     return;  // a node-local directory of a network now in cluster mode: its pool is under .cluster
   }
+  PoolUse use{conf.name, dir.filename().string(), cluster, 0, 0, {}};
+  const std::string what = (cluster ? "cluster pool " : "pool ") + use.pool + ": ";
   auto dirFd = checkStoreDir(dir.string(), cni::Errc::kIoFailure);
   if (!dirFd || !*dirFd) {
-    out.errors.push_back((cluster ? "cluster pool " : "pool ") + use.pool + ": " +
-                         (dirFd ? std::string("its directory is gone")
-                                : dirFd.error().msg + " (" + dirFd.error().details + ")"));
+    out.errors.push_back(what + (dirFd ? std::string("its directory is gone")
+                                       : dirFd.error().msg + " (" + dirFd.error().details + ")"));
     return;
   }
   FileStore store(FileStore::Options{dir.string(), Allocator::spansOf(ipamConf), lockWait, std::move(*dirFd),
@@ -69,7 +69,7 @@ void readPool(const std::filesystem::path& dir, bool cluster, std::chrono::milli
   Allocator allocator(ipamConf, store, *checker);
   auto usage = allocator.usage();
   if (!usage) {
-    out.errors.push_back((cluster ? "cluster pool " : "pool ") + use.pool + ": " + usage.error().msg);
+    out.errors.push_back(what + usage.error().msg);
     return;
   }
   for (const auto& set : *usage) {
@@ -109,10 +109,12 @@ cni::Result<std::optional<config::NetConf>> readPoolConfig(const std::filesystem
     return std::optional<config::NetConf>();
   }
   auto conf = config::parseIpamNetworkFile(*text);
-  if (!conf || !conf->embeddedIpam || !*conf->embeddedIpam) {
-    return cni::fail(cni::Errc::kIoFailure, file + ": " + (conf ? (conf->embeddedIpam ? conf->embeddedIpam->error().msg
-                                                                                      : std::string("no ibcni-ipam object"))
-                                                               : conf.error().msg));
+  if (!conf) {
+    return cni::fail(cni::Errc::kIoFailure, file + ": " + conf.error().msg);
+  }
+  if (!conf->embeddedIpam || !*conf->embeddedIpam) {
+    return cni::fail(cni::Errc::kIoFailure,
+                     file + ": " + (conf->embeddedIpam ? conf->embeddedIpam->error().msg : "no ibcni-ipam object"));
   }
   return std::optional<config::NetConf>(std::move(*conf));
 }

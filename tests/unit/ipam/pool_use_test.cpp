@@ -53,7 +53,8 @@ TEST(PoolUse, APoolsKeptConfigurationIsReadAsTheIpamReadsIt) {
   EXPECT_FALSE(*none) << "a directory that keeps no configuration is no pool";
 
   fs::create_directories(data.path() + "/broken");
-  std::ofstream(data.path() + "/broken/network.json") << R"({"cniVersion": "1.1.0", "name": "x", "ipam": {"type": "host-local"}})";
+  std::ofstream(data.path() + "/broken/network.json")
+      << R"({"cniVersion": "1.1.0", "name": "x", "ipam": {"type": "host-local"}})";
   auto broken = readPoolConfig(data.path() + "/broken");
   ASSERT_FALSE(broken);
   EXPECT_THAT(broken.error().msg, HasSubstr(data.path() + "/broken/network.json: "));
