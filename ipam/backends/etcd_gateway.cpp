@@ -5,7 +5,7 @@
 #include <charconv>
 #include <utility>
 
-#include "ipam/backends/backend_support.h"
+#include "ipam/claims/backend_support.h"
 #include "ibcni/os/text.h"
 
 namespace ibcni::ipam::etcd {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // etcd 3.4's v3 JSON gateway as the etcd block backend speaks it: one call's POSTs over several
 // endpoints within one deadline, the transaction and range bodies, and the key-values they answer
-// decoded. No knowledge of pools or claims (etcd_block_backend.h has that).
+// decoded. No knowledge of pools or claims (etcd_claim_store.h has that).
 #pragma once
 
 #include <atomic>

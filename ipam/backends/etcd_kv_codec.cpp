@@ -3,12 +3,13 @@
 
 #include <charconv>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
-#include "ipam/backends/backend_support.h"
-#include "ipam/backends/etcd_block_backend.h"
+#include "ipam/claims/backend_support.h"
 #include "ibcni/os/time_text.h"
 
 namespace ibcni::ipam {
@@ -54,6 +55,34 @@ BackendResult<Holder> holderOf(const Kv& kv, const etcd::Call& call) {
   }
   h.identity = std::to_string(kv.createRevision);
   h.version = std::to_string(kv.modRevision);
+  h.stale = kv.lease != 0;
+  return h;
+}
+
+json ops(std::initializer_list<json> list) {
+  json out = json::array();
+  for (const auto& op : list) {
+    out.push_back(op);
+  }
+  return out;
+}
+
+BackendResult<std::int64_t> revision(std::string_view version, std::string_view what) {
+  if (const auto r = revisionOf(version)) {
+    return *r;
+  }
+  return std::unexpected(
+      backend::invalid(std::string(what) + " version " + cni::quoted(version) + " is not an etcd mod_revision"));
+}
+
+Holder holderNow(std::string_view node, const ClaimAttrs& attrs, std::string identity, std::int64_t revision,
+                 const std::string& at) {
+  Holder h;
+  h.node = node;
+  h.attrs = attrs;
+  h.identity = std::move(identity);
+  h.version = std::to_string(revision);
+  h.claimedAt = os::parseRfc3339(at);
   return h;
 }
 
@@ -85,32 +114,140 @@ std::string definitionValue(const PoolDefinition& def) {
   return v.dump();
 }
 
+BackendResult<std::optional<Holder>> holderIn(BackendResult<std::vector<Kv>> kvs, const etcd::Call& call) {
+  if (!kvs) {
+    return std::unexpected(std::move(kvs.error()));
+  }
+  if (kvs->empty()) {
+    return std::optional<Holder>();
+  }
+  auto h = holderOf(kvs->front(), call);
+  if (!h) {
+    return std::unexpected(std::move(h.error()));
+  }
+  return std::optional<Holder>(std::move(*h));
+}
+
+BackendResult<std::optional<PoolDefinition>> definitionIn(BackendResult<std::vector<Kv>> kvs, std::string_view pool,
+                                                          const etcd::Call& call) {
+  if (!kvs) {
+    return std::unexpected(std::move(kvs.error()));
+  }
+  if (kvs->empty()) {
+    return std::optional<PoolDefinition>();
+  }
+  auto d = definitionOf(kvs->front(), pool, call);
+  if (!d) {
+    return std::unexpected(std::move(d.error()));
+  }
+  return std::optional<PoolDefinition>(std::move(*d));
+}
+
+BackendResult<std::vector<Claim>> claimsIn(const etcd::TxnAnswer& t, ClaimKind kind, std::string_view prefix,
+                                           const Keys& keys, std::optional<std::string_view> node,
+                                           const etcd::Call& call) {
+  auto claims = etcd::rangeResult(t, 0, call);
+  auto liveness = etcd::rangeResult(t, 1, call);
+  if (!claims || !liveness) {
+    return std::unexpected(!claims ? std::move(claims.error()) : std::move(liveness.error()));
+  }
+  const std::string nodes = keys.nodes();
+  std::set<std::string> alive;
+  for (const auto& kv : *liveness) {
+    if (kv.key.ends_with("/alive")) {
+      alive.insert(kv.key.substr(nodes.size(), kv.key.size() - nodes.size() - 6));
+    }
+  }
+  std::vector<Claim> out;
+  for (const auto& kv : *claims) {
+    auto h = holderOf(kv, call);
+    if (!h) {
+      return std::unexpected(std::move(h.error()));
+    }
+    if (!node || h->node == *node) {
+      h->lapsed = !alive.contains(h->node);
+      out.push_back(Claim{kind, kv.key.substr(prefix.size()), std::move(*h)});
+    }
+  }
+  return out;
+}
+
+BackendResult<claims::Removed> removedBy(BackendResult<etcd::TxnAnswer> t, std::size_t i, const etcd::Call& call) {
+  if (!t) {
+    return std::unexpected(std::move(t.error()));
+  }
+  if (t->succeeded) {
+    return claims::Removed::kDeleted;
+  }
+  auto kvs = etcd::rangeResult(*t, i, call);
+  if (!kvs) {
+    return std::unexpected(std::move(kvs.error()));
+  }
+  return kvs->empty() ? claims::Removed::kGone : claims::Removed::kConflict;
+}
+
+BackendResult<PoolRegistry> registryOf(const Kv& kv, const etcd::Call& call) {
+  const json doc = json::parse(kv.value, nullptr, false);
+  if (!doc.is_object() || !doc.contains("pools") || !doc["pools"].is_object()) {
+    return std::unexpected(call.bad("the pools' registry is not {\"pools\": {...}}: " + excerpt(kv.value)));
+  }
+  PoolRegistry out;
+  for (const auto& [pool, fields] : doc["pools"].items()) {
+    if (!fields.is_string()) {
+      return std::unexpected(call.bad("the pools' registry names pool " + cni::quoted(pool) + " without its fields"));
+    }
+    out.pools[pool] = fields.get<std::string>();
+  }
+  out.version = std::to_string(kv.modRevision);
+  return out;
+}
+
+std::string registryValue(const PoolRegistry& registry) {
+  json pools = json::object();
+  for (const auto& [pool, fields] : registry.pools) {
+    pools[pool] = fields;
+  }
+  return json{{"pools", pools}}.dump();
+}
+
+std::string demandValue(std::string_view node, int wanted) {
+  return json{{"node", node}, {"wanted", wanted}, {"requestedAt", nowText()}}.dump();
+}
+
+Demand demandOf(const Kv& kv, std::string_view prefix, std::chrono::seconds ttl) {
+  const json doc = json::parse(kv.value, nullptr, false);
+  Demand d;
+  d.node = kv.key.substr(prefix.size());
+  if (doc.is_object()) {
+    d.wanted = doc.contains("wanted") && doc["wanted"].is_number_integer() ? doc["wanted"].get<int>() : 1;
+    if (doc.contains("requestedAt") && doc["requestedAt"].is_string()) {
+      d.requestedAt = os::parseRfc3339(doc["requestedAt"].get<std::string>());
+    }
+  }
+  d.lapsed = !d.requestedAt || *d.requestedAt + ttl < SysClock::now();
+  return d;
+}
+
+std::string Keys::pool(std::string_view pool) const { return prefix + "pools/" + std::string(pool) + "/"; }
+
+std::string Keys::claim(ClaimKind kind, std::string_view pool, std::string_view name) const {
+  return this->pool(pool) + (kind == ClaimKind::kBlock ? "blocks/" : "addresses/") + std::string(name);
+}
+
+std::string Keys::definition(std::string_view pool) const { return prefix + "definitions/" + std::string(pool); }
+
+std::string Keys::registry() const { return prefix + "registry"; }
+
+std::string Keys::demand(std::string_view pool, std::string_view node) const {
+  return this->pool(pool) + "demand/" + std::string(node);
+}
+
+std::string Keys::nodes() const { return prefix + "nodes/"; }
+
+std::string Keys::alive(std::string_view node) const { return nodes() + std::string(node) + "/alive"; }
+
+std::string Keys::registered(std::string_view node) const { return nodes() + std::string(node) + "/registered"; }
+
 }  // namespace etcd_kv
-
-std::string EtcdBlockBackend::poolPrefix(std::string_view pool) const {
-  return options_.prefix + "pools/" + std::string(pool) + "/";
-}
-
-std::string EtcdBlockBackend::claimKey(ClaimKind kind, std::string_view pool, std::string_view name) const {
-  return poolPrefix(pool) + (kind == ClaimKind::kBlock ? "blocks/" : "addresses/") + std::string(name);
-}
-
-std::string EtcdBlockBackend::definitionKey(std::string_view pool) const {
-  return options_.prefix + "definitions/" + std::string(pool);
-}
-
-std::string EtcdBlockBackend::registryKey() const { return options_.prefix + "registry"; }
-
-std::string EtcdBlockBackend::demandKey(std::string_view pool, std::string_view node) const {
-  return poolPrefix(pool) + "demand/" + std::string(node);
-}
-
-std::string EtcdBlockBackend::aliveKey(std::string_view node) const {
-  return options_.prefix + "nodes/" + std::string(node) + "/alive";
-}
-
-std::string EtcdBlockBackend::registeredKey(std::string_view node) const {
-  return options_.prefix + "nodes/" + std::string(node) + "/registered";
-}
 
 }  // namespace ibcni::ipam

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <utility>
 
-#include "ipam/backends/backend_support.h"
+#include "ipam/claims/backend_support.h"
 #include "ibcni/os/file_io.h"
 #include "ibcni/os/text.h"
 #include "ibcni/os/time_text.h"

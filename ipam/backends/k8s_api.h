@@ -2,7 +2,7 @@
 // The Kubernetes API as the Kubernetes block backend speaks it: one call's requests within one
 // deadline and with one bearer token, coordination.k8s.io/v1 Leases read back and written, and
 // the encodings (Lease names, label values, MicroTime). No knowledge of pools or claims
-// (k8s_block_backend.h has that).
+// (k8s_claim_store.h has that).
 #pragma once
 
 #include <chrono>

@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "ipam/backends/k8s_lease_codec.h"
 
+#include <algorithm>
+#include <cstdlib>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 #include <utility>
 
-#include "ipam/backends/backend_support.h"
+#include "ipam/claims/backend_support.h"
 #include "ibcni/os/time_text.h"
 
 namespace ibcni::ipam {
@@ -65,6 +69,85 @@ json updateOf(const LeaseView& v, const std::string& ns) {
   return json{{"apiVersion", kApiVersion}, {"kind", "Lease"}, {"metadata", md}, {"spec", spec}};
 }
 
+BackendResult<std::vector<Claim>> claimsOf(const std::vector<LeaseView>& leases, ClaimKind kind, std::string_view pool,
+                                           std::optional<std::string_view> node, std::chrono::seconds fallback,
+                                           const k8s::Call& call) {
+  std::vector<Claim> out;
+  for (const auto& v : leases) {
+    if (v.annotation(kAnnPool) != pool || (node && v.holderIdentity != *node)) {
+      continue;  // a label value's hash shared with another pool or node
+    }
+    if (v.annotation(kAnnKey).empty()) {
+      return std::unexpected(BackendError{BackendErrc::kBadAnswer, call.server().url,
+                                          "Lease " + v.name + " has ibcni's labels but no " + kAnnKey + " annotation",
+                                          0});
+    }
+    out.push_back(Claim{kind, v.annotation(kAnnKey), holderOf(v, fallback)});
+  }
+  return out;
+}
+
+std::string selectorOf(std::string_view pool, const std::string& kind, std::optional<std::string_view> node) {
+  std::string selector = std::string(kLabelPool) + "=" + k8s::labelValue(pool) + "," + kLabelKind + "=" + kind;
+  if (node) {
+    selector += std::string(",") + kLabelNode + "=" + k8s::labelValue(*node);
+  }
+  return selector;
+}
+
+json renewalOf(const LeaseView& v, const std::string& ns, json annotations, std::chrono::seconds duration) {
+  json body = updateOf(v, ns);
+  body["metadata"]["annotations"] = std::move(annotations);
+  body["spec"]["renewTime"] = os::rfc3339Micros(SysClock::now());
+  body["spec"]["leaseDurationSeconds"] = duration.count();
+  return body;
+}
+
+json takeoverOf(const LeaseView& v, const std::string& ns, json lbls, json annotations, std::string_view node,
+                std::chrono::seconds duration) {
+  json body = updateOf(v, ns);
+  const std::string t = os::rfc3339Micros(SysClock::now());
+  body["metadata"]["labels"] = std::move(lbls);
+  body["metadata"]["annotations"] = std::move(annotations);
+  body["spec"].update(json{{"holderIdentity", node}, {"acquireTime", t}, {"renewTime", t},
+                           {"leaseDurationSeconds", duration.count()}, {"leaseTransitions", v.transitions + 1}});
+  return body;
+}
+
+BackendResult<PoolRegistry> registryOf(const std::optional<LeaseView>& v, const k8s::Call& call) {
+  PoolRegistry out;
+  if (!v) {
+    return out;
+  }
+  const json pools = json::parse(v->annotation(kAnnPools), nullptr, false);
+  if (!pools.is_object()) {
+    return std::unexpected(BackendError{BackendErrc::kBadAnswer, call.server().url,
+                                        std::string("Lease ") + kRegistryLease + " has no " + kAnnPools +
+                                            " annotation holding a JSON object",
+                                        0});
+  }
+  for (const auto& [pool, fields] : pools.items()) {
+    if (fields.is_string()) {
+      out.pools[pool] = fields.get<std::string>();
+    }
+  }
+  out.version = v->resourceVersion;
+  return out;
+}
+
+json registryAnnotations(const PoolRegistry& registry) {
+  json pools = json::object();
+  for (const auto& [pool, fields] : registry.pools) {
+    pools[pool] = fields;
+  }
+  return json{{kAnnPools, pools.dump()}};
+}
+
+Demand demandOf(const LeaseView& v, std::chrono::seconds fallback) {
+  return Demand{v.holderIdentity, v.renewTime, std::max(1, std::atoi(v.annotation(kAnnWanted).c_str())),
+                v.lapsed(SysClock::now(), fallback)};
+}
+
 Holder holderOf(const LeaseView& v, std::chrono::seconds fallback) {
   Holder h;
   h.node = v.holderIdentity;
@@ -92,23 +175,22 @@ BackendResult<void> isClaimOf(const LeaseView& v, std::string_view pool, std::st
                                       0});
 }
 
-ReleaseOutcome outcomeOf(k8s::Call::Deleted d) {
+claims::Removed removedAs(k8s::Call::Deleted d) {
   switch (d) {
     case k8s::Call::Deleted::kDeleted:
-      return ReleaseOutcome::kReleased;
+      return claims::Removed::kDeleted;
     case k8s::Call::Deleted::kPending:
-      return ReleaseOutcome::kPending;
-    default:
-      return ReleaseOutcome::kGone;
+      return claims::Removed::kPending;
+    case k8s::Call::Deleted::kConflict:
+      return claims::Removed::kConflict;
+    case k8s::Call::Deleted::kGone:
+      break;
   }
-}
-
-BackendError changing(const std::string& name, const k8s::Call& call) {
-  return BackendError{BackendErrc::kBadAnswer, call.server().url, "Lease " + name + " kept changing", 0};
+  return claims::Removed::kGone;
 }
 
 BackendResult<std::string> nameOf(ClaimKind kind, std::string_view pool, std::string_view key) {
-  std::string name = KubernetesBlockBackend::leaseName(kind, pool, key);
+  std::string name = claimLeaseName(kind, pool, key);
   if (name.empty()) {
     return std::unexpected(invalid("the Lease name of " + cni::quoted(key) + " in pool " + cni::quoted(pool) +
                                    " would be longer than 253 characters"));
@@ -141,7 +223,7 @@ BackendResult<std::string> definitionLease(std::string_view pool) {
   if (auto v = checkNames({pool}); !v) {
     return std::unexpected(v.error());
   }
-  std::string name = KubernetesBlockBackend::poolLeaseName(pool);
+  std::string name = poolLeaseName(pool);
   if (name.empty()) {
     return std::unexpected(invalid("pool " + cni::quoted(pool) + ": its Lease name would pass 253 characters"));
   }
@@ -152,31 +234,29 @@ BackendResult<std::string> demandLease(std::string_view pool, std::string_view n
   if (auto v = checkNames({pool, node}); !v) {
     return std::unexpected(v.error());
   }
-  std::string name = KubernetesBlockBackend::demandLeaseName(pool, node);
+  std::string name = demandLeaseName(pool, node);
   if (name.empty()) {
     return std::unexpected(invalid("the demand Lease of node " + cni::quoted(node) + " would pass 253 characters"));
   }
   return name;
 }
 
-}  // namespace k8s_leases
-
-std::string KubernetesBlockBackend::leaseName(ClaimKind kind, std::string_view pool, std::string_view name) {
+std::string claimLeaseName(ClaimKind kind, std::string_view pool, std::string_view name) {
   std::string out =
       "ibcni-" + k8s::encodeName(pool) + (kind == ClaimKind::kBlock ? "--b--" : "--a--") + k8s::encodeName(name);
   return out.size() <= 253 ? out : std::string();
 }
 
-std::string KubernetesBlockBackend::poolLeaseName(std::string_view pool) {
+std::string poolLeaseName(std::string_view pool) {
   std::string out = "ibcni-" + k8s::encodeName(pool) + "--pool";
   return out.size() <= 253 ? out : std::string();
 }
 
-std::string KubernetesBlockBackend::demandLeaseName(std::string_view pool, std::string_view node) {
+std::string demandLeaseName(std::string_view pool, std::string_view node) {
   std::string out = "ibcni-" + k8s::encodeName(pool) + "--d--" + k8s::encodeName(node);
   return out.size() <= 253 ? out : std::string();
 }
 
-std::string KubernetesBlockBackend::labelValue(std::string_view value) { return k8s::labelValue(value); }
+}  // namespace k8s_leases
 
 }  // namespace ibcni::ipam

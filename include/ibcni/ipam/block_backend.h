@@ -96,6 +96,9 @@ struct Holder {
   /// holder is gone: takeOver() checks that.
   bool lapsed = false;
   bool deleting = false;  ///< Kubernetes: deleted but kept by finalizers
+  /// Kept in a form the store wants written again (etcd: on a lease, by an older ibcni): its holder
+  /// rewrites it when it adopts or renews it.
+  bool stale = false;
 };
 
 /// One claim as list() reports it.

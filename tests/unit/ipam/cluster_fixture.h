@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The fixture of ibcni-ipam's cluster mode tests in process: EmbeddedIpam instances standing for
 // nodes (each its own data directory and node name) over a real etcd 3.4 started by the test (and,
-// for the kubernetes backend, a real kube-apiserver: tests/support/control_plane.h). The HTTP client is the real one,
+// for the kubernetes backend, a real kube-apiserver: tests/support/control_plane.h), or, with
+// memory_ set before SetUp(), over the claim store in memory (support/memory_claim_store.h). The HTTP client is the real one,
 // wrapped to count the calls and to lose an answer on purpose; the wall clock and the boot clock
 // of every node are the fixture's, moved by advance().
 #pragma once
@@ -26,6 +27,7 @@
 #include "store_test_util.h"
 #include "support/control_plane.h"
 #include "support/etcd_cluster.h"
+#include "support/memory_claim_store.h"
 
 namespace ibcni::ipam::testing {
 
@@ -70,7 +72,13 @@ struct NetSpec {
 
 class ClusterFixture : public ::testing::Test {
  protected:
-  void SetUp() override { ASSERT_TRUE(etcd_.start(1)); }
+  void SetUp() override {
+    if (memory_) {
+      world_->clock = [this] { return now_.load(); };
+      return;
+    }
+    ASSERT_TRUE(etcd_.start(1));
+  }
 
   // One simulated node: its own data directory and name, the shared backend config.
   EmbeddedIpam& node(const std::string& name) {
@@ -96,6 +104,9 @@ class ClusterFixture : public ::testing::Test {
   BackendFactory backends() {
     return [this](const config::ClusterConf& c,
                   const BackendContext& ctx) -> cni::Result<std::unique_ptr<BlockBackend>> {
+      if (memory_) {
+        return ::ibcni::testing::memoryBackend(world_);
+      }
       if (c.backend == config::ClusterBackend::kKubernetes) {
         auto ko = KubernetesBlockBackend::optionsFor(c);
         if (!ko) {
@@ -119,7 +130,7 @@ class ClusterFixture : public ::testing::Test {
   // The network config of node `n`.
   std::string conf(const std::string& n, const NetSpec& s = {}) const {
     std::string backend = s.kubeconfig.empty()
-                              ? R"("backend": "etcd", "etcd": {"endpoints": [")" + etcd_.endpointList() + R"("]})"
+                              ? R"("backend": "etcd", "etcd": {"endpoints": [")" + endpoints() + R"("]})"
                               : R"("backend": "kubernetes", "kubernetes": {"kubeconfig": ")" + s.kubeconfig + "\"" +
                                     (s.k8sNamespace.empty() ? "" : R"(, "namespace": ")" + s.k8sNamespace + "\"") + "}";
     return R"({"cniVersion": "1.1.0", "name": ")" + s.network + R"(", "type": "ibcni", "ipam": {"type": "ibcni-ipam",
@@ -133,6 +144,9 @@ class ClusterFixture : public ::testing::Test {
     s.extraCluster = extraCluster;
     return conf(n, s);
   }
+
+  /// etcd's endpoints; with the store in memory, one that is never dialled (the factory ignores it).
+  std::string endpoints() const { return memory_ ? "http://127.0.0.1:9" : etcd_.endpointList(); }
 
   std::string netns(const std::string& n, const std::string& cid) const { return "/run/netns/" + n + "-" + cid; }
 
@@ -183,10 +197,10 @@ class ClusterFixture : public ::testing::Test {
     o.endpoints = etcd_.endpoints();
     return EtcdBlockBackend(http_, o);
   }
-  // The claims etcd holds for the pool: name -> node.
+  // The claims the store (etcd, or the one in memory) holds for the pool: name -> node.
   std::map<std::string, std::string> etcdClaims(ClaimKind kind, const std::string& pool = "ibnet") {
-    auto b = etcdBackend();
-    auto list = b.list(kind, pool, std::nullopt);
+    auto b = memory_ ? ::ibcni::testing::memoryBackend(world_) : std::make_unique<EtcdBlockBackend>(etcdBackend());
+    auto list = b->list(kind, pool, std::nullopt);
     EXPECT_TRUE(list) << list.error().describe();
     std::map<std::string, std::string> out;
     for (const auto& c : list ? *list : std::vector<Claim>{}) {
@@ -197,6 +211,30 @@ class ClusterFixture : public ::testing::Test {
   std::map<std::string, std::string> etcdBlocks(const std::string& pool = "ibnet") {
     return etcdClaims(ClaimKind::kBlock, pool);
   }
+  /// The requests sent to the store: etcd's HTTP requests, or the calls of the store in memory.
+  int backendCalls() const { return memory_ ? world_->calls : http_.calls.load(); }
+  /// The store stops answering (etcd: its member stopped).
+  ::testing::AssertionResult stopBackend() {
+    if (memory_) {
+      world_->down = true;
+      return ::testing::AssertionSuccess();
+    }
+    return etcd_.stopMember(0);
+  }
+  /// The store answers again.
+  ::testing::AssertionResult startBackend() {
+    if (memory_) {
+      world_->down = false;
+      return ::testing::AssertionSuccess();
+    }
+    if (auto s = etcd_.startMember(0); !s) {
+      return s;
+    }
+    return etcd_.waitHealthy();
+  }
+  /// Where the store is, as an error names it.
+  std::string backendEndpoint() const { return memory_ ? "memory" : etcd_.endpoint(0); }
+
   /// POST of `body` to etcd's gateway `path`; the answer's JSON.
   nlohmann::json etcdPost(const std::string& path, const nlohmann::json& body) {
     http::Request r;
@@ -218,6 +256,8 @@ class ClusterFixture : public ::testing::Test {
     etcdPost("/v3/kv/deleterange", {{"key", os::base64Encode(key)}});
   }
 
+  bool memory_ = false;  ///< the store in memory instead of etcd (set before SetUp)
+  std::shared_ptr<::ibcni::testing::MemoryWorld> world_ = std::make_shared<::ibcni::testing::MemoryWorld>();
   ::ibcni::testing::EtcdCluster etcd_;
   TempDir tmp_;
   TapClient http_;

@@ -6,6 +6,8 @@
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "ibcni/cni/error.h"
@@ -74,6 +76,30 @@ namespace ibcni::ipam::backend {
     }
   }
   return {};
+}
+
+/// `f(value)` (itself a BackendResult) when `r` holds a value, else `r`'s error: what
+/// std::expected::and_then does where the standard library has it.
+template <class T, class F>
+auto andThen(BackendResult<T>&& r, F&& f) -> std::invoke_result_t<F, T&&> {
+  if (!r) {
+    return std::unexpected(std::move(r.error()));
+  }
+  return std::forward<F>(f)(std::move(*r));
+}
+
+/// `f(value)` as a BackendResult when `r` holds a value, else `r`'s error (std::expected::transform).
+template <class T, class F>
+auto transform(BackendResult<T>&& r, F&& f) -> BackendResult<std::invoke_result_t<F, T&&>> {
+  if (!r) {
+    return std::unexpected(std::move(r.error()));
+  }
+  if constexpr (std::is_void_v<std::invoke_result_t<F, T&&>>) {
+    std::forward<F>(f)(std::move(*r));
+    return {};
+  } else {
+    return std::forward<F>(f)(std::move(*r));
+  }
 }
 
 /// The first 120 bytes of a body, quoted, for messages.
