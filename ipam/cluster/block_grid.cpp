@@ -24,6 +24,22 @@ std::string blockKeyOf(const net::IpPrefix& cidr) {
 
 std::optional<KeySpan> spanOfKey(std::string_view key) { return ipSpace().spanOfKey(key); }
 
+std::uint64_t preferenceSeed(std::string_view node, std::size_t set) {
+  std::uint64_t h = 14695981039346656037ULL;  // FNV-1a, 64 bits
+  const auto mix = [&](unsigned char c) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  };
+  for (const char c : node) {
+    mix(static_cast<unsigned char>(c));
+  }
+  mix(0);
+  for (int shift = 0; shift < 64; shift += 8) {
+    mix(static_cast<unsigned char>(static_cast<std::uint64_t>(set) >> shift));
+  }
+  return h;
+}
+
 BlockGrid::BlockGrid(const config::IpamConfig& config, std::uint32_t blockSize,
                      std::vector<std::vector<Interval>> allowed)
     : space_(&spaceOf(config)), blockSize_(blockSize), allowed_(std::move(allowed)) {

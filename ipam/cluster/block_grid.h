@@ -9,6 +9,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ipam/policy/allocation.h"
@@ -36,6 +37,11 @@ struct Block {
 
 /// The span of IP block key `key` ("10.56.0.32-27"); nullopt when it is not one (ipSpace().spanOfKey).
 [[nodiscard]] std::optional<KeySpan> spanOfKey(std::string_view key);
+
+/// The seed of node `node`'s own order of range set `set`'s blocks (BlockGrid::candidates draws with
+/// it): the same on every run and every build (FNV-1a of the name), different from node to node, so
+/// that nodes claiming at once rarely meet and a node whose ledger was lost meets its blocks first.
+[[nodiscard]] std::uint64_t preferenceSeed(std::string_view node, std::size_t set);
 
 /// The blocks of a pool's range sets. A block belongs to a range set when it overlaps one of its
 /// ranges; it is a candidate for claiming only when it holds an address the allocator may hand out

@@ -20,7 +20,11 @@ namespace {
 
 using State = LedgerEntry::State;
 
-constexpr std::size_t kClaimAttempts = 8;  // blocks tried per grow() before giving up on the free ones
+/// Claims lost to other nodes before a grow() lists the pool's blocks (in a pool a fraction f full, all
+/// kDirectClaims are lost with probability f^16: 1.5e-5 at half full, 0.19 at 90 %).
+constexpr std::size_t kDirectClaims = 16;
+/// Claims lost after the list before grow() gives up on the free blocks (11, try again).
+constexpr std::size_t kListedClaims = 8;
 constexpr std::chrono::seconds kPendingRetry{30};
 /// Clocks of two nodes may run apart by this rate (NTP keeps them far closer): a hold confirmed at
 /// s is trusted until s + lease x (1 - 2 kDrift) - margin.
@@ -214,8 +218,9 @@ cni::Result<void> ClusterPool::prepare() {
   return confirm();
 }
 
-// A claim whose answer was lost: asked once. When the backend cannot answer, the owned blocks
-// still serve; ADDs do not wait on a backend that is down more than once every kPendingRetry.
+// Claims whose answer was lost, asked about once: a block by claiming it again (one call each), the
+// addresses by listing this node's. When the backend cannot answer, the owned blocks still serve;
+// ADDs do not wait on a backend that is down more than once every kPendingRetry.
 cni::Result<void> ClusterPool::resolvePending() {
   const auto pending = [](const auto& list) {
     return std::any_of(list.begin(), list.end(), [](const auto& e) { return e.state == State::kIntent; });
@@ -235,16 +240,15 @@ cni::Result<void> ClusterPool::resolvePending() {
   if (!b) {
     return std::unexpected(b.error());
   }
-  std::vector<Claim> mine;
-  for (auto kind : {ClaimKind::kBlock, ClaimKind::kAddress}) {
-    auto list = (*b)->list(kind, bpool(), node_);
-    if (!list) {
-      log::warn("pool {}: cannot resolve a pending claim: {}", cluster_.pool, list.error().describe());
-      return {};
-    }
-    mine.insert(mine.end(), list->begin(), list->end());
+  if (auto s = settleBlockIntents(**b, true); !s || !pending(ledger_.addresses)) {
+    return s;
   }
-  return syncWith(mine, true, true, nullptr);
+  auto mine = (*b)->list(ClaimKind::kAddress, bpool(), node_);
+  if (!mine) {
+    log::warn("pool {}: cannot resolve a pending claim: {}", cluster_.pool, mine.error().describe());
+    return {};
+  }
+  return syncWith(*mine, false, true, nullptr);
 }
 
 // I2: a node hands out only from holds the backend confirmed within the lease (less a margin);
@@ -283,13 +287,25 @@ cni::Result<void> ClusterPool::confirm() {
 // One claim (or takeover) of `blk`, its intent written first. @return the other holder when
 // another node has it, nullopt when it is this node's now.
 cni::Result<std::optional<Holder>> ClusterPool::claimBlock(BlockBackend& be, const Block& blk, const Holder* takeFrom) {
-  ledger_.blocks.push_back(LedgerEntry{State::kIntent, blk.set, blk.key, {}, {}, {}, os::rfc3339(wallClock_()), bootClock_(), {}});
+  const auto sent = bootClock_();
+  ledger_.blocks.push_back(
+      LedgerEntry{State::kIntent, blk.set, blk.key, {}, {}, {}, os::rfc3339(wallClock_()), sent, {}});
   if (auto s = save(); !s) {
     ledger_.blocks.pop_back();
     return std::unexpected(s.error());
   }
   auto outcome = takeFrom != nullptr ? be.takeOver(ClaimKind::kBlock, bpool(), blk.key, node_, *takeFrom, {})
                                      : be.claim(ClaimKind::kBlock, bpool(), blk.key, node_, {});
+  return settleBlock(be, blk, outcome, takeFrom, sent);
+}
+
+// The backend's answer to the claim (or takeover) of `blk`, sent at `sent` with its intent in the
+// ledger: another node's, or failed for good, the intent is forgotten; a failure that may hide a
+// write keeps it; this node's, it is owned (then checked still defined). @return the other holder
+// when another node has it, nullopt when it is this node's now.
+cni::Result<std::optional<Holder>> ClusterPool::settleBlock(BlockBackend& be, const Block& blk,
+                                                            const BackendResult<ClaimOutcome>& outcome,
+                                                            const Holder* takeFrom, const os::BootStamp& sent) {
   const auto forget = [&] {
     std::erase_if(ledger_.blocks, [&](const LedgerEntry& e) { return e.name == blk.key; });
     return save();
@@ -314,8 +330,9 @@ cni::Result<std::optional<Holder>> ClusterPool::claimBlock(BlockBackend& be, con
   e->state = State::kOwned;
   e->identity = outcome->holder.identity;
   e->version = outcome->holder.version;
+  e->since = sent;
   if (onlyHold) {
-    ledger_.confirmed = e->since;  // the claim itself confirms the node's only hold
+    ledger_.confirmed = sent;  // the claim itself confirms the node's only hold
   }
   if (auto s = save(); !s) {
     return std::unexpected(s.error());
@@ -324,18 +341,67 @@ cni::Result<std::optional<Holder>> ClusterPool::claimBlock(BlockBackend& be, con
     return std::unexpected(d.error());
   }
   recompute();
-  log::info("pool {}: block {} claimed{} by node {}", cluster_.pool, blk.describe(),
+  log::info("pool {}: block {} {}{} by node {}", cluster_.pool, blk.describe(),
+            outcome->state == ClaimState::kAdopted ? "adopted (already this node's)" : "claimed",
             takeFrom != nullptr ? " (taken over from node " + takeFrom->node + ", which is gone)" : "", node_);
   return std::optional<Holder>();
 }
 
-// A free block of range set `set`, claimed. The pool is listed only when needed: after a claim
-// lost to another node, or when no candidate is left. In a pool with room a claim is one call.
+// Block claims whose answer was lost (intents), settled by claiming each again: a claim is
+// create-if-absent, so one call on the block's key says whether it is this node's (already, or
+// now) or another's, whatever the size of the pool or the number of nodes; no list. `soft`: a
+// backend that does not answer leaves them pending (logged) rather than failing the ADD.
+cni::Result<void> ClusterPool::settleBlockIntents(BlockBackend& be, bool soft) {
+  std::vector<std::string> pending;
+  for (const auto& e : ledger_.blocks) {
+    if (e.state == State::kIntent) {
+      pending.push_back(e.name);
+    }
+  }
+  for (const auto& key : pending) {
+    const auto blk = grid_.anyByKey(key);
+    if (!blk) {
+      log::warn("pool {}: the intent of {} names no block; forgotten", cluster_.pool, key);
+      std::erase_if(ledger_.blocks, [&](const LedgerEntry& e) { return e.name == key; });
+      if (auto s = save(); !s) {
+        return s;
+      }
+      continue;
+    }
+    const auto sent = bootClock_();
+    auto outcome = be.claim(ClaimKind::kBlock, bpool(), key, node_, {});
+    if (!outcome) {
+      // Its claim may have happened: the intent stays, whatever the error.
+      if (soft) {
+        log::warn("pool {}: cannot resolve a pending claim: {}", cluster_.pool, outcome.error().describe());
+        return {};
+      }
+      return std::unexpected(backendError(outcome.error(), "claiming block " + blk->describe()));
+    }
+    auto r = settleBlock(be, *blk, outcome, nullptr, sent);
+    if (!r) {
+      return std::unexpected(r.error());
+    }
+    if (*r) {
+      log::info("pool {}: the claim of block {} did not happen (node {} holds it); forgotten", cluster_.pool, key,
+                (*r)->node);
+    }
+  }
+  return {};
+}
+
+// A free block of range set `set`, claimed. The node tries the blocks in its own order
+// (preferenceSeed: the same on every run, so that a node whose ledger was lost meets its blocks
+// again, and adopts them), and after a claim lost to another node the next one directly: a claim is
+// create-if-absent, so no list is needed for safety, and each call is about one key, whatever the
+// number of nodes. The pool is listed only when kDirectClaims claims in a row were lost (a nearly
+// full pool) or no candidate is left.
 cni::Result<bool> ClusterPool::claimFree(BlockBackend& be, std::size_t set) {
   std::set<std::string> taken;
   for (const auto& e : ledger_.blocks) {
     taken.insert(e.name);
   }
+  std::mt19937_64 order(preferenceSeed(node_, set));
   bool listed = false;
   const auto listAll = [&]() -> cni::Result<void> {
     auto list = be.list(ClaimKind::kBlock, bpool(), std::nullopt);
@@ -348,8 +414,10 @@ cni::Result<bool> ClusterPool::claimFree(BlockBackend& be, std::size_t set) {
     listed = true;
     return {};
   };
-  for (std::size_t attempt = 0; attempt < kClaimAttempts; ++attempt) {
-    auto candidates = grid_.candidates(set, taken, 1, rng_);
+  std::size_t lost = 0;
+  std::size_t lostListed = 0;
+  while (lostListed < kListedClaims) {
+    auto candidates = grid_.candidates(set, taken, 1, order);
     if (candidates.empty()) {
       if (listed) {
         return false;
@@ -367,18 +435,21 @@ cni::Result<bool> ClusterPool::claimFree(BlockBackend& be, std::size_t set) {
       return true;
     }
     taken.insert(candidates[0].key);
-    if (!listed) {
-      if (auto l = listAll(); !l) {  // another node won it: learn what else is taken, in one call
+    ++lost;
+    if (listed) {
+      // Lost although the pool was listed: a crowd of nodes claims the last blocks at once. Back off
+      // a little (jitter), so that it spreads out.
+      ++lostListed;
+      std::uniform_int_distribution<int> jitter(1, 5 * static_cast<int>(lostListed));
+      std::this_thread::sleep_for(std::chrono::milliseconds(jitter(rng_)));
+    } else if (lost >= kDirectClaims) {
+      if (auto l = listAll(); !l) {  // a nearly full pool: learn what else is taken, in one call
         return std::unexpected(l.error());
       }
     }
-    // Back off a little (jitter), so that a crowd of nodes claiming at once spreads out.
-    std::uniform_int_distribution<int> jitter(1, 5 * static_cast<int>(attempt + 1));
-    std::this_thread::sleep_for(std::chrono::milliseconds(jitter(rng_)));
   }
-  if (!listed || !grid_.candidates(set, taken, 1, rng_).empty()) {
-    return cni::fail(cni::Errc::kTryAgainLater, "pool " + cni::quoted(cluster_.pool) + ": " +
-                                                    std::to_string(kClaimAttempts) +
+  if (!grid_.candidates(set, taken, 1, order).empty()) {
+    return cni::fail(cni::Errc::kTryAgainLater, "pool " + cni::quoted(cluster_.pool) + ": " + std::to_string(lost) +
                                                     " free blocks were claimed by other nodes first; try again");
   }
   return false;
@@ -424,21 +495,18 @@ cni::Result<bool> ClusterPool::grow(std::size_t set) {
     return std::unexpected(b.error());
   }
   BlockBackend& be = **b;
-  const bool fresh = fresh_;  // define() saves the ledger
   if (auto d = define(be); !d) {
     return std::unexpected(d.error());
   }
-  // A node with a new ledger (a reboot wiped the data dir) adopts what the backend says is its; a
-  // claim whose answer was lost is settled before another one is made.
+  // A claim whose answer was lost is settled before another one is made. A node with a new ledger
+  // (a reboot wiped the data dir, a corrupt one was set aside) lists nothing: its first claims, in
+  // its own order of the blocks, adopt the blocks it held there; the periodic pass adopts any other
+  // (I3), and until then nothing is handed out from them.
   const bool pending = std::any_of(ledger_.blocks.begin(), ledger_.blocks.end(),
                                    [](const auto& e) { return e.state == State::kIntent; });
-  if (fresh || pending) {
+  if (pending) {
     const U128 before = totalSize(owned_.at(set));
-    auto mine = be.list(ClaimKind::kBlock, bpool(), node_);
-    if (!mine) {
-      return std::unexpected(backendError(mine.error(), "listing this node's blocks"));
-    }
-    if (auto s = syncWith(*mine, true, false, nullptr); !s) {
+    if (auto s = settleBlockIntents(be, false); !s) {
       return std::unexpected(s.error());
     }
     if (totalSize(owned_.at(set)) != before) {

@@ -134,6 +134,10 @@ class ClusterPool final : public BlockSource {
   cni::Result<void> resolvePending();
   cni::Result<void> confirm();
   cni::Result<std::optional<Holder>> claimBlock(BlockBackend& be, const Block& blk, const Holder* takeFrom);
+  cni::Result<std::optional<Holder>> settleBlock(BlockBackend& be, const Block& blk,
+                                                 const BackendResult<ClaimOutcome>& outcome, const Holder* takeFrom,
+                                                 const os::BootStamp& sent);
+  cni::Result<void> settleBlockIntents(BlockBackend& be, bool soft);
   cni::Result<bool> claimFree(BlockBackend& be, std::size_t set);
   cni::Result<bool> adoptLoans(BlockBackend& be, std::size_t set);
   cni::Result<void> askForRoom(BlockBackend& be);

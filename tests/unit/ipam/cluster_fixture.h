@@ -33,13 +33,16 @@ namespace ibcni::ipam::testing {
 
 using Time = std::chrono::system_clock::time_point;
 
-// The real client, counting every request; `loseAnswers` requests whose body holds `loseIf` (and
+// The real client, counting every request (and those reading a range of keys); `loseAnswers` requests whose body holds `loseIf` (and
 // whose method is `loseMethod`, when set) are sent but their answer is replaced by a timeout (the
 // write happened, the node never learns it).
 class TapClient final : public http::HttpClient {
  public:
   http::HttpResult<http::Response> send(const http::Request& r) override {
     ++calls;
+    if (r.body.find("\"range_end\"") != std::string::npos) {
+      ++rangeReads;
+    }
     auto res = inner_.send(r);
     const bool method = !loseMethod || *loseMethod == r.method;
     if (loseAnswers > 0 && method && (loseIf.empty() || r.body.find(loseIf) != std::string::npos ||
@@ -50,6 +53,7 @@ class TapClient final : public http::HttpClient {
     return res;
   }
   std::atomic<int> calls{0};
+  std::atomic<int> rangeReads{0};  ///< etcd requests reading a range of keys (a prefix: a list)
   std::atomic<int> loseAnswers{0};
   std::string loseIf;
   std::optional<http::Method> loseMethod;

@@ -143,6 +143,27 @@ TEST_P(ClusterPoolTest, AClaimWhoseAnswerWasLostIsAdoptedNeverClaimedTwice) {
   EXPECT_EQ(etcdBlocks().size(), 2U) << "never claimed twice";
 }
 
+// No request of an ADD grows with the number of nodes: fresh nodes claim a pool's last free blocks
+// among themselves, one key at a time (a claim lost to another node: the next block, in each node's
+// own order), without listing the pool; only a node that finds no block left lists it (then asks).
+TEST_F(ClusterPoolTest, FreshNodesClaimTheLastBlocksWithoutListingThePool) {
+  NetSpec four;
+  four.ranges = R"([[{"subnet": "10.56.0.0/26"}]])";  // 4 blocks of 16
+  std::set<std::string> blocks;
+  for (const char* n : {"node-0", "node-1", "node-2", "node-3"}) {
+    auto r = add(n, "c0", conf(n, four));
+    ASSERT_TRUE(r) << n << ": " << r.error().msg;
+    ASSERT_EQ(owned(n).size(), 1U) << n;
+    blocks.insert(owned(n).front());
+  }
+  EXPECT_EQ(blocks.size(), 4U) << "each node a block of its own";
+  EXPECT_EQ(http_.rangeReads, 0) << "no list of the pool (nor of the nodes) on an ADD's path";
+  auto full = add("node-4", "c0", conf("node-4", four));
+  ASSERT_FALSE(full);
+  EXPECT_EQ(full.error().code, cni::Errc::kTryAgainLater) << full.error().msg;
+  EXPECT_GT(http_.rangeReads, 0) << "no block left: the pool listed once, then its holders asked for room";
+}
+
 // A reboot wipes the default data directory (tmpfs) with the pool's store and ledger. The pool index
 // kept the pool: the node agent gives its directory back with network.json (restorePoolsFromIndex,
 // done by hand here), and the pass over it adopts the node's block from the backend and gives it back
