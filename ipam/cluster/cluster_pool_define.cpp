@@ -39,8 +39,14 @@ cni::Result<void> ClusterPool::define(BlockBackend& be) {
   if (ledger_.definition) {
     return {};
   }
+  // Read first: every node but the pool's first finds it there, and a read is lighter for the
+  // backend than a create-if-absent (etcd: a read, not a write through its log).
+  auto found = be.definition(bpool());
+  if (!found) {
+    return std::unexpected(backendError(found.error(), "reading the definition"));
+  }
   PoolDefinition def{bpool(), fields_, "network " + network_ + " on node " + node_, {}, {}};
-  auto stored = be.definePool(def);
+  auto stored = *found ? BackendResult<PoolDefinition>(std::move(**found)) : be.definePool(def);
   if (!stored) {
     return std::unexpected(backendError(stored.error(), "recording the definition"));
   }
