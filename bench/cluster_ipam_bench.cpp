@@ -4,7 +4,10 @@
 // runtime execs an IPAM plugin (tests/support/cluster_sim.h), with the nodes' data dirs on tmpfs.
 // Prints:
 //   - 2000 ADDs over 100 nodes, 8 at a time (the pods in random order): wall time, per-ADD p50 and
-//     p99, and etcd requests per ADD;
+//     p99, a node's first ADD (the one that claims its block) apart, etcd requests and the bytes of
+//     etcd's answers per ADD, and the requests of the busiest second;
+//   - with --storm N, the same storm over N nodes (cluster mode and node-local only; target for
+//     1000 nodes: wall within 1.5x of node-local, per-ADD p99 under 50 ms);
 //   - the steady-state ADD (the node's blocks owned, one free): cluster mode against node-local,
 //     samples interleaved (target: ratio of the medians <= 1.2), and etcd requests per ADD+DEL;
 //   - the cost of claiming a block: an ADD that must claim one (block size 4, the node's blocks
@@ -12,17 +15,22 @@
 //     claim() in process.
 // etcd requests are counted from the members' own /metrics: grpc_server_handled_total of the
 // etcdserverpb services, summed over the 3 members, before and after (the JSON gateway the
-// plugin talks to is a gRPC client of its member, so each gateway request is counted once).
+// plugin talks to is a gRPC client of its member, so each gateway request is counted once), and
+// the bytes from etcd_network_client_grpc_sent_bytes_total; the busiest second from the counts
+// read once a second during the storm.
 //
-//   cluster_ipam_bench IBCNI_IPAM [--nodes N] [--pods N] [--workers N] [--samples N] [--no-targets]
+//   cluster_ipam_bench IBCNI_IPAM [--nodes N] [--pods N] [--workers N] [--samples N] [--storm N]
+//                     [--no-targets]
 // Exit status: 0, 1 when a check or a target failed, 2 on a usage or setup error.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench_stats.h"
@@ -48,11 +56,13 @@ struct Args {
   int pods = 20;
   int workers = 8;
   int samples = 101;
+  int storm = 0;  ///< nodes of the second storm (0: none)
   bool targets = true;
 };
 
 [[noreturn]] void usage(const char* argv0) {
-  std::fprintf(stderr, "usage: %s IBCNI_IPAM [--nodes N] [--pods N] [--workers N] [--samples N] [--no-targets]\n",
+  std::fprintf(stderr,
+               "usage: %s IBCNI_IPAM [--nodes N] [--pods N] [--workers N] [--samples N] [--storm N] [--no-targets]\n",
                argv0);
   std::exit(2);
 }
@@ -75,6 +85,8 @@ Args parse(int argc, char** argv) {
       a.workers = value();
     } else if (s == "--samples") {
       a.samples = value();
+    } else if (s == "--storm") {
+      a.storm = value();
     } else if (s == "--no-targets") {
       a.targets = false;
     } else if (!s.empty() && s[0] != '-' && a.plugin.empty()) {
@@ -83,7 +95,7 @@ Args parse(int argc, char** argv) {
       usage(argv[0]);
     }
   }
-  if (a.plugin.empty() || a.nodes < 1 || a.pods < 1 || a.workers < 1 || a.samples < 1) {
+  if (a.plugin.empty() || a.nodes < 1 || a.pods < 1 || a.workers < 1 || a.samples < 1 || a.storm < 0) {
     usage(argv[0]);
   }
   return a;
@@ -120,6 +132,80 @@ std::vector<double> latencies(const std::vector<CniCall>& calls) {
     v.push_back(c.ms);
   }
   return v;
+}
+
+std::uint64_t sentBytes(const std::vector<std::string>& endpoints) {
+  auto b = ibcni::testing::etcdSentBytes(endpoints);
+  if (!b) {
+    std::fprintf(stderr, "reading etcd's /metrics: %s\n", b.error().c_str());
+    std::exit(2);
+  }
+  return *b;
+}
+
+// etcd's requests in the busiest second while it runs: the counts read once a second.
+class PeakSampler {
+ public:
+  explicit PeakSampler(const std::vector<std::string>& endpoints)
+      : thread_([this, endpoints] {
+          std::uint64_t last = total(endpoints);
+          while (!stop_) {
+            std::this_thread::sleep_for(std::chrono::seconds(1));
+            const std::uint64_t now = total(endpoints);
+            peak_ = std::max(peak_.load(), now - std::min(now, last));
+            last = now;
+          }
+        }) {}
+  PeakSampler(const PeakSampler&) = delete;
+  PeakSampler& operator=(const PeakSampler&) = delete;
+  ~PeakSampler() { (void)stop(); }
+  /// Stops sampling at the end of the second under way. @return the peak.
+  std::uint64_t stop() {
+    stop_ = true;
+    if (thread_.joinable()) {
+      thread_.join();
+    }
+    return peak_;
+  }
+
+ private:
+  static std::uint64_t total(const std::vector<std::string>& endpoints) {
+    auto c = ibcni::testing::etcdRequestCounts(endpoints);
+    return c && c->count("total") ? c->at("total") : 0;
+  }
+  std::atomic<bool> stop_{false};
+  std::atomic<std::uint64_t> peak_{0};
+  std::thread thread_;
+};
+
+// One storm: `nodes` x pods ADDs in random order, cluster mode then node-local.
+struct Storm {
+  int nodes = 0;
+  int adds = 0;
+  double clusterWall = 0;
+  double localWall = 0;
+  ibcni::bench::Stats cluster;
+  ibcni::bench::Stats local;
+  ibcni::bench::Stats firstCluster;  ///< each node's first ADD in the storm's order (it claims the block)
+  ibcni::bench::Stats firstLocal;
+  Counts calls;
+  double bytesPerAdd = 0;  ///< etcd's answers
+  std::uint64_t peak = 0;  ///< etcd requests in the busiest second
+  bool ok = false;
+};
+
+void printStorm(const Storm& s, int workers) {
+  std::printf("| %d ADDs over %d nodes, %d at a time: wall | %.0f ms | %.0f ms | %.2f |\n", s.adds, s.nodes, workers,
+              s.clusterWall, s.localWall, s.clusterWall / s.localWall);
+  std::printf("| same: per-ADD p50 / p99 | %.2f / %.2f ms | %.2f / %.2f ms | %.2f |\n", s.cluster.median,
+              s.cluster.p99, s.local.median, s.local.p99, s.cluster.median / s.local.median);
+  std::printf("| same: a node's first ADD (claims its block), p50 / p99 of %zu | %.2f / %.2f ms | %.2f / %.2f ms | "
+              "%.2f |\n",
+              s.firstCluster.n, s.firstCluster.median, s.firstCluster.p99, s.firstLocal.median, s.firstLocal.p99,
+              s.firstCluster.median / s.firstLocal.median);
+  std::printf("| same: etcd requests per ADD | %s | 0 | |\n", perOp(s.calls, s.adds).c_str());
+  std::printf("| same: etcd answers' bytes per ADD; requests in the busiest second | %.0f B; %llu /s | | |\n",
+              s.bytesPerAdd, static_cast<unsigned long long>(s.peak));
 }
 
 std::size_t ownedBlocks(const ClusterSim& sim, int node) {
@@ -176,23 +262,52 @@ int main(int argc, char** argv) {
   const int total = args.nodes * args.pods;
 
   // 1. N x M ADDs over the nodes, cluster mode then node-local.
-  ClusterSim cluster(options("cluster", true, "bench"));
-  ClusterSim local(options("local", false, "bench"));
+  const auto runStorm = [&](int nodes, const std::string& tag) {
+    Storm st;
+    st.nodes = nodes;
+    st.adds = nodes * args.pods;
+    ClusterSimOptions co = options("cluster" + tag, true, "bench");
+    ClusterSimOptions lo = options("local" + tag, false, "bench");
+    co.nodes = lo.nodes = nodes;
+    const ClusterSim cluster(co);
+    const ClusterSim local(lo);
+    const auto pods = ClusterSim::pods(nodes, args.pods, 18);
+    const Counts c0 = counts(endpoints);
+    const std::uint64_t b0 = sentBytes(endpoints);
+    PeakSampler sampler(endpoints);
+    auto t0 = std::chrono::steady_clock::now();
+    const auto clusterAdds = cluster.callAll(CniVerb::kAdd, pods, args.workers);
+    st.clusterWall = ibcni::bench::ms(std::chrono::steady_clock::now() - t0);
+    st.peak = sampler.stop();
+    st.calls = ibcni::testing::countDiff(c0, counts(endpoints));
+    st.bytesPerAdd = static_cast<double>(sentBytes(endpoints) - b0) / static_cast<double>(st.adds);
+    t0 = std::chrono::steady_clock::now();
+    const auto localAdds = local.callAll(CniVerb::kAdd, pods, args.workers);
+    st.localWall = ibcni::bench::ms(std::chrono::steady_clock::now() - t0);
+    const std::string what = "cluster (" + std::to_string(nodes) + " nodes)";
+    st.ok = check(cluster.allSucceeded(clusterAdds), what + ": every ADD") &&
+            check(cluster.noAddressTwice(clusterAdds), what + ": no address twice") &&
+            check(cluster.blocksConsistent(), what + ": blocks");
+    check(local.allSucceeded(localAdds), "node-local (" + std::to_string(nodes) + " nodes): every ADD");
+    std::vector<bool> seen(static_cast<std::size_t>(nodes));
+    std::vector<double> firstC;
+    std::vector<double> firstL;
+    for (std::size_t i = 0; i < pods.size(); ++i) {
+      if (!seen[static_cast<std::size_t>(pods[i].node)]) {
+        seen[static_cast<std::size_t>(pods[i].node)] = true;
+        firstC.push_back(clusterAdds[i].ms);
+        firstL.push_back(localAdds[i].ms);
+      }
+    }
+    st.cluster = ibcni::bench::stats(latencies(clusterAdds));
+    st.local = ibcni::bench::stats(latencies(localAdds));
+    st.firstCluster = ibcni::bench::stats(firstC);
+    st.firstLocal = ibcni::bench::stats(firstL);
+    return st;
+  };
+  const Storm storm = runStorm(args.nodes, "");
+  const bool manyOk = storm.ok;
   const auto pods = ClusterSim::pods(args.nodes, args.pods, 18);
-  const Counts c0 = counts(endpoints);
-  auto t0 = std::chrono::steady_clock::now();
-  const auto clusterAdds = cluster.callAll(CniVerb::kAdd, pods, args.workers);
-  const double clusterWall = ibcni::bench::ms(std::chrono::steady_clock::now() - t0);
-  const Counts manyCalls = ibcni::testing::countDiff(c0, counts(endpoints));
-  t0 = std::chrono::steady_clock::now();
-  const auto localAdds = local.callAll(CniVerb::kAdd, pods, args.workers);
-  const double localWall = ibcni::bench::ms(std::chrono::steady_clock::now() - t0);
-  const bool manyOk = check(cluster.allSucceeded(clusterAdds), "cluster: every ADD") &&
-                      check(cluster.noAddressTwice(clusterAdds), "cluster: no address twice") &&
-                      check(cluster.blocksConsistent(), "cluster: blocks");
-  check(local.allSucceeded(localAdds), "node-local: every ADD");
-  const auto cs = ibcni::bench::stats(latencies(clusterAdds));
-  const auto ls = ibcni::bench::stats(latencies(localAdds));
 
   // 1b. The same storm through the kubernetes backend: Leases through a real kube-apiserver (built
   //     from its module) over the same etcd, straight over TLS as a node reaches it; its requests
@@ -225,7 +340,7 @@ int main(int argc, char** argv) {
     check(ibcni::testing::writeTokenKubeconfig(ko.kubeconfig, cp.server(), *token, "", cp.ca()), "kubernetes: kubeconfig");
     ClusterSim viaK8s(ko);
     const auto before = ibcni::testing::apiServerRequestCount(api, {"leases", "nodes"});
-    t0 = std::chrono::steady_clock::now();
+    const auto t0 = std::chrono::steady_clock::now();
     const auto k8sAdds = viaK8s.callAll(CniVerb::kAdd, pods, args.workers);
     k8sWall = ibcni::bench::ms(std::chrono::steady_clock::now() - t0);
     const auto after = ibcni::testing::apiServerRequestCount(api, {"leases", "nodes"});
@@ -321,6 +436,11 @@ int main(int argc, char** argv) {
       }
     }
   }
+  // 4. The storm over more nodes (--storm N).
+  Storm big;
+  if (args.storm > 0) {
+    big = runStorm(args.storm, "-" + std::to_string(args.storm));
+  }
   fs::remove_all(root);
 
   const auto cl = ibcni::bench::stats(claiming);
@@ -329,11 +449,7 @@ int main(int argc, char** argv) {
   const auto bc = ibcni::bench::stats(backendClaim);
   std::printf("\n| figure (ibcni-ipam exec'd; etcd 3 members on loopback; tmpfs) | cluster mode | node-local | ratio |\n");
   std::printf("|---|---|---|---|\n");
-  std::printf("| %d ADDs over %d nodes, %d at a time: wall | %.0f ms | %.0f ms | %.2f |\n", total, args.nodes,
-              args.workers, clusterWall, localWall, clusterWall / localWall);
-  std::printf("| same: per-ADD p50 / p99 | %.2f / %.2f ms | %.2f / %.2f ms | %.2f |\n", cs.median, cs.p99, ls.median,
-              ls.p99, cs.median / ls.median);
-  std::printf("| same: etcd requests per ADD | %s | 0 | |\n", perOp(manyCalls, total).c_str());
+  printStorm(storm, args.workers);
   std::printf("| same storm, kubernetes backend (kube-apiserver over the same etcd): wall, p50 / p99 | %.0f ms, %.2f / "
               "%.2f ms | | |\n",
               k8sWall, ks.median, ks.p99);
@@ -351,9 +467,22 @@ int main(int argc, char** argv) {
   std::printf("| EtcdBlockBackend::claim() in process, p50 / p99 of %zu | %.2f / %.2f ms | | |\n", bc.n, bc.median,
               bc.p99);
 
+  if (args.storm > 0) {
+    printStorm(big, args.workers);
+  }
+
   require(manyOk, "cluster: " + std::to_string(total) + " ADDs succeeded, all distinct, blocks consistent");
+  if (args.storm > 0) {
+    require(big.ok, "cluster: " + std::to_string(big.adds) + " ADDs over " + std::to_string(big.nodes) +
+                        " nodes succeeded, all distinct, blocks consistent");
+  }
   if (args.targets) {
     require(sc.median <= 1.2 * sl.median, "steady-state ADD in cluster mode within 1.2x of node-local (medians)");
+    if (args.storm >= 1000) {
+      require(big.clusterWall <= 1.5 * big.localWall && big.cluster.p99 < 50,
+              "the storm over " + std::to_string(big.nodes) +
+                  " nodes in cluster mode within 1.5x of node-local's wall, per-ADD p99 under 50 ms");
+    }
   }
   return ok ? 0 : 1;
 }

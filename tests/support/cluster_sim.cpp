@@ -21,6 +21,7 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 #include "lib/http/curl_http_client.h"
@@ -749,6 +750,27 @@ std::expected<std::map<std::string, std::uint64_t>, std::string> etcdRequestCoun
     }
   }
   return counts;
+}
+
+std::expected<std::uint64_t, std::string> etcdSentBytes(const std::vector<std::string>& endpoints) {
+  std::uint64_t bytes = 0;
+  for (const auto& ep : endpoints) {
+    auto text = post({ep}, "/metrics", "", http::Method::kGet);
+    if (!text) {
+      return std::unexpected(text.error());
+    }
+    std::istringstream in(*text);
+    std::string line;
+    while (std::getline(in, line)) {
+      constexpr std::string_view kName = "etcd_network_client_grpc_sent_bytes_total";
+      const bool named = line.starts_with(kName) && line.size() > kName.size() &&
+                         (line[kName.size()] == ' ' || line[kName.size()] == '{');
+      if (named) {
+        bytes += static_cast<std::uint64_t>(std::strtod(line.c_str() + line.rfind(' ') + 1, nullptr));
+      }
+    }
+  }
+  return bytes;
 }
 
 std::expected<std::string, std::string> httpCall(const std::string& method, const std::string& url,

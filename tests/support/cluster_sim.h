@@ -203,6 +203,10 @@ class ClusterSim {
 [[nodiscard]] std::expected<std::map<std::string, std::uint64_t>, std::string> etcdRequestCounts(
     const std::vector<std::string>& endpoints);
 
+/// The bytes etcd sent its clients (etcd_network_client_grpc_sent_bytes_total, summed over
+/// `endpoints`): the size of its answers, JSON gateway requests included (as gRPC messages).
+[[nodiscard]] std::expected<std::uint64_t, std::string> etcdSentBytes(const std::vector<std::string>& endpoints);
+
 /// Sets `o` up to use the kubernetes backend through `api` (a real kube-apiserver behind the fault
 /// proxy): a namespace of its own, ServiceAccount "ibcni" in it with the chart's rights (Leases of
 /// that namespace; Nodes get), its token in a kubeconfig written in `dir`, and the URL and token
