@@ -722,9 +722,11 @@ std::size_t ClusterSim::storedEntries(int node, const std::string& dirName) cons
 
 // --- etcd's request counters ---
 
-std::expected<std::map<std::string, std::uint64_t>, std::string> etcdRequestCounts(
-    const std::vector<std::string>& endpoints) {
-  std::map<std::string, std::uint64_t> counts;
+namespace {
+
+/// Calls `onLine` with each line of every endpoint's /metrics.
+template <class OnLine>
+std::expected<void, std::string> forEachMetricsLine(const std::vector<std::string>& endpoints, OnLine onLine) {
   for (const auto& ep : endpoints) {
     auto text = post({ep}, "/metrics", "", http::Method::kGet);
     if (!text) {
@@ -733,42 +735,51 @@ std::expected<std::map<std::string, std::uint64_t>, std::string> etcdRequestCoun
     std::istringstream in(*text);
     std::string line;
     while (std::getline(in, line)) {
-      if (line.rfind("grpc_server_handled_total{", 0) != 0 ||
-          line.find("grpc_service=\"etcdserverpb.") == std::string::npos) {
-        continue;
-      }
-      const auto m = line.find("grpc_method=\"");
-      const auto close = line.rfind('}');
-      if (m == std::string::npos || close == std::string::npos) {
-        continue;
-      }
-      const auto start = m + 13;
-      const std::string method = line.substr(start, line.find('"', start) - start);
-      const auto value = static_cast<std::uint64_t>(std::strtod(line.c_str() + close + 1, nullptr));
-      counts[method] += value;
-      counts["total"] += value;
+      onLine(line);
     }
+  }
+  return {};
+}
+
+}  // namespace
+
+std::expected<std::map<std::string, std::uint64_t>, std::string> etcdRequestCounts(
+    const std::vector<std::string>& endpoints) {
+  std::map<std::string, std::uint64_t> counts;
+  auto read = forEachMetricsLine(endpoints, [&counts](const std::string& line) {
+    if (line.rfind("grpc_server_handled_total{", 0) != 0 ||
+        line.find("grpc_service=\"etcdserverpb.") == std::string::npos) {
+      return;
+    }
+    const auto m = line.find("grpc_method=\"");
+    const auto close = line.rfind('}');
+    if (m == std::string::npos || close == std::string::npos) {
+      return;
+    }
+    const auto start = m + 13;
+    const std::string method = line.substr(start, line.find('"', start) - start);
+    const auto value = static_cast<std::uint64_t>(std::strtod(line.c_str() + close + 1, nullptr));
+    counts[method] += value;
+    counts["total"] += value;
+  });
+  if (!read) {
+    return std::unexpected(read.error());
   }
   return counts;
 }
 
 std::expected<std::uint64_t, std::string> etcdSentBytes(const std::vector<std::string>& endpoints) {
   std::uint64_t bytes = 0;
-  for (const auto& ep : endpoints) {
-    auto text = post({ep}, "/metrics", "", http::Method::kGet);
-    if (!text) {
-      return std::unexpected(text.error());
+  auto read = forEachMetricsLine(endpoints, [&bytes](const std::string& line) {
+    constexpr std::string_view kName = "etcd_network_client_grpc_sent_bytes_total";
+    const bool named = line.starts_with(kName) && line.size() > kName.size() &&
+                       (line[kName.size()] == ' ' || line[kName.size()] == '{');
+    if (named) {
+      bytes += static_cast<std::uint64_t>(std::strtod(line.c_str() + line.rfind(' ') + 1, nullptr));
     }
-    std::istringstream in(*text);
-    std::string line;
-    while (std::getline(in, line)) {
-      constexpr std::string_view kName = "etcd_network_client_grpc_sent_bytes_total";
-      const bool named = line.starts_with(kName) && line.size() > kName.size() &&
-                         (line[kName.size()] == ' ' || line[kName.size()] == '{');
-      if (named) {
-        bytes += static_cast<std::uint64_t>(std::strtod(line.c_str() + line.rfind(' ') + 1, nullptr));
-      }
-    }
+  });
+  if (!read) {
+    return std::unexpected(read.error());
   }
   return bytes;
 }

@@ -53,6 +53,7 @@ class MemoryCall final : public ipam::claims::StoreCall {
     if (auto e = up()) {
       return std::unexpected(e->error());
     }
+    ++w_.lists;
     std::vector<Claim> out;
     const std::string prefix = prefixOf(kind, pool);
     for (auto it = w_.claims.lower_bound(prefix); it != w_.claims.end() && it->first.starts_with(prefix); ++it) {

@@ -40,6 +40,7 @@ struct MemoryWorld {
   bool brokenCreate = false;  ///< planted: create overwrites a claim that exists (no create-if-absent)
   int loseAnswers = 0;       ///< the next creates are made but answer a timeout (the node never learns it)
   int calls = 0;             ///< calls made (one per public call of a backend)
+  int lists = 0;             ///< lists of a pool's claims
 };
 
 class MemoryClaimStore final : public ipam::claims::ClaimStore {

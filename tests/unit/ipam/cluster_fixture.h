@@ -33,9 +33,9 @@ namespace ibcni::ipam::testing {
 
 using Time = std::chrono::system_clock::time_point;
 
-// The real client, counting every request (and those reading a range of keys); `loseAnswers` requests whose body holds `loseIf` (and
-// whose method is `loseMethod`, when set) are sent but their answer is replaced by a timeout (the
-// write happened, the node never learns it).
+// The real client, counting every request (and those reading a range of keys); `loseAnswers`
+// requests whose body holds `loseIf` (and whose method is `loseMethod`, when set) are sent but their
+// answer is replaced by a timeout (the write happened, the node never learns it).
 class TapClient final : public http::HttpClient {
  public:
   http::HttpResult<http::Response> send(const http::Request& r) override {
@@ -217,6 +217,8 @@ class ClusterFixture : public ::testing::Test {
   }
   /// The requests sent to the store: etcd's HTTP requests, or the calls of the store in memory.
   int backendCalls() const { return memory_ ? world_->calls : http_.calls.load(); }
+  /// The lists the store served: etcd's range reads of a prefix, the memory store's list calls.
+  int rangeReads() const { return memory_ ? world_->lists : http_.rangeReads.load(); }
   /// The store stops answering (etcd: its member stopped).
   ::testing::AssertionResult stopBackend() {
     if (memory_) {

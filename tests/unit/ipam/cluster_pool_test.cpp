@@ -146,7 +146,7 @@ TEST_P(ClusterPoolTest, AClaimWhoseAnswerWasLostIsAdoptedNeverClaimedTwice) {
 // No request of an ADD grows with the number of nodes: fresh nodes claim a pool's last free blocks
 // among themselves, one key at a time (a claim lost to another node: the next block, in each node's
 // own order), without listing the pool; only a node that finds no block left lists it (then asks).
-TEST_F(ClusterPoolTest, FreshNodesClaimTheLastBlocksWithoutListingThePool) {
+TEST_P(ClusterPoolTest, FreshNodesClaimTheLastBlocksWithoutListingThePool) {
   NetSpec four;
   four.ranges = R"([[{"subnet": "10.56.0.0/26"}]])";  // 4 blocks of 16
   std::set<std::string> blocks;
@@ -157,11 +157,11 @@ TEST_F(ClusterPoolTest, FreshNodesClaimTheLastBlocksWithoutListingThePool) {
     blocks.insert(owned(n).front());
   }
   EXPECT_EQ(blocks.size(), 4U) << "each node a block of its own";
-  EXPECT_EQ(http_.rangeReads, 0) << "no list of the pool (nor of the nodes) on an ADD's path";
+  EXPECT_EQ(rangeReads(), 0) << "no list of the pool (nor of the nodes) on an ADD's path";
   auto full = add("node-4", "c0", conf("node-4", four));
   ASSERT_FALSE(full);
   EXPECT_EQ(full.error().code, cni::Errc::kTryAgainLater) << full.error().msg;
-  EXPECT_GT(http_.rangeReads, 0) << "no block left: the pool listed once, then its holders asked for room";
+  EXPECT_GT(rangeReads(), 0) << "no block left: the pool listed once, then its holders asked for room";
 }
 
 // A reboot wipes the default data directory (tmpfs) with the pool's store and ledger. The pool index
