@@ -52,6 +52,7 @@ struct ClusterPool::Pass {
   cni::Result<void> giveBack();
   cni::Result<void> takeOverGone();
   cni::Result<void> takeOverBlock(const Claim& c, bool& gone);
+  cni::Result<void> removeGoneBlock(const Claim& c, const Block& blk, bool& gone, const std::string& why);
   cni::Result<void> settleLoans();
   cni::Result<void> lend();
   cni::Result<void> settleDemand();
@@ -362,8 +363,10 @@ cni::Result<void> ClusterPool::Pass::takeOverBlock(const Claim& c, bool& gone) {
   if (!p.ledger_.definition) {
     // A claim stands only under the pool's definition, which this node has not checked yet.
     if (auto d = p.define(be); !d) {
-      log::warn("pool {}: the blocks of gone nodes are left to another node: {}", p.cluster_.pool, d.error().msg);
-      return {};
+      // This node's network disagrees with the pool's definition (it may be the gone node's): it
+      // cannot take the block, but it removes it when nothing in it is lent, so that the block
+      // does not outlive its holder when every live node disagrees (I4).
+      return removeGoneBlock(c, *blk, gone, d.error().msg);
     }
   }
   auto r = p.claimBlock(be, *blk, &c.holder);
@@ -386,6 +389,30 @@ cni::Result<void> ClusterPool::Pass::takeOverBlock(const Claim& c, bool& gone) {
   }
   if (LedgerEntry* e = p.block(c.name); e != nullptr) {
     e->emptySince = {};
+  }
+  return {};
+}
+
+cni::Result<void> ClusterPool::Pass::removeGoneBlock(const Claim& c, const Block& blk, bool& gone,
+                                                     const std::string& why) {
+  const KeySpan span{blk.cidr.address.family, blk.span};
+  for (const auto& a : addresses) {
+    auto ip = p.grid_.space().fromClaimName(a.name);
+    if (ip && span.contains(*ip) && a.holder.attrs.lender == c.holder.node) {
+      log::warn("pool {}: block {} of gone node {} lends {}: left to a node that can take it over ({})",
+                p.cluster_.pool, c.name, c.holder.node, a.name, why);
+      return {};
+    }
+  }
+  auto r = be.removeGone(ClaimKind::kBlock, p.bpool(), c.name, c.holder);
+  if (!r) {
+    return std::unexpected(error(r.error(), "removing block " + c.name + " of gone node " + c.holder.node));
+  }
+  gone = *r != ReleaseOutcome::kNotOurs;
+  if (*r == ReleaseOutcome::kReleased) {
+    out.takenOver.push_back(c.name);
+    log::info("pool {}: block {} of node {}, which is gone, removed (this node cannot take it: {})", p.cluster_.pool,
+              c.name, c.holder.node, why);
   }
   return {};
 }
