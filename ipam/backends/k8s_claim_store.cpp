@@ -40,11 +40,8 @@ class K8sStoreCall final : public claims::StoreCall {
   K8sStoreCall(http::HttpClient& client, const K8sClaimStore::Options& o) : o_(o), s_(client, o) {}
 
   BackendResult<MaybeHolder> read(const ClaimRef& ref) override {
-    const std::string name = claimLeaseName(ref.kind, ref.pool, ref.name);
-    if (name.empty()) {
-      return MaybeHolder();  // never created
-    }
-    return as<MaybeHolder>(readClaim(name, ref), [&](const MaybeLease& v) { return held(v); });
+    return as<MaybeHolder>(readClaim(claimLeaseName(ref.kind, ref.pool, ref.name), ref),
+                           [&](const MaybeLease& v) { return held(v); });
   }
 
   BackendResult<std::vector<Claim>> list(ClaimKind kind, std::string_view pool,
@@ -122,7 +119,7 @@ class K8sStoreCall final : public claims::StoreCall {
 
   BackendResult<Removed> removeIfGone(const ClaimRef& ref, const Holder& seen) override {
     const std::string name = claimLeaseName(ref.kind, ref.pool, ref.name);
-    auto cur = name.empty() ? BackendResult<MaybeLease>() : readClaim(name, ref);
+    auto cur = readClaim(name, ref);
     if (!cur || !*cur) {
       return as<Removed>(std::move(cur), [](const MaybeLease&) { return Removed::kGone; });
     }
@@ -254,8 +251,12 @@ class K8sStoreCall final : public claims::StoreCall {
   }
 
   /// Claim Lease `name` read (and kept for an update within this call), checked to be ibcni's
-  /// claim of `ref`; nullopt when absent.
+  /// claim of `ref`; nullopt when absent, or never created ("": its name would be too long; a GET of
+  /// "" would list the collection).
   BackendResult<MaybeLease> readClaim(const std::string& name, const ClaimRef& ref) {
+    if (name.empty()) {
+      return MaybeLease();
+    }
     auto v = s_.call.getLease(name);
     if (v && *v) {
       if (auto c = isClaimOf(**v, ref.pool, ref.name, s_.call); !c) {
