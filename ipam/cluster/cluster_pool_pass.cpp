@@ -53,6 +53,7 @@ struct ClusterPool::Pass {
   cni::Result<void> takeOverGone();
   cni::Result<void> takeOverBlock(const Claim& c, bool& gone);
   cni::Result<void> removeGoneBlock(const Claim& c, const Block& blk, bool& gone, const std::string& why);
+  [[nodiscard]] std::vector<std::pair<net::IpAddress, std::string>> loansIn(const Claim& c, const Block& blk) const;
   cni::Result<void> settleLoans();
   cni::Result<void> lend();
   cni::Result<void> settleDemand();
@@ -379,12 +380,9 @@ cni::Result<void> ClusterPool::Pass::takeOverBlock(const Claim& c, bool& gone) {
   }
   out.takenOver.push_back(c.name);
   // Its holder's loans stay lent: they are this node's loans now.
-  for (const auto& a : addresses) {
-    auto ip = p.grid_.space().fromClaimName(a.name);
-    if (ip && KeySpan{blk->cidr.address.family, blk->span}.contains(*ip) && a.holder.attrs.lender == c.holder.node) {
-      if (auto l = loans.recordLent(*ip, a.holder.node); !l) {
-        return l;
-      }
+  for (const auto& [ip, borrower] : loansIn(c, *blk)) {
+    if (auto l = loans.recordLent(ip, borrower); !l) {
+      return l;
     }
   }
   if (LedgerEntry* e = p.block(c.name); e != nullptr) {
@@ -393,16 +391,26 @@ cni::Result<void> ClusterPool::Pass::takeOverBlock(const Claim& c, bool& gone) {
   return {};
 }
 
-cni::Result<void> ClusterPool::Pass::removeGoneBlock(const Claim& c, const Block& blk, bool& gone,
-                                                     const std::string& why) {
+// The addresses block `blk`, held as `c`, lends (each with its borrower), as the list of address
+// claims says.
+std::vector<std::pair<net::IpAddress, std::string>> ClusterPool::Pass::loansIn(const Claim& c, const Block& blk) const {
   const KeySpan span{blk.cidr.address.family, blk.span};
+  std::vector<std::pair<net::IpAddress, std::string>> lent;
   for (const auto& a : addresses) {
     auto ip = p.grid_.space().fromClaimName(a.name);
     if (ip && span.contains(*ip) && a.holder.attrs.lender == c.holder.node) {
-      log::warn("pool {}: block {} of gone node {} lends {}: left to a node that can take it over ({})",
-                p.cluster_.pool, c.name, c.holder.node, a.name, why);
-      return {};
+      lent.emplace_back(*ip, a.holder.node);
     }
+  }
+  return lent;
+}
+
+cni::Result<void> ClusterPool::Pass::removeGoneBlock(const Claim& c, const Block& blk, bool& gone,
+                                                     const std::string& why) {
+  if (const auto lent = loansIn(c, blk); !lent.empty()) {
+    log::warn("pool {}: block {} of gone node {} lends {}: left to a node that can take it over ({})",
+              p.cluster_.pool, c.name, c.holder.node, lent.front().first.toString(), why);
+    return {};
   }
   auto r = be.removeGone(ClaimKind::kBlock, p.bpool(), c.name, c.holder);
   if (!r) {
