@@ -324,36 +324,53 @@ void RelayHttpClient::stop(bool kill) {
 
 HttpResult<Response> RelayHttpClient::send(const Request& request) {
   const std::lock_guard lock(mutex_);
-  auto fail = [&](ErrorKind kind, const std::string& message) {
-    return HttpResult<Response>(std::unexpected(HttpError{kind, endpointOf(request), message, 0, 0}));
-  };
   std::string why;
   if (pid_ < 0 && !start(why)) {
-    return fail(ErrorKind::kUnavailable, "the HTTP relay " + program_ + " could not be started (" + why +
-                                             "): cluster mode's requests are sent by ibcni, installed beside ibcni-ipam");
+    return relayFailure(request, ErrorKind::kUnavailable,
+                        "the HTTP relay " + program_ + " could not be started (" + why +
+                            "): cluster mode's requests are sent by ibcni, installed beside ibcni-ipam");
   }
-  // The relay's client enforces request.timeout; this bound only catches a relay that hangs.
-  const auto deadline = std::chrono::steady_clock::now() + request.timeout + slack_;
-  std::string answer;
-  ReadOutcome got = ReadOutcome::kBroken;
-  if (writeAll(socket_.get(), framed(encodeRequest(request)))) {
-    got = readFrame(socket_.get(), answer, deadline);
-  }
-  if (got == ReadOutcome::kFrame) {
-    if (auto result = decodeResult(answer)) {
-      return std::move(*result);
-    }
+  auto answer = exchangeOverRelay(socket_.get(), request, slack_);
+  if (answer) {
+    return std::move(*answer);
   }
   stop(true);
-  if (got == ReadOutcome::kTimeout) {
-    return fail(ErrorKind::kTimeout, "the HTTP relay " + program_ + " gave no answer in time and was stopped");
+  if (answer.error() == RelayFailure::kTimeout) {
+    return relayFailure(request, ErrorKind::kTimeout,
+                        "the HTTP relay " + program_ + " gave no answer in time and was stopped");
   }
-  return fail(ErrorKind::kUnavailable, "the HTTP relay " + program_ + " ended or answered with a broken frame");
+  return relayFailure(request, ErrorKind::kUnavailable,
+                      "the HTTP relay " + program_ + " ended or answered with a broken frame");
 }
 
-int serveHttpRelay(HttpClient& client, int in, int out) {
+std::expected<HttpResult<Response>, RelayFailure> exchangeOverRelay(int fd, const Request& request,
+                                                                     std::chrono::milliseconds slack) {
+  // The relay's client enforces request.timeout; this bound only catches a relay that hangs.
+  const auto deadline = std::chrono::steady_clock::now() + request.timeout + slack;
+  std::string answer;
+  if (!writeAll(fd, framed(encodeRequest(request)))) {
+    return std::unexpected(RelayFailure::kNotSent);
+  }
+  const ReadOutcome got = readFrame(fd, answer, deadline);
+  if (got == ReadOutcome::kTimeout) {
+    return std::unexpected(RelayFailure::kTimeout);
+  }
+  auto result = got == ReadOutcome::kFrame ? decodeResult(answer) : std::nullopt;
+  if (!result) {
+    return std::unexpected(RelayFailure::kBroken);
+  }
+  return std::move(*result);
+}
+
+HttpResult<Response> relayFailure(const Request& request, ErrorKind kind, std::string message) {
+  return std::unexpected(HttpError{kind, endpointOf(request), std::move(message), 0, 0});
+}
+
+int serveHttpRelay(HttpClient& client, int in, int out, std::optional<std::chrono::milliseconds> idle) {
   for (std::string frame;;) {
-    const auto got = readFrame(in, frame);
+    const Deadline deadline =
+        idle ? Deadline(std::chrono::steady_clock::now() + *idle) : Deadline(std::nullopt);
+    const auto got = readFrame(in, frame, deadline);
     if (got == ReadOutcome::kEnd) {
       return 0;
     }

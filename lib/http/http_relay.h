@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <expected>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -54,8 +55,22 @@ class RelayHttpClient final : public HttpClient {
   pid_t pid_ = -1;
 };
 
+/// How an exchange with a relay failed: the request could not be written (nothing was sent), the
+/// stream ended or broke after it was, or no answer came in time.
+enum class RelayFailure { kNotSent, kBroken, kTimeout };
+
+/// One request over a relay's stream `fd`: its frame written, the answer's frame read, waiting at
+/// most `request.timeout + slack` for it (the relay's client enforces the timeout itself).
+[[nodiscard]] std::expected<HttpResult<Response>, RelayFailure> exchangeOverRelay(int fd, const Request& request,
+                                                                                   std::chrono::milliseconds slack);
+
+/// The error of kind `kind` a relay's client answers for `request` with `message`.
+[[nodiscard]] HttpResult<Response> relayFailure(const Request& request, ErrorKind kind, std::string message);
+
 /// The relay's side: reads framed requests from `in` until end of file, sends each with `client`
-/// and writes its framed answer to `out`. Returns 0 at end of file, 1 on a broken frame or stream.
-[[nodiscard]] int serveHttpRelay(HttpClient& client, int in, int out);
+/// and writes its framed answer to `out`. Returns 0 at end of file, 1 on a broken frame or stream,
+/// or when `idle` passes with no request begun.
+[[nodiscard]] int serveHttpRelay(HttpClient& client, int in, int out,
+                                 std::optional<std::chrono::milliseconds> idle = std::nullopt);
 
 }  // namespace ibcni::http
