@@ -28,6 +28,7 @@
 #include "ibcni/config/net_conf.h"
 #include "ibcni/os/time_text.h"
 #include "ibcni/os/unique_fd.h"
+#include "lib/http/relay_socket.h"
 #include "lib/log/log.h"
 #include "ipam/backend_calls.h"
 #include "plugin/agent/cni_events.h"
@@ -38,6 +39,7 @@
 #include "plugin/agent/reconcile_report.h"
 #include "plugin/cli/command_line.h"
 #include "plugin/cli/production_deps.h"
+#include "plugin/cli/production_http.h"
 #include "plugin/cli/reconcile_args.h"
 #include "plugin/cli/stop_signals.h"
 #include "plugin/state/file_attachment_store.h"
@@ -52,6 +54,7 @@ struct AgentArgs {
   std::string listen = ":9464";
   bool once = false;
   std::string hostRoot = {};  ///< empty: the agent stays in its own namespaces
+  std::string relaySocket = std::string(http::kDefaultRelaySocket);  ///< empty: none served
 };
 
 // The command line's values (parsed against kAgentFlags); a usage problem when one is not a value
@@ -80,6 +83,12 @@ std::expected<AgentArgs, UsageProblem> agentArgs(const CommandLine& line) {
   a.hostRoot = line.value(kAgentHostRootFlag).value_or("");
   if (line.has(kAgentHostRootFlag) && a.hostRoot.empty()) {
     return std::unexpected(UsageProblem{"--host-root \"\": name the node's / as mounted here"});
+  }
+  if (const auto v = line.value(kAgentRelaySocketFlag)) {
+    a.relaySocket = *v;
+    if (!a.relaySocket.empty() && a.relaySocket.front() != '/') {
+      return std::unexpected(UsageProblem{"--http-relay-socket " + *v + ": name an absolute path (\"\": none)"});
+    }
   }
   return a;
 }
@@ -175,6 +184,22 @@ class PortSnapshot {
   std::vector<PodPortCounters> ports_;
 };
 
+// The relay socket the plugins send through (none with --once or an empty --http-relay-socket). One
+// that cannot be served is logged: the plugins then send their requests themselves.
+std::unique_ptr<http::RelayServer> serveRelay(const AgentArgs& a) {
+  if (a.once || a.relaySocket.empty()) {
+    return nullptr;
+  }
+  auto server = http::RelayServer::listen({.path = a.relaySocket}, productionHttpClient());
+  if (!server) {
+    std::fprintf(stderr, "ibcni agent: not serving the HTTP relay: %s\n", server.error().c_str());
+    return nullptr;
+  }
+  std::fprintf(stdout, "%s ibcni agent: serving the plugins' cluster requests on %s\n", now().c_str(),
+               a.relaySocket.c_str());
+  return std::move(*server);
+}
+
 int runAgentLoop(const AgentArgs& a, const sigset_t& stop, const os::UniqueFd& nodeNet) {
   std::optional<metrics::AgentMetrics> m;
   const auto dirs = a.options;
@@ -199,6 +224,8 @@ int runAgentLoop(const AgentArgs& a, const sigset_t& stop, const os::UniqueFd& n
                  std::strerror(errno));
     return 1;
   }
+  // Its threads are started here, so that they too send from the node's network namespace.
+  const auto relay = serveRelay(a);
   ProductionDeps production([&m](ipam::BackendFactory inner) {
     return ipam::countingBackends(std::move(inner), [&m](std::string_view b, std::string_view op, std::string_view r) {
       m->recordBackendCall(b, op, r);

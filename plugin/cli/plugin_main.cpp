@@ -8,6 +8,7 @@
 #include <chrono>
 #include <string>
 
+#include "lib/http/curl_http_client.h"
 #include "lib/http/http_relay.h"
 #include "plugin/cli/command_line.h"
 #include "plugin/cli/doctor_main.h"
@@ -39,8 +40,10 @@ constexpr std::string_view kPoolsDetails =
     "exit status: 0 listed; 1 a backend or a store could not be read (a CNI error, naming the\n"
     "endpoint or the file); 2 usage, an unreadable CONFIG_FILE, or a network with neither pool\n";
 
+// Started by ibcni-ipam when no agent serves its relay socket: libcurl here, not the socket again.
 int runHttpRelay(const CommandLine&) {
-  return http::serveHttpRelay(productionHttpClient(), STDIN_FILENO, STDOUT_FILENO);
+  http::CurlHttpClient client;
+  return http::serveHttpRelay(client, STDIN_FILENO, STDOUT_FILENO);
 }
 
 constexpr Subcommand kCommands[] = {

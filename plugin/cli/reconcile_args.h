@@ -47,8 +47,12 @@ inline constexpr Flag kAgentOnceFlag{"--once", "", "one pass, then exit (status 
 inline constexpr Flag kAgentHostRootFlag{"--host-root", "DIR",
                                          "the node's / as mounted in this container: run the passes in the node's "
                                          "namespaces (see below)"};
-inline constexpr Flag kAgentFlags[] = {kAgentIntervalFlag, kAgentListenFlag,  kStateDirFlag,  kIpamDataDirFlag,
-                                       kPoolIndexDirFlag,  kDryRunFlag,       kAgentOnceFlag, kAgentHostRootFlag};
+inline constexpr Flag kAgentRelaySocketFlag{
+    "--http-relay-socket", "PATH",
+    "where to serve the plugins' cluster requests (default /run/ibcni/http-relay.sock; \"\": nowhere)"};
+inline constexpr Flag kAgentFlags[] = {kAgentIntervalFlag, kAgentListenFlag, kStateDirFlag,  kIpamDataDirFlag,
+                                       kPoolIndexDirFlag,  kDryRunFlag,      kAgentOnceFlag, kAgentHostRootFlag,
+                                       kAgentRelaySocketFlag};
 inline constexpr std::string_view kAgentSummary =
     "the node agent: a reconcile pass every --interval seconds, and Prometheus metrics";
 inline constexpr std::string_view kAgentDetails =
@@ -59,6 +63,9 @@ inline constexpr std::string_view kAgentDetails =
     "--host-root DIR (the DaemonSet's pod): PID 1's / must be DIR (hostPID); the agent then enters\n"
     "PID 1's mount namespace, and its passes PID 1's network namespace, where they see what the\n"
     "runtime and ibcni's DEL see; /metrics stays in the pod's own network namespace.\n"
+    "--http-relay-socket PATH: ibcni and ibcni-ipam send their cluster pools' requests through the\n"
+    "agent (root and the agent's user only), which keeps libcurl loaded and its connections open;\n"
+    "without an agent they send them themselves. Not served with --once.\n"
     "exit status: 0 stopped by a signal (or --once's pass failed nothing), 1 cannot listen or the\n"
     "pass failed, 2 usage\n";
 

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // ibcni-ipam's HTTP client. ibcni-ipam is linked statically, because an exec is all an IPAM
 // plugin's ADD costs beyond its own work, and a static program cannot load libcurl: its requests
-// (cluster mode's rare block claims, none in the steady state) go to `ibcni http-relay`, started
-// from the directory ibcni-ipam itself was run from, where the installer puts both.
+// (cluster mode's rare block claims, none in the steady state) go to the node agent's relay socket
+// when an agent serves it, else to `ibcni http-relay`, started from the directory ibcni-ipam itself
+// was run from, where the installer puts both.
 #include <climits>
 #include <mutex>
 #include <optional>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "lib/http/http_relay.h"
+#include "lib/http/relay_socket.h"
 #include "plugin/cli/production_http.h"
 
 namespace ibcni::plugin {
@@ -31,17 +33,21 @@ std::string ibcniBesideMe() {
 }  // namespace
 
 http::HttpClient& productionHttpClient() {
-  // The relay's path is found on the first request, not at start: most runs send none.
+  // The relays are looked for on the first request, not at start: most runs send none.
   class Lazy final : public http::HttpClient {
    public:
     http::HttpResult<http::Response> send(const http::Request& request) override {
-      std::call_once(once_, [this] { relay_.emplace(ibcniBesideMe(), std::vector<std::string>{"http-relay"}); });
+      std::call_once(once_, [this] {
+        exec_.emplace(ibcniBesideMe(), std::vector<std::string>{"http-relay"});
+        relay_.emplace(relaySocketPath(), *exec_);
+      });
       return relay_->send(request);
     }
 
    private:
     std::once_flag once_;
-    std::optional<http::RelayHttpClient> relay_;
+    std::optional<http::RelayHttpClient> exec_;
+    std::optional<http::SocketRelayHttpClient> relay_;
   };
   static Lazy client;
   return client;

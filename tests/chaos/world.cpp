@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "lib/http/relay_socket.h"
 #include "support/exec_program.h"
 
 namespace ibcni::chaos {
@@ -214,7 +215,9 @@ std::string World::configFile(int node, const NetworkDef& def) const {
 
 std::vector<std::string> World::baseEnv(std::optional<KillPoint> kill) const {
   std::vector<std::string> env{testing::kPathEnv, "LD_PRELOAD=" + tools_.killShim + " " + tools_.faketime,
-                               "FAKETIME=+" + std::to_string(offset_)};
+                               "FAKETIME=+" + std::to_string(offset_),
+                               // Never through a node agent this machine runs: each run sends its own requests.
+                               std::string(http::kRelaySocketEnv) + "=" + dir_ + "/no-agent/http-relay.sock"};
   if (params_.plant == "skip-guid-record") {
     env.emplace_back("IBCNI_GUID_DRIVER_PLANT=skip-record");  // the GUID driver writes no record ahead
   }

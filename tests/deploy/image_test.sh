@@ -142,7 +142,7 @@ check "image holds ibcni-agent, which runs there (its libraries are in the image
 agent_takes() {
   local usage opt status=0
   usage=$(chroot "$rootfs" /opt/ibcni/bin/ibcni-agent --help 2>&1) || return 1  # help goes to stderr
-  for opt in --host-root --interval --metrics-listen --state-dir --ipam-data-dir; do
+  for opt in --host-root --interval --metrics-listen --state-dir --ipam-data-dir --http-relay-socket; do
     grep -q -- "$opt" "$repo/deploy/installer/ibcni-install" || { echo "    the installer no longer gives $opt"; status=1; }
     grep -q -- "$opt" <<<"$usage" || { echo "    the agent does not take $opt"; status=1; }
   done

@@ -285,7 +285,8 @@ check "--no-sleep with an interval and metrics: no agent" bash -c '! test -e "$1
 start_real() {
   unshare --mount --propagation private -- env --default-signal=INT IBCNI_SOURCE_DIR="$work/realimage" \
     IBCNI_HOST_ROOT=/ IBCNI_CNI_BIN_DIR="$bin" "$installer" --reconcile-interval 1 --metrics-listen 127.0.0.1:19464 \
-    --state-dir "$work/state" --ipam-data-dir "$work/ipam-data" >"$work/$1.log" 2>&1 &
+    --state-dir "$work/state" --ipam-data-dir "$work/ipam-data" --http-relay-socket "$work/relay/http-relay.sock" \
+    >"$work/$1.log" 2>&1 &
   bg_pids+=($!)
   echo $! >"$work/$1.pid"
 }
@@ -300,11 +301,14 @@ if [[ -x $real_agent ]]; then
   check "real agent: a pass counted on /metrics" \
     wait_for 5 metrics_has 'ibcni_reconcile_runs_total{result="success"} [1-9]'
   check "real agent: the installer and the agent keep running" running real
+  check "real agent: serves the plugins' relay socket on --http-relay-socket, mode 0600" \
+    wait_for 5 bash -c '[[ -S $1 && $(stat -c %a "$1") == 600 ]]' _ "$work/relay/http-relay.sock"
   start_real second
   check "real agent: a second one on the same port makes its installer exit 1" ends second 1 10
   check "real agent: that one says the port cannot be listened on" logged second "127.0.0.1:19464: cannot listen there"
   check "real agent: SIGTERM stops the first one's installer with status 0" stops real
   check "real agent: it logged its stop" logged real "ibcni agent: stopped"
+  check "real agent: its relay socket is gone with it" bash -c '! test -e "$1"' _ "$work/relay/http-relay.sock"
 else
   echo "SKIP the real ibcni-agent: not given (installer_reconcile_test.sh IBCNI_AGENT)"
 fi

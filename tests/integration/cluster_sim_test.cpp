@@ -33,6 +33,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <set>
 #include <thread>
@@ -40,6 +41,7 @@
 #include "lib/http/curl_http_client.h"
 #include "ibcni/os/text.h"
 #include "support/cluster_sim.h"
+#include "support/daemon_process.h"
 #include "support/etcd_cluster.h"
 
 namespace ibcni::testing {
@@ -216,6 +218,56 @@ bool ownedBlocksFull(const ClusterSim& sim, int node, const std::set<std::string
   }
   return true;
 }
+
+#ifdef IBCNI_AGENT_BINARY
+// The node agent's relay socket carries ibcni-ipam's cluster requests: an ibcni-ipam installed with
+// no ibcni beside it (so that no `ibcni http-relay` can be started) claims its nodes' blocks while
+// ibcni-agent serves the socket, and a fresh node's first ADD fails naming the missing relay once the
+// agent is stopped (its socket removed).
+TEST(ClusterSim, ThroughTheAgentsRelaySocket) {
+  EtcdCluster etcd;
+  ASSERT_TRUE(etcd.start(1));
+  TempRoot root;
+  ASSERT_FALSE(root.path().empty());
+  const std::string bin = root.path() + "/bin";
+  fs::create_directories(bin);
+  fs::copy_file(IBCNI_IPAM_BINARY, bin + "/ibcni-ipam");
+  for (const char* d : {"/state", "/ipam"}) {
+    fs::create_directories(root.path() + d);
+  }
+  const std::string socket = root.path() + "/agent/http-relay.sock";
+  std::optional<DaemonProcess> agent;
+  agent.emplace(std::vector<std::string>{IBCNI_AGENT_BINARY, "--interval", "0", "--metrics-listen",
+                                         "127.0.0.1:" + std::to_string(freeLoopbackPort()), "--state-dir",
+                                         root.path() + "/state", "--ipam-data-dir", root.path() + "/ipam",
+                                         "--pool-index-dir", "", "--http-relay-socket", socket},
+                root.path() + "/agent.log");
+  ASSERT_TRUE(agent->started());
+  for (int i = 0; i < 200 && !fs::exists(socket); ++i) {
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_TRUE(fs::exists(socket)) << "the agent serves no relay socket";
+
+  ClusterSimOptions o;
+  o.plugin = bin + "/ibcni-ipam";
+  o.root = root.path() + "/nodes";
+  o.nodes = 4;
+  o.etcdEndpoints = etcd.endpoints();
+  o.relaySocket = socket;
+  ClusterSim sim(o);
+  const auto adds = sim.callAll(CniVerb::kAdd, ClusterSim::pods(3, 2, 5), 3);
+  ASSERT_TRUE(sim.allSucceeded(adds));
+  EXPECT_TRUE(sim.noAddressTwice(adds));
+  EXPECT_TRUE(sim.blocksConsistent());
+
+  EXPECT_EQ(agent->stop(SIGTERM), 0) << "the agent did not exit 0 on SIGTERM";
+  agent.reset();
+  EXPECT_FALSE(fs::exists(socket)) << "the stopped agent left its socket";
+  const CniCall fresh = sim.call(CniVerb::kAdd, PodRef{3, 0});
+  EXPECT_FALSE(fresh.ok()) << fresh.describe("node-3");
+  EXPECT_NE(fresh.out.find("could not be started"), std::string::npos) << fresh.describe("node-3");
+}
+#endif
 
 TEST(ClusterSimFaults, KillDuringBlockClaim) {
   EtcdCluster etcd;

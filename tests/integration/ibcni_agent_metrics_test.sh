@@ -54,7 +54,7 @@ mkdir -p "$state" "$data"
 
 # --- the agent, started through `ibcni agent` ----------------------------------------------------
 "$ibcni" agent --interval 1 --metrics-listen "127.0.0.1:$agent_port" --state-dir "$state" --ipam-data-dir "$data" \
-  --pool-index-dir "" >"$work/agent.log" 2>&1 &
+  --pool-index-dir "" --http-relay-socket "$work/relay.sock" >"$work/agent.log" 2>&1 &
 agent_pid=$!
 pids+=("$agent_pid")
 for _ in $(seq 50); do
@@ -63,6 +63,8 @@ for _ in $(seq 50); do
 done
 check "/healthz answers ok" test "$(curl -s "http://127.0.0.1:$agent_port/healthz")" = ok || { cat "$work/agent.log"; finish_checks; }
 check "the process is ibcni-agent (ibcni agent exec'd it)" test "$(readlink -f "/proc/$agent_pid/exe")" = "$agent"
+check "it serves the plugins' relay socket on --http-relay-socket, mode 0600" \
+  bash -c '[[ -S $1 && $(stat -c %a "$1") == 600 ]]' _ "$work/relay.sock"
 
 # --- Prometheus scraping it every second -----------------------------------------------------------
 cat >"$work/prometheus.yml" <<YAML
@@ -144,7 +146,7 @@ echo "  agent memory after $(($(query 'count_over_time(up{job="ibcni-agent"}[5m]
 
 # --- refusals ------------------------------------------------------------------------------------
 out=$("$agent" --interval 1 --metrics-listen "127.0.0.1:$agent_port" --state-dir "$state" --ipam-data-dir "$data" \
-  --pool-index-dir "" 2>&1); rc=$?
+  --pool-index-dir "" --http-relay-socket "" 2>&1); rc=$?
 echo "  a second agent on the port printed: $out" | head -3
 check "a second agent on the same port exits 1" test "$rc" -eq 1
 check "... naming --metrics-listen and the address" grep -q -- "--metrics-listen 127.0.0.1:$agent_port" <<<"$out"

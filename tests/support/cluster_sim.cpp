@@ -25,6 +25,7 @@
 #include <thread>
 
 #include "lib/http/curl_http_client.h"
+#include "lib/http/relay_socket.h"
 #include "ibcni/os/text.h"
 
 namespace ibcni::testing {
@@ -291,7 +292,9 @@ std::vector<std::string> ClusterSim::env(CniVerb verb, PodRef pod) const {
           "CNI_CONTAINERID=" + containerId(pod),
           "CNI_NETNS=" + o_.netns,
           "CNI_IFNAME=eth0",
-          "CNI_PATH=/usr/lib/cni"};
+          "CNI_PATH=/usr/lib/cni",
+          std::string(http::kRelaySocketEnv) + "=" +
+              (o_.relaySocket.empty() ? o_.root + "/no-agent/http-relay.sock" : o_.relaySocket)};
 }
 
 std::vector<PodRef> ClusterSim::pods(int nodes, int podsPerNode, unsigned seed) {

@@ -65,6 +65,10 @@ struct ClusterSimOptions {
   bool clusterMode = true;
   std::string netns = "/proc/self/ns/net";
   std::chrono::milliseconds execTimeout{60000};
+  /// The node agent's relay socket the plugin is told of (IBCNI_HTTP_RELAY_SOCKET): empty, a path
+  /// under `root` where nothing listens, so that the plugin sends its requests itself and never
+  /// through an agent this machine runs.
+  std::string relaySocket;
 };
 
 enum class CniVerb { kAdd, kDel };

@@ -4,8 +4,11 @@
 // and answers each with one JSON line (kubelet-dra).
 #pragma once
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,6 +22,21 @@
 #include "support/exec_program.h"
 
 namespace ibcni::testing {
+
+/// A loopback TCP port that was free a moment ago (for a daemon's listener); 0 when none was found.
+inline int freeLoopbackPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t size = sizeof a;
+  const bool ok = fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &size) == 0;
+  if (fd >= 0) {
+    ::close(fd);
+  }
+  return ok ? ntohs(a.sin_port) : 0;
+}
 
 /// A program the test starts and stops; its stdout and stderr go to `log`.
 class DaemonProcess {
