@@ -2,6 +2,7 @@
 #include "lib/http/relay_socket.h"
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <poll.h>
@@ -58,6 +59,11 @@ bool saysReady(int fd, std::chrono::milliseconds wait) {
 }
 
 }  // namespace
+
+std::string relaySocketFromEnvironment() {
+  const char* set = std::getenv(std::string(kRelaySocketEnv).c_str());
+  return set != nullptr && *set != '\0' ? std::string(set) : std::string(kDefaultRelaySocket);
+}
 
 SocketRelayHttpClient::SocketRelayHttpClient(std::string socketPath, HttpClient& fallback,
                                              std::chrono::milliseconds readyWait, std::chrono::milliseconds slack)

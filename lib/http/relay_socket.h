@@ -30,6 +30,10 @@ inline constexpr char kRelayReady = 'R';
 inline constexpr std::string_view kDefaultRelaySocket = "/run/ibcni/http-relay.sock";
 inline constexpr std::string_view kRelaySocketEnv = "IBCNI_HTTP_RELAY_SOCKET";
 
+/// Where the plugins look for the node agent's relay: $IBCNI_HTTP_RELAY_SOCKET when set and not
+/// empty, else kDefaultRelaySocket.
+[[nodiscard]] std::string relaySocketFromEnvironment();
+
 /// Sends through the relay listening on `socketPath`, and through `fallback` when none serves there:
 /// the socket is tried on the first send(). A path with no listener, or a listener that turns this
 /// client away or does not say it is ready within `readyWait`, sends every request with `fallback`.

@@ -10,7 +10,7 @@ namespace ibcni::plugin {
 
 http::HttpClient& productionHttpClient() {
   static http::CurlHttpClient curl;
-  static http::SocketRelayHttpClient client(relaySocketPath(), curl);
+  static http::SocketRelayHttpClient client(http::relaySocketFromEnvironment(), curl);
   return client;
 }
 

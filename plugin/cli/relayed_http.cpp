@@ -39,7 +39,7 @@ http::HttpClient& productionHttpClient() {
     http::HttpResult<http::Response> send(const http::Request& request) override {
       std::call_once(once_, [this] {
         exec_.emplace(ibcniBesideMe(), std::vector<std::string>{"http-relay"});
-        relay_.emplace(relaySocketPath(), *exec_);
+        relay_.emplace(http::relaySocketFromEnvironment(), *exec_);
       });
       return relay_->send(request);
     }

@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -199,6 +200,20 @@ TEST_F(RelaySocket, TheServerRemovesItsOwnSocketOnly) {
     std::ofstream(path_) << "another's";
   }
   EXPECT_TRUE(fs::exists(path_)) << "a file the server did not make was removed";
+}
+
+TEST(RelaySocketPath, TheEnvironmentNamesItElseTheDefault) {
+  const char* before = std::getenv(std::string(kRelaySocketEnv).c_str());
+  const std::string saved = before != nullptr ? before : "";
+  ::setenv(std::string(kRelaySocketEnv).c_str(), "/elsewhere/relay.sock", 1);
+  EXPECT_EQ(relaySocketFromEnvironment(), "/elsewhere/relay.sock");
+  ::setenv(std::string(kRelaySocketEnv).c_str(), "", 1);
+  EXPECT_EQ(relaySocketFromEnvironment(), kDefaultRelaySocket);
+  ::unsetenv(std::string(kRelaySocketEnv).c_str());
+  EXPECT_EQ(relaySocketFromEnvironment(), kDefaultRelaySocket);
+  if (before != nullptr) {
+    ::setenv(std::string(kRelaySocketEnv).c_str(), saved.c_str(), 1);
+  }
 }
 
 }  // namespace
