@@ -26,6 +26,7 @@
 #include "plugin/agent/node_counts.h"
 #include "plugin/invocation.h"
 #include "plugin/state/file_attachment_store.h"
+#include "support/daemon_process.h"
 #include "ibcni/config/net_conf.h"
 
 namespace {
@@ -50,18 +51,6 @@ bool addAddress(ipam::EmbeddedIpam& ipam, const std::string& conf, const std::st
     std::fprintf(stderr, "agent_scrape_bench: %s\n", added.error().msg.c_str());
   }
   return added.has_value();
-}
-
-int freePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
 }
 
 // One GET of /metrics; the bytes of the answer.
@@ -174,7 +163,7 @@ int main(int argc, char** argv) {
     bytes = metrics.renderText().size();
     render.push_back(bench::ms(std::chrono::steady_clock::now() - t0));
   }
-  const int port = freePort();
+  const int port = ibcni::testing::freeLoopbackPort();
   auto server = plugin::metrics::MetricsServer::start("127.0.0.1:" + std::to_string(port), metrics);
   if (!server) {
     std::fprintf(stderr, "agent_scrape_bench: %s\n", server.error().msg.c_str());

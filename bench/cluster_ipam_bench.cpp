@@ -271,24 +271,16 @@ int main(int argc, char** argv) {
   const auto endpoints = etcd.endpoints();
 
   // The nodes' agent and its relay socket (one process standing for every node's).
-  std::optional<ibcni::testing::DaemonProcess> agent;
+  std::optional<ibcni::testing::RelayAgent> agent;
   std::string relay;
   if (!args.agent.empty()) {
-    relay = root + "/agent/http-relay.sock";
-    fs::create_directories(root + "/agent/state");
-    agent.emplace(std::vector<std::string>{args.agent, "--interval", "0", "--metrics-listen",
-                                           "127.0.0.1:" + std::to_string(ibcni::testing::freeLoopbackPort()),
-                                           "--state-dir", root + "/agent/state", "--ipam-data-dir",
-                                           root + "/agent/state", "--pool-index-dir", "", "--http-relay-socket",
-                                           relay},
-                  root + "/agent.log");
-    for (int i = 0; i < 200 && !fs::exists(relay); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    if (!fs::exists(relay)) {
-      std::fprintf(stderr, "%s serves no relay socket (its log: %s/agent.log)\n", args.agent.c_str(), root.c_str());
+    agent.emplace(args.agent, root + "/agent");
+    if (!agent->up()) {
+      std::fprintf(stderr, "%s serves no relay socket (its log: %s/agent/agent.log)\n", args.agent.c_str(),
+                   root.c_str());
       return 2;
     }
+    relay = agent->socket();
   }
 
   // The kubernetes backend: Leases through a real kube-apiserver (built from its module) over the

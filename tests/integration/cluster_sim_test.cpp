@@ -232,21 +232,10 @@ TEST(ClusterSim, ThroughTheAgentsRelaySocket) {
   const std::string bin = root.path() + "/bin";
   fs::create_directories(bin);
   fs::copy_file(IBCNI_IPAM_BINARY, bin + "/ibcni-ipam");
-  for (const char* d : {"/state", "/ipam"}) {
-    fs::create_directories(root.path() + d);
-  }
-  const std::string socket = root.path() + "/agent/http-relay.sock";
-  std::optional<DaemonProcess> agent;
-  agent.emplace(std::vector<std::string>{IBCNI_AGENT_BINARY, "--interval", "0", "--metrics-listen",
-                                         "127.0.0.1:" + std::to_string(freeLoopbackPort()), "--state-dir",
-                                         root.path() + "/state", "--ipam-data-dir", root.path() + "/ipam",
-                                         "--pool-index-dir", "", "--http-relay-socket", socket},
-                root.path() + "/agent.log");
-  ASSERT_TRUE(agent->started());
-  for (int i = 0; i < 200 && !fs::exists(socket); ++i) {
-    std::this_thread::sleep_for(50ms);
-  }
-  ASSERT_TRUE(fs::exists(socket)) << "the agent serves no relay socket";
+  std::optional<RelayAgent> agent;
+  agent.emplace(IBCNI_AGENT_BINARY, root.path() + "/agent");
+  ASSERT_TRUE(agent->up()) << "the agent serves no relay socket";
+  const std::string socket = agent->socket();
 
   ClusterSimOptions o;
   o.plugin = bin + "/ibcni-ipam";

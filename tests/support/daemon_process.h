@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -141,6 +142,37 @@ class DaemonProcess {
   int toChild_ = -1;
   int fromChild_ = -1;
   std::string buffer_;
+};
+
+/// ibcni-agent serving the plugins' relay socket (`dir`/http-relay.sock) and nothing else (no passes,
+/// its state in `dir`, its metrics on a free loopback port), as every node's agent does; its log in
+/// `dir`/agent.log. up() once the socket is there (waited for at most 10 s).
+class RelayAgent {
+ public:
+  RelayAgent(const std::string& binary, const std::string& dir)
+      : socket_(dir + "/http-relay.sock"),
+        process_({binary, "--interval", "0", "--metrics-listen", "127.0.0.1:" + std::to_string(freeLoopbackPort()),
+                  "--state-dir", prepared(dir), "--ipam-data-dir", dir, "--pool-index-dir", "",
+                  "--http-relay-socket", socket_},
+                 dir + "/agent.log") {
+    for (int i = 0; i < 200 && process_.started() && !std::filesystem::exists(socket_); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+
+  [[nodiscard]] bool up() const { return process_.started() && std::filesystem::exists(socket_); }
+  [[nodiscard]] const std::string& socket() const { return socket_; }
+  /// DaemonProcess::stop.
+  int stop(int sig) { return process_.stop(sig); }
+
+ private:
+  static const std::string& prepared(const std::string& dir) {
+    std::filesystem::create_directories(dir);
+    return dir;
+  }
+
+  std::string socket_;
+  DaemonProcess process_;
 };
 
 }  // namespace ibcni::testing
