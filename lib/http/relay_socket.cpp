@@ -48,6 +48,13 @@ os::UniqueFd connectTo(const std::string& path) {
   return fd;
 }
 
+// Whether a process listens at `a`: a connection, or a backlog full (EAGAIN), says so; a socket
+// file nobody listens on any more refuses the connection.
+bool someoneListens(const sockaddr_un& a) {
+  os::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  return fd && (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0 || errno == EAGAIN);
+}
+
 // Whether `fd` gives kRelayReady within `wait`.
 bool saysReady(int fd, std::chrono::milliseconds wait) {
   pollfd p{fd, POLLIN, 0};
@@ -124,7 +131,7 @@ std::expected<std::unique_ptr<RelayServer>, std::string> RelayServer::listen(Opt
     if (!S_ISSOCK(st.st_mode)) {
       return std::unexpected(path + " exists and is not a socket: remove it, or name another path");
     }
-    if (connectTo(path)) {
+    if (someoneListens(*address)) {
       return std::unexpected(path + " is served by another process (another agent on this node?)");
     }
     ::unlink(path.c_str());  // stale: its server is gone
