@@ -42,6 +42,10 @@ struct CurlApi {
 
 namespace {
 
+/// Connections a client that keeps them holds open at most: above the concurrent requests of its
+/// busiest caller (the relay socket serves at most 64 connections, lib/http/relay_socket.h).
+constexpr long kSharedConnections = 64;
+
 constexpr const char* kPackageHint = "install libcurl4 on Debian/Ubuntu, libcurl on RHEL/Fedora";
 
 void lockShare(CURL* /*handle*/, curl_lock_data data, curl_lock_access /*access*/, void* api) {
@@ -453,6 +457,11 @@ HttpResult<Response> CurlHttpClient::send(const Request& request) {
   setConnection(options, request, static_cast<char*>(errorBuffer));
   if (api.share != nullptr) {
     options.set("CURLOPT_SHARE", CURLOPT_SHARE, api.share);
+    // The shared cache is trimmed to a handle's CURLOPT_MAXCONNECTS (5 unless set) whenever a
+    // handle gives its connection back: with more requests at once than that (the agent's relay
+    // serves a thread per plugin run), connections would close and reopen, each with a TLS
+    // handshake on both sides. The cache holds as many as the callers' threads use at once.
+    options.set("CURLOPT_MAXCONNECTS", CURLOPT_MAXCONNECTS, kSharedConnections);
   }
   if (options.anyRefused()) {
     return fail(kindOf(options.refusedCode()),

@@ -12,12 +12,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <barrier>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -270,6 +273,44 @@ TEST_F(CurlHttpClientTest, AClientThatKeepsConnectionsSendsItsRequestsOverOneAnd
   auto without = keeping.send(req);
   ASSERT_TRUE(without.has_value()) << without.error().describe();
   EXPECT_NE(echo(*without)["peerPort"], echo(*withCert)["peerPort"]);
+}
+
+// The relay socket's threads send through one client: with 8 requests in flight at a time, round
+// after round, every round reuses the first round's connections (libcurl would trim its shared
+// cache to 5 after each, so 3 connections, and their handshakes, would be new every round).
+TEST_F(CurlHttpClientTest, AClientThatKeepsConnectionsKeepsAsManyAsItsThreadsUseAtOnce) {
+  CurlHttpClient keeping(std::vector<std::string>{"libcurl.so.4"}, true);
+  constexpr int kThreads = 8;
+  constexpr int kRounds = 5;
+  std::barrier round(kThreads);
+  std::mutex mu;
+  std::set<int> ports;
+  std::vector<std::string> failures;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      Request req;
+      req.url = mtlsUrl("/echo?ms=30");
+      req.tls.caFile = pem("ca.crt");
+      req.tls.certFile = pem("client.crt");
+      req.tls.keyFile = pem("client.key");
+      for (int r = 0; r < kRounds; ++r) {
+        round.arrive_and_wait();
+        auto a = keeping.send(req);
+        const std::lock_guard lock(mu);
+        if (a) {
+          ports.insert(echo(*a)["peerPort"].get<int>());
+        } else {
+          failures.push_back(a.error().describe());
+        }
+      }
+    });
+  }
+  for (auto& t : threads) {
+    t.join();
+  }
+  EXPECT_TRUE(failures.empty()) << failures.front();
+  EXPECT_LE(ports.size(), static_cast<std::size_t>(kThreads)) << "connections were closed and opened again";
 }
 
 TEST_F(CurlHttpClientTest, GetSendsTheHeadersAndReturnsStatusHeadersAndBody) {

@@ -41,6 +41,8 @@ class Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(length).decode() if length else ""
         url = urllib.parse.urlsplit(self.path)
         if url.path == "/echo":
+            # ?ms=N: answered N ms late, so that requests sent together are in flight together
+            time.sleep(int(urllib.parse.parse_qs(url.query).get("ms", ["0"])[0]) / 1000.0)
             headers = {k.lower(): v for k, v in self.headers.items()}
             self.reply(200, json.dumps({"method": self.command, "path": self.path,
                                         "headers": headers, "body": body,
