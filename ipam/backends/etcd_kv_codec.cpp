@@ -101,15 +101,20 @@ BackendResult<PoolDefinition> definitionOf(const Kv& kv, std::string_view pool, 
     return std::unexpected(call.bad("definition of pool " + cni::quoted(pool) + " is not {\"fields\": ...}: " +
                                     excerpt(kv.value)));
   }
+  const auto flag = [&](const char* name) {
+    return doc.contains(name) && doc[name].is_boolean() && doc[name].get<bool>();
+  };
   return PoolDefinition{std::string(pool), doc["fields"].get<std::string>(), doc.value("origin", std::string()),
-                        std::to_string(kv.modRevision),
-                        doc.contains("closed") && doc["closed"].is_boolean() && doc["closed"].get<bool>()};
+                        std::to_string(kv.modRevision), flag("closed"), flag("registered")};
 }
 
 std::string definitionValue(const PoolDefinition& def) {
   json v{{"fields", def.fields}, {"origin", def.origin}};
   if (def.closed) {
     v["closed"] = true;
+  }
+  if (def.registered) {
+    v["registered"] = true;
   }
   return v.dump();
 }

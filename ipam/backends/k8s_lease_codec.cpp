@@ -207,13 +207,16 @@ BackendResult<PoolDefinition> definitionOf(const LeaseView& v, std::string_view 
                                         0});
   }
   return PoolDefinition{std::string(pool), fields, v.annotation(kAnnOrigin), v.resourceVersion,
-                        v.annotation(kAnnClosed) == "true"};
+                        v.annotation(kAnnClosed) == "true", v.annotation(kAnnRegistered) == "true"};
 }
 
 json definitionAnnotations(const PoolDefinition& def) {
   json an{{kAnnPool, def.pool}, {kAnnDefinition, def.fields}, {kAnnOrigin, def.origin}};
   if (def.closed) {
     an[kAnnClosed] = "true";
+  }
+  if (def.registered) {
+    an[kAnnRegistered] = "true";
   }
   return an;
 }

@@ -34,6 +34,7 @@ inline constexpr const char* kAnnDefinition = "ibcni.io/definition";
 inline constexpr const char* kAnnOrigin = "ibcni.io/origin";
 inline constexpr const char* kAnnWanted = "ibcni.io/wanted";
 inline constexpr const char* kAnnClosed = "ibcni.io/closed";
+inline constexpr const char* kAnnRegistered = "ibcni.io/registered";
 inline constexpr const char* kAnnPools = "ibcni.io/pools";
 inline constexpr const char* kRegistryLease = "ibcni-pool-registry";
 

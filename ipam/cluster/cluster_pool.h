@@ -115,11 +115,16 @@ class ClusterPool final : public BlockSource {
   // ADD's side (cluster_pool.cpp; named addresses in cluster_pool_named.cpp).
   cni::Result<void> checkIdentity() const;
   cni::Result<void> checkDefinition() const;
+  cni::Result<void> checkAgainst(const std::string& theirs, const std::string& was, const std::string& more) const;
   cni::Result<void> define(BlockBackend& be);
+  cni::Result<PoolDefinition> recordDefinition(BlockBackend& be);
   cni::Result<void> refreshDefinition();
   cni::Result<void> changeRegistry(BlockBackend& be, const std::string& change,
                                    const std::function<cni::Result<bool>(PoolRegistry&)>& edit);
-  cni::Result<void> registerPool(BlockBackend& be, const std::string& fields);
+  /// An entry of this pool with other fields: refused (a node's first definition) or replaced (a
+  /// redefinition, and a definition an older ibcni recorded before it entered it).
+  enum class Entry { kKeep, kReplace };
+  cni::Result<void> registerPool(BlockBackend& be, const std::string& fields, Entry entry);
   cni::Result<void> unregisterPool(BlockBackend& be);
   // The backend, and the pool's definition it keeps now (refreshDefinition, --redefine, --retire).
   struct StoredDefinition {

@@ -17,7 +17,14 @@ cni::Result<void> ClusterPool::checkDefinition() const {
   if (!ledger_.definition) {
     return {};
   }
-  auto diff = compareDefinitions(fields_, ledger_.definition->fields);
+  return checkAgainst(ledger_.definition->fields, "was defined by " + ledger_.definition->origin, "");
+}
+
+// The configuration against the pool's fields `theirs`, which the pool `was` ("was defined by
+// network ib0 on node n1"); `more` ends the message.
+cni::Result<void> ClusterPool::checkAgainst(const std::string& theirs, const std::string& was,
+                                            const std::string& more) const {
+  auto diff = compareDefinitions(fields_, theirs);
   if (!diff) {
     return {};
   }
@@ -27,12 +34,12 @@ cni::Result<void> ClusterPool::checkDefinition() const {
                                                                    : config_.rangeSets.front().path;
   return cni::fail(cni::Errc::kInvalidConfig,
                    field + " of network " + cni::quoted(network_) + " is " + diff->mine +
-                       ", but pool " + cni::quoted(cluster_.pool) + " (" + cluster_.poolPath + ") was defined by " +
-                       ledger_.definition->origin + " with " + diff->theirs +
+                       ", but pool " + cni::quoted(cluster_.pool) + " (" + cluster_.poolPath + ") " + was + " with " +
+                       diff->theirs +
                        ": every network of a pool gives the same ranges, blockSize, reservations and exclude. Give "
                        "this network the pool's values, or change the pool as ipam/README.md \"Changing a pool\" "
                        "says (drain it, then `ibcni-ipam pools CONFIG --redefine`); a new pool name over the same "
-                       "addresses is refused");
+                       "addresses is refused" + more);
 }
 
 cni::Result<void> ClusterPool::define(BlockBackend& be) {
@@ -45,10 +52,9 @@ cni::Result<void> ClusterPool::define(BlockBackend& be) {
   if (!found) {
     return std::unexpected(backendError(found.error(), "reading the definition"));
   }
-  PoolDefinition def{bpool(), fields_, "network " + network_ + " on node " + node_, {}, {}};
-  auto stored = *found ? BackendResult<PoolDefinition>(std::move(**found)) : be.definePool(def);
+  auto stored = *found ? cni::Result<PoolDefinition>(std::move(**found)) : recordDefinition(be);
   if (!stored) {
-    return std::unexpected(backendError(stored.error(), "recording the definition"));
+    return std::unexpected(stored.error());
   }
   if (stored->closed) {
     return cni::fail(cni::Errc::kTryAgainLater, "pool " + cni::quoted(cluster_.pool) +
@@ -60,13 +66,45 @@ cni::Result<void> ClusterPool::define(BlockBackend& be) {
     ledger_.definition.reset();
     return c;
   }
-  // I5: no two pools over one address: the pool is in the pools' registry, entered after a check
-  // against every other pool there, by compare-and-swap.
-  if (auto r = registerPool(be, stored->fields); !r) {
+  // I5 for a definition an older ibcni recorded before it entered the registry: entered now.
+  if (auto r = stored->registered ? cni::Result<void>() : registerPool(be, stored->fields, Entry::kReplace); !r) {
     ledger_.definition.reset();
     return r;
   }
   return save();
+}
+
+// I5: no two pools over one address. The pool's first definition is entered in the pools' registry
+// (checked against every other pool there, by compare-and-swap) before it is recorded, and
+// recorded marked so: a node that finds a definition so marked reads no registry. An entry of this
+// pool with other ranges (a node about to record its definition, or one that stopped before it
+// did) is refused, never replaced: that definition may be recorded next. Once recorded, the entry
+// is read again: a `--retire` of the pool meanwhile (it had no definition) took it out, and it is
+// entered again; if another pool took the ranges meanwhile, the definition is closed (no node
+// claims under it; a claim made is given back) and `--retire` is named.
+cni::Result<PoolDefinition> ClusterPool::recordDefinition(BlockBackend& be) {
+  if (auto r = registerPool(be, fields_, Entry::kKeep); !r) {
+    return std::unexpected(r.error());
+  }
+  PoolDefinition def{bpool(), fields_, "network " + network_ + " on node " + node_, {}, false, true};
+  auto stored = be.definePool(def);
+  if (!stored) {
+    return std::unexpected(backendError(stored.error(), "recording the definition"));
+  }
+  if (stored->closed || !stored->registered || stored->fields != fields_) {
+    return std::move(*stored);  // as define() finds one recorded
+  }
+  if (auto again = registerPool(be, stored->fields, Entry::kKeep); !again) {
+    PoolDefinition closing = *stored;
+    closing.closed = true;
+    (void)be.replaceDefinition(closing, stored->identity);
+    return std::unexpected(cni::Error{again.error().code,
+                                      again.error().msg + "; pool " + cni::quoted(cluster_.pool) +
+                                          "'s definition, recorded meanwhile, is closed: `ibcni-ipam pools CONFIG "
+                                          "--retire` removes it",
+                                      {}});
+  }
+  return std::move(*stored);
 }
 
 // One compare-and-swap change of the pools' registry: `edit` changes what was read and says whether
@@ -95,10 +133,13 @@ cni::Result<void> ClusterPool::changeRegistry(BlockBackend& be, const std::strin
                                                   cni::quoted(cluster_.pool) + " was " + change + ": try again");
 }
 
-cni::Result<void> ClusterPool::registerPool(BlockBackend& be, const std::string& fields) {
+cni::Result<void> ClusterPool::registerPool(BlockBackend& be, const std::string& fields, Entry entry) {
   return changeRegistry(be, "entered in it", [&](PoolRegistry& reg) -> cni::Result<bool> {
-    if (auto mine = reg.pools.find(bpool()); mine != reg.pools.end() && mine->second == fields) {
-      return false;
+    auto mine = reg.pools.find(bpool());
+    if (mine != reg.pools.end() && (mine->second == fields || entry == Entry::kKeep)) {
+      auto same = checkAgainst(mine->second, "is entered in the pools' registry",
+                               " (if no node uses the pool, `ibcni-ipam pools CONFIG --retire` takes it out)");
+      return same ? cni::Result<bool>(false) : std::unexpected(same.error());
     }
     for (const auto& [registered, otherFields] : reg.pools) {
       auto overlap = registered == bpool() ? std::nullopt : overlapOf(fields, otherFields);
@@ -228,7 +269,8 @@ cni::Result<PoolDefinition> ClusterPool::redefine() {
   }
   BlockBackend& be = *now->backend;
   const std::optional<PoolDefinition>& current = now->definition;
-  PoolDefinition next{bpool(), fields_, "network " + network_ + " on node " + node_ + " (redefined)", {}, {}};
+  // Entered in the registry below, before it is recorded.
+  PoolDefinition next{bpool(), fields_, "network " + network_ + " on node " + node_ + " (redefined)", {}, false, true};
   if (!current) {
     ledger_.definition.reset();
     if (auto d = define(be); !d) {
@@ -240,13 +282,16 @@ cni::Result<PoolDefinition> ClusterPool::redefine() {
   if (!closed) {
     return std::unexpected(closed.error());
   }
-  if (auto r = registerPool(be, fields_); !r) {
+  if (auto r = registerPool(be, fields_, Entry::kReplace); !r) {
     return reopen(be, *current, closed->identity, "--redefine", r.error());
   }
   auto stored = be.replaceDefinition(next, closed->identity);
   if (!stored || !*stored) {
-    (void)registerPool(be, current->fields);  // the registry names the old ranges again
-    return reopen(be, *current, closed->identity, "--redefine",
+    // The registry names the old ranges again; if it cannot, the old definition reopens unmarked,
+    // and every node enters it again.
+    PoolDefinition old = *current;
+    old.registered = old.registered && registerPool(be, current->fields, Entry::kReplace).has_value();
+    return reopen(be, old, closed->identity, "--redefine",
                   !stored ? backendError(stored.error(), "writing the new definition")
                           : cni::Error{cni::Errc::kTryAgainLater, "the definition changed meanwhile: try again", {}});
   }

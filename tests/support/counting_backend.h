@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string_view>
@@ -15,71 +16,98 @@
 
 namespace ibcni::ipam::testing {
 
-/// `inner`, every call counted in `calls`.
+/// `inner`, every call counted in `calls` (and its reads of the pools' registry in `registryReads`,
+/// when given).
 class CountingBackend final : public BlockBackend {
  public:
-  CountingBackend(std::unique_ptr<BlockBackend> inner, std::atomic<int>& calls)
-      : inner_(std::move(inner)), calls_(calls) {}
+  CountingBackend(std::unique_ptr<BlockBackend> inner, std::atomic<int>& calls,
+                  std::atomic<int>* registryReads = nullptr)
+      : inner_(std::move(inner)), calls_(calls), registryReads_(registryReads) {}
   BackendResult<ClaimOutcome> claim(ClaimKind k, std::string_view p, std::string_view n, std::string_view node,
                                     const ClaimAttrs& a) override {
-    return ++calls_, inner_->claim(k, p, n, node, a);
+    return note("claim"), inner_->claim(k, p, n, node, a);
   }
   BackendResult<std::vector<Claim>> list(ClaimKind k, std::string_view p,
                                          std::optional<std::string_view> node) override {
-    return ++calls_, inner_->list(k, p, node);
+    return note("list"), inner_->list(k, p, node);
   }
   BackendResult<ReleaseOutcome> release(ClaimKind k, std::string_view p, std::string_view n, std::string_view node,
                                         std::string_view owner) override {
-    return ++calls_, inner_->release(k, p, n, node, owner);
+    return note("release"), inner_->release(k, p, n, node, owner);
   }
   BackendResult<RenewOutcome> renew(std::string_view node, std::string_view p,
                                     const std::vector<HeldClaim>& h) override {
-    return ++calls_, inner_->renew(node, p, h);
+    return note("renew"), inner_->renew(node, p, h);
   }
   BackendResult<ClaimOutcome> takeOver(ClaimKind k, std::string_view p, std::string_view n, std::string_view node,
                                        const Holder& seen, const ClaimAttrs& a) override {
-    return ++calls_, inner_->takeOver(k, p, n, node, seen, a);
+    return note("takeOver"), inner_->takeOver(k, p, n, node, seen, a);
   }
   BackendResult<ReleaseOutcome> removeGone(ClaimKind k, std::string_view p, std::string_view n,
                                            const Holder& seen) override {
-    return ++calls_, inner_->removeGone(k, p, n, seen);
+    return note("removeGone"), inner_->removeGone(k, p, n, seen);
   }
-  BackendResult<PoolDefinition> definePool(const PoolDefinition& d) override { return ++calls_, inner_->definePool(d); }
+  BackendResult<PoolDefinition> definePool(const PoolDefinition& d) override {
+    return note("definePool"), inner_->definePool(d);
+  }
   BackendResult<std::optional<PoolDefinition>> definition(std::string_view p) override {
-    return ++calls_, inner_->definition(p);
+    return note("definition"), inner_->definition(p);
   }
-  BackendResult<PoolRegistry> registry() override { return ++calls_, inner_->registry(); }
-  BackendResult<bool> writeRegistry(const PoolRegistry& r) override { return ++calls_, inner_->writeRegistry(r); }
+  BackendResult<PoolRegistry> registry() override {
+    if (registryReads_ != nullptr) {
+      ++*registryReads_;
+    }
+    return note("registry"), inner_->registry();
+  }
+  /// Runs before every call, given its name ("definePool"): what a test does in between.
+  std::function<void(std::string_view)> before;
+  BackendResult<bool> writeRegistry(const PoolRegistry& r) override {
+    return note("writeRegistry"), inner_->writeRegistry(r);
+  }
   BackendResult<bool> removeDefinition(std::string_view p, std::string_view seen) override {
-    return ++calls_, inner_->removeDefinition(p, seen);
+    return note("removeDefinition"), inner_->removeDefinition(p, seen);
   }
   BackendResult<std::optional<PoolDefinition>> replaceDefinition(const PoolDefinition& d,
                                                                  std::string_view seen) override {
-    return ++calls_, inner_->replaceDefinition(d, seen);
+    return note("replaceDefinition"), inner_->replaceDefinition(d, seen);
   }
   BackendResult<void> demand(std::string_view p, std::string_view node, int wanted) override {
-    return ++calls_, inner_->demand(p, node, wanted);
+    return note("demand"), inner_->demand(p, node, wanted);
   }
-  BackendResult<std::vector<Demand>> demands(std::string_view p) override { return ++calls_, inner_->demands(p); }
+  BackendResult<std::vector<Demand>> demands(std::string_view p) override {
+    return note("demands"), inner_->demands(p);
+  }
   BackendResult<void> withdraw(std::string_view p, std::string_view node) override {
-    return ++calls_, inner_->withdraw(p, node);
+    return note("withdraw"), inner_->withdraw(p, node);
   }
-  BackendResult<void> forgetNode(std::string_view node) override { return ++calls_, inner_->forgetNode(node); }
+  BackendResult<void> forgetNode(std::string_view node) override {
+    return note("forgetNode"), inner_->forgetNode(node);
+  }
 
  private:
+  void note(std::string_view call) {
+    ++calls_;
+    if (before) {
+      before(call);
+    }
+  }
+
   std::unique_ptr<BlockBackend> inner_;
   std::atomic<int>& calls_;
+  std::atomic<int>* registryReads_;
 };
 
-/// `inner`, each backend it builds wrapped so that its calls add to `calls` (which must outlive it).
-inline BackendFactory counting(BackendFactory inner, std::atomic<int>& calls) {
-  return [inner = std::move(inner), &calls](const config::ClusterConf& c, const BackendContext& ctx)
+/// `inner`, each backend it builds wrapped so that its calls add to `calls` and its registry reads
+/// to `registryReads` (each must outlive it).
+inline BackendFactory counting(BackendFactory inner, std::atomic<int>& calls,
+                               std::atomic<int>* registryReads = nullptr) {
+  return [inner = std::move(inner), &calls, registryReads](const config::ClusterConf& c, const BackendContext& ctx)
              -> cni::Result<std::unique_ptr<BlockBackend>> {
     auto b = inner(c, ctx);
     if (!b) {
       return std::unexpected(b.error());
     }
-    return std::make_unique<CountingBackend>(std::move(*b), calls);
+    return std::make_unique<CountingBackend>(std::move(*b), calls, registryReads);
   };
 }
 

@@ -164,6 +164,10 @@ struct PoolDefinition {
   std::string identity;
   /// Being redefined: no node may claim under it (a claim made meanwhile is given back).
   bool closed = false;
+  /// Recorded after its ranges were entered in the pools' registry (every definition this version
+  /// records): the registry holds it, so a node that reads it does not read the registry. False on
+  /// one an older ibcni recorded first and entered after: a node enters it itself.
+  bool registered = false;
 };
 
 /// Every pool's addresses in one object, changed only by compare-and-swap: pools are registered

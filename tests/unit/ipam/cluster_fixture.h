@@ -92,6 +92,13 @@ class ClusterFixture : public ::testing::Test {
     }
     return *slot;
   }
+  /// Node `name` (before its first use), its backends built by `factory`.
+  EmbeddedIpam& nodeWith(const std::string& name, BackendFactory factory) {
+    EmbeddedIpamOptions o = nodeOptions(name);
+    o.backends = std::move(factory);
+    nodes_[name] = std::make_unique<EmbeddedIpam>(std::move(o));
+    return *nodes_[name];
+  }
   /// The options of node `name`: its data directory, the fixture's clocks and backends.
   EmbeddedIpamOptions nodeOptions(const std::string& name) {
     EmbeddedIpamOptions o;
@@ -201,10 +208,16 @@ class ClusterFixture : public ::testing::Test {
     o.endpoints = etcd_.endpoints();
     return EtcdBlockBackend(http_, o);
   }
+  /// The store itself (etcd, or the one in memory), as a node's backend reaches it.
+  std::unique_ptr<BlockBackend> store() {
+    if (memory_) {
+      return ::ibcni::testing::memoryBackend(world_);
+    }
+    return std::make_unique<EtcdBlockBackend>(etcdBackend());
+  }
   // The claims the store (etcd, or the one in memory) holds for the pool: name -> node.
   std::map<std::string, std::string> etcdClaims(ClaimKind kind, const std::string& pool = "ibnet") {
-    auto b = memory_ ? ::ibcni::testing::memoryBackend(world_) : std::make_unique<EtcdBlockBackend>(etcdBackend());
-    auto list = b->list(kind, pool, std::nullopt);
+    auto list = store()->list(kind, pool, std::nullopt);
     EXPECT_TRUE(list) << list.error().describe();
     std::map<std::string, std::string> out;
     for (const auto& c : list ? *list : std::vector<Claim>{}) {
@@ -270,6 +283,23 @@ class ClusterFixture : public ::testing::Test {
   std::shared_ptr<FakeNetnsChecker> checker_ = std::make_shared<FakeNetnsChecker>();
   std::atomic<Time> now_{Time(std::chrono::seconds(1900000000))};
   std::map<std::string, std::unique_ptr<EmbeddedIpam>> nodes_;
+};
+
+/// Where the claims are: a real etcd, or the claim store in memory (the claim protocol's third
+/// adapter).
+enum class Store { kEtcd, kMemory };
+inline void PrintTo(Store s, std::ostream* os) { *os << (s == Store::kEtcd ? "etcd" : "memory"); }
+inline std::string storeName(const ::testing::TestParamInfo<Store>& i) {
+  return i.param == Store::kEtcd ? "etcd" : "memory";
+}
+
+/// ClusterFixture over the store its parameter names.
+class ClusterStoreFixture : public ClusterFixture, public ::testing::WithParamInterface<Store> {
+ protected:
+  void SetUp() override {
+    memory_ = GetParam() == Store::kMemory;
+    ClusterFixture::SetUp();
+  }
 };
 
 inline std::string address(const cni::Result<cni::AddResult>& r) {

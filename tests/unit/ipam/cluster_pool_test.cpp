@@ -18,24 +18,11 @@ using ::testing::Not;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-/// Where the claims are: a real etcd, or the claim store in memory (the claim protocol's third
-/// adapter): every case runs on both but those that need etcd itself (lost HTTP answers, libcurl,
-/// a kubeconfig).
-enum class Store { kEtcd, kMemory };
-void PrintTo(Store s, std::ostream* os) { *os << (s == Store::kEtcd ? "etcd" : "memory"); }
+// Every case runs on both stores but those that need etcd itself (lost HTTP answers, libcurl, a
+// kubeconfig).
+using ClusterPoolTest = ClusterStoreFixture;
 
-class ClusterPoolTest : public ClusterFixture, public ::testing::WithParamInterface<Store> {
- protected:
-  void SetUp() override {
-    memory_ = GetParam() == Store::kMemory;
-    ClusterFixture::SetUp();
-  }
-};
-
-INSTANTIATE_TEST_SUITE_P(Stores, ClusterPoolTest, ::testing::Values(Store::kEtcd, Store::kMemory),
-                         [](const ::testing::TestParamInfo<Store>& i) {
-                           return std::string(i.param == Store::kEtcd ? "etcd" : "memory");
-                         });
+INSTANTIATE_TEST_SUITE_P(Stores, ClusterPoolTest, ::testing::Values(Store::kEtcd, Store::kMemory), storeName);
 
 TEST_P(ClusterPoolTest, TwoNodesWithOneConfigGetDistinctAddressesFromTheirOwnAlignedBlocks) {
   std::set<std::string> seen;

@@ -504,7 +504,7 @@ TEST_F(EtcdBlockBackendTest, ThePoolDefinitionIsTheFirstOneAndNeverExpires) {
   auto& a = node();
   auto& b = node();
   EXPECT_FALSE(must(a.definition("p0"), "definition p0")) << "none yet";
-  const auto first = must(a.definePool({"p0", "F-10.1", "network ib0 on node a", "", false}), "define p0");
+  const auto first = must(a.definePool({"p0", "F-10.1", "network ib0 on node a", "", false, true}), "define p0");
   EXPECT_EQ(first.fields, "F-10.1");
   EXPECT_FALSE(first.identity.empty());
   const auto second = must(b.definePool({"p0", "F-10.2", "network ib1 on node b", "", false}), "define p0 again");
@@ -515,6 +515,7 @@ TEST_F(EtcdBlockBackendTest, ThePoolDefinitionIsTheFirstOneAndNeverExpires) {
   ASSERT_TRUE(read);
   EXPECT_EQ(read->fields, "F-10.1");
   EXPECT_EQ(read->identity, first.identity);
+  EXPECT_TRUE(read->registered) << "entered in the registry before it was recorded";
 
   EXPECT_EQ(gw().leaseOf("/ibcni/definitions/p0"), 0) << "a definition is the pool's, not a node's";
   EXPECT_EQ(first.identity, gw().kv("/ibcni/definitions/p0")["mod_revision"].get<std::string>());

@@ -580,13 +580,14 @@ TEST_F(K8sBlockBackendTest, ThePoolDefinitionIsTheFirstOneAndTheEarlierIsOrdered
   auto& a = node();
   auto& b = node();
   EXPECT_FALSE(must(a.definition("zz"), "definition zz")) << "none yet";
-  const auto first = must(a.definePool({"zz", "F-10.1", "network ib0 on node a", "", false}), "define zz");
+  const auto first = must(a.definePool({"zz", "F-10.1", "network ib0 on node a", "", false, true}), "define zz");
   EXPECT_EQ(first.fields, "F-10.1");
   const json l = lease(K::poolLeaseName("zz"));
   ASSERT_TRUE(l.is_object());
   EXPECT_EQ(first.identity, l["metadata"]["resourceVersion"].get<std::string>()) << "this version of the definition";
   EXPECT_EQ(l["metadata"]["labels"]["ibcni.io/kind"], "pool");
   EXPECT_EQ(l["metadata"]["annotations"]["ibcni.io/definition"], "F-10.1");
+  EXPECT_EQ(l["metadata"]["annotations"]["ibcni.io/registered"], "true") << "entered in the registry before";
   const auto second = must(b.definePool({"zz", "F-10.2", "network ib1 on node b", "", false}), "define zz again");
   EXPECT_EQ(second.fields, "F-10.1") << "the first definition stands";
   EXPECT_EQ(second.origin, "network ib0 on node a");
@@ -594,6 +595,7 @@ TEST_F(K8sBlockBackendTest, ThePoolDefinitionIsTheFirstOneAndTheEarlierIsOrdered
   const auto read = must(b.definition("zz"), "definition zz");
   ASSERT_TRUE(read);
   EXPECT_EQ(read->fields, "F-10.1");
+  EXPECT_TRUE(read->registered);
 
   EXPECT_TRUE(must(a.list(ClaimKind::kBlock, "zz", std::nullopt), "list").empty()) << "not a claim";
 }
