@@ -136,7 +136,10 @@ cni::Result<void> ClusterPool::changeRegistry(BlockBackend& be, const std::strin
 cni::Result<void> ClusterPool::registerPool(BlockBackend& be, const std::string& fields, Entry entry) {
   return changeRegistry(be, "entered in it", [&](PoolRegistry& reg) -> cni::Result<bool> {
     auto mine = reg.pools.find(bpool());
-    if (mine != reg.pools.end() && (mine->second == fields || entry == Entry::kKeep)) {
+    if (mine != reg.pools.end() && mine->second == fields) {
+      return false;
+    }
+    if (mine != reg.pools.end() && entry == Entry::kKeep) {
       auto same = checkAgainst(mine->second, "is entered in the pools' registry",
                                " (if no node uses the pool, `ibcni-ipam pools CONFIG --retire` takes it out)");
       return same ? cni::Result<bool>(false) : std::unexpected(same.error());
