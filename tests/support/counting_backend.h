@@ -16,13 +16,15 @@
 
 namespace ibcni::ipam::testing {
 
-/// `inner`, every call counted in `calls` (and its reads of the pools' registry in `registryReads`,
-/// when given).
+/// Runs before every call of a CountingBackend, given its name ("definePool"): what a test counts
+/// or does in between.
+using BeforeCall = std::function<void(std::string_view)>;
+
+/// `inner`, every call counted in `calls`, `before` run first (when given).
 class CountingBackend final : public BlockBackend {
  public:
-  CountingBackend(std::unique_ptr<BlockBackend> inner, std::atomic<int>& calls,
-                  std::atomic<int>* registryReads = nullptr)
-      : inner_(std::move(inner)), calls_(calls), registryReads_(registryReads) {}
+  CountingBackend(std::unique_ptr<BlockBackend> inner, std::atomic<int>& calls, BeforeCall before = {})
+      : inner_(std::move(inner)), calls_(calls), before_(std::move(before)) {}
   BackendResult<ClaimOutcome> claim(ClaimKind k, std::string_view p, std::string_view n, std::string_view node,
                                     const ClaimAttrs& a) override {
     return note("claim"), inner_->claim(k, p, n, node, a);
@@ -53,14 +55,7 @@ class CountingBackend final : public BlockBackend {
   BackendResult<std::optional<PoolDefinition>> definition(std::string_view p) override {
     return note("definition"), inner_->definition(p);
   }
-  BackendResult<PoolRegistry> registry() override {
-    if (registryReads_ != nullptr) {
-      ++*registryReads_;
-    }
-    return note("registry"), inner_->registry();
-  }
-  /// Runs before every call, given its name ("definePool"): what a test does in between.
-  std::function<void(std::string_view)> before;
+  BackendResult<PoolRegistry> registry() override { return note("registry"), inner_->registry(); }
   BackendResult<bool> writeRegistry(const PoolRegistry& r) override {
     return note("writeRegistry"), inner_->writeRegistry(r);
   }
@@ -87,27 +82,27 @@ class CountingBackend final : public BlockBackend {
  private:
   void note(std::string_view call) {
     ++calls_;
-    if (before) {
-      before(call);
+    if (before_) {
+      before_(call);
     }
   }
 
   std::unique_ptr<BlockBackend> inner_;
   std::atomic<int>& calls_;
-  std::atomic<int>* registryReads_;
+  BeforeCall before_;
 };
 
-/// `inner`, each backend it builds wrapped so that its calls add to `calls` and its registry reads
-/// to `registryReads` (each must outlive it).
-inline BackendFactory counting(BackendFactory inner, std::atomic<int>& calls,
-                               std::atomic<int>* registryReads = nullptr) {
-  return [inner = std::move(inner), &calls, registryReads](const config::ClusterConf& c, const BackendContext& ctx)
+/// `inner`, each backend it builds wrapped so that its calls add to `calls` (which must outlive it)
+/// and `before` runs before each.
+inline BackendFactory counting(BackendFactory inner, std::atomic<int>& calls, BeforeCall before = {}) {
+  return [inner = std::move(inner), &calls, before = std::move(before)](const config::ClusterConf& c,
+                                                                         const BackendContext& ctx)
              -> cni::Result<std::unique_ptr<BlockBackend>> {
     auto b = inner(c, ctx);
     if (!b) {
       return std::unexpected(b.error());
     }
-    return std::make_unique<CountingBackend>(std::move(*b), calls, registryReads);
+    return std::make_unique<CountingBackend>(std::move(*b), calls, before);
   };
 }
 
