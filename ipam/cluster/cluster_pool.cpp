@@ -322,6 +322,18 @@ cni::Result<std::optional<Holder>> ClusterPool::settleBlock(BlockBackend& be, co
     }
     return std::optional<Holder>(outcome->holder);
   }
+  // A node's first claim in the pool is sent before the definition is read (one request less on a
+  // fresh node's first ADD): the read after it is both the definition and the check that the claim
+  // stands (I5). Until it passes the claim is an intent, and nothing is handed out from it.
+  const bool checkedAfter = !ledger_.definition;
+  if (checkedAfter) {
+    if (auto d = define(be); !d) {
+      if (be.release(ClaimKind::kBlock, bpool(), blk.key, node_, "")) {
+        (void)forget();
+      }
+      return std::unexpected(d.error());
+    }
+  }
   const bool onlyHold = std::none_of(ledger_.blocks.begin(), ledger_.blocks.end(),
                                      [](const auto& x) { return x.state == State::kOwned; }) &&
                         std::none_of(ledger_.addresses.begin(), ledger_.addresses.end(),
@@ -337,7 +349,7 @@ cni::Result<std::optional<Holder>> ClusterPool::settleBlock(BlockBackend& be, co
   if (auto s = save(); !s) {
     return std::unexpected(s.error());
   }
-  if (auto d = stillDefined(be, ClaimKind::kBlock, blk.key, ""); !d) {
+  if (auto d = checkedAfter ? cni::Result<void>() : stillDefined(be, ClaimKind::kBlock, blk.key, ""); !d) {
     return std::unexpected(d.error());
   }
   recompute();
@@ -495,7 +507,9 @@ cni::Result<bool> ClusterPool::grow(std::size_t set) {
     return std::unexpected(b.error());
   }
   BlockBackend& be = **b;
-  if (auto d = define(be); !d) {
+  // A node without claims in the pool claims first and reads the definition after (settleBlock).
+  const bool first = !ledger_.definition && ledger_.blocks.empty() && ledger_.addresses.empty();
+  if (auto d = first ? cni::Result<void>() : define(be); !d) {
     return std::unexpected(d.error());
   }
   // A claim whose answer was lost is settled before another one is made. A node with a new ledger
@@ -516,6 +530,9 @@ cni::Result<bool> ClusterPool::grow(std::size_t set) {
   auto claimed = claimFree(be, set);
   if (!claimed || *claimed) {
     return claimed;
+  }
+  if (auto d = define(be); !d) {  // a first node that claimed nothing
+    return std::unexpected(d.error());
   }
   auto lent = adoptLoans(be, set);
   if (!lent || *lent) {

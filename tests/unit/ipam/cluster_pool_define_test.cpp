@@ -114,6 +114,77 @@ TEST_P(ClusterDefineTest, AnEntryOfThePoolWithOtherRangesIsRefusedNeverReplacedA
   EXPECT_EQ(now.entry, now.definition->fields);
 }
 
+// The block claims of pool "ibnet" held by `node`, as the store holds them now.
+std::size_t claimsOf(BlockBackend& b, const std::string& node) {
+  auto claims = b.list(ClaimKind::kBlock, "ibnet", node);
+  EXPECT_TRUE(claims) << claims.error().describe();
+  return claims ? claims->size() : 0;
+}
+
+// Records the names of a node's backend calls in `calls`.
+BeforeCall recordingCalls(std::vector<std::string>& calls) {
+  return [&calls](std::string_view call) { calls.emplace_back(call); };
+}
+
+// A fresh node's first ADD claims its block and then reads the definition: the read after the
+// claim is also the check that the claim stands. Two requests; reading the definition first too
+// makes three.
+TEST_P(ClusterDefineTest, AFreshNodesFirstAddClaimsThenReadsTheDefinitionOnce) {
+  ASSERT_TRUE(add("node-a", "c0"));
+  std::atomic<int> counted{0};
+  std::vector<std::string> calls;
+  nodeWith("node-b", counting(backends(), counted, recordingCalls(calls)));
+  auto r = add("node-b", "c0");
+  ASSERT_TRUE(r) << r.error().msg;
+  EXPECT_EQ(calls, (std::vector<std::string>{"claim", "definition"}));
+  auto again = add("node-b", "c1");
+  ASSERT_TRUE(again) << again.error().msg;
+  EXPECT_EQ(calls.size(), 2U) << "the next ADD, inside the block, sends nothing";
+}
+
+// A fresh node whose ranges differ from the pool's claims before it can know: the read after the
+// claim refuses the configuration (7, naming the field), and the claim is given back.
+TEST_P(ClusterDefineTest, AFreshNodeWhoseConfigurationDiffersFromThePoolsGivesItsClaimBack) {
+  ASSERT_TRUE(add("node-a", "c0"));
+  NetSpec other;
+  other.extraIpam = R"(, "exclude": ["10.56.0.200/29"])";
+  auto refused = add("node-b", "c0", conf("node-b", other));
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, cni::Errc::kInvalidConfig);
+  EXPECT_THAT(refused.error().msg, HasSubstr("exclude of network \"ibnet\""));
+  auto b = store();
+  EXPECT_EQ(claimsOf(*b, "node-b"), 0U) << "the claim is given back";
+  EXPECT_EQ(claimsOf(*b, "node-a"), 1U);
+  auto fits = add("node-b", "c0");
+  ASSERT_TRUE(fits) << fits.error().msg;
+  EXPECT_EQ(claimsOf(*b, "node-b"), 1U);
+}
+
+// A `--retire` that closes the definition between a fresh node's claim and its read of the
+// definition: the node finds it closed, gives its claim back and hands nothing out.
+TEST_P(ClusterDefineTest, AFreshNodesClaimUnderADefinitionClosedMeanwhileIsGivenBack) {
+  ASSERT_TRUE(add("node-a", "c0"));
+  ASSERT_TRUE(del("node-a", "c0"));
+  auto b = store();
+  std::atomic<int> counted{0};
+  nodeWith("node-b", counting(backends(), counted, [&](std::string_view call) {
+             if (call != "definition") {
+               return;
+             }
+             auto d = b->definition("ibnet");
+             ASSERT_TRUE(d && *d);
+             PoolDefinition closing = **d;
+             closing.closed = true;
+             auto closed = b->replaceDefinition(closing, (**d).identity);
+             ASSERT_TRUE(closed && *closed) << "closed";
+           }));
+  auto r = add("node-b", "c0");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, cni::Errc::kTryAgainLater);
+  EXPECT_THAT(r.error().msg, HasSubstr("is being redefined or retired"));
+  EXPECT_EQ(claimsOf(*b, "node-b"), 0U) << "the claim is given back";
+}
+
 // node-a enters the pool; before it records the definition, an operator retires the pool (which
 // has none yet), taking node-a's entry out. node-a's definition, recorded next, is entered again.
 TEST_P(ClusterDefineTest, ARetireBetweenANodesEntryAndItsDefinitionLeavesTheDefinitionInTheRegistry) {
