@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "lib/http/curl_http_client.h"
 #include "ibcni/os/dl_symbol.h"
+#include "lib/http/relay_socket.h"
 
 // <curl/curl.h> is compiled against for its types and constants only: every function is resolved
 // with dlsym (the plugins do not link libcurl). CURLOPT_PROTOCOLS, the fallback for a libcurl
@@ -42,9 +43,9 @@ struct CurlApi {
 
 namespace {
 
-/// Connections a client that keeps them holds open at most: above the concurrent requests of its
-/// busiest caller (the relay socket serves at most 64 connections, lib/http/relay_socket.h).
-constexpr long kSharedConnections = 64;
+/// Connections a client that keeps them holds open at most: as many as the concurrent requests of
+/// its busiest caller, the relay socket.
+constexpr long kSharedConnections = static_cast<long>(kRelayMaxConnections);
 
 constexpr const char* kPackageHint = "install libcurl4 on Debian/Ubuntu, libcurl on RHEL/Fedora";
 

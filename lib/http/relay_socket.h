@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <expected>
 #include <list>
@@ -29,6 +30,9 @@ inline constexpr char kRelayReady = 'R';
 /// and the environment variable that names another place to the plugins (tests, other layouts).
 inline constexpr std::string_view kDefaultRelaySocket = "/run/ibcni/http-relay.sock";
 inline constexpr std::string_view kRelaySocketEnv = "IBCNI_HTTP_RELAY_SOCKET";
+/// The connections a relay server serves at once (RelayServer::Options), and so the connections the
+/// client it sends with keeps open (CurlHttpClient).
+inline constexpr std::size_t kRelayMaxConnections = 64;
 
 /// Where the plugins look for the node agent's relay: $IBCNI_HTTP_RELAY_SOCKET when set and not
 /// empty, else kDefaultRelaySocket.
@@ -71,7 +75,7 @@ class RelayServer {
  public:
   struct Options {
     std::string path;
-    std::size_t maxConnections = 64;
+    std::size_t maxConnections = kRelayMaxConnections;
     std::chrono::milliseconds idle = std::chrono::minutes(2);
   };
   struct Counts {
