@@ -324,11 +324,14 @@ cni::Result<std::optional<Holder>> ClusterPool::settleBlock(BlockBackend& be, co
   }
   // A node's first claim in the pool is sent before the definition is read (one request less on a
   // fresh node's first ADD): the read after it is both the definition and the check that the claim
-  // stands (I5). Until it passes the claim is an intent, and nothing is handed out from it.
+  // stands (I5). Until it passes the claim is an intent, and nothing is handed out from it. When it
+  // fails, a claim made now is given back; a block that was this node's already (a ledger set aside
+  // or lost meets its blocks again) is left held, as the node found it: its pods may still use it.
   const bool checkedAfter = !ledger_.definition;
   if (checkedAfter) {
     if (auto d = define(be); !d) {
-      if (be.release(ClaimKind::kBlock, bpool(), blk.key, node_, "")) {
+      const bool made = outcome->state == ClaimState::kClaimed;
+      if (!made || be.release(ClaimKind::kBlock, bpool(), blk.key, node_, "")) {
         (void)forget();
       }
       return std::unexpected(d.error());

@@ -376,6 +376,24 @@ TEST_F(ClusterSafetyTest, ACorruptLedgerIsSetAsideAndRebuiltFromTheBackend) {
   EXPECT_TRUE(aside) << "the corrupt ledger is kept aside for a look";
 }
 
+// A node whose ledger was set aside meets its block again with its first claim and reads the
+// definition after it; when its configuration no longer fits the pool, the ADD is refused and the
+// block, whose addresses its pods may still use, stays the node's (it is not given back).
+TEST_F(ClusterSafetyTest, ABlockMetAgainByARebuiltLedgerIsKeptWhenTheConfigurationNoLongerFits) {
+  ASSERT_TRUE(add("node-a", "c0"));
+  const std::string block = owned("node-a").at(0);
+  std::ofstream(ledgerDir("node-a") + "/blocks.json") << "{not json";
+  NetSpec edited;
+  edited.extraIpam = R"(, "exclude": ["10.56.0.200/29"])";
+  auto r = add("node-a", "c1", conf("node-a", edited));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, cni::Errc::kInvalidConfig) << r.error().msg;
+  EXPECT_EQ(etcdBlocks()[block], "node-a") << "c0's block is still node-a's";
+  auto fits = add("node-a", "c2");
+  ASSERT_TRUE(fits) << fits.error().msg;
+  EXPECT_EQ(owned("node-a"), std::vector<std::string>{block}) << "adopted";
+}
+
 TEST_F(ClusterSafetyTest, DelFindsTheAttachmentWhereItWasRecordedUnderAnotherPoolName) {
   NetSpec before;
   before.pool = "old-pool";
