@@ -5,7 +5,8 @@
 // Prints:
 //   - 2000 ADDs over 100 nodes, 8 at a time (the pods in random order): wall time, per-ADD p50 and
 //     p99, a node's first ADD (the one that claims its block) apart, etcd requests and the bytes of
-//     etcd's answers per ADD, and the requests of the busiest second;
+//     etcd's answers per ADD, the requests of the busiest second, and the CPU time each program
+//     spent in it (the plugin runs, the agent, etcd's members, kube-apiserver: process_cpu.h);
 //   - the same storm through the kubernetes backend (a real kube-apiserver over the same etcd);
 //   - with --storm N, the same two storms over N nodes (target for 1000 nodes: wall within 1.5x of
 //     node-local, per-ADD p99 under 50 ms);
@@ -40,6 +41,7 @@
 #include <vector>
 
 #include "bench_stats.h"
+#include "process_cpu.h"
 #include "ipam/backends/etcd_block_backend.h"
 #include "lib/http/curl_http_client.h"
 #include "support/cluster_sim.h"
@@ -211,6 +213,8 @@ struct Storm {
   double bytesPerAdd = 0;  ///< etcd's answers
   std::uint64_t peak = 0;  ///< etcd requests in the busiest second
   double apiPerAdd = -1;   ///< kubernetes: the API server's requests (leases, nodes) per ADD
+  std::string clusterCpu;  ///< the CPU time the cluster storm cost each program (process_cpu.h)
+  std::string localCpu;    ///< the same, node-local
   bool ok = false;
 };
 
@@ -229,6 +233,7 @@ void printStorm(const Storm& s, const std::string& backend, int workers) {
   if (s.apiPerAdd >= 0) {
     std::printf("| same: API requests (leases, nodes) per ADD | %.2f | | |\n", s.apiPerAdd);
   }
+  std::printf("| same: CPU time spent, by program | %s | %s | |\n", s.clusterCpu.c_str(), s.localCpu.c_str());
 }
 
 std::size_t ownedBlocks(const ClusterSim& sim, int node) {
@@ -344,9 +349,11 @@ int main(int argc, char** argv) {
     const std::uint64_t b0 = sentBytes(endpoints);
     const long api0 = kubernetes ? ibcni::testing::apiServerRequestCount(api, {"leases", "nodes"}) : -1;
     PeakSampler sampler(endpoints);
+    auto cpu0 = ibcni::bench::cpuByProgram();
     auto t0 = std::chrono::steady_clock::now();
     const auto clusterAdds = cluster.callAll(CniVerb::kAdd, pods, args.workers);
     st.clusterWall = ibcni::bench::ms(std::chrono::steady_clock::now() - t0);
+    st.clusterCpu = ibcni::bench::cpuSpent(cpu0, ibcni::bench::cpuByProgram());
     st.peak = sampler.stop();
     st.calls = ibcni::testing::countDiff(c0, counts(endpoints));
     st.bytesPerAdd = static_cast<double>(sentBytes(endpoints) - b0) / static_cast<double>(st.adds);
@@ -354,9 +361,11 @@ int main(int argc, char** argv) {
         api0 >= 0 && api1 >= api0) {
       st.apiPerAdd = static_cast<double>(api1 - api0) / static_cast<double>(st.adds);
     }
+    cpu0 = ibcni::bench::cpuByProgram();
     t0 = std::chrono::steady_clock::now();
     const auto localAdds = local.callAll(CniVerb::kAdd, pods, args.workers);
     st.localWall = ibcni::bench::ms(std::chrono::steady_clock::now() - t0);
+    st.localCpu = ibcni::bench::cpuSpent(cpu0, ibcni::bench::cpuByProgram());
     const std::string what = std::string(kubernetes ? "kubernetes" : "cluster") + " (" + std::to_string(nodes) +
                              " nodes)";
     st.ok = check(cluster.allSucceeded(clusterAdds), what + ": every ADD") &&
