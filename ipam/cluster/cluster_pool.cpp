@@ -284,6 +284,15 @@ cni::Result<void> ClusterPool::confirm() {
   return save();
 }
 
+// I2 for a claim found already this node's (adopted): the claim wrote nothing, so it says nothing
+// of the node's liveness. A node back under its name after it was forgotten (forget-node removed
+// its registration, its liveness lapsed) would hand out from a block any other node may take over
+// as its holder's, gone. Unless a renewal confirmed the holds within the window (the node's
+// registration stands for the lease), one renewal confirms the adopted claim first.
+cni::Result<void> ClusterPool::confirmAdopted(ClaimState state) {
+  return state == ClaimState::kAdopted ? confirm() : cni::Result<void>();
+}
+
 // One claim (or takeover) of `blk`, its intent written first. @return the other holder when
 // another node has it, nullopt when it is this node's now.
 cni::Result<std::optional<Holder>> ClusterPool::claimBlock(BlockBackend& be, const Block& blk, const Holder* takeFrom) {
@@ -346,8 +355,8 @@ cni::Result<std::optional<Holder>> ClusterPool::settleBlock(BlockBackend& be, co
   e->identity = outcome->holder.identity;
   e->version = outcome->holder.version;
   e->since = sent;
-  if (onlyHold) {
-    ledger_.confirmed = sent;  // the claim itself confirms the node's only hold
+  if (onlyHold && outcome->state == ClaimState::kClaimed) {
+    ledger_.confirmed = sent;  // a claim made now registers the node: it confirms the node's only hold
   }
   if (auto s = save(); !s) {
     return std::unexpected(s.error());
@@ -359,6 +368,9 @@ cni::Result<std::optional<Holder>> ClusterPool::settleBlock(BlockBackend& be, co
   log::info("pool {}: block {} {}{} by node {}", cluster_.pool, blk.describe(),
             outcome->state == ClaimState::kAdopted ? "adopted (already this node's)" : "claimed",
             takeFrom != nullptr ? " (taken over from node " + takeFrom->node + ", which is gone)" : "", node_);
+  if (auto c = confirmAdopted(outcome->state); !c) {
+    return std::unexpected(c.error());
+  }
   return std::optional<Holder>();
 }
 

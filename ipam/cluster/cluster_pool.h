@@ -138,6 +138,8 @@ class ClusterPool final : public BlockSource {
   cni::Result<void> stillDefined(BlockBackend& be, ClaimKind kind, const std::string& name, const std::string& owner);
   cni::Result<void> resolvePending();
   cni::Result<void> confirm();
+  /// confirm() after a claim that found the claim already this node's (`state` kAdopted).
+  cni::Result<void> confirmAdopted(ClaimState state);
   cni::Result<std::optional<Holder>> claimBlock(BlockBackend& be, const Block& blk, const Holder* takeFrom);
   cni::Result<std::optional<Holder>> settleBlock(BlockBackend& be, const Block& blk,
                                                  const BackendResult<ClaimOutcome>& outcome, const Holder* takeFrom,

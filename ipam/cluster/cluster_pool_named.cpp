@@ -112,6 +112,9 @@ cni::Result<void> ClusterPool::claimReserved(const net::IpAddress& ip, const Att
   if (auto s = save(); !s) {
     return s;
   }
+  if (auto c = confirmAdopted(outcome->state); !c) {
+    return c;
+  }
   return stillDefined(be, ClaimKind::kAddress, name, attrs.owner);
 }
 

@@ -204,6 +204,42 @@ TEST_P(ClusterPoolTest, ALostLedgerIsRebuiltFromTheBackend) {
   EXPECT_EQ(etcdBlocks().size(), 2U);
 }
 
+// A node deleted, forgotten (forget-node) and back under its name with a wiped data directory
+// meets its old block again with its first claim: the claim finds the block its own, but nothing in
+// the backend says the node is alive (forget-node removed its registration, its liveness lapsed).
+// It confirms the adopted block (one renewal) before it hands out from it, so no other node takes
+// the block over meanwhile and gives its addresses out again (I1).
+TEST_P(ClusterPoolTest, ANodeBackAfterItWasForgottenConfirmsTheBlockItAdoptsBeforeHandingOutFromIt) {
+  const std::string a = conf("node-a", R"(, "releaseAfterSeconds": 0)");
+  const std::string b = conf("node-b", R"(, "releaseAfterSeconds": 0)");
+  ASSERT_TRUE(add("node-a", "c0", a));
+  ASSERT_TRUE(pass("node-a", a));
+  const std::string block = owned("node-a").at(0);
+  kill("node-a", "c0");
+  if (memory_) {
+    advance(world_->ttl + 1s);
+  } else {
+    lapse("node-a");
+  }
+  auto forgot = node("node-b").forgetNode(makeRequest(b, "", ""), "node-a");
+  ASSERT_TRUE(forgot) << forgot.error().msg;
+  nodes_.erase("node-a");
+  fs::remove_all(tmp_.path() + "/node-a");  // back with a wiped data directory
+
+  auto back = add("node-a", "c1", a);
+  ASSERT_TRUE(back) << back.error().msg;
+  ASSERT_EQ(owned("node-a"), std::vector<std::string>{block}) << "its first claim meets its old block";
+  auto p = pass("node-b", b);
+  ASSERT_TRUE(p) << p.error().msg;
+  EXPECT_TRUE(p->upkeep->takenOver.empty()) << "node-a confirmed the block it hands out from";
+  EXPECT_EQ(etcdBlocks()[block], "node-a");
+  for (int i = 0; i < 20; ++i) {
+    auto r = add("node-b", "c" + std::to_string(i), b);
+    ASSERT_TRUE(r) << r.error().msg;
+    EXPECT_NE(address(r), address(back)) << "one address, two pods";
+  }
+}
+
 // A full pool: a node that finds no room asks the holders (11) and gets what they can lend, to
 // the last address; asked in vain for a whole lease, it says the pool is full (108); a dead pod's
 // address is taken back before either.
