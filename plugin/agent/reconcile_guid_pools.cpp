@@ -64,8 +64,10 @@ void restorePoolsFromIndex(const ReconcileOptions& options, ReconcileReport& rep
     return;
   }
   for (const auto& e : ipam::readPoolIndex(options.poolIndexDir)) {
+    // The file, not the directory: a pass killed between the two leaves a directory no pass would
+    // find the pool in.
     std::error_code ec;
-    if (std::filesystem::exists(e.storeDir, ec) || ec) {
+    if (std::filesystem::exists(e.storeDir + "/" + e.fileName, ec) || ec) {
       continue;
     }
     report.restoredPools.push_back(e.storeDir);

@@ -14,8 +14,9 @@ namespace ibcni::plugin {
 [[nodiscard]] bool trustedDirPresent(const std::string& dir, const std::string& what, ReconcileReport& report);
 
 /// Each cluster pool of the pool index at options.poolIndexDir whose store directory is missing (a
-/// reboot wiped the tmpfs it lived on) gets the directory back with the configuration file it kept
-/// (network.json, pool.json), so that the pass that follows finds the pool, adopts the node's blocks
+/// reboot wiped the tmpfs it lived on), or lacks its configuration file (a pass killed while it gave
+/// the directory back), gets the directory back with the file it kept (network.json, pool.json), so
+/// that the pass that follows finds the pool, adopts the node's blocks
 /// from the backend and gives the idle ones back (dry run: only reported).
 void restorePoolsFromIndex(const ReconcileOptions& options, ReconcileReport& report);
 

@@ -43,6 +43,7 @@
 #include "ipam/config/guid_pool.h"
 #include "ipam/embedded_ipam_guids.h"
 #include "lib/result/result_json.h"
+#include "plugin/agent/reconcile_guid_pools.h"
 #include "plugin/cli/production_http.h"
 
 namespace {
@@ -129,21 +130,15 @@ ibcni::ipam::EmbeddedGuidPools& pools() {
   return p;
 }
 
-// As the node agent does first (restorePoolsFromIndex): the store a reboot wiped, given back from
-// the pool index with its pool.json.
-void restoreFromIndex(const std::string& storeDir) {
-  const std::string index = env("IBCNI_DRIVER_POOL_INDEX");
-  std::error_code ec;
-  if (index.empty() || fs::exists(storeDir, ec)) {
-    return;
-  }
-  for (const auto& e : ibcni::ipam::readPoolIndex(index)) {
-    if (e.storeDir == storeDir) {
-      fs::create_directories(storeDir, ec);
-      if (auto w = ibcni::os::writeFileAtomic(storeDir + "/" + e.fileName, e.text); !w) {
-        failWith(Error{Errc::kIoFailure, "cannot give " + storeDir + " back from the pool index", w.error().describe()});
-      }
-    }
+// As the node agent does first: the stores a reboot wiped, given back from the pool index with
+// their pool.json (the agent's own code).
+void restoreFromIndex() {
+  ibcni::plugin::ReconcileOptions options;
+  options.poolIndexDir = env("IBCNI_DRIVER_POOL_INDEX");
+  ibcni::plugin::ReconcileReport report;
+  ibcni::plugin::restorePoolsFromIndex(options, report);
+  if (!report.errors.empty()) {
+    failWith(Error{Errc::kIoFailure, report.errors.front(), {}});
   }
 }
 
@@ -201,7 +196,7 @@ bool recorded(const std::string& dataDir, const std::string& network, const ibcn
 }
 
 int pass(const std::string& storeDir) {
-  restoreFromIndex(storeDir);
+  restoreFromIndex();
   const std::string dataDir = dataDirOfStore(storeDir);
   const auto outcome = orFail(pools().maintain(storeDir, false, [&](const std::string& network, const auto& key) {
     return recorded(dataDir, network, key);

@@ -103,7 +103,25 @@ TEST_F(ReconcileGuidPoolsTest, APoolWhoseDirectoryARebootWipedIsGivenItBackFromT
   EXPECT_EQ(*os::readFile(wiped + "/pool.json", 4096), R"({"range": "02:00:00:00:00:00:01:00-02:00:00:00:00:00:01:ff"})");
   EXPECT_NE(std::find(guids_.calls.begin(), guids_.calls.end(), "maintain " + wiped + "/"), guids_.calls.end())
       << "the pass kept the pool given back";
-  EXPECT_TRUE(pass(false, o.poolIndexDir).restoredPools.empty()) << "a directory that is there is left alone";
+  EXPECT_TRUE(pass(false, o.poolIndexDir).restoredPools.empty()) << "a pool file that is there is left alone";
+}
+
+// A pass killed after it made the directory and before it wrote the pool file: the next one writes
+// the file (a directory without it would hold the pool's blocks for good: no pass finds the pool).
+TEST_F(ReconcileGuidPoolsTest, APoolDirectoryLeftWithoutItsFileByAKilledPassIsGivenTheFile) {
+  ipam::EmbeddedIpamOptions o;
+  o.defaultDataDir = data();
+  o.poolIndexDir = stateDir_ + "/index";
+  const std::string half = data() + "/.guid/hpool";
+  ipam::keepPoolIndex(o, "hpool", {"guid", half, "pool.json", R"({"range": "02:00:00:00:00:00:02:00-02:00:00:00:00:00:02:ff"})"});
+  std::filesystem::create_directories(half);
+
+  auto r = pass(false, o.poolIndexDir);
+  EXPECT_FALSE(r.failed()) << (r.errors.empty() ? "" : r.errors[0]);
+  EXPECT_EQ(r.restoredPools, std::vector<std::string>{half});
+  auto text = os::readFile(half + "/pool.json", 4096);
+  ASSERT_TRUE(text) << "the pool file was written";
+  EXPECT_EQ(*text, R"({"range": "02:00:00:00:00:00:02:00-02:00:00:00:00:00:02:ff"})");
 }
 
 TEST_F(ReconcileGuidPoolsTest, WithoutGuidPoolsTheReportSaysWhy) {
