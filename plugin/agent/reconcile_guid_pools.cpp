@@ -66,8 +66,9 @@ void restorePoolsFromIndex(const ReconcileOptions& options, ReconcileReport& rep
   for (const auto& e : ipam::readPoolIndex(options.poolIndexDir)) {
     // The file, not the directory: a pass killed between the two leaves a directory no pass would
     // find the pool in.
+    const std::string file = e.storeDir + "/" + e.fileName;
     std::error_code ec;
-    if (std::filesystem::exists(e.storeDir + "/" + e.fileName, ec) || ec) {
+    if (std::filesystem::exists(file, ec) || ec) {
       continue;
     }
     report.restoredPools.push_back(e.storeDir);
@@ -75,7 +76,7 @@ void restorePoolsFromIndex(const ReconcileOptions& options, ReconcileReport& rep
       continue;
     }
     std::filesystem::create_directories(e.storeDir, ec);
-    auto w = ec ? os::sysFail(ec.value(), "create " + e.storeDir) : os::writeFileAtomic(e.storeDir + "/" + e.fileName, e.text);
+    auto w = ec ? os::sysFail(ec.value(), "create " + e.storeDir) : os::writeFileAtomic(file, e.text);
     if (!w) {
       report.errors.push_back("cannot give " + e.kind + " pool directory " + e.storeDir + " back from the pool index: " +
                               w.error().describe());
