@@ -32,6 +32,14 @@ class ReconcileGuidPoolsTest : public PluginTest {
     o.lockWait = std::chrono::milliseconds(50);
     return plugin::reconcile(o, deps_);
   }
+  std::string indexDir() const { return stateDir_ + "/index"; }
+  /// The pool index (at indexDir()) keeps GUID pool `pool` in `storeDir` with `poolJson`.
+  void keepInIndex(const std::string& pool, const std::string& storeDir, const std::string& poolJson) {
+    ipam::EmbeddedIpamOptions o;
+    o.defaultDataDir = data();
+    o.poolIndexDir = indexDir();
+    ipam::keepPoolIndex(o, pool, {"guid", storeDir, "pool.json", poolJson});
+  }
   // A record of (ibnet, cid, net1) whose pod namespace is gone: the pass undoes the attachment
   // first unless it is alive, so this one keeps a live namespace.
   void recordOf(const std::string& cid) {
@@ -86,37 +94,31 @@ TEST_F(ReconcileGuidPoolsTest, AClaimsGuidIsLeftToIbcniDra) {
 // A reboot wiped the store of a cluster pool of the default data directory: the pool index gives
 // the directory back (with its pool.json) before the pass, which then keeps the pool.
 TEST_F(ReconcileGuidPoolsTest, APoolWhoseDirectoryARebootWipedIsGivenItBackFromThePoolIndex) {
-  ipam::EmbeddedIpamOptions o;
-  o.defaultDataDir = data();
-  o.poolIndexDir = stateDir_ + "/index";
   const std::string wiped = data() + "/.guid/rpool";
-  ipam::keepPoolIndex(o, "rpool", {"guid", wiped, "pool.json", R"({"range": "02:00:00:00:00:00:01:00-02:00:00:00:00:00:01:ff"})"});
-  ipam::keepPoolIndex(o, "other", {"guid", stateDir_ + "/elsewhere/.guid/other", "pool.json", "{}"});
+  keepInIndex("rpool", wiped, R"({"range": "02:00:00:00:00:00:01:00-02:00:00:00:00:00:01:ff"})");
+  keepInIndex("other", stateDir_ + "/elsewhere/.guid/other", "{}");
 
-  auto dry = pass(true, o.poolIndexDir);
+  auto dry = pass(true, indexDir());
   EXPECT_EQ(dry.restoredPools, std::vector<std::string>{wiped});
   EXPECT_FALSE(std::filesystem::exists(wiped)) << "a dry run creates nothing";
 
-  auto r = pass(false, o.poolIndexDir);
+  auto r = pass(false, indexDir());
   EXPECT_FALSE(r.failed()) << (r.errors.empty() ? "" : r.errors[0]);
   EXPECT_EQ(r.restoredPools, std::vector<std::string>{wiped}) << "only the default data directory's pools are indexed";
   EXPECT_EQ(*os::readFile(wiped + "/pool.json", 4096), R"({"range": "02:00:00:00:00:00:01:00-02:00:00:00:00:00:01:ff"})");
   EXPECT_NE(std::find(guids_.calls.begin(), guids_.calls.end(), "maintain " + wiped + "/"), guids_.calls.end())
       << "the pass kept the pool given back";
-  EXPECT_TRUE(pass(false, o.poolIndexDir).restoredPools.empty()) << "a pool file that is there is left alone";
+  EXPECT_TRUE(pass(false, indexDir()).restoredPools.empty()) << "a pool file that is there is left alone";
 }
 
 // A pass killed after it made the directory and before it wrote the pool file: the next one writes
 // the file (a directory without it would hold the pool's blocks for good: no pass finds the pool).
 TEST_F(ReconcileGuidPoolsTest, APoolDirectoryLeftWithoutItsFileByAKilledPassIsGivenTheFile) {
-  ipam::EmbeddedIpamOptions o;
-  o.defaultDataDir = data();
-  o.poolIndexDir = stateDir_ + "/index";
   const std::string half = data() + "/.guid/hpool";
-  ipam::keepPoolIndex(o, "hpool", {"guid", half, "pool.json", R"({"range": "02:00:00:00:00:00:02:00-02:00:00:00:00:00:02:ff"})"});
+  keepInIndex("hpool", half, R"({"range": "02:00:00:00:00:00:02:00-02:00:00:00:00:00:02:ff"})");
   std::filesystem::create_directories(half);
 
-  auto r = pass(false, o.poolIndexDir);
+  auto r = pass(false, indexDir());
   EXPECT_FALSE(r.failed()) << (r.errors.empty() ? "" : r.errors[0]);
   EXPECT_EQ(r.restoredPools, std::vector<std::string>{half});
   auto text = os::readFile(half + "/pool.json", 4096);
