@@ -124,6 +124,15 @@ cni::Result<HostDevice> resolveDevice(const Invocation& inv, Deps& deps, Attachm
   return device;
 }
 
+// CNI_IFNAME taken in the pod already, when the mode puts a netdev there under that name.
+cni::Result<void> refuseNameClash(const Invocation& inv, Deps& deps, const AttachmentMode& mode, const os::Netns& pod) {
+  if (mode.givesPodNetdev() && deps.netlink.linkByName(pod, inv.args.ifName)) {
+    return cni::fail(cni::Errc::kIfNameExists, "CNI_IFNAME=" + inv.args.ifName + " already exists in netns " +
+                                                   inv.args.netns + ": pick another interface name");
+  }
+  return {};
+}
+
 // An ADD of an attachment that exists already (ADD twice without DEL) changes nothing.
 cni::Result<void> refuseSecondAdd(const Invocation& inv, state::AttachmentStore& store) {
   auto existing = store.load(inv.conf.name, inv.args.containerId, inv.args.ifName);
@@ -183,7 +192,10 @@ cni::AddResult addResult(const Invocation& inv, const nl::Link& podLink, const s
                          const cni::AddResult& addresses) {
   cni::AddResult result = inv.conf.prevResult.value_or(cni::AddResult{});
   const int ourIndex = static_cast<int>(result.interfaces.size());
-  result.interfaces.push_back(cni::Interface{inv.args.ifName, podLink.mac.text, inv.args.netns, podLink.mtu,
+  // A VF given to a VM has no netdev in the pod: its entry is the name, the sandbox (Multus
+  // reports only interfaces with one) and, at 1.1.0, the PCI address KubeVirt looks for.
+  result.interfaces.push_back(cni::Interface{inv.args.ifName, podLink.mac.text, inv.args.netns,
+                                             podLink.mtu != 0 ? std::optional<std::uint32_t>(podLink.mtu) : std::nullopt,
                                              record.pciAddress ? record.pciAddress->text : "", {}});
   for (auto ip : addresses.ips) {
     ip.interface = ourIndex;
@@ -214,7 +226,7 @@ cni::Result<cni::AddResult> attach(const Invocation& inv, Deps& deps) {
   const os::Netns& pod = namespaces->pod;
   log::timing::lap("netns");
   ModeContext ctx{inv, deps, host};
-  auto& mode = modeFor(conf.mode);
+  auto& mode = modeFor(ctx);
   // The device-info path is judged before anything changes (error 7 for a hostile one).
   auto writeInfo = deviceInfoToWrite(inv, deps);
   if (!writeInfo) {
@@ -242,10 +254,8 @@ cni::Result<cni::AddResult> attach(const Invocation& inv, Deps& deps) {
   if (!device) {
     return std::unexpected(device.error());
   }
-  if (auto clash = deps.netlink.linkByName(pod, inv.args.ifName); clash) {
-    return cni::fail(cni::Errc::kIfNameExists,
-                     "CNI_IFNAME=" + inv.args.ifName + " already exists in netns " + inv.args.netns +
-                         ": pick another interface name");
+  if (auto r = refuseNameClash(inv, deps, mode, pod); !r) {
+    return std::unexpected(r.error());
   }
   log::timing::lap("resolve");
 
@@ -262,7 +272,9 @@ cni::Result<cni::AddResult> attach(const Invocation& inv, Deps& deps) {
   if (!addresses) {
     return std::unexpected(addresses.error());
   }
-  if (auto r = checkVerbs(inv, deps, host, *device, record, *addresses); !r) {
+  if (!mode.givesPodNetdev()) {
+    log::debug("no verbs check: the VF goes to a VM, and the host has no RDMA device of it");
+  } else if (auto r = checkVerbs(inv, deps, host, *device, record, *addresses); !r) {
     return std::unexpected(r.error());
   }
   // The device-info file for Multus' network-status, when the runtime asked and no file is there.

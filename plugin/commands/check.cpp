@@ -124,6 +124,13 @@ cni::Result<void> checkAttachment(const Invocation& inv, Deps& deps) {
   if (!ourIndex) {
     return std::unexpected(ourIndex.error());
   }
+  ModeContext ctx{inv, deps, host};
+  AttachmentMode* recorded = modeByName((*record)->mode);
+  AttachmentMode& mode = recorded != nullptr ? *recorded : modeFor(conf.mode);
+  if (!mode.givesPodNetdev()) {
+    // A VF given to a VM: nothing of it is in the pod, and it has no address or RDMA device here.
+    return mode.check(ctx, **record, pod, nl::Link{});
+  }
   auto link = deps.netlink.linkByName(pod, ifName);
   if (!link) {
     return std::unexpected(sysError(cni::Errc::kCheckFailed, "interface " + ifName + " is missing from netns " +
@@ -144,8 +151,7 @@ cni::Result<void> checkAttachment(const Invocation& inv, Deps& deps) {
   if (!ours.mac.empty()) {
     expected.podMac = ours.mac;
   }
-  ModeContext ctx{inv, deps, host};
-  if (auto r = modeFor(conf.mode).check(ctx, expected, pod, *link); !r) {
+  if (auto r = mode.check(ctx, expected, pod, *link); !r) {
     return r;
   }
   if (auto r = checkAddressesAndRoutes(inv, deps, pod, *link, prev, *ourIndex, **record); !r) {

@@ -83,6 +83,30 @@ cni::Result<RuntimeConfig> parseRuntimeConfig(const json& j, Mode mode) {
   return rc;
 }
 
+// vfio (sriov mode): true, false or "auto". true has no meaning in ipoib mode, which creates its
+// device.
+cni::Result<void> parseVfio(const json& j, NetConf& c) {
+  auto it = j.find("vfio");
+  if (it == j.end() || it->is_null()) {
+    return {};
+  }
+  if (it->is_boolean()) {
+    c.vfio = it->get<bool>() ? VfioUse::kOn : VfioUse::kOff;
+  } else if (it->is_string() && it->get<std::string>() == "auto") {
+    c.vfio = VfioUse::kAuto;
+  } else {
+    return invalid("vfio", *it,
+                   "accepted values: \"auto\" (a VF bound to vfio-pci goes to a VM, any other to the pod), true "
+                   "(a network for VMs: the VF must be bound to vfio-pci), false (a network for pods)");
+  }
+  if (c.vfio == VfioUse::kOn && c.mode == Mode::kIpoib) {
+    return invalid("vfio", *it,
+                   "is a sriov-mode key: ipoib mode creates an IPoIB child in the pod, which no VM can take; use "
+                   "\"mode\": \"sriov\" with the VF's deviceID");
+  }
+  return {};
+}
+
 // sriov mode's VF settings: linkState (ib-sriov-cni's link_state also accepted), pkey,
 // rdmaIsolation.
 cni::Result<void> parseSriovKeys(const json& j, NetConf& c) {
@@ -139,7 +163,7 @@ cni::Result<void> parseSriovKeys(const json& j, NetConf& c) {
                      "\"auto\" (move it when the node is in exclusive mode)");
     }
   }
-  return {};
+  return parseVfio(j, c);
 }
 
 // guidPool (sriov mode): kept as a result, as the embedded IPAM's object is. ADD and CHECK refuse a
@@ -273,7 +297,8 @@ cni::Result<void> parseVerbsCheck(const json& j, NetConf& c) {
 const std::set<std::string>& knownKeys() {
   static const std::set<std::string> keys = {
       "cniVersion", "cniVersions", "name", "type", "mode", "deviceID", "pciBusID", "device", "mtu",
-      "linkState", "link_state", "pkey", "rdmaIsolation", "master", "rdmaDevice", "port", "ipoibMode", "umcast", "verbsCheck",
+      "linkState", "link_state", "pkey", "rdmaIsolation", "vfio", "master", "rdmaDevice", "port", "ipoibMode",
+      "umcast", "verbsCheck",
       "guidPool", "ipam", "dns", "logLevel", "logFile", "stateDir", "runtimeConfig", "args", "prevResult",
       "capabilities"};
   return keys;

@@ -159,8 +159,8 @@ std::vector<std::string> verbsFindings(const ConfigCheckInputs& in, const plugin
 CandidateReport tryDevice(const ConfigCheckInputs& in, plugin::Invocation inv, std::string label) {
   CandidateReport c;
   c.device = std::move(label);
-  auto& mode = plugin::modeFor(inv.conf.mode);
   plugin::ModeContext ctx{inv, in.deps, in.host};
+  auto& mode = plugin::modeFor(ctx);
   auto dev = mode.resolve(ctx);
   const bool guidGiven = inv.conf.runtime.infinibandGuid || inv.conf.argsGuid || !inv.cniArgs.guid.empty();
   if (!dev && inv.conf.mode == config::Mode::kSriov && !guidGiven) {
@@ -187,7 +187,8 @@ CandidateReport tryDevice(const ConfigCheckInputs& in, plugin::Invocation inv, s
       c.warnings.push_back("now: " + member.error().msg + " (ADD checks again once the pod's GUID is set)");
     }
   }
-  auto findings = verbsFindings(in, inv, *dev);
+  // A VF given to a VM has no RDMA device in the host to probe.
+  auto findings = mode.givesPodNetdev() ? verbsFindings(in, inv, *dev) : std::vector<std::string>{};
   if (!findings.empty() && inv.conf.verbsCheck.mode == config::VerbsCheck::Mode::kRequire) {
     std::string all;
     for (const auto& f : findings) {

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "ibcni/net/ip.h"
+#include "plugin/modes/sriov_vfio.h"
 
 namespace ibcni::doctor {
 
@@ -206,6 +207,7 @@ void collectSriov(const DoctorInputs& in, const std::vector<nl::Link>& links, Do
       for (const auto& vfn : fn->vfs) {
         if (vfn.index == info->vf) {
           v.pci = vfn.address.text;
+          v.driver = in.devices.driverOf(vfn.address).value_or("");
         }
       }
       if (info->linkState) {
@@ -386,6 +388,16 @@ std::string renderConfig(const ConfigReport& c) {
   return s;
 }
 
+// " driver vfio-pci (a VM's VF)" for the VF listing; nothing when the driver is unknown.
+std::string vfDriverText(const std::string& driver) {
+  if (driver.empty()) {
+    return "";
+  }
+  return " driver " + driver +
+         (plugin::SriovVfioMode::isVfioDriver(driver) ? " (for a VM: ADD sets its GUID through the PF, no netdev)"
+                                                      : "");
+}
+
 }  // namespace
 
 std::vector<std::string> listDirectory(const std::string& dir, const std::string& prefix) {
@@ -495,8 +507,9 @@ std::string renderText(const DoctorReport& r) {
     }
     s += ", " + std::to_string(pf.vfs.size()) + " VFs\n";
     for (const auto& v : pf.vfs) {
-      s += "    vf " + std::to_string(v.vf) + (v.pci.empty() ? "" : " " + v.pci) + " state " + (v.linkState.empty() ? "-" : v.linkState) + " node GUID " +
-           (v.nodeGuid.empty() ? "-" : v.nodeGuid) + " port GUID " + (v.portGuid.empty() ? "-" : v.portGuid) + "\n";
+      s += "    vf " + std::to_string(v.vf) + (v.pci.empty() ? "" : " " + v.pci) + vfDriverText(v.driver) + " state " +
+           (v.linkState.empty() ? "-" : v.linkState) + " node GUID " + (v.nodeGuid.empty() ? "-" : v.nodeGuid) +
+           " port GUID " + (v.portGuid.empty() ? "-" : v.portGuid) + "\n";
     }
   }
 

@@ -58,6 +58,7 @@ struct IpoibLinkReport {
 struct VfReport {
   std::uint32_t vf = 0;
   std::string pci;              ///< the VF's PCI function (the PF's virtfnN), empty when unknown
+  std::string driver;           ///< its driver ("mlx5_core"; "vfio-pci": a VM's), empty when none or unknown
   std::string linkState;        ///< "auto", "enable", "disable"; empty when not reported
   std::string nodeGuid;         ///< empty when not reported
   std::string portGuid;         ///< empty when not reported

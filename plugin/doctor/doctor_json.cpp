@@ -72,6 +72,7 @@ json sriovJson(const std::vector<doctor::PfReport>& list) {
     for (const auto& v : pf.vfs) {
       vfs.push_back({{"vf", v.vf},
                      {"pci", orNull(v.pci)},
+                     {"driver", orNull(v.driver)},
                      {"linkState", orNull(v.linkState)},
                      {"nodeGuid", orNull(v.nodeGuid)},
                      {"portGuid", orNull(v.portGuid)}});

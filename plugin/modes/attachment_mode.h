@@ -65,6 +65,10 @@ class AttachmentMode {
  public:
   virtual ~AttachmentMode() = default;
 
+  /// Whether the pod gets a netdev (CNI_IFNAME) that the verbs give addresses and check. A VF
+  /// given to a VM stays in the host: its pod gets none.
+  [[nodiscard]] virtual bool givesPodNetdev() const { return true; }
+
   /// Finds the device in the host netns. Changes nothing.
   /// @return kDeviceNotFound naming the config field and value, or kInvalidConfig.
   [[nodiscard]] virtual cni::Result<HostDevice> resolve(const ModeContext& ctx) = 0;
@@ -88,6 +92,7 @@ class AttachmentMode {
   [[nodiscard]] virtual bool awaitsReturn(const ModeContext& ctx, const state::AttachmentRecord& record) = 0;
 
   /// CHECK's mode-specific part: the pod link is still what setUp made.
+  /// @param podLink  CNI_IFNAME in the pod; an empty link when givesPodNetdev() is false
   [[nodiscard]] virtual cni::Result<void> check(const ModeContext& ctx, const state::AttachmentRecord& record,
                                                 const os::Netns& pod, const nl::Link& podLink) = 0;
 
@@ -108,7 +113,13 @@ class AttachmentMode {
 /// The strategy for a mode.
 [[nodiscard]] AttachmentMode& modeFor(config::Mode mode);
 
-/// The strategy a record names ("sriov"); null for a mode this build does not know.
+/// The strategy for this invocation's device: sriov mode takes a VF bound to vfio-pci (with
+/// `vfio` "auto"; any device with `vfio` true) to a VM (SriovVfioMode), else the mode's strategy.
+/// Reads the function's driver link, nothing more.
+[[nodiscard]] AttachmentMode& modeFor(const ModeContext& ctx);
+
+/// The strategy a record names ("sriov", "ipoib", "sriov-vfio"); null for a mode this build does
+/// not know.
 [[nodiscard]] AttachmentMode* modeByName(std::string_view name);
 
 }  // namespace ibcni::plugin

@@ -7,6 +7,8 @@
 #include "plugin/modes/attachment_mode.h"
 #include "plugin/modes/ipoib_child.h"
 #include "plugin/modes/sriov_netdev.h"
+#include "plugin/modes/sriov_vf.h"
+#include "plugin/modes/sriov_vfio.h"
 #include "ibcni/os/random.h"
 
 namespace ibcni::plugin {
@@ -41,11 +43,39 @@ AttachmentMode& modeFor(config::Mode mode) {
   return sriov;
 }
 
+namespace {
+
+SriovVfioMode& vfioMode() {
+  static SriovVfioMode vfio;
+  return vfio;
+}
+
+}  // namespace
+
+AttachmentMode& modeFor(const ModeContext& ctx) {
+  const auto& conf = ctx.inv.conf;
+  if (conf.mode != config::Mode::kSriov || conf.vfio == config::VfioUse::kOff) {
+    return modeFor(conf.mode);
+  }
+  if (conf.vfio == config::VfioUse::kOn) {
+    return vfioMode();
+  }
+  if (conf.deviceId) {
+    if (auto driver = ctx.deps.devices.driverOf(*conf.deviceId); driver && SriovVfioMode::isVfioDriver(*driver)) {
+      return vfioMode();
+    }
+  }
+  return modeFor(conf.mode);
+}
+
 AttachmentMode* modeByName(std::string_view name) {
   for (auto mode : {config::Mode::kSriov, config::Mode::kIpoib}) {
     if (name == config::toString(mode)) {
       return &modeFor(mode);
     }
+  }
+  if (name == kVfioRecordMode) {
+    return &vfioMode();
   }
   return nullptr;
 }

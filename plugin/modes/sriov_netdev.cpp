@@ -355,6 +355,19 @@ void restoreHostSettings(const ModeContext& ctx, const state::AttachmentRecord& 
   }
 }
 
+// Why a function bound to `fn.driver` has no netdev: vfio-pci makes none (a VM's VF, refused by a
+// network for pods only).
+std::string noNetdevReason(const config::NetConf& conf, const sysfs::PciFunction& fn) {
+  if (!fn.driver.starts_with("vfio") && !fn.driver.ends_with("vfio_pci")) {
+    return ", and has no netdev";
+  }
+  return conf.vfio == config::VfioUse::kOff
+             ? ", which makes no netdev: a VF for a VM, and this network is for pods (\"vfio\": false); have the "
+               "device plugin's resource for it select VFs bound to their netdev driver (mlx5_core), or set vfio "
+               "to \"auto\" to give VMs their VFs"
+             : ", which makes no netdev (a VF for a VM, not a pod)";
+}
+
 }  // namespace
 
 cni::Result<HostDevice> SriovNetdevMode::resolve(const ModeContext& ctx) {
@@ -382,10 +395,7 @@ cni::Result<HostDevice> SriovNetdevMode::resolve(const ModeContext& ctx) {
                        "deviceID = \"" + pci + "\" has no network interface in the host namespace: " +
                            (fn->driver.empty() ? std::string("it is bound to no driver (bind it to its network "
                                                              "driver, e.g. mlx5_core)")
-                                               : "it is bound to " + fn->driver +
-                                                     (fn->driver.starts_with("vfio") ? ", which makes no netdev (a VF "
-                                                                                       "for a VM, not a pod)"
-                                                                                     : ", and has no netdev")) +
+                                               : "it is bound to " + fn->driver + noNetdevReason(conf, *fn)) +
                            ", or it is attached to another pod");
     }
     if (names->size() > 1) {

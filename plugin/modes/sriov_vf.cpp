@@ -89,10 +89,15 @@ std::vector<cni::Error> rebindAndRestore(const ModeContext& ctx, const net::PciA
   return errors;
 }
 
+// How a VF takes GUIDs set through its PF: mlx5 applies them when the VF is next bound to its
+// driver; a VF given to a VM is never rebound (the guest's driver reads them at its next boot, and a
+// rebind would take the VF from vfio-pci under the VM).
+enum class Rebind { kYes, kNo };
+
 // Sets `node`/`port` on the VF (writableGuid: an all-zero GUID as all ones) and rebinds it.
 std::vector<cni::Error> restoreGuids(const ModeContext& ctx, int pfIndex, std::uint32_t vf, net::Guid node,
                                      net::Guid port, const net::PciAddress& pci, const nl::Link* original,
-                                     const std::string& preferName = {}) {
+                                     Rebind rebind, const std::string& preferName = {}) {
   node = writableGuid(node);
   port = writableGuid(port);
   if (auto r = ctx.deps.netlink.setVfGuids(ctx.host, pfIndex, vf, node, port); !r) {
@@ -100,6 +105,9 @@ std::vector<cni::Error> restoreGuids(const ModeContext& ctx, int pfIndex, std::u
                      "cannot restore the GUIDs of VF " + std::to_string(vf) + " to " + node.toString() + " / " +
                          port.toString(),
                      r.error())};
+  }
+  if (rebind == Rebind::kNo) {
+    return {};
   }
   return rebindAndRestore(ctx, pci, original, preferName);
 }
@@ -112,10 +120,11 @@ struct VfNow {
 };
 
 // Sets `guid` as the VF's node and port GUID, written ahead with the GUIDs `cur` it replaces; its
-// undo puts those back (with a rebind).
+// undo puts those back (with a rebind, unless `rebind` says no).
 cni::Result<void> setRequestedGuid(const ModeContext& ctx, const HostDevice& device, const std::string& what,
                                    const net::PciAddress& vfPci, const net::Guid& guid, const VfGuids& cur,
-                                   os::Rollback& rollback, state::AttachmentRecord& record, RecordAhead& ahead) {
+                                   Rebind rebind, os::Rollback& rollback, state::AttachmentRecord& record,
+                                   RecordAhead& ahead) {
   const VfPlace& vf = *device.vf;
   const net::Guid oldNode = cur.node.value_or(net::Guid{0});
   const net::Guid oldPort = cur.port.value_or(net::Guid{0});
@@ -137,9 +146,9 @@ cni::Result<void> setRequestedGuid(const ModeContext& ctx, const HostDevice& dev
                                     r.error()));
   }
   rollback.add("restore the GUIDs of " + what,
-               [&ctx, pfIndex = vf.pfLink.index, vfIndex = vf.vfIndex, oldNode, oldPort, vfPci,
+               [&ctx, pfIndex = vf.pfLink.index, vfIndex = vf.vfIndex, oldNode, oldPort, vfPci, rebind,
                 original = device.link]() -> os::SysResult<void> {
-                 auto errors = restoreGuids(ctx, pfIndex, vfIndex, oldNode, oldPort, vfPci, &original);
+                 auto errors = restoreGuids(ctx, pfIndex, vfIndex, oldNode, oldPort, vfPci, &original, rebind);
                  if (!errors.empty()) {
                    return os::sysFail(EIO, combine(errors).msg);
                  }
@@ -205,9 +214,11 @@ cni::Result<void> setLinkState(const ModeContext& ctx, const VfPlace& vf, const 
   return {};
 }
 
-// The VF's settings on its PF: the requested GUID (then a rebind), the link state.
-cni::Result<void> applyPfSettings(const ModeContext& ctx, const HostDevice& device, os::Rollback& rollback,
-                                  state::AttachmentRecord& record, RecordAhead& ahead, VfNow& now) {
+// The VF's settings on its PF: the requested GUID (then a rebind, unless `rebind` says no), the
+// link state.
+cni::Result<void> applyPfSettings(const ModeContext& ctx, const HostDevice& device, Rebind rebind,
+                                  os::Rollback& rollback, state::AttachmentRecord& record, RecordAhead& ahead,
+                                  VfNow& now) {
   const VfPlace& vf = *device.vf;
   record.pfPci = vf.pfPci;
   record.vfIndex = vf.vfIndex;
@@ -231,11 +242,11 @@ cni::Result<void> applyPfSettings(const ModeContext& ctx, const HostDevice& devi
   // A pool's GUID is recorded even when the VF carries it already: DEL must take it off the VF.
   const bool carries = guid && cur.node == guid && cur.port == guid;
   if (guid && (!carries || vf.guidFromPool)) {
-    if (auto r = setRequestedGuid(ctx, device, what, vfPci, *guid, restoreTo, rollback, record, ahead); !r) {
+    if (auto r = setRequestedGuid(ctx, device, what, vfPci, *guid, restoreTo, rebind, rollback, record, ahead); !r) {
       return r;
     }
   }
-  if (guid && !carries) {
+  if (guid && !carries && rebind == Rebind::kYes) {
     if (auto r = rebindForGuids(ctx, device, vfPci, now); !r) {
       return r;
     }
@@ -323,7 +334,7 @@ cni::Result<nl::Link> applyVfSettings(const ModeContext& ctx, const HostDevice& 
     record.bootId = ctx.deps.bootId();
   }
   if (device.vf) {
-    if (auto r = applyPfSettings(ctx, device, rollback, record, ahead, now); !r) {
+    if (auto r = applyPfSettings(ctx, device, Rebind::kYes, rollback, record, ahead, now); !r) {
       return std::unexpected(r.error());
     }
   }
@@ -344,6 +355,15 @@ cni::Result<nl::Link> applyVfSettings(const ModeContext& ctx, const HostDevice& 
     }
   }
   return now.link;
+}
+
+cni::Result<void> applyVfioVfSettings(const ModeContext& ctx, const HostDevice& device, os::Rollback& rollback,
+                                     state::AttachmentRecord& record, RecordAhead& ahead) {
+  if (ctx.deps.bootId) {
+    record.bootId = ctx.deps.bootId();
+  }
+  VfNow now{device.link, std::nullopt};
+  return applyPfSettings(ctx, device, Rebind::kNo, rollback, record, ahead, now);
 }
 
 namespace {
@@ -408,7 +428,8 @@ std::vector<cni::Error> restoreVfParts(const ModeContext& ctx, const state::Atta
                            current->nodeGuid->value == node->value && current->portGuid->value == port->value;
       if (!already) {
         log::info("restoring the GUIDs of {} to {} / {}", what, node->toString(), port->toString());
-        auto more = restoreGuids(ctx, pf->index, *record.vfIndex, *node, *port, *record.pciAddress, nullptr,
+        const Rebind rebind = record.mode == kVfioRecordMode ? Rebind::kNo : Rebind::kYes;
+        auto more = restoreGuids(ctx, pf->index, *record.vfIndex, *node, *port, *record.pciAddress, nullptr, rebind,
                                  record.hostName);
         errors.insert(errors.end(), more.begin(), more.end());
       }

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ibcni/cni/error.h"
@@ -24,6 +25,12 @@ namespace ibcni::plugin {
 
 /// The port GUID inside an IPoIB hardware address (its last 8 of 20 bytes).
 [[nodiscard]] std::optional<net::Guid> guidOfIpoibAddress(const net::HwAddress& mac);
+
+/// resolveVf for a function bound to vfio-pci, given to a VM: a VF's place on its PF and its GUID
+/// (requested, from guidPool, or the one it has, refused when unusable); a function that is no VF
+/// (a PF passed through whole) takes no VF settings. Changes nothing.
+[[nodiscard]] cni::Result<void> resolveVfioFunction(const ModeContext& ctx, const sysfs::PciFunction& fn,
+                                                    HostDevice& device);
 
 /// Fills `device.vf` and `device.rdma` for the PCI function `fn` and validates what was asked
 /// against them, changing nothing: a VF of a non-InfiniBand PF, VF settings on a function that is
@@ -51,6 +58,18 @@ namespace ibcni::plugin {
 [[nodiscard]] cni::Result<nl::Link> applyVfSettings(const ModeContext& ctx, const HostDevice& device,
                                                     const os::Netns& pod, os::Rollback& rollback,
                                                     state::AttachmentRecord& record, RecordAhead& ahead);
+
+/// The mode the record of a VF given to a VM names: DEL, GC and `ibcni reconcile` find its strategy
+/// (SriovVfioMode) by it, DEL restores its GUIDs without a rebind, and an ibcni that does not know it
+/// refuses the record rather than rebind a VF from under a VM.
+inline constexpr std::string_view kVfioRecordMode = "sriov-vfio";
+
+/// ADD's steps for a VF given to a VM, bound to vfio-pci: its GUIDs (without a rebind: the guest's
+/// driver reads them when the VM boots) and link state through the PF, each written to `record`
+/// with the value it replaces and saved through `ahead` before it is made, its undo on `rollback`.
+[[nodiscard]] cni::Result<void> applyVfioVfSettings(const ModeContext& ctx, const HostDevice& device,
+                                                   os::Rollback& rollback, state::AttachmentRecord& record,
+                                                   RecordAhead& ahead);
 
 /// DEL's VF steps after the netdev is back: the RDMA device back to the host, the link state and
 /// GUIDs as they were (with a rebind). Skips what is already so; skips the PF settings when the

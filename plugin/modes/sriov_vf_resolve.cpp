@@ -41,7 +41,8 @@ cni::Result<void> placeVf(const ModeContext& ctx, const sysfs::PciFunction& fn, 
   if (!ib && vf.pfLink.arpType != nl::kArphrdInfiniband) {
     return cni::fail(Errc::kInvalidConfig,
                      subject + " is " + vfName(vf.pfPci, vf.vfIndex, vf.pfLink.name) +
-                         ", which is not an InfiniBand PF (its netdev " + device.link.name +
+                         ", which is not an InfiniBand PF (its netdev " +
+                         (device.link.name.empty() ? vf.pfLink.name : device.link.name) +
                          " is not an IPoIB link): ibcni gives pods InfiniBand VFs; use sriov-cni for Ethernet "
                          "VFs, or point the network's resourceName at a pool of InfiniBand VFs");
   }
@@ -192,6 +193,38 @@ cni::Result<std::optional<net::Guid>> requestedGuid(const Invocation& inv) {
     return std::optional<net::Guid>(*g);
   }
   return std::optional<net::Guid>{};
+}
+
+cni::Result<void> resolveVfioFunction(const ModeContext& ctx, const sysfs::PciFunction& fn, HostDevice& device) {
+  const std::string subject = "deviceID = \"" + fn.address.text + "\"";
+  auto guid = requestedGuid(ctx.inv);
+  if (!guid) {
+    return std::unexpected(guid.error());
+  }
+  if (!fn.physfn) {
+    if (*guid || ctx.inv.conf.linkState || guidPoolOf(ctx.inv.conf) != nullptr) {
+      return vfSettingsOnNoVf(ctx.inv, &fn, subject, *guid);
+    }
+    return {};
+  }
+  // Without a netdev of the VF's own, the PF's tells whether this is InfiniBand, and it is the
+  // netdev the VF's settings are made through (and DEL's restore).
+  if (!pfLinkOf(ctx, *fn.physfn)) {
+    return cni::fail(Errc::kDeviceNotFound,
+                     subject + " is bound to " + fn.driver + ", and its PF " + fn.physfn->text +
+                         " has no netdev in the host namespace: ibcni sets and restores a VM's VF's GUID and link "
+                         "state through it (bind the PF to its driver, mlx5_core)");
+  }
+  if (auto r = placeVf(ctx, fn, device, subject, *guid, /*ib=*/false); !r) {
+    return r;
+  }
+  if (auto r = choosePoolGuid(ctx, device); !r) {
+    return r;
+  }
+  if (!*guid && !device.vf->guidFromPool) {
+    return refuseUnusableGuid(device, subject);
+  }
+  return {};
 }
 
 // The VF (when `fn` is one), then the MTU, then the RDMA device.

@@ -358,6 +358,21 @@ os::SysResult<std::vector<std::string>> SysfsDevices::netdevsOfRdmaPort(const st
   return out;
 }
 
+os::SysResult<std::string> SysfsDevices::driverOf(const net::PciAddress& pci) {
+  const std::string dir = root_ + "/bus/pci/devices/" + pci.text;
+  auto drv = realPath(dir + "/driver");
+  if (drv) {
+    return std::string(lastComponent(*drv));
+  }
+  if (drv.error().err != ENOENT) {
+    return std::unexpected(drv.error());
+  }
+  if (::access(dir.c_str(), F_OK) != 0) {
+    return os::sysFail(ENOENT, "no PCI function " + pci.text);
+  }
+  return std::string();
+}
+
 os::SysResult<void> SysfsDevices::rebind(const net::PciAddress& pci) {
   const std::string dir = root_ + "/bus/pci/devices/" + pci.text;
   auto drv = realPath(dir + "/driver");

@@ -39,6 +39,8 @@ class SysfsDevices final : public Devices {
 
   /// physfn and virtfnN links, the driver link, netdevs and <pci>/infiniband/*.
   [[nodiscard]] os::SysResult<PciFunction> pciFunction(const net::PciAddress& pci) override;
+  /// <root>/bus/pci/devices/<pci>/driver resolved, its last component.
+  [[nodiscard]] os::SysResult<std::string> driverOf(const net::PciAddress& pci) override;
   /// Reads <root>/class/infiniband/<dev>/ports/<port>/pkeys/* ("0xffff" each).
   [[nodiscard]] os::SysResult<std::vector<net::Pkey>> pkeys(const std::string& rdmaDevice, std::uint32_t port) override;
   /// <root>/class/infiniband/<dev> resolved; the netdevs of the device two levels up, by dev_port.

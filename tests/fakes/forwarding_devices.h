@@ -18,6 +18,7 @@ class ForwardingDevices : public sysfs::Devices {
     return inner_.pciOfNetdev(name, ifIndex);
   }
   os::SysResult<sysfs::PciFunction> pciFunction(const net::PciAddress& pci) override { return inner_.pciFunction(pci); }
+  os::SysResult<std::string> driverOf(const net::PciAddress& pci) override { return inner_.driverOf(pci); }
   os::SysResult<std::vector<net::Pkey>> pkeys(const std::string& rdmaDevice, std::uint32_t port) override {
     return inner_.pkeys(rdmaDevice, port);
   }

@@ -193,7 +193,8 @@ class VfFaultSteps : public FakeFaultSteps {
  protected:
   void SetUp() override {
     FakeFaultSteps::SetUp();
-    pfIndex_ = addIbPfWithVf(kPf, kVfNumber, kVf, kOldGuid).pfIndex;
+    made_ = addIbPfWithVf(kPf, kVfNumber, kVf, kOldGuid);
+    pfIndex_ = made_.pfIndex;
     sysfs_.setPkeys("mlx5_3", 1, {"0xffff", "0x8123", "0x0000"});
     ASSERT_TRUE(sysfs_.ok()) << sysfs_.error();
     rdma_.setMode(rdma::NetnsMode::kExclusive);
@@ -216,6 +217,7 @@ class VfFaultSteps : public FakeFaultSteps {
     c["runtimeConfig"]["infinibandGUID"] = kNewGuid;
     return c;
   }
+  IbVf made_;
   int pfIndex_ = 0;
 };
 
@@ -280,6 +282,39 @@ TEST_F(GuidPoolVfFaultSteps, EveryAddStepFailsCleanlyAndEveryDelStepConverges) {
 
 TEST_F(GuidPoolVfFaultSteps, SigkillAfterEveryStepThenDelTwiceLeavesNothing) {
   std::cout << kGuidPoolVf << everyKill(poolConfig()) << "\n";
+}
+
+// ---- sriov mode on a VF bound to vfio-pci, for a VM ----
+
+// The VF given to a VM: GUID and link state through the PF without a rebind, nothing in the pod.
+// The node's state includes the VF's driver and every bind or unbind written, so a rebind anywhere
+// (ADD, an undo, DEL) shows as a difference.
+class VfioVfFaultSteps : public VfFaultSteps {
+ protected:
+  void SetUp() override {
+    VfFaultSteps::SetUp();
+    bindVfToVfio(made_, kVf);
+    nl_.clearCalls();
+  }
+  std::string nodeState() override {
+    auto driver = sysfs::SysfsDevices(sysfs_.root()).driverOf(*net::PciAddress::parse(kVf));
+    return VfFaultSteps::nodeState() + "driver " + (driver ? *driver : driver.error().describe()) + " binds [" +
+           sysfs_.driverWrites("vfio-pci", "unbind") + sysfs_.driverWrites("vfio-pci", "bind") + "]\n";
+  }
+  json vmConfig() const {
+    json c = vfConfig();
+    c.erase("ipam");
+    c.erase("rdmaIsolation");
+    return c;
+  }
+};
+
+TEST_F(VfioVfFaultSteps, EveryAddStepFailsCleanlyAndEveryDelStepConverges) {
+  std::cout << "sriov IB VF bound to vfio-pci with GUID and linkState (fakes): " << everyStep(vmConfig()) << "\n";
+}
+
+TEST_F(VfioVfFaultSteps, SigkillAfterEveryStepThenDelTwiceLeavesNothing) {
+  std::cout << "sriov IB VF bound to vfio-pci with GUID and linkState (fakes): " << everyKill(vmConfig()) << "\n";
 }
 
 }  // namespace

@@ -145,6 +145,13 @@ class PluginTest : public ::testing::Test {
     made.vfRdma = rdma_.addDevice(host_, "mlx5_3", 0, "");
     return made;
   }
+  /// addIbPfWithVf's VF as vfio-pci takes it for a VM: its netdev and RDMA device gone from the host.
+  void bindVfToVfio(const IbVf& made, const std::string& vfPci) {
+    ASSERT_TRUE(nl_.removeLink(host_, made.vfLink));
+    rdma_.removeDevice("mlx5_3");
+    sysfs_.removeNetdev("ibp59s0v2").removeRdmaDevice(vfPci, "mlx5_3").setDriver(vfPci, "vfio-pci");
+    ASSERT_TRUE(sysfs_.ok()) << sysfs_.error();
+  }
 
   /// An IPoIB parent `name` in the host, up (MTU 2044, pkey 0xffff, datagram), the netdev of the
   /// PCI function `pci` whose RDMA device is `rdmaDevice` (no VFs). @return its link index.

@@ -68,6 +68,15 @@ enum class RdmaIsolation {
   kOff,   ///< never move it
 };
 
+/// `vfio`: whether sriov mode gives a VF bound to vfio-pci to a VM (KubeVirt): the VF stays in the
+/// host, bound to vfio-pci, its GUIDs and link state set through its PF, and nothing moves into the
+/// pod's netns.
+enum class VfioUse {
+  kAuto,  ///< a VF bound to vfio-pci (or a vendor's *_vfio_pci) goes to a VM; any other to the pod
+  kOn,    ///< a network for VMs: deviceID must be bound to vfio-pci
+  kOff,   ///< a network for pods: a VF bound to vfio-pci is refused
+};
+
 /// A network configuration after parsing, canonicalizing and validating. Everything downstream
 /// trusts it.
 struct NetConf {
@@ -87,6 +96,7 @@ struct NetConf {
   /// `pkey` the VF's pkey table must hold, without the membership bit (Pkey::partition()).
   std::optional<net::Pkey> pkey;
   RdmaIsolation rdmaIsolation = RdmaIsolation::kAuto;
+  VfioUse vfio = VfioUse::kAuto;
   std::optional<net::Guid> argsGuid;     ///< args.cni.guid
   /// `guidPool` (sriov mode only), parsed, or what is wrong with it (also: given in ipoib mode).
   /// Kept as a result like embeddedIpam: ADD and CHECK refuse a broken one when they parse it; DEL,

@@ -52,6 +52,11 @@ class Devices {
   /// @return ENOENT when there is no such PCI function.
   [[nodiscard]] virtual os::SysResult<PciFunction> pciFunction(const net::PciAddress& pci) = 0;
 
+  /// The driver PCI function `pci` is bound to ("mlx5_core", "vfio-pci"): one readlink, for the
+  /// choice of a mode before the function is read in full.
+  /// @return "" when it is bound to none; ENOENT when there is no such PCI function.
+  [[nodiscard]] virtual os::SysResult<std::string> driverOf(const net::PciAddress& pci) = 0;
+
   /// The partition keys in port `port`'s pkey table of RDMA device `rdmaDevice`
   /// (<root>/class/infiniband/<dev>/ports/<port>/pkeys/<i>), with the membership bit, in table
   /// order; empty entries (0x0000) are left out. Only RDMA devices of the caller's netns are shown.

@@ -53,6 +53,36 @@ TEST_F(ReconcileTest, AnAttachmentWhoseNetnsIsGoneIsUndoneAsItsDelWouldHaveBeen)
   EXPECT_EQ(actions(pass()), "") << "a second pass finds nothing";
 }
 
+// A VF given to a VM (bound to vfio-pci, left in the host) whose pod died without a DEL gets its
+// GUID and link state back through the PF, and stays bound to vfio-pci: nothing is rebound.
+TEST_F(ReconcileTest, AVmsVfWhosePodDiedGetsItsGuidAndLinkStateBackAndStaysBoundToVfio) {
+  const IbVf made = addIbPfWithVf(kPf, kVfNumber, kVf, kOldGuid);
+  bindVfToVfio(made, kVf);
+  json c = config("1.1.0");
+  c.erase("device");
+  c.erase("mtu");
+  c.erase("ipam");
+  c["deviceID"] = kVf;
+  c["linkState"] = "enable";
+  c["runtimeConfig"]["infinibandGUID"] = kNewGuid;
+  add(c);
+  auto vf = [&] { return nl_.vf(host_, made.pfIndex, kVfNumber).value_or(nl::VfInfo{}); };
+  ASSERT_EQ(vf().portGuid, guid(kNewGuid));
+  EXPECT_EQ(actions(pass()), "c1:alive") << "the VM's pod is alive";
+  ASSERT_EQ(vf().portGuid, guid(kNewGuid));
+
+  netns_.removeNetns(kPodPath);
+  auto r = pass();
+  EXPECT_EQ(actions(r), "c1:undone");
+  EXPECT_FALSE(r.failed());
+  EXPECT_EQ(vf().nodeGuid, guid(kOldGuid));
+  EXPECT_EQ(vf().portGuid, guid(kOldGuid));
+  EXPECT_EQ(vf().linkState, nl::VfLinkState::kAuto);
+  EXPECT_EQ(sysfs_.driverWrites("vfio-pci", "unbind"), "");
+  EXPECT_EQ(*sysfs::SysfsDevices(sysfs_.root()).driverOf(*net::PciAddress::parse(kVf)), "vfio-pci");
+  EXPECT_TRUE(records().empty());
+}
+
 TEST_F(ReconcileTest, AVirtualDeviceDestroyedWithItsNamespaceLeavesNoRecord) {
   add(config());
   nl_.removeLink(pod_, nl_.findLink(pod_, "net1")->index);

@@ -54,6 +54,31 @@ TEST(NetConf, EveryKnownKey) {
   EXPECT_TRUE(c->unknownKeys.empty());
 }
 
+TEST(NetConf, VfioIsAutoTrueOrFalseAndTrueHasNoMeaningInIpoibMode) {
+  auto c = parseNetConf(conf(""), Command::kAdd);
+  ASSERT_TRUE(c) << c.error().msg;
+  EXPECT_EQ(c->vfio, VfioUse::kAuto);
+  for (const auto& [text, want] : {std::pair{"true", VfioUse::kOn}, std::pair{"false", VfioUse::kOff},
+                                   std::pair{"\"auto\"", VfioUse::kAuto}, std::pair{"null", VfioUse::kAuto}}) {
+    c = parseNetConf(conf(std::string(R"("vfio":)") + text), Command::kAdd);
+    ASSERT_TRUE(c) << text << ": " << c.error().msg;
+    EXPECT_EQ(c->vfio, want) << text;
+    EXPECT_TRUE(c->unknownKeys.empty()) << text;
+  }
+  for (const char* bad : {R"("vfio":"yes")", R"("vfio":1)"}) {
+    c = parseNetConf(conf(bad), Command::kAdd);
+    ASSERT_FALSE(c) << bad;
+    EXPECT_EQ(c.error().code, Errc::kInvalidConfig);
+    EXPECT_NE(c.error().msg.find("vfio"), std::string::npos) << c.error().msg;
+  }
+  const std::string ipoib =
+      R"({"cniVersion":"1.1.0","name":"ibnet","type":"ibcni","mode":"ipoib","master":"ib0","vfio":true})";
+  c = parseNetConf(ipoib, Command::kAdd);
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().code, Errc::kInvalidConfig);
+  EXPECT_NE(c.error().msg.find("sriov-mode key"), std::string::npos) << c.error().msg;
+}
+
 TEST(NetConf, RuntimeDeviceIdWins) {
   auto c = parseNetConf(R"({"cniVersion":"1.0.0","name":"n","type":"ibcni","deviceID":"0000:af:06.1",
       "pciBusID":"0000:af:06.1","runtimeConfig":{"deviceID":"0000:af:06.2"}})",

@@ -158,7 +158,7 @@ TEST_F(DoctorTest, AHealthyInfinibandNodeHasNoProblem) {
   EXPECT_NE(text.find("mlx5_0 (index 0) node GUID c2:11:22:33:44:55:66:00"), std::string::npos) << text;
   EXPECT_NE(text.find("port 1: ACTIVE (LinkUp) InfiniBand LID 42 SM LID 1"), std::string::npos) << text;
   EXPECT_NE(text.find("ib0.8123 (index 3) child of ib0 pkey 0x8123 mode connected"), std::string::npos) << text;
-  EXPECT_NE(text.find("vf 1 0000:3b:00.2 state enable"), std::string::npos) << text;
+  EXPECT_NE(text.find("vf 1 0000:3b:00.2 driver mlx5_core state enable"), std::string::npos) << text;
   EXPECT_NE(text.find("Problems: none"), std::string::npos) << text;
 
   json j = json::parse(doctor::printDoctorReport(r));
@@ -170,6 +170,19 @@ TEST_F(DoctorTest, AHealthyInfinibandNodeHasNoProblem) {
   EXPECT_EQ(j["ipoibLinks"][1]["role"], "child");
   EXPECT_EQ(j["sriovPfs"][0]["vfs"].size(), 2u);
   EXPECT_EQ(j["problems"], json::array());
+}
+
+TEST_F(DoctorTest, AVfBoundToVfioPciIsListedAsAVmsVf) {
+  tree.setDriver("0000:3b:00.2", "vfio-pci");
+  ASSERT_TRUE(tree.ok()) << tree.error();
+  DoctorReport r = run();
+  ASSERT_EQ(r.sriovPfs.size(), 1u);
+  ASSERT_EQ(r.sriovPfs[0].vfs.size(), 2u);
+  EXPECT_EQ(r.sriovPfs[0].vfs[1].driver, "vfio-pci");
+  const std::string text = doctor::renderText(r);
+  EXPECT_NE(text.find("vf 1 0000:3b:00.2 driver vfio-pci (for a VM"), std::string::npos) << text;
+  json j = json::parse(doctor::printDoctorReport(r));
+  EXPECT_EQ(j["sriovPfs"][0]["vfs"][1]["driver"], "vfio-pci");
 }
 
 TEST_F(DoctorTest, SharedModeIsOnlyANote) {

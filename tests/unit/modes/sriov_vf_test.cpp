@@ -202,11 +202,19 @@ TEST_F(SriovVfTest, VfOfAnEthernetPfIsRefused) {
   EXPECT_NE(msg.find("sriov-cni"), std::string::npos) << msg;
 }
 
+// A network for pods only refuses a VF bound to vfio-pci; one that leaves it to "auto" takes it to a
+// VM (modes/sriov_vfio_test.cpp), where its ipam is refused.
 TEST_F(SriovVfTest, VfBoundToVfioHasNoNetdev) {
   sysfs_.removeNetdev("ibp59s0v2").setDriver(kVf, "vfio-pci");
-  auto out = run("ADD", vfConfig());
+  json podsOnly = vfConfig();
+  podsOnly["vfio"] = false;
+  auto out = run("ADD", podsOnly);
   EXPECT_EQ(errorOf(out)["code"], 100);
   EXPECT_NE(errorOf(out)["msg"].get<std::string>().find("vfio-pci"), std::string::npos) << out.stdoutText;
+  out = run("ADD", vfConfig());
+  EXPECT_EQ(errorOf(out)["code"], 7);
+  EXPECT_NE(errorOf(out)["msg"].get<std::string>().find("ipam"), std::string::npos) << out.stdoutText;
+  EXPECT_TRUE(records().empty());
 }
 
 TEST_F(SriovVfTest, GuidOrLinkStateOnAFunctionThatIsNoVf) {

@@ -93,6 +93,19 @@ TEST_F(SysfsDevicesTest, VfBoundToVfioPciHasNoNetdev) {
   EXPECT_THAT(*netdevs, IsEmpty());
 }
 
+TEST_F(SysfsDevicesTest, DriverOfNamesTheBoundDriverNothingWhenUnboundAndEnoentWithoutTheFunction) {
+  sys_.addPf(kPf, "ib0", "mlx5_0", 2).addVf(kPf, 1, kVf, "", "").setDriver(kVf, "vfio-pci");
+  sys_.addPciFunction(kVirtio);
+  ASSERT_TRUE(sys_.ok()) << sys_.error();
+
+  EXPECT_EQ(devices_.driverOf(pciOf(kVf)).value_or("error"), "vfio-pci");
+  EXPECT_EQ(devices_.driverOf(pciOf(kPf)).value_or("error"), "mlx5_core");
+  EXPECT_EQ(devices_.driverOf(pciOf(kVirtio)).value_or("error"), "") << "bound to no driver";
+  auto missing = devices_.driverOf(pciOf("0000:af:07.0"));
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_EQ(missing.error().err, ENOENT);
+}
+
 TEST_F(SysfsDevicesTest, ListsSeveralNetdevsSorted) {
   sys_.addPciNetdev(kPf, "ib2", 7).addPciNetdev(kPf, "ib10", 8).addPciNetdev(kPf, "eth0", 9);
   ASSERT_TRUE(sys_.ok()) << sys_.error();
