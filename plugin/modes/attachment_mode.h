@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <string>
 #include <string_view>
 
@@ -29,6 +30,10 @@ struct VfPlace {
   /// (choosePoolGuid).
   bool guidFromPool = false;
   std::string guidFrom;  ///< where `guid` came from, for messages: "runtimeConfig.infinibandGUID"
+  /// The node and port GUID the VF had before an attachment whose pod died without a DEL set its
+  /// own: what DEL restores, rather than the dead pod's GUID it finds (set when such a record holds
+  /// the VF and says what it replaced).
+  std::optional<std::pair<net::Guid, net::Guid>> guidsBeforeDeadHolder;
 };
 
 /// The RDMA device behind the netdev, and whether ADD moves it into the pod.

@@ -231,13 +231,16 @@ cni::Result<void> applyPfSettings(const ModeContext& ctx, const HostDevice& devi
   std::optional<net::Guid> guid = vf.guid;  // validated by resolveVf
   const VfGuids cur = currentGuids(device);
   VfGuids restoreTo = cur;
+  if (const auto& before = vf.guidsBeforeDeadHolder) {
+    restoreTo = VfGuids{before->first, before->second};
+  }
   if (vf.guidFromPool) {
     auto taken = takePoolGuid(ctx, vf, rollback, record, ahead);
     if (!taken) {
       return std::unexpected(taken.error());
     }
     guid = *taken;
-    restoreTo = restorableOutsidePool(cur, *guidPoolOf(ctx.inv.conf));
+    restoreTo = restorableOutsidePool(restoreTo, *guidPoolOf(ctx.inv.conf));
   }
   // A pool's GUID is recorded even when the VF carries it already: DEL must take it off the VF.
   const bool carries = guid && cur.node == guid && cur.port == guid;

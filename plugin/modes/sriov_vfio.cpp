@@ -3,6 +3,7 @@
 
 #include <cerrno>
 
+#include "ibcni/os/netns_checker.h"
 #include "lib/log/log.h"
 #include "plugin/modes/record_ahead.h"
 #include "plugin/modes/sriov_vf.h"
@@ -94,6 +95,44 @@ cni::Result<void> refusePodSettings(const ModeContext& ctx, const std::string& s
   return {};
 }
 
+// Another attachment that holds `pci`: a VF given to a VM stays in the host, bound to vfio-pci,
+// whether a VM has it or not, so only the records tell. A holder whose pod netns is gone (its pod
+// died without a DEL) does not hold it: its late DEL (or `ibcni reconcile`) leaves the VF's settings
+// to the newer attachment, which restores the GUIDs that holder replaced (in `device.vf`).
+cni::Result<void> refuseHeld(const ModeContext& ctx, HostDevice& device, const std::string& subject) {
+  const net::PciAddress& pci = *device.pciAddress;
+  const Invocation& inv = ctx.inv;
+  auto records = ctx.deps.makeStore(inv.conf.stateDir)->list("");
+  if (!records) {
+    return std::unexpected(sysError(Errc::kStateFailure,
+                                    "cannot read the attachment records in stateDir = " + inv.conf.stateDir,
+                                    records.error()));
+  }
+  for (const auto& r : *records) {
+    const bool self =
+        r.network == inv.conf.name && r.containerId == inv.args.containerId && r.ifName == inv.args.ifName;
+    if (self || r.pciAddress != pci) {
+      continue;
+    }
+    const auto liveness = os::netnsLiveness(ctx.deps.netns, r.netns, r.netnsInode);
+    if (liveness == os::NetnsLiveness::kGone) {
+      log::info("{} was attached to container {}, whose netns is gone: taking it", subject, r.containerId);
+      auto node = net::Guid::parse(r.oldNodeGuid);
+      auto port = net::Guid::parse(r.oldPortGuid);
+      if (device.vf && !r.guid.empty() && node && port) {
+        device.vf->guidsBeforeDeadHolder = std::pair{*node, *port};
+      }
+      continue;
+    }
+    return cni::fail(Errc::kDeviceBusy,
+                     subject + " is attached to container " + r.containerId + " (network " + r.network +
+                         ", ifname " + r.ifName + ", netns " + r.netns + ")" +
+                         (liveness == os::NetnsLiveness::kUnknown ? ", whose netns cannot be checked from here" : "") +
+                         "; DEL that attachment first");
+  }
+  return {};
+}
+
 }  // namespace
 
 bool SriovVfioMode::isVfioDriver(std::string_view driver) {
@@ -113,6 +152,9 @@ cni::Result<HostDevice> SriovVfioMode::resolve(const ModeContext& ctx) {
   dev.pciAddress = fn->address;
   dev.deviceKey = "pci-" + fn->address.text;
   if (auto r = resolveVfioFunction(ctx, *fn, dev); !r) {
+    return std::unexpected(r.error());
+  }
+  if (auto r = refuseHeld(ctx, dev, subject); !r) {
     return std::unexpected(r.error());
   }
   if (ctx.inv.conf.pkey) {

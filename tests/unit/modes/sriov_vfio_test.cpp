@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "fakes/fake_guid_pools.h"
@@ -251,6 +252,26 @@ TEST_F(SriovVfioTest, DelSucceedsWhenTheVfOrThePfOrTheRecordIsGoneAndAfterAReboo
   EXPECT_EQ(run("DEL", c).exitCode, 0) << "the PF's netdev is gone";
   EXPECT_TRUE(records().empty());
   EXPECT_EQ(run("DEL", c).exitCode, 0) << "no record";
+}
+
+// A VF given to a VM stays in the host bound to vfio-pci: only the records say it is taken.
+TEST_F(SriovVfioTest, AVfHeldByALiveVmIs101AndOneWhosePodDiedIsTakenWithoutLosingItsNewGuidToTheOldDel) {
+  add(withGuid(vmConfig()));
+  netns_.addNetns("/var/run/netns/pod2");
+  const std::map<std::string, std::string> second = {{"CNI_CONTAINERID", "c2"}, {"CNI_NETNS", "/var/run/netns/pod2"}};
+  auto out = run("ADD", withGuid(vmConfig(), "c2:00:00:00:00:00:00:02"), second);
+  EXPECT_EQ(errorOf(out)["code"], 101) << out.stdoutText;
+  EXPECT_NE(msgOf(out).find("container c1"), std::string::npos) << out.stdoutText;
+  EXPECT_EQ(vfState().portGuid, guid(kNewGuid));
+
+  netns_.removeNetns(kPodPath);  // c1's pod died without a DEL
+  add(withGuid(vmConfig(), "c2:00:00:00:00:00:00:02"), second);
+  EXPECT_EQ(vfState().portGuid, guid("c2:00:00:00:00:00:00:02"));
+  ASSERT_EQ(run("DEL", vmConfig()).exitCode, 0) << "c1's late DEL";
+  EXPECT_EQ(vfState().portGuid, guid("c2:00:00:00:00:00:00:02")) << "c1's DEL leaves c2's GUID alone";
+  ASSERT_EQ(run("DEL", vmConfig(), second).exitCode, 0);
+  EXPECT_EQ(vfState().portGuid, guid(kOldGuid)) << "c2 restores the GUID c1 replaced, not c1's";
+  EXPECT_EQ(vfState().nodeGuid, guid(kOldGuid));
 }
 
 TEST_F(SriovVfioTest, GcOfAVmsAttachmentThatIsNoLongerListedRestoresTheVf) {
