@@ -286,6 +286,13 @@ TEST_F(SriovVfioTest, GcOfAVmsAttachmentThatIsNoLongerListedRestoresTheVf) {
   EXPECT_EQ(driverOfVf(), "vfio-pci");
 }
 
+TEST_F(SriovVfioTest, StatusOfANetworkForVmsIsReady) {
+  json c = vmConfig();
+  c["vfio"] = true;
+  auto out = run("STATUS", c, {{"CNI_CONTAINERID", ""}, {"CNI_NETNS", ""}, {"CNI_IFNAME", ""}});
+  EXPECT_EQ(out.exitCode, 0) << out.stdoutText;
+}
+
 TEST_F(SriovVfioTest, ThePciAddressReachesMultusThroughTheDeviceInfoFileWhenItIsAbsent) {
   const std::string path = devinfoRoot() + "cni/default-ibnet-c1_net1";
   json c = withGuid(vmConfig());
