@@ -293,7 +293,9 @@ cni::Result<cni::AddResult> attach(const Invocation& inv, Deps& deps) {
   }
   log::timing::lap("state-write");
   rollback.commit();
-  log::info("attached {} as {} in {}", record.hostName, inv.args.ifName, inv.args.netns);
+  log::info("attached {} as {} in {}",
+            !record.hostName.empty() ? record.hostName : record.pciAddress ? record.pciAddress->text : "?",
+            inv.args.ifName, inv.args.netns);
   return result;
 }
 
