@@ -212,6 +212,11 @@ cni::AddResult addResult(const Invocation& inv, const nl::Link& podLink, const s
   return result;
 }
 
+// The device as the host knows it, for the log: its netdev, else (a VF given to a VM) its PCI function.
+std::string hostSideName(const state::AttachmentRecord& record) {
+  return !record.hostName.empty() ? record.hostName : record.pciAddress ? record.pciAddress->text : "?";
+}
+
 // ADD: open the namespaces, refuse what cannot be done before anything changes, resolve and lock
 // the device (and resolve it again under the lock), set it up in the pod, give it addresses, check
 // RDMA, write the device-info file and the record. Every change registers its undo on `rollback`,
@@ -293,9 +298,7 @@ cni::Result<cni::AddResult> attach(const Invocation& inv, Deps& deps) {
   }
   log::timing::lap("state-write");
   rollback.commit();
-  log::info("attached {} as {} in {}",
-            !record.hostName.empty() ? record.hostName : record.pciAddress ? record.pciAddress->text : "?",
-            inv.args.ifName, inv.args.netns);
+  log::info("attached {} as {} in {}", hostSideName(record), inv.args.ifName, inv.args.netns);
   return result;
 }
 
