@@ -10,6 +10,7 @@
 #include <netlink/route/link.h>
 #include <netlink/route/link/sriov.h>
 #include <netlink/route/route.h>
+#include <netlink/route/rule.h>
 
 namespace ibcni::nl {
 
@@ -32,5 +33,6 @@ using RtnlAddrPtr = std::unique_ptr<rtnl_addr, NlReleaser<rtnl_addr_put>>;
 using RtnlRoutePtr = std::unique_ptr<rtnl_route, NlReleaser<rtnl_route_put>>;
 using RtnlNexthopPtr = std::unique_ptr<rtnl_nexthop, NlReleaser<rtnl_route_nh_free>>;
 using RtnlLinkVfPtr = std::unique_ptr<rtnl_link_vf, NlReleaser<rtnl_link_vf_put>>;
+using RtnlRulePtr = std::unique_ptr<rtnl_rule, NlReleaser<rtnl_rule_put>>;
 
 }  // namespace ibcni::nl

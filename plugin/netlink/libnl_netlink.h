@@ -101,6 +101,9 @@ class LibnlNetlink final : public Netlink {
                                                              int index) override;
   [[nodiscard]] os::SysResult<void> addRoute(const os::Netns& ns, const Route& route) override;
   [[nodiscard]] os::SysResult<void> deleteRoute(const os::Netns& ns, const Route& route) override;
+  [[nodiscard]] os::SysResult<std::vector<Rule>> listRules(const os::Netns& ns) override;
+  [[nodiscard]] os::SysResult<void> addRule(const os::Netns& ns, const Rule& rule) override;
+  [[nodiscard]] os::SysResult<void> deleteRule(const os::Netns& ns, const Rule& rule) override;
   [[nodiscard]] os::SysResult<void> addIpoibChild(const os::Netns& ns,
                                                   const IpoibChildSpec& spec) override;
   [[nodiscard]] os::SysResult<void> deleteLink(const os::Netns& ns, int index) override;

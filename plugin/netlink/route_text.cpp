@@ -22,4 +22,8 @@ std::string describe(const Route& r) {
   return out;
 }
 
+std::string describe(const Rule& r) {
+  return "from " + r.src.toString() + " lookup " + std::to_string(r.table) + " pref " + std::to_string(r.priority);
+}
+
 }  // namespace ibcni::nl

@@ -103,6 +103,9 @@ class FakeNetlink final : public nl::Netlink {
     kListRoutes,
     kAddRoute,
     kDeleteRoute,
+    kListRules,
+    kAddRule,
+    kDeleteRule,
     kVfInfo,
     kSetVfGuids,
     kSetVfLinkState,
@@ -202,6 +205,9 @@ class FakeNetlink final : public nl::Netlink {
   [[nodiscard]] os::SysResult<void> addRoute(const os::Netns& ns, const nl::Route& route) override;
   [[nodiscard]] os::SysResult<void> deleteRoute(const os::Netns& ns,
                                                 const nl::Route& route) override;
+  [[nodiscard]] os::SysResult<std::vector<nl::Rule>> listRules(const os::Netns& ns) override;
+  [[nodiscard]] os::SysResult<void> addRule(const os::Netns& ns, const nl::Rule& rule) override;
+  [[nodiscard]] os::SysResult<void> deleteRule(const os::Netns& ns, const nl::Rule& rule) override;
   [[nodiscard]] os::SysResult<void> addIpoibChild(const os::Netns& ns,
                                                   const nl::IpoibChildSpec& spec) override;
   [[nodiscard]] os::SysResult<void> deleteLink(const os::Netns& ns, int index) override;
@@ -249,6 +255,7 @@ class FakeNetlink final : public nl::Netlink {
     std::vector<LinkState> links;
     std::vector<AddrState> addrs;  // in insertion order
     std::vector<RouteState> routes;
+    std::vector<nl::Rule> rules;  // by priority, then in the order added (as the kernel lists them)
   };
   struct Failure {
     Op op;
@@ -354,6 +361,12 @@ inline const char* FakeNetlink::opName(Op op) {
       return "addRoute";
     case Op::kDeleteRoute:
       return "deleteRoute";
+    case Op::kListRules:
+      return "listRules";
+    case Op::kAddRule:
+      return "addRule";
+    case Op::kDeleteRule:
+      return "deleteRule";
     case Op::kVfInfo:
       return "vfInfo";
     case Op::kSetVfGuids:
@@ -1204,6 +1217,47 @@ inline os::SysResult<void> FakeNetlink::addRoute(const os::Netns& ns, const nl::
     }
   }
   s.routes.insert(insertAt, RouteState{r, false});
+  return {};
+}
+
+inline os::SysResult<std::vector<nl::Rule>> FakeNetlink::listRules(const os::Netns& ns) {
+  if (auto err = record(Op::kListRules, ns, "", "list rules" + inNs(ns))) {
+    return std::unexpected(*err);
+  }
+  return state(ns).rules;
+}
+
+// A rule is its family, source, table and priority; EEXIST and ENOENT as fib_nl_newrule (with
+// NLM_F_EXCL) and fib_nl_delrule answer.
+inline os::SysResult<void> FakeNetlink::addRule(const os::Netns& ns, const nl::Rule& rule) {
+  const std::string op = "add rule " + nl::describe(rule) + inNs(ns);
+  if (auto err = record(Op::kAddRule, ns, nl::describe(rule), op)) {
+    return std::unexpected(*err);
+  }
+  if (!rule.src.address.valid() || rule.table == 0) {
+    return os::sysFail(EINVAL, op);
+  }
+  NsState& s = state(ns);
+  if (std::find(s.rules.begin(), s.rules.end(), rule) != s.rules.end()) {
+    return os::sysFail(EEXIST, op);
+  }
+  auto at = std::find_if(s.rules.begin(), s.rules.end(),
+                         [&](const nl::Rule& r) { return r.priority > rule.priority; });
+  s.rules.insert(at, rule);
+  return {};
+}
+
+inline os::SysResult<void> FakeNetlink::deleteRule(const os::Netns& ns, const nl::Rule& rule) {
+  const std::string op = "delete rule " + nl::describe(rule) + inNs(ns);
+  if (auto err = record(Op::kDeleteRule, ns, nl::describe(rule), op)) {
+    return std::unexpected(*err);
+  }
+  NsState& s = state(ns);
+  auto it = std::find(s.rules.begin(), s.rules.end(), rule);
+  if (it == s.rules.end()) {
+    return os::sysFail(ENOENT, op);
+  }
+  s.rules.erase(it);
   return {};
 }
 

@@ -92,6 +92,18 @@ struct Route {
 /// "dst via gw dev N table T metric P scope S mtu M advmss A", for messages.
 [[nodiscard]] std::string describe(const Route& route);
 
+/// A policy routing rule, as `ip rule add from SRC lookup TABLE pref PRIORITY` makes it: packets
+/// whose source is in `src` look up `table`. Its family is `src`'s.
+struct Rule {
+  net::IpPrefix src;
+  std::uint32_t table = 0;
+  std::uint32_t priority = 0;
+  bool operator==(const Rule&) const = default;
+};
+
+/// "from SRC lookup TABLE pref PRIORITY", for messages.
+[[nodiscard]] std::string describe(const Rule& rule);
+
 /// rtnetlink operations on links, addresses and routes in a given network namespace. Every call
 /// names the namespace it acts in; the implementation talks to it through a netlink socket created
 /// inside that namespace, so the calling thread never leaves its own.
@@ -138,6 +150,18 @@ class Netlink {
   /// gateway routes as ECMP siblings). EEXIST when the same route is already there.
   [[nodiscard]] virtual os::SysResult<void> addRoute(const os::Netns& ns, const Route& route) = 0;
   [[nodiscard]] virtual os::SysResult<void> deleteRoute(const os::Netns& ns, const Route& route) = 0;
+
+  // ---- policy routing rules ----
+
+  /// The IPv4 and IPv6 rules of `ns` that look up a table for a source prefix (a rule with another
+  /// selector or action, such as the kernel's own `from all lookup main`, is left out).
+  [[nodiscard]] virtual os::SysResult<std::vector<Rule>> listRules(const os::Netns& ns) = 0;
+  /// Adds a rule (RTM_NEWRULE with NLM_F_CREATE|NLM_F_EXCL, FR_ACT_TO_TBL, FRA_SRC, FRA_TABLE,
+  /// FRA_PRIORITY), as `ip rule add from SRC lookup TABLE pref PRIORITY` does.
+  /// @return EEXIST when the same rule is there.
+  [[nodiscard]] virtual os::SysResult<void> addRule(const os::Netns& ns, const Rule& rule) = 0;
+  /// Deletes the rule with this source, table and priority. ENOENT when there is none.
+  [[nodiscard]] virtual os::SysResult<void> deleteRule(const os::Netns& ns, const Rule& rule) = 0;
 
   // ---- IPoIB child links ----
 

@@ -84,6 +84,16 @@ os::SysResult<void> FaultyNetlink::deleteRoute(const os::Netns& ns, const nl::Ro
   return plan_.run("deleteRoute" + in(ns) + describeRoute(route), EBUSY, [&] { return real_.deleteRoute(ns, route); });
 }
 
+os::SysResult<std::vector<nl::Rule>> FaultyNetlink::listRules(const os::Netns& ns) { return real_.listRules(ns); }
+
+os::SysResult<void> FaultyNetlink::addRule(const os::Netns& ns, const nl::Rule& rule) {
+  return plan_.run("addRule" + in(ns) + " " + nl::describe(rule), EBUSY, [&] { return real_.addRule(ns, rule); });
+}
+
+os::SysResult<void> FaultyNetlink::deleteRule(const os::Netns& ns, const nl::Rule& rule) {
+  return plan_.run("deleteRule" + in(ns) + " " + nl::describe(rule), EBUSY, [&] { return real_.deleteRule(ns, rule); });
+}
+
 os::SysResult<void> FaultyNetlink::addIpoibChild(const os::Netns& ns, const nl::IpoibChildSpec& spec) {
   return plan_.run("addIpoibChild" + in(ns) + " parent=" + std::to_string(spec.parentIndex) +
                        " pkey=" + std::to_string(spec.pkey.wire()),

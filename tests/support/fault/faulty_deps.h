@@ -17,7 +17,7 @@
 namespace ibcni::fault {
 
 /// Counted: setLinkUp, renameLink, setMtu, setAlias, setHwAddress, moveLink, addAddress,
-/// deleteAddress, addRoute, deleteRoute, addIpoibChild, deleteLink, setVfGuids, setVfLinkState.
+/// deleteAddress, addRoute, deleteRoute, addRule, deleteRule, addIpoibChild, deleteLink, setVfGuids, setVfLinkState.
 class FaultyNetlink final : public nl::Netlink {
  public:
   FaultyNetlink(nl::Netlink& real, FaultPlan& plan) : real_(real), plan_(plan) {}
@@ -36,6 +36,9 @@ class FaultyNetlink final : public nl::Netlink {
   os::SysResult<std::vector<nl::Route>> listRoutes(const os::Netns& ns, int index) override;
   os::SysResult<void> addRoute(const os::Netns& ns, const nl::Route& route) override;
   os::SysResult<void> deleteRoute(const os::Netns& ns, const nl::Route& route) override;
+  os::SysResult<std::vector<nl::Rule>> listRules(const os::Netns& ns) override;
+  os::SysResult<void> addRule(const os::Netns& ns, const nl::Rule& rule) override;
+  os::SysResult<void> deleteRule(const os::Netns& ns, const nl::Rule& rule) override;
   os::SysResult<void> addIpoibChild(const os::Netns& ns, const nl::IpoibChildSpec& spec) override;
   os::SysResult<void> deleteLink(const os::Netns& ns, int index) override;
   os::SysResult<nl::VfInfo> vfInfo(const os::Netns& ns, int pfIndex, std::uint32_t vf) override;

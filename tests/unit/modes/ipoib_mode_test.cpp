@@ -543,6 +543,15 @@ class SerializedNetlink final : public nl::Netlink {
   os::SysResult<void> deleteRoute(const os::Netns& ns, const nl::Route& route) override {
     return locked([&] { return inner_.deleteRoute(ns, route); });
   }
+  os::SysResult<std::vector<nl::Rule>> listRules(const os::Netns& ns) override {
+    return locked([&] { return inner_.listRules(ns); });
+  }
+  os::SysResult<void> addRule(const os::Netns& ns, const nl::Rule& rule) override {
+    return locked([&] { return inner_.addRule(ns, rule); });
+  }
+  os::SysResult<void> deleteRule(const os::Netns& ns, const nl::Rule& rule) override {
+    return locked([&] { return inner_.deleteRule(ns, rule); });
+  }
   os::SysResult<void> addIpoibChild(const os::Netns& ns, const nl::IpoibChildSpec& spec) override {
     // Whoever creates must hold the device lock: a probe of our own (another open file
     // description) must find it taken. When it is free the probe gets it and lets go at once.

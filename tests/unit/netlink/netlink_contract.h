@@ -606,6 +606,41 @@ TYPED_TEST_P(NetlinkContract, LoopbackUpGetsLoopbackAddressesButNoUnicastRoutes)
   EXPECT_THAT(this->addressesOf(this->ns(0), 1), UnorderedElementsAre("1 127.0.0.1/8"));
 }
 
+// ---- policy routing rules ----
+
+TYPED_TEST_P(NetlinkContract, RulesAreAddedListedAndDeletedPerNamespace) {
+  auto rules = [this](const os::Netns& where) {
+    std::vector<std::string> out;
+    auto listed = this->nl().listRules(where);
+    if (!listed) {
+      ADD_FAILURE() << listed.error().describe();
+      return out;
+    }
+    for (const auto& r : *listed) {
+      out.push_back(nl::describe(r));
+    }
+    return out;
+  };
+  EXPECT_THAT(rules(this->ns(0)), IsEmpty()) << "the kernel's own rules select no source";
+  const nl::Rule a{pfx("10.1.0.5/32"), 101, 1001};
+  const nl::Rule b{pfx("10.1.0.6/32"), 102, 1000};
+  const nl::Rule v6{pfx("fd00:1::5/128"), 101, 1001};
+  for (const auto& r : {a, b, v6}) {
+    IBCNI_ASSERT_OK(this->nl().addRule(this->ns(0), r));
+  }
+  EXPECT_THAT(rules(this->ns(0)),
+              UnorderedElementsAre("from 10.1.0.5/32 lookup 101 pref 1001", "from 10.1.0.6/32 lookup 102 pref 1000",
+                                   "from fd00:1::5/128 lookup 101 pref 1001"));
+  EXPECT_THAT(rules(this->ns(1)), IsEmpty());
+  IBCNI_EXPECT_ERRNO(this->nl().addRule(this->ns(0), a), EEXIST);
+  IBCNI_ASSERT_OK(this->nl().deleteRule(this->ns(0), a));
+  IBCNI_EXPECT_ERRNO(this->nl().deleteRule(this->ns(0), a), ENOENT);
+  IBCNI_EXPECT_ERRNO(this->nl().deleteRule(this->ns(1), b), ENOENT);
+  EXPECT_THAT(rules(this->ns(0)),
+              UnorderedElementsAre("from 10.1.0.6/32 lookup 102 pref 1000", "from fd00:1::5/128 lookup 101 pref 1001"));
+  IBCNI_EXPECT_ERRNO(this->nl().addRule(this->ns(0), nl::Rule{pfx("10.1.0.7/32"), 0, 1000}), EINVAL);
+}
+
 // ---- routes ----
 
 TYPED_TEST_P(NetlinkContract, PrefixRoutesFollowAddressesOnUpLinks) {
@@ -915,6 +950,7 @@ REGISTER_TYPED_TEST_SUITE_P(
     AddListAndDeleteRoutes, RoutesListedCanBeDeletedAsListed, DuplicateRouteIsEexist, TheSameRouteThroughTwoLinks,
     DeleteRouteMatchesLikeIpRouteDel, RouteErrors, Ipv6RouteHostBitsAreMasked,
     DeletingTheLastIpv4AddressFlushesIpv4Routes, Ipv6RouteMtuFollowsTheDevice,
-    RoutesGoWhenTheLinkGoesDown, ListRoutesFiltersByLink, CallerStaysInItsNamespace);
+    RoutesGoWhenTheLinkGoesDown, ListRoutesFiltersByLink, CallerStaysInItsNamespace,
+    RulesAreAddedListedAndDeletedPerNamespace);
 
 }  // namespace ibcni::testing
