@@ -8,6 +8,7 @@
 
 #include "plugin/modes/record_ahead.h"
 #include "plugin/modes/sriov_vf.h"
+#include "plugin/modes/sriov_vfio.h"
 #include "lib/log/log.h"
 #include "lib/log/timing.h"
 
@@ -358,7 +359,7 @@ void restoreHostSettings(const ModeContext& ctx, const state::AttachmentRecord& 
 // Why a function bound to `fn.driver` has no netdev: vfio-pci makes none (a VM's VF, refused by a
 // network for pods only).
 std::string noNetdevReason(const config::NetConf& conf, const sysfs::PciFunction& fn) {
-  if (!fn.driver.starts_with("vfio") && !fn.driver.ends_with("vfio_pci")) {
+  if (!SriovVfioMode::isVfioDriver(fn.driver)) {
     return ", and has no netdev";
   }
   return conf.vfio == config::VfioUse::kOff
