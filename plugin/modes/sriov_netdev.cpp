@@ -8,6 +8,7 @@
 
 #include "plugin/modes/record_ahead.h"
 #include "plugin/modes/sriov_vf.h"
+#include "plugin/modes/sriov_vf_lookup.h"
 #include "plugin/modes/sriov_vfio.h"
 #include "lib/log/log.h"
 #include "lib/log/timing.h"
@@ -378,16 +379,9 @@ cni::Result<HostDevice> SriovNetdevMode::resolve(const ModeContext& ctx) {
   std::optional<sysfs::PciFunction> fn;
   if (conf.deviceId) {
     const std::string& pci = conf.deviceId->text;
-    auto found = ctx.deps.devices.pciFunction(*conf.deviceId);
+    auto found = deviceIdFunction(ctx, *conf.deviceId);
     if (!found) {
-      if (found.error().err == ENOENT) {
-        return cni::fail(cni::Errc::kDeviceNotFound,
-                         "deviceID = \"" + pci + "\": no such PCI function on this node; check the device "
-                         "plugin resource (resourceName) that handed it out",
-                         found.error().describe());
-      }
-      return std::unexpected(sysError(cni::Errc::kDeviceNotFound, "deviceID = \"" + pci + "\": cannot read sysfs",
-                                      found.error()));
+      return std::unexpected(found.error());
     }
     fn = std::move(*found);
     const auto* names = &fn->netdevs;

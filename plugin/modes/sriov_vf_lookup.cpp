@@ -3,6 +3,7 @@
 // the GUID inside an IPoIB address and the wait for a VF's netdev to come back.
 #include "plugin/modes/sriov_vf_lookup.h"
 
+#include <cerrno>
 #include <chrono>
 #include <thread>
 
@@ -79,6 +80,21 @@ std::optional<RdmaPlace> findRdma(const ModeContext& ctx, const sysfs::PciFuncti
     }
   }
   return place;
+}
+
+cni::Result<sysfs::PciFunction> deviceIdFunction(const ModeContext& ctx, const net::PciAddress& deviceId) {
+  const std::string subject = "deviceID = \"" + deviceId.text + "\"";
+  auto found = ctx.deps.devices.pciFunction(deviceId);
+  if (!found) {
+    if (found.error().err == ENOENT) {
+      return cni::fail(cni::Errc::kDeviceNotFound,
+                       subject + ": no such PCI function on this node; check the device plugin resource "
+                                 "(resourceName) that handed it out",
+                       found.error().describe());
+    }
+    return std::unexpected(sysError(cni::Errc::kDeviceNotFound, subject + ": cannot read sysfs", found.error()));
+  }
+  return std::move(*found);
 }
 
 std::optional<nl::Link> pfLinkOf(const ModeContext& ctx, const net::PciAddress& pfPci) {

@@ -45,6 +45,11 @@ struct VfGuids {
 [[nodiscard]] std::optional<RdmaPlace> findRdma(const ModeContext& ctx, const sysfs::PciFunction* fn,
                                                 const nl::Link& link);
 
+/// The PCI function `deviceId` names, as sysfs describes it.
+/// @return kDeviceNotFound naming deviceID: no such function on this node (the device plugin's
+///         resource handed out a wrong one), or sysfs unreadable.
+[[nodiscard]] cni::Result<sysfs::PciFunction> deviceIdFunction(const ModeContext& ctx, const net::PciAddress& deviceId);
+
 /// The PF's netdev in the host, found from its PCI address.
 [[nodiscard]] std::optional<nl::Link> pfLinkOf(const ModeContext& ctx, const net::PciAddress& pfPci);
 

@@ -31,15 +31,9 @@ cni::Result<sysfs::PciFunction> vfioFunction(const ModeContext& ctx) {
                          "VF's PCI address, which Multus injects from the network's resourceName)");
   }
   const std::string subject = subjectOf(*conf.deviceId);
-  auto fn = ctx.deps.devices.pciFunction(*conf.deviceId);
+  auto fn = deviceIdFunction(ctx, *conf.deviceId);
   if (!fn) {
-    if (fn.error().err == ENOENT) {
-      return cni::fail(Errc::kDeviceNotFound,
-                       subject + ": no such PCI function on this node; check the device plugin resource "
-                                 "(resourceName) that handed it out",
-                       fn.error().describe());
-    }
-    return std::unexpected(sysError(Errc::kDeviceNotFound, subject + ": cannot read sysfs", fn.error()));
+    return std::unexpected(fn.error());
   }
   if (!SriovVfioMode::isVfioDriver(fn->driver)) {
     const std::string bound = subject + " is bound to " +
@@ -150,7 +144,7 @@ cni::Result<HostDevice> SriovVfioMode::resolve(const ModeContext& ctx) {
   }
   HostDevice dev;
   dev.pciAddress = fn->address;
-  dev.deviceKey = "pci-" + fn->address.text;
+  dev.deviceKey = deviceKeyFromConfig(ctx);  // deviceID is the function's address
   if (auto r = resolveVfioFunction(ctx, *fn, dev); !r) {
     return std::unexpected(r.error());
   }
@@ -235,8 +229,7 @@ std::optional<state::AttachmentRecord> SriovVfioMode::recover(const ModeContext&
 }
 
 std::string SriovVfioMode::deviceKeyFromConfig(const ModeContext& ctx) {
-  const auto& conf = ctx.inv.conf;
-  return conf.deviceId ? "pci-" + conf.deviceId->text : "netdev-" + conf.device;
+  return modeFor(config::Mode::kSriov).deviceKeyFromConfig(ctx);
 }
 
 }  // namespace ibcni::plugin
