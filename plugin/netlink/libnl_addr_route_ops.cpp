@@ -26,16 +26,6 @@ namespace ibcni::nl {
 
 namespace {
 
-/// A dump request of `type` with its family header `hdr` (ifaddrmsg, rtmsg); null when out of memory.
-template <class Header>
-NlMsgPtr dumpRequest(int type, Header hdr) {
-  NlMsgPtr msg(nlmsg_alloc_simple(type, NLM_F_DUMP));
-  if (msg && nlmsg_append(msg.get(), &hdr, sizeof hdr, NLMSG_ALIGNTO) < 0) {
-    msg.reset();
-  }
-  return msg;
-}
-
 os::SysResult<void> addressRequest(RtnlSockets& sockets, const os::Netns& ns, int index,
                                    const net::IpPrefix& prefix, bool add, const std::string& op) {
   if (index <= 0) {

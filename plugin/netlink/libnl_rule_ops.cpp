@@ -71,11 +71,7 @@ os::SysResult<std::vector<Rule>> LibnlNetlink::listRules(const os::Netns& ns) {
   auto build = [] {
     fib_rule_hdr hdr{};
     hdr.family = AF_UNSPEC;
-    NlMsgPtr msg(nlmsg_alloc_simple(RTM_GETRULE, NLM_F_DUMP));
-    if (msg && nlmsg_append(msg.get(), &hdr, sizeof hdr, NLMSG_ALIGNTO) < 0) {
-      msg.reset();
-    }
-    return msg;
+    return dumpRequest(RTM_GETRULE, hdr);
   };
   auto collect = [&out](nl_object* obj) {
     auto* r = reinterpret_cast<rtnl_rule*>(obj);

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include <netlink/msg.h>
 #include <netlink/netlink.h>
 #include <netlink/object.h>
 
@@ -25,6 +26,17 @@ namespace ibcni::nl {
 
 /// A failure inside libnl itself: its NLE_* code `nle` as an errno, libnl's text added to `op`.
 std::unexpected<os::SysError> libnlFail(int nle, const std::string& op);
+
+/// A dump request of `type` with its family header `hdr` (ifaddrmsg, rtmsg, fib_rule_hdr); null when
+/// out of memory.
+template <class Header>
+NlMsgPtr dumpRequest(int type, Header hdr) {
+  NlMsgPtr msg(nlmsg_alloc_simple(type, NLM_F_DUMP));
+  if (msg && nlmsg_append(msg.get(), &hdr, sizeof hdr, NLMSG_ALIGNTO) < 0) {
+    msg.reset();
+  }
+  return msg;
+}
 
 /// " in netns PATH": how an operation's description names its namespace.
 std::string inNs(const os::Netns& ns);
