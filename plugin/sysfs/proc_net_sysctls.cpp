@@ -32,32 +32,38 @@ SysResult<std::string> sysctlPath(std::string_view family, const std::string& if
   return "/proc/sys/net/" + std::string(family) + "/conf/" + ifName + "/" + key;
 }
 
-// The sysctl file opened in `ns` (the open is what binds it to the namespace).
-SysResult<UniqueFd> openIn(const Netns& ns, const std::string& path, int flags) {
+// The sysctl file of `key` of `ifName`, opened in `ns` (the open is what binds it to the namespace),
+// with its path for messages.
+struct OpenSysctl {
+  std::string path;
+  UniqueFd fd;
+};
+SysResult<OpenSysctl> openIn(const Netns& ns, std::string_view family, const std::string& ifName,
+                             const std::string& key, int flags) {
+  auto path = sysctlPath(family, ifName, key);
+  if (!path) {
+    return std::unexpected(path.error());
+  }
   auto guard = NetnsGuard::enter(ns);
   if (!guard) {
     return std::unexpected(guard.error());
   }
-  auto fd = UniqueFd::open(path, flags | O_CLOEXEC);
+  auto fd = UniqueFd::open(*path, flags | O_CLOEXEC);
   if (!fd) {
     return std::unexpected(fd.error());
   }
-  return std::move(*fd);
+  return OpenSysctl{std::move(*path), std::move(*fd)};
 }
 
 class SystemNetSysctls final : public NetSysctls {
  public:
   SysResult<std::string> get(const Netns& ns, std::string_view family, const std::string& ifName,
                              const std::string& key) override {
-    auto path = sysctlPath(family, ifName, key);
-    if (!path) {
-      return std::unexpected(path.error());
+    auto file = openIn(ns, family, ifName, key, O_RDONLY);
+    if (!file) {
+      return std::unexpected(file.error());
     }
-    auto fd = openIn(ns, *path, O_RDONLY);
-    if (!fd) {
-      return std::unexpected(fd.error());
-    }
-    auto text = os::readAllFd(fd->get(), 256, *path);
+    auto text = os::readAllFd(file->fd.get(), 256, file->path);
     if (!text) {
       return std::unexpected(text.error());
     }
@@ -69,15 +75,11 @@ class SystemNetSysctls final : public NetSysctls {
 
   SysResult<void> set(const Netns& ns, std::string_view family, const std::string& ifName, const std::string& key,
                       const std::string& value) override {
-    auto path = sysctlPath(family, ifName, key);
-    if (!path) {
-      return std::unexpected(path.error());
+    auto file = openIn(ns, family, ifName, key, O_WRONLY);
+    if (!file) {
+      return std::unexpected(file.error());
     }
-    auto fd = openIn(ns, *path, O_WRONLY);
-    if (!fd) {
-      return std::unexpected(fd.error());
-    }
-    return os::writeAll(fd->get(), value + "\n", "write " + *path);
+    return os::writeAll(file->fd.get(), value + "\n", "write " + file->path);
   }
 };
 
