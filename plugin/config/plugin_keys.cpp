@@ -83,24 +83,35 @@ cni::Result<RuntimeConfig> parseRuntimeConfig(const json& j, Mode mode) {
   return rc;
 }
 
-// vfio (sriov mode): true, false or "auto". true has no meaning in ipoib mode, which creates its
-// device.
-cni::Result<void> parseVfio(const json& j, NetConf& c) {
-  auto it = j.find("vfio");
+// A key that is true, false or "auto", into `out` (an enum with kOn, kOff and kAuto); absent or null
+// leaves `out` as it is. `accepted` is the error's explanation of the values.
+template <class TriState>
+cni::Result<void> boolOrAuto(const json& j, const char* key, TriState& out, const char* accepted) {
+  auto it = j.find(key);
   if (it == j.end() || it->is_null()) {
     return {};
   }
   if (it->is_boolean()) {
-    c.vfio = it->get<bool>() ? VfioUse::kOn : VfioUse::kOff;
+    out = it->get<bool>() ? TriState::kOn : TriState::kOff;
   } else if (it->is_string() && it->get<std::string>() == "auto") {
-    c.vfio = VfioUse::kAuto;
+    out = TriState::kAuto;
   } else {
-    return invalid("vfio", *it,
-                   "accepted values: \"auto\" (a VF bound to vfio-pci goes to a VM, any other to the pod), true "
-                   "(a network for VMs: the VF must be bound to vfio-pci), false (a network for pods)");
+    return invalid(key, *it, accepted);
+  }
+  return {};
+}
+
+// vfio (sriov mode): true, false or "auto". true has no meaning in ipoib mode, which creates its
+// device.
+cni::Result<void> parseVfio(const json& j, NetConf& c) {
+  if (auto r = boolOrAuto(j, "vfio", c.vfio,
+                          "accepted values: \"auto\" (a VF bound to vfio-pci goes to a VM, any other to the pod), "
+                          "true (a network for VMs: the VF must be bound to vfio-pci), false (a network for pods)");
+      !r) {
+    return r;
   }
   if (c.vfio == VfioUse::kOn && c.mode == Mode::kIpoib) {
-    return invalid("vfio", *it,
+    return invalid("vfio", j.at("vfio"),
                    "is a sriov-mode key: ipoib mode creates an IPoIB child in the pod, which no VM can take; use "
                    "\"mode\": \"sriov\" with the VF's deviceID");
   }
@@ -152,16 +163,11 @@ cni::Result<void> parseSriovKeys(const json& j, NetConf& c) {
     c.pkey = *p;
   }
 
-  if (auto it = j.find("rdmaIsolation"); it != j.end() && !it->is_null()) {
-    if (it->is_boolean()) {
-      c.rdmaIsolation = it->get<bool>() ? RdmaIsolation::kOn : RdmaIsolation::kOff;
-    } else if (it->is_string() && it->get<std::string>() == "auto") {
-      c.rdmaIsolation = RdmaIsolation::kAuto;
-    } else {
-      return invalid("rdmaIsolation", *it,
-                     "accepted values: true (move the RDMA device, the node must be in exclusive mode), false, "
-                     "\"auto\" (move it when the node is in exclusive mode)");
-    }
+  if (auto r = boolOrAuto(j, "rdmaIsolation", c.rdmaIsolation,
+                          "accepted values: true (move the RDMA device, the node must be in exclusive mode), false, "
+                          "\"auto\" (move it when the node is in exclusive mode)");
+      !r) {
+    return r;
   }
   return parseVfio(j, c);
 }
