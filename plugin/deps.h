@@ -15,6 +15,7 @@
 #include "ibcni/state/call_events.h"
 #include "ibcni/state/device_info_file.h"
 #include "ibcni/sysfs/devices.h"
+#include "ibcni/sysfs/net_sysctls.h"
 #include "ibcni/verbs/verbs_probe.h"
 
 namespace ibcni::plugin {
@@ -52,6 +53,9 @@ struct Deps {
   /// Where the ibcni executable appends each call's event (<stateDir>/events); null: nowhere. The
   /// verbs never use it: the executable's entry appends once the outcome is known (runPluginMain).
   state::CallEvents* callEvents = nullptr;
+  /// The pod interfaces' sysctls policyRouting sets; null: a configuration with policyRouting is
+  /// refused.
+  sysfs::NetSysctls* sysctls = nullptr;
 };
 
 }  // namespace ibcni::plugin

@@ -20,6 +20,7 @@
 #include "plugin/state/file_attachment_store.h"
 #include "plugin/state/file_device_info.h"
 #include "plugin/sysfs/sysfs_devices.h"
+#include "ibcni/sysfs/net_sysctls.h"
 
 extern char** environ;
 
@@ -65,6 +66,7 @@ struct ProductionDeps::Impl {
   nl::LibnlNetlink netlink;
   os::SystemNetnsProvider netns;
   sysfs::SysfsDevices devices{"/sys"};
+  std::unique_ptr<sysfs::NetSysctls> sysctls = sysfs::systemNetSysctls();
   rdma::MnlRdmaNetlink rdma;
   verbs::DlopenVerbsProbe verbs;
   state::FileDeviceInfoFiles deviceInfo;
@@ -93,6 +95,7 @@ ProductionDeps::ProductionDeps(const BackendWrap& wrapBackends) : impl_(std::mak
   deps_->deviceInfo = &impl_->deviceInfo;
   deps_->ipamUpkeep = &impl_->embedded;
   deps_->guids = &impl_->guids;
+  deps_->sysctls = impl_->sysctls.get();
 #ifndef IBCNI_BENCH_NO_CALL_EVENTS  // cni_bench's copy of ibcni without the append (bench/CMakeLists.txt)
   deps_->callEvents = &impl_->callEvents;
 #endif

@@ -3,10 +3,12 @@
 // Every change registers its undo right after it succeeds; any failure undoes them all, newest
 // first, so a failed ADD leaves the host and the pod as they were and the IPAM allocation released.
 #include <cerrno>
+#include <linux/rtnetlink.h>
 
 #include "plugin/commands/commands.h"
 #include "plugin/commands/common.h"
 #include "plugin/commands/device_info.h"
+#include "plugin/commands/policy_routing.h"
 #include "ibcni/os/netns_checker.h"
 #include "plugin/modes/verbs_check.h"
 #include "lib/log/log.h"
@@ -75,8 +77,9 @@ std::optional<cni::Error> busyError(const Invocation& inv, Deps& deps, const cni
   return std::nullopt;
 }
 
-// Adds IPAM's addresses and routes to the pod link. A route without a gateway uses the gateway of
-// the first address of its family, as the reference plugins do.
+// Adds IPAM's addresses and the routes to the pod link. A route without a gateway uses the
+// gateway of the first address of its family, as the reference plugins do, unless it is a link
+// route (scope link).
 cni::Result<void> configureAddresses(const Invocation& inv, Deps& deps, const os::Netns& pod, int index,
                                      const cni::AddResult& ipam, os::Rollback& rollback) {
   auto& nl = deps.netlink;
@@ -91,7 +94,7 @@ cni::Result<void> configureAddresses(const Invocation& inv, Deps& deps, const os
   }
   for (const auto& rt : ipam.routes) {
     nl::Route route{rt.dst, rt.gw, index, rt.mtu, rt.advmss, rt.priority, rt.table, rt.scope};
-    if (!route.gw) {
+    if (!route.gw && route.scope != RT_SCOPE_LINK) {
       for (const auto& ip : ipam.ips) {
         if (ip.gateway && ip.address.address.family == rt.dst.address.family) {
           route.gw = ip.gateway;
@@ -124,13 +127,14 @@ cni::Result<HostDevice> resolveDevice(const Invocation& inv, Deps& deps, Attachm
   return device;
 }
 
-// CNI_IFNAME taken in the pod already, when the mode puts a netdev there under that name.
-cni::Result<void> refuseNameClash(const Invocation& inv, Deps& deps, const AttachmentMode& mode, const os::Netns& pod) {
+// CNI_IFNAME taken in the pod already, when the mode puts a netdev there under that name; the
+// policyRouting table another interface of the pod uses.
+cni::Result<void> refuseClashes(const Invocation& inv, Deps& deps, const AttachmentMode& mode, const os::Netns& pod) {
   if (mode.givesPodNetdev() && deps.netlink.linkByName(pod, inv.args.ifName)) {
     return cni::fail(cni::Errc::kIfNameExists, "CNI_IFNAME=" + inv.args.ifName + " already exists in netns " +
                                                    inv.args.netns + ": pick another interface name");
   }
-  return {};
+  return refuseTakenTable(inv, deps, pod);
 }
 
 // An ADD of an attachment that exists already (ADD twice without DEL) changes nothing.
@@ -144,10 +148,14 @@ cni::Result<void> refuseSecondAdd(const Invocation& inv, state::AttachmentStore&
   return {};
 }
 
-// The IPAM's addresses and routes on the pod's interface (nothing without an IPAM); each undone on
-// failure, the allocation released.
+// The IPAM's addresses and routes on the pod's interface (nothing without an IPAM), and
+// policyRouting's sysctls and rules; each undone on failure, the allocation released.
 cni::Result<cni::AddResult> allocateAddresses(const Invocation& inv, Deps& deps, const os::Netns& pod, int index,
-                                              os::Rollback& rollback) {
+                                              state::AttachmentRecord& record, os::Rollback& rollback) {
+  // The sysctls first: the interface answers ARP as a rail from its first address on.
+  if (auto r = setPolicySysctls(inv, deps, pod, rollback); !r) {
+    return std::unexpected(r.error());
+  }
   if (inv.conf.ipamType.empty()) {
     return cni::AddResult{};
   }
@@ -163,7 +171,12 @@ cni::Result<cni::AddResult> allocateAddresses(const Invocation& inv, Deps& deps,
     }
     return {};
   });
+  // With policyRouting the routes are the interface's table's (policy_routing.h).
+  allocated->routes = podRoutes(inv, *allocated);
   if (auto r = configureAddresses(inv, deps, pod, index, *allocated, rollback); !r) {
+    return std::unexpected(r.error());
+  }
+  if (auto r = addPolicyRules(inv, deps, pod, allocated->ips, record, rollback); !r) {
     return std::unexpected(r.error());
   }
   log::timing::lap("addr");
@@ -259,7 +272,7 @@ cni::Result<cni::AddResult> attach(const Invocation& inv, Deps& deps) {
   if (!device) {
     return std::unexpected(device.error());
   }
-  if (auto r = refuseNameClash(inv, deps, mode, pod); !r) {
+  if (auto r = refuseClashes(inv, deps, mode, pod); !r) {
     return std::unexpected(r.error());
   }
   log::timing::lap("resolve");
@@ -273,7 +286,7 @@ cni::Result<cni::AddResult> attach(const Invocation& inv, Deps& deps) {
     return std::unexpected(podLink.error());
   }
   log::timing::lap("link");
-  auto addresses = allocateAddresses(inv, deps, pod, podLink->index, rollback);
+  auto addresses = allocateAddresses(inv, deps, pod, podLink->index, record, rollback);
   if (!addresses) {
     return std::unexpected(addresses.error());
   }

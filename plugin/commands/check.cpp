@@ -6,6 +6,7 @@
 #include "plugin/commands/commands.h"
 #include "plugin/commands/common.h"
 #include "plugin/commands/device_info.h"
+#include "plugin/commands/policy_routing.h"
 #include "plugin/modes/verbs_check.h"
 #include "lib/log/log.h"
 
@@ -28,7 +29,19 @@ cni::Result<int> ourInterface(const Invocation& inv, const cni::AddResult& prev)
   return ourIndex;
 }
 
-// prevResult's addresses on our interface and the record's routes are all in the pod.
+// prevResult's addresses on our interface.
+std::vector<net::IpAddress> ourAddresses(const cni::AddResult& prev, int ourIndex) {
+  std::vector<net::IpAddress> ips;
+  for (const auto& ip : prev.ips) {
+    if (ip.interface == ourIndex) {
+      ips.push_back(ip.address.address);
+    }
+  }
+  return ips;
+}
+
+// prevResult's addresses on our interface, the record's routes and its policyRouting rules and
+// sysctls are all in the pod.
 cni::Result<void> checkAddressesAndRoutes(const Invocation& inv, Deps& deps, const os::Netns& pod, const nl::Link& link,
                                           const cni::AddResult& prev, int ourIndex,
                                           const state::AttachmentRecord& record) {
@@ -55,15 +68,17 @@ cni::Result<void> checkAddressesAndRoutes(const Invocation& inv, Deps& deps, con
   }
   for (const auto& rt : record.result.routes) {
     bool present = std::any_of(routes->begin(), routes->end(), [&](const nl::Route& r) {
-      return r.dst.network() == rt.dst.network() && (!rt.gw || (r.gw && *r.gw == *rt.gw));
+      return r.dst.network() == rt.dst.network() && (!rt.gw || (r.gw && *r.gw == *rt.gw)) &&
+             (!rt.table || r.table == rt.table);
     });
     if (!present) {
       return cni::fail(cni::Errc::kCheckFailed, "route " + rt.dst.toString() +
                                                     (rt.gw ? " via " + rt.gw->toString() : "") +
+                                                    (rt.table ? " table " + std::to_string(*rt.table) : "") +
                                                     " is missing from netns " + inv.args.netns);
     }
   }
-  return {};
+  return checkPolicyRouting(inv, deps, pod, record, ourAddresses(prev, ourIndex));
 }
 
 // The verbs check; an interface without an RDMA device is judged too: require means RDMA.
@@ -83,13 +98,7 @@ cni::Result<void> checkVerbs(const Invocation& inv, Deps& deps, const os::Netns&
     }
   }
   const RdmaFacts facts = rdmaFacts(deps, host, inv, rec.pciAddress, hostSide, rec.rdmaDevice, rec.rdmaMoved);
-  std::vector<net::IpAddress> ips;
-  for (const auto& ip : prev.ips) {
-    if (ip.interface == ourIndex) {
-      ips.push_back(ip.address.address);
-    }
-  }
-  return runVerbsCheck(inv, deps, inv.args.netns, facts, verbsExpectations(conf, rec, std::move(ips)));
+  return runVerbsCheck(inv, deps, inv.args.netns, facts, verbsExpectations(conf, rec, ourAddresses(prev, ourIndex)));
 }
 
 // CHECK: the record, our interface in prevResult and in the pod, what the mode set up, the

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "plugin/commands/common.h"
 #include "plugin/commands/device_info.h"
+#include "plugin/commands/policy_routing.h"
 
 #include <cerrno>
 
@@ -185,8 +186,18 @@ cni::Result<void> releaseAttachment(const Invocation& inv, Deps& deps, const os:
                                     const std::optional<state::AttachmentRecord>& record, bool releaseIpam) {
   std::vector<cni::Error> errors;
   ModeContext ctx{inv, deps, host};
+  // The policyRouting rules go with the pod's netns; while it lives they outlive the interface.
+  // Without a record, the configuration says whether ADD may have made some.
+  std::optional<os::Netns> pod;
   if (record) {
-    auto pod = openPodNetnsIfAlive(record->netns, record->netnsInode, deps, host);
+    pod = openPodNetnsIfAlive(record->netns, record->netnsInode, deps, host);
+  } else if (inv.conf.policyRouting) {
+    pod = openPodNetnsIfAlive(inv.args.netns, 0, deps, host);
+  }
+  if (pod) {
+    addFailure(errors, removePolicyRules(inv, deps, *pod, record));
+  }
+  if (record) {
     if (auto* mode = modeByName(record->mode)) {
       addFailure(errors, mode->tearDown(ctx, *record, pod ? &*pod : nullptr));
     } else {

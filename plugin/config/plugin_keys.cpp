@@ -257,6 +257,52 @@ cni::Result<void> parseIpoibKeys(const json& j, NetConf& c, cni::Command command
   return {};
 }
 
+// An integer member of policyRouting from `low` to `high`, leaving out the kernel's own tables
+// (253 default, 254 main, 255 local) when `table`.
+cni::Result<void> policyNumber(const json& obj, const char* key, std::int64_t low, std::int64_t high, bool table,
+                               std::optional<std::uint32_t>& out) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) {
+    return {};
+  }
+  const std::string field = std::string("policyRouting.") + key;
+  const bool inRange = it->is_number_integer() && it->get<std::int64_t>() >= low && it->get<std::int64_t>() <= high;
+  if (!inRange) {
+    return invalid(field, *it, "must be an integer from " + std::to_string(low) + " to " + std::to_string(high));
+  }
+  if (table && it->get<std::int64_t>() >= 253 && it->get<std::int64_t>() <= 255) {
+    return invalid(field, *it, "names one of the kernel's own tables (253 default, 254 main, 255 local): pick "
+                               "another, or leave it out to derive one from the interface's name");
+  }
+  out = it->get<std::uint32_t>();
+  return {};
+}
+
+// policyRouting: true, false, or {"table": 1-2147483647, "priority": 1-32765}.
+cni::Result<void> parsePolicyRouting(const json& j, NetConf& c) {
+  auto it = j.find("policyRouting");
+  if (it == j.end() || it->is_null() || (it->is_boolean() && !it->get<bool>())) {
+    return {};
+  }
+  PolicyRouting policy;
+  if (it->is_object()) {
+    std::optional<std::uint32_t> priority;
+    if (auto r = policyNumber(*it, "table", 1, 2147483647, true, policy.table); !r) {
+      return r;
+    }
+    // Below the kernel's `from all lookup main` (32766); 0 is its local table's rule.
+    if (auto r = policyNumber(*it, "priority", 1, 32765, false, priority); !r) {
+      return r;
+    }
+    policy.priority = priority.value_or(policy.priority);
+  } else if (!it->is_boolean()) {
+    return invalid("policyRouting", *it,
+                   "must be true, false or an object such as {\"table\": 101, \"priority\": 1000}");
+  }
+  c.policyRouting = policy;
+  return {};
+}
+
 // verbsCheck: {"mode": "off"|"warn"|"require", "timeoutMs": 1-60000, "probe": "none"|"qp"}.
 cni::Result<void> parseVerbsCheck(const json& j, NetConf& c) {
   const json* vc = nullptr;
@@ -304,7 +350,7 @@ const std::set<std::string>& knownKeys() {
   static const std::set<std::string> keys = {
       "cniVersion", "cniVersions", "name", "type", "mode", "deviceID", "pciBusID", "device", "mtu",
       "linkState", "link_state", "pkey", "rdmaIsolation", "vfio", "master", "rdmaDevice", "port", "ipoibMode",
-      "umcast", "verbsCheck",
+      "umcast", "verbsCheck", "policyRouting",
       "guidPool", "ipam", "dns", "logLevel", "logFile", "stateDir", "runtimeConfig", "args", "prevResult",
       "capabilities"};
   return keys;
@@ -413,6 +459,9 @@ cni::Result<void> pluginKeys(const json& j, NetConf& c, cni::Command command) {
     return r;
   }
   if (auto r = parseVerbsCheck(j, c); !r) {
+    return r;
+  }
+  if (auto r = parsePolicyRouting(j, c); !r) {
     return r;
   }
   if (auto it = j.find("dns"); it != j.end() && !it->is_null()) {

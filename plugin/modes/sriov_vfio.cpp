@@ -80,6 +80,10 @@ cni::Result<void> refusePodSettings(const ModeContext& ctx, const std::string& s
                          ": the host has no RDMA device of it to move (the guest's mlx5_ib makes its own); set "
                          "rdmaIsolation to \"auto\" or false");
   }
+  if (conf.policyRouting) {
+    return cni::fail(Errc::kInvalidConfig, "policyRouting is set, but " + vm +
+                                               " and its routing; remove policyRouting from this network");
+  }
   if (conf.verbsCheck.mode == config::VerbsCheck::Mode::kRequire) {
     return cni::fail(Errc::kInvalidConfig,
                      "verbsCheck.mode = \"require\", but " + vm +

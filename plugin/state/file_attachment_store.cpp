@@ -118,6 +118,9 @@ std::string FileAttachmentStore::encode(const AttachmentRecord& r) {
   if (!r.deviceInfoFile.empty()) {
     j["deviceInfoFile"] = r.deviceInfoFile;
   }
+  if (r.policyTable) {
+    j["policyRouting"] = {{"table", *r.policyTable}, {"priority", r.policyPriority}};
+  }
   if (!r.config.empty()) {
     j["invocation"] = {{"config", r.config}, {"cniArgs", r.cniArgs}, {"cniPath", r.cniPath}};
   }
@@ -256,6 +259,10 @@ os::SysResult<void> decodeFields(const json& j, const std::string& origin, Attac
   }
   r.ipamType = j.value("ipamType", "");
   r.deviceInfoFile = j.value("deviceInfoFile", "");
+  if (auto p = j.find("policyRouting"); p != j.end() && p->is_object()) {
+    r.policyTable = p->at("table").get<std::uint32_t>();
+    r.policyPriority = p->at("priority").get<std::uint32_t>();
+  }
   r.createdAt = j.value("createdAt", "");
   if (auto res = j.find("result"); res != j.end()) {
     auto parsed = result::resultFromJson(*res, cni::Errc::kStateFailure, "record.result");

@@ -77,6 +77,16 @@ enum class VfioUse {
   kOff,   ///< a network for pods: a VF bound to vfio-pci is refused
 };
 
+/// `policyRouting`: the interface answers on itself (multi-rail pods, several interfaces in one
+/// subnet). Its routes go into a table of its own, a rule sends traffic from each of its addresses
+/// there, and its ARP and reverse-path sysctls are set for interfaces that share a subnet
+/// (docs/configuration.md "Multi-rail pods").
+struct PolicyRouting {
+  /// The interface's table; unset: derived from CNI_IFNAME (policy_routing.h, policyTable).
+  std::optional<std::uint32_t> table;
+  std::uint32_t priority = 1000;  ///< the rules' priority (`ip rule ... pref`)
+};
+
 /// A network configuration after parsing, canonicalizing and validating. Everything downstream
 /// trusts it.
 struct NetConf {
@@ -97,6 +107,7 @@ struct NetConf {
   std::optional<net::Pkey> pkey;
   RdmaIsolation rdmaIsolation = RdmaIsolation::kAuto;
   VfioUse vfio = VfioUse::kAuto;
+  std::optional<PolicyRouting> policyRouting;  ///< unset: the interface's routes stay in main
   std::optional<net::Guid> argsGuid;     ///< args.cni.guid
   /// `guidPool` (sriov mode only), parsed, or what is wrong with it (also: given in ipoib mode).
   /// Kept as a result like embeddedIpam: ADD and CHECK refuse a broken one when they parse it; DEL,

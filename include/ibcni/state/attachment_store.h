@@ -67,6 +67,10 @@ struct AttachmentRecord {
   std::optional<std::uint32_t> podMtu;  ///< set when ADD changed the MTU
   std::string podMac;                   ///< set when ADD changed the MAC
   std::string ipamType;                 ///< empty: no IPAM
+  /// policyRouting: the interface's table and its rules' priority in the pod; DEL deletes the rules
+  /// that look it up at that priority. Unset: ADD made no rule.
+  std::optional<std::uint32_t> policyTable;
+  std::uint32_t policyPriority = 0;
   /// The device-info file ADD wrote (runtimeConfig.CNIDeviceInfoFile), which DEL removes; empty
   /// when ADD wrote none (none asked for, or the device plugin's copy was there). Absent in records
   /// of older ibcni.

@@ -79,6 +79,37 @@ TEST(NetConf, VfioIsAutoTrueOrFalseAndTrueHasNoMeaningInIpoibMode) {
   EXPECT_NE(c.error().msg.find("sriov-mode key"), std::string::npos) << c.error().msg;
 }
 
+TEST(NetConf, PolicyRoutingIsTrueFalseOrATableAndPriorityEachInRange) {
+  auto c = parseNetConf(conf(""), Command::kAdd);
+  ASSERT_TRUE(c) << c.error().msg;
+  EXPECT_FALSE(c->policyRouting);
+  c = parseNetConf(conf(R"("policyRouting":false)"), Command::kAdd);
+  ASSERT_TRUE(c) << c.error().msg;
+  EXPECT_FALSE(c->policyRouting);
+  c = parseNetConf(conf(R"("policyRouting":true)"), Command::kAdd);
+  ASSERT_TRUE(c) << c.error().msg;
+  ASSERT_TRUE(c->policyRouting);
+  EXPECT_FALSE(c->policyRouting->table) << "derived from CNI_IFNAME at ADD";
+  EXPECT_EQ(c->policyRouting->priority, 1000u);
+  EXPECT_TRUE(c->unknownKeys.empty());
+  c = parseNetConf(conf(R"("policyRouting":{"table":101,"priority":500})"), Command::kAdd);
+  ASSERT_TRUE(c) << c.error().msg;
+  EXPECT_EQ(c->policyRouting->table, 101u);
+  EXPECT_EQ(c->policyRouting->priority, 500u);
+  for (const auto& [bad, field] :
+       {std::pair{R"("policyRouting":"yes")", "policyRouting"},
+        std::pair{R"("policyRouting":{"table":0})", "table"},
+        std::pair{R"("policyRouting":{"table":254})", "kernel's own tables"},
+        std::pair{R"("policyRouting":{"table":4294967296})", "table"},
+        std::pair{R"("policyRouting":{"priority":0})", "policyRouting.priority"},
+        std::pair{R"("policyRouting":{"priority":32766})", "from 1 to 32765"}}) {
+    c = parseNetConf(conf(bad), Command::kAdd);
+    ASSERT_FALSE(c) << bad;
+    EXPECT_EQ(c.error().code, Errc::kInvalidConfig) << bad;
+    EXPECT_NE(c.error().msg.find(field), std::string::npos) << c.error().msg;
+  }
+}
+
 TEST(NetConf, RuntimeDeviceIdWins) {
   auto c = parseNetConf(R"({"cniVersion":"1.0.0","name":"n","type":"ibcni","deviceID":"0000:af:06.1",
       "pciBusID":"0000:af:06.1","runtimeConfig":{"deviceID":"0000:af:06.2"}})",

@@ -153,9 +153,11 @@ TEST_F(SriovVfioTest, WhatOnlyAPodsNetdevCanTakeIsError7NamingTheFieldAndChanges
   required["verbsCheck"] = {{"mode", "require"}};
   json mac = vmConfig();
   mac["runtimeConfig"]["mac"] = "02:00:00:00:00:01";
+  json routed = vmConfig();
+  routed["policyRouting"] = true;
   for (const auto& k : {Case{"ipam", withGuid(withIpam), "cloud-init"}, Case{"mtu", withMtu, "remove mtu"},
                         Case{"rdmaIsolation", isolated, "rdmaIsolation"}, Case{"verbsCheck", required, "warn"},
-                        Case{"mac", mac, "mac"}}) {
+                        Case{"mac", mac, "mac"}, Case{"policyRouting", routed, "remove policyRouting"}}) {
     auto out = run("ADD", k.conf);
     EXPECT_EQ(errorOf(out)["code"], 7) << k.field << ": " << out.stdoutText;
     const std::string msg = msgOf(out);

@@ -191,6 +191,21 @@ TEST_F(StoreTest, DeviceInfoFileRoundTrips) {
   EXPECT_EQ(back->deviceInfoFile, rec.deviceInfoFile);
 }
 
+// policyRouting's table and priority, which DEL deletes the rules by; none written without it.
+TEST_F(StoreTest, PolicyTableAndPriorityRoundTrip) {
+  auto rec = record("c1", "net1");
+  EXPECT_EQ(FileAttachmentStore::encode(rec).find("policyRouting"), std::string::npos);
+  auto back = FileAttachmentStore::decode(FileAttachmentStore::encode(rec), "x");
+  ASSERT_TRUE(back) << back.error().describe();
+  EXPECT_FALSE(back->policyTable);
+  rec.policyTable = 101;
+  rec.policyPriority = 1000;
+  back = FileAttachmentStore::decode(FileAttachmentStore::encode(rec), "x");
+  ASSERT_TRUE(back) << back.error().describe();
+  EXPECT_EQ(back->policyTable, 101u);
+  EXPECT_EQ(back->policyPriority, 1000u);
+}
+
 // A GUID from guidPool keeps the pool and its store beside the VF's GUIDs, so that DEL releases it
 // where ADD took it; a record without one writes no such key.
 TEST_F(StoreTest, GuidPoolAndItsStoreRoundTrip) {
