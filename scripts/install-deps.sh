@@ -32,6 +32,8 @@ build_pkgs=(cmake ninja-build g++ make pkg-config "${plugin_libs[@]}"
             # and the libcurl build it loads (GnuTLS's: without OpenSSL's libcrypto in its resident set).
             libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc libcurl3-gnutls)
 test_pkgs=(iproute2 jq util-linux coreutils findutils strace
+           # tests/integration/policy_routing_netns_test: replies over each rail
+           iputils-ping
            # scripts/check-lengths.sh reads functions with a parser
            universal-ctags
            # tests/unit/http: a local HTTP(S) server (python3's http.server and ssl) and its test PKI
