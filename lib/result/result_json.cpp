@@ -262,12 +262,8 @@ json ipsToJson(const std::vector<cni::IpConfig>& ips, cni::SpecVersion v) {
 }
 
 json routesToJson(const std::vector<cni::Route>& routes, cni::SpecVersion v) {
-  constexpr std::uint32_t kMainTable = 254;
   json list = json::array();
   for (const auto& rt : routes) {
-    if (!cni::hasV11Fields(v) && rt.table && *rt.table != kMainTable) {
-      continue;  // before 1.1.0 a route cannot say its table: it would read as one of main
-    }
     json e = {{"dst", rt.dst.toString()}};
     if (rt.gw) {
       e["gw"] = rt.gw->toString();

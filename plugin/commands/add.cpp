@@ -225,6 +225,15 @@ cni::AddResult addResult(const Invocation& inv, const nl::Link& podLink, const s
   return result;
 }
 
+// Before 1.1.0 a route cannot name its table: one ADD put in another table than main (policyRouting's)
+// would read as one of main, so it is left out of the printed result (the record keeps it).
+void forgetUnsayableRoutes(cni::SpecVersion version, cni::AddResult& result) {
+  constexpr std::uint32_t kMainTable = 254;
+  if (!cni::hasV11Fields(version)) {
+    std::erase_if(result.routes, [](const cni::Route& rt) { return rt.table && *rt.table != kMainTable; });
+  }
+}
+
 // The device as the host knows it, for the log: its netdev, else (a VF given to a VM) its PCI function.
 std::string hostSideName(const state::AttachmentRecord& record) {
   return !record.hostName.empty() ? record.hostName : record.pciAddress ? record.pciAddress->text : "?";
@@ -318,7 +327,11 @@ cni::Result<cni::AddResult> attach(const Invocation& inv, Deps& deps) {
 }  // namespace
 
 cni::Result<cni::AddResult> cmdAdd(const Invocation& given, Deps& deps) {
-  return withDeviceFromInfoFile(given, [&deps](const Invocation& inv) { return attach(inv, deps); });
+  auto result = withDeviceFromInfoFile(given, [&deps](const Invocation& inv) { return attach(inv, deps); });
+  if (result) {
+    forgetUnsayableRoutes(given.conf.version, *result);
+  }
+  return result;
 }
 
 }  // namespace ibcni::plugin
