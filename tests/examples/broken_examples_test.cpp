@@ -287,6 +287,14 @@ TEST_F(BrokenExamples, ServiceSelectingNoPodAndOverlappingSubnets) {
   EXPECT_PROBLEM(checkSupportingObjects(overlap), "overlaps");
   Catalog twice = catalogOf({{"nad.yaml", nad_}, {"nad2.yaml", nad_}});
   EXPECT_PROBLEM(checkSupportingObjects(twice), "is also defined at");
+  // The rails share their subnet through one cluster pool; naming two pools, they overlap.
+  const std::string rails = example("sriov-multi-rail.yaml");
+  EXPECT_TRUE(checkSupportingObjects(catalogOf({{"rails.yaml", rails}})).empty());
+  std::string twoPoolsText = rails;
+  const std::string pool = R"("pool": "ib-rails")";
+  twoPoolsText.replace(twoPoolsText.rfind(pool), pool.size(), R"("pool": "ib-rails2")");  // the second rail's
+  Catalog twoPools = catalogOf({{"rails.yaml", twoPoolsText}});
+  EXPECT_PROBLEM(checkSupportingObjects(twoPools), "overlaps");
 }
 
 TEST_F(BrokenExamples, UnknownKindsAndApiVersions) {

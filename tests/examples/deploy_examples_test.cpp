@@ -160,6 +160,14 @@ TEST_F(DeployExamples, TheDocumentedExamplesConfigureWhatTheySay) {
   EXPECT_EQ(nvIpam->conf.ipamType, "nv-ipam");
   EXPECT_EQ(nvIpam->stdinConfig["ipam"]["poolName"], "ib-pool");
 
+  for (const char* rail : {"ib-rail1", "ib-rail2"}) {
+    const Invocation* r = invocation(all, rail);
+    ASSERT_NE(r, nullptr) << "deploy/examples/sriov-multi-rail.yaml: NAD " << rail;
+    ASSERT_TRUE(r->conf.policyRouting.has_value()) << rail;
+    EXPECT_FALSE(r->conf.policyRouting->table) << rail << ": the table comes from the interface's name";
+    EXPECT_EQ(r->stdinConfig["ipam"]["cluster"]["pool"], "ib-rails") << rail << ": one pool for the rails' subnet";
+  }
+
   // The pods, and the ib_write_bw pair on two nodes.
   auto pod = [&](const std::string& name) -> const Pod* {
     for (const auto& p : catalog().pods) {
@@ -179,6 +187,11 @@ TEST_F(DeployExamples, TheDocumentedExamplesConfigureWhatTheySay) {
     EXPECT_EQ(p->networks[0].name, network) << name;
     EXPECT_EQ(p->networks[0].interface, "net1") << name;
   }
+  const Pod* rails = pod("multi-rail-pod");
+  ASSERT_NE(rails, nullptr);
+  ASSERT_EQ(rails->networks.size(), 2u);
+  EXPECT_EQ(rails->networks[1].name, "ib-rail2");
+  EXPECT_EQ(rails->networks[1].interface, "net2") << "table 102";
   for (const char* name : {"ib-write-bw-server", "ib-write-bw-client"}) {
     const json& spec = pod(name)->obj.tree["spec"];
     const json& terms = spec["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"];

@@ -1241,7 +1241,9 @@ std::vector<std::string> checkSupportingObjects(const Catalog& catalog, Stats* s
     }
   }
 
-  // The subnets of one group's networks must not overlap (a pod may attach several).
+  // The subnets of one group's networks must not overlap (a pod may attach several), but where
+  // they draw from one cluster pool (ipam.cluster.pool: NADs naming one pool share it).
+  std::map<std::string, std::string> poolOf;  // label -> cluster pool
   for (const auto& nad : catalog.nads) {
     json cfg = json::parse(nad.config, nullptr, false);
     if (!cfg.is_object()) {
@@ -1270,6 +1272,9 @@ std::vector<std::string> checkSupportingObjects(const Catalog& catalog, Stats* s
           subnets[nad.obj.group].emplace_back(label(nad), p->network());
         }
       }
+      if (const std::string pool = stringAt(*ipamObj, {"cluster", "pool"}); !pool.empty()) {
+        poolOf[label(nad)] = pool;
+      }
     }
   }
   for (const auto& [group, list] : subnets) {
@@ -1277,7 +1282,8 @@ std::vector<std::string> checkSupportingObjects(const Catalog& catalog, Stats* s
       for (std::size_t j = i + 1; j < list.size(); ++j) {
         const auto& [a, pa] = list[i];
         const auto& [b, pb] = list[j];
-        if (a != b && (pa.contains(pb.address) || pb.contains(pa.address))) {
+        const bool onePool = poolOf.contains(a) && poolOf.contains(b) && poolOf.at(a) == poolOf.at(b);
+        if (a != b && !onePool && (pa.contains(pb.address) || pb.contains(pa.address))) {
           problem(problems, a + ": subnet " + pa.toString() + " overlaps " + pb.toString() + " of " + b);
         }
       }
