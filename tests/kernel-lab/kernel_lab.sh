@@ -10,6 +10,8 @@
 #   e2e_lab        e2e_lab_vm.sh: ibcni + ibcni-ipam through the libcni driver on eth0..eth3
 #   dra_cdi        dra_cdi_vm.sh: cdi_podman_vm_test, ibcni-dra's CDI spec for rxe0 on eth0 run by
 #                  podman (x86_64 only: the arm64 VM's root file system has no podman)
+#   multi_rail     multi_rail_vm.sh: policyRouting on eth0..eth3, two pods with two rails each in one
+#                  subnet (x86_64's lab)
 #   vfio           vfio_vm.sh: eth1's function bound to vfio-pci, taken by sriov mode for a VM; not
 #                  in the default list: it needs the VM with an IOMMU (--boot run-iommu.sh), which
 #                  ctest's kernel_lab_vfio boots for it alone
@@ -233,7 +235,8 @@ for part in "${parts[@]}"; do
     native) run_part "$part" bash "$here/native_gtests_vm.sh" "${NATIVE[@]/#/$build/tests/}" ;;
     dra_cdi) run_part "$part" bash "$here/dra_cdi_vm.sh" "$build/tests/kernel-lab/$CDI_GTEST" ;;
     vfio) run_part "$part" bash "$here/vfio_vm.sh" "$bin/ibcni" ;;
-    *) check "known part '$part' (${ALL_PARTS[*]} vfio)" false ;;
+    multi_rail) run_part "$part" bash "$here/multi_rail_vm.sh" "$bin/ibcni" "$build/tests/kernel-lab/rdma_cm_resolve" ;;
+    *) check "known part '$part' (${ALL_PARTS[*]} dra_cdi multi_rail vfio)" false ;;
   esac
 done
 
