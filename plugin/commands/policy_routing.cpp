@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <linux/rtnetlink.h>
 #include <sys/socket.h>
 
@@ -45,15 +46,13 @@ std::uint32_t policyTable(const config::PolicyRouting& policy, std::string_view 
   if (policy.table) {
     return *policy.table;
   }
-  std::size_t digits = 0;
-  while (digits < ifName.size() && digits < 2 && ifName[ifName.size() - 1 - digits] >= '0' &&
-         ifName[ifName.size() - 1 - digits] <= '9') {
-    ++digits;
-  }
-  const bool moreDigits = digits < ifName.size() && ifName[ifName.size() - 1 - digits] >= '0' &&
-                          ifName[ifName.size() - 1 - digits] <= '9';
-  if (digits > 0 && digits < ifName.size() && !moreDigits) {
-    return 100 + static_cast<std::uint32_t>(std::stoul(std::string(ifName.substr(ifName.size() - digits))));
+  // The name's trailing number: "net1" -> 1. None, all of the name, or 100 and above: the hash.
+  const std::size_t numberAt = ifName.find_last_not_of("0123456789") + 1;  // 0 when all digits
+  const std::string_view number = ifName.substr(numberAt);
+  std::uint32_t n = 0;
+  if (numberAt > 0 && !number.empty() && number.size() <= 2 &&
+      std::from_chars(number.data(), number.data() + number.size(), n).ec == std::errc()) {
+    return 100 + n;
   }
   std::uint32_t hash = 2166136261u;  // FNV-1a
   for (const char c : ifName) {
