@@ -9,7 +9,7 @@
 #include "plugin/commands/common.h"
 #include "plugin/commands/device_info.h"
 #include "plugin/commands/policy_routing.h"
-#include "ibcni/os/netns_checker.h"
+#include "plugin/modes/device_holders.h"
 #include "plugin/modes/verbs_check.h"
 #include "lib/log/log.h"
 #include "lib/log/timing.h"
@@ -18,10 +18,10 @@ namespace ibcni::plugin {
 
 namespace {
 
-// What the records say of a device missing from the host (`notFound`, error 100). A record whose
-// pod netns is gone is stale, its pod having died without a DEL: it is never the holder. 101 names
-// a live holder, else one whose netns cannot be checked from here (which may be alive); with
-// neither, the answer stays 100 and says where the device was last seen.
+// What the records say of a device missing from the host (`notFound`, error 100): 101 naming a
+// live holder, else one whose netns cannot be checked from here (which may be alive); with
+// neither, the answer stays 100 and says where the device was last seen (a record whose pod netns
+// is gone is stale, its pod having died without a DEL: never the holder).
 std::optional<cni::Error> busyError(const Invocation& inv, Deps& deps, const cni::Error& notFound) {
   auto store = deps.makeStore(inv.conf.stateDir);
   auto records = store->list("");
@@ -30,44 +30,18 @@ std::optional<cni::Error> busyError(const Invocation& inv, Deps& deps, const cni
   }
   const std::string subject =
       inv.conf.deviceId ? "deviceID = \"" + inv.conf.deviceId->text + "\"" : "device = \"" + inv.conf.device + "\"";
-  const state::AttachmentRecord* holder = nullptr;
-  const state::AttachmentRecord* uncheckable = nullptr;
-  const state::AttachmentRecord* stale = nullptr;
-  for (const auto& r : *records) {
-    const bool same = inv.conf.deviceId ? r.pciAddress == inv.conf.deviceId : r.hostName == inv.conf.device;
-    if (!same) {
-      continue;
-    }
-    switch (os::netnsLiveness(deps.netns, r.netns, r.netnsInode)) {
-      case os::NetnsLiveness::kAlive:
-        holder = holder != nullptr ? holder : &r;
-        break;
-      case os::NetnsLiveness::kUnknown:
-        uncheckable = uncheckable != nullptr ? uncheckable : &r;
-        break;
-      case os::NetnsLiveness::kGone:
-        stale = stale != nullptr ? stale : &r;
-        break;
-    }
+  const DeviceHolders holders = deviceHolders(inv, deps, *records, [&inv](const state::AttachmentRecord& r) {
+    return inv.conf.deviceId ? r.pciAddress == inv.conf.deviceId : r.hostName == inv.conf.device;
+  });
+  if (holders.holder() != nullptr) {
+    return busyWith(subject, holders);
   }
-  auto where = [](const state::AttachmentRecord& r) {
-    return "container " + r.containerId + " (network " + r.network + ", ifname " + r.ifName + ", netns " + r.netns +
-           ")";
-  };
-  if (holder != nullptr) {
-    return cni::Error{cni::Errc::kDeviceBusy,
-                      subject + " is attached to " + where(*holder) + "; DEL that attachment first", {}};
-  }
-  if (uncheckable != nullptr) {
-    return cni::Error{cni::Errc::kDeviceBusy,
-                      subject + " is attached to " + where(*uncheckable) +
-                          ", whose netns cannot be checked from here (it may be alive); DEL that attachment first",
-                      {}};
-  }
-  if (stale != nullptr) {
+  if (!holders.gone.empty()) {
+    const state::AttachmentRecord& stale = *holders.gone.front();
     cni::Error e = notFound;
-    e.msg += "; it was last seen attached to " + where(*stale) + ", whose netns is gone (the pod ended without a DEL)" +
-             (!stale->pciAddress
+    e.msg += "; it was last seen attached to " + attachmentText(stale) +
+             ", whose netns is gone (the pod ended without a DEL)" +
+             (!stale.pciAddress
                   ? ": a device without a PCI function (veth, macvlan, ...) is destroyed with its namespace and does not "
                     "come back; `ibcni reconcile` (run by the ibcni DaemonSet) removes the stale record"
                   : ": the kernel returns it to the host when that namespace ends, and `ibcni reconcile` (run by the "

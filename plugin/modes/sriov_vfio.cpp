@@ -3,8 +3,8 @@
 
 #include <cerrno>
 
-#include "ibcni/os/netns_checker.h"
 #include "lib/log/log.h"
+#include "plugin/modes/device_holders.h"
 #include "plugin/modes/record_ahead.h"
 #include "plugin/modes/sriov_vf.h"
 #include "plugin/modes/sriov_vf_guid_pool.h"
@@ -93,10 +93,10 @@ cni::Result<void> refusePodSettings(const ModeContext& ctx, const std::string& s
   return {};
 }
 
-// Another attachment that holds `pci`: a VF given to a VM stays in the host, bound to vfio-pci,
-// whether a VM has it or not, so only the records tell. A holder whose pod netns is gone (its pod
-// died without a DEL) does not hold it: its late DEL (or `ibcni reconcile`) leaves the VF's settings
-// to the newer attachment, which restores the GUIDs that holder replaced (in `device.vf`).
+// Another attachment that holds `pci` (device_holders.h: a VF given to a VM stays in the host,
+// bound to vfio-pci, whether a VM has it or not). A holder whose pod netns is gone does not hold it:
+// its late DEL (or `ibcni reconcile`) leaves the VF's settings to the newer attachment, which
+// restores the GUIDs that holder replaced (in `device.vf`).
 cni::Result<void> refuseHeld(const ModeContext& ctx, HostDevice& device, const std::string& subject) {
   const net::PciAddress& pci = *device.pciAddress;
   const Invocation& inv = ctx.inv;
@@ -106,27 +106,18 @@ cni::Result<void> refuseHeld(const ModeContext& ctx, HostDevice& device, const s
                                     "cannot read the attachment records in stateDir = " + inv.conf.stateDir,
                                     records.error()));
   }
-  for (const auto& r : *records) {
-    const bool self =
-        r.network == inv.conf.name && r.containerId == inv.args.containerId && r.ifName == inv.args.ifName;
-    if (self || r.pciAddress != pci) {
-      continue;
+  const DeviceHolders holders = deviceHolders(
+      inv, ctx.deps, *records, [&pci](const state::AttachmentRecord& r) { return r.pciAddress == pci; });
+  if (holders.holder() != nullptr) {
+    return std::unexpected(busyWith(subject, holders));
+  }
+  for (const auto* r : holders.gone) {
+    log::info("{} was attached to container {}, whose netns is gone: taking it", subject, r->containerId);
+    auto node = net::Guid::parse(r->oldNodeGuid);
+    auto port = net::Guid::parse(r->oldPortGuid);
+    if (device.vf && !r->guid.empty() && node && port) {
+      device.vf->guidsBeforeDeadHolder = std::pair{*node, *port};
     }
-    const auto liveness = os::netnsLiveness(ctx.deps.netns, r.netns, r.netnsInode);
-    if (liveness == os::NetnsLiveness::kGone) {
-      log::info("{} was attached to container {}, whose netns is gone: taking it", subject, r.containerId);
-      auto node = net::Guid::parse(r.oldNodeGuid);
-      auto port = net::Guid::parse(r.oldPortGuid);
-      if (device.vf && !r.guid.empty() && node && port) {
-        device.vf->guidsBeforeDeadHolder = std::pair{*node, *port};
-      }
-      continue;
-    }
-    return cni::fail(Errc::kDeviceBusy,
-                     subject + " is attached to container " + r.containerId + " (network " + r.network +
-                         ", ifname " + r.ifName + ", netns " + r.netns + ")" +
-                         (liveness == os::NetnsLiveness::kUnknown ? ", whose netns cannot be checked from here" : "") +
-                         "; DEL that attachment first");
   }
   return {};
 }
