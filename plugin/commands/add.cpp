@@ -202,9 +202,8 @@ cni::AddResult addResult(const Invocation& inv, const nl::Link& podLink, const s
 // Before 1.1.0 a route cannot name its table: one ADD put in another table than main (policyRouting's)
 // would read as one of main, so it is left out of the printed result (the record keeps it).
 void forgetUnsayableRoutes(cni::SpecVersion version, cni::AddResult& result) {
-  constexpr std::uint32_t kMainTable = 254;
   if (!cni::hasV11Fields(version)) {
-    std::erase_if(result.routes, [](const cni::Route& rt) { return rt.table && *rt.table != kMainTable; });
+    std::erase_if(result.routes, [](const cni::Route& rt) { return rt.table && *rt.table != RT_TABLE_MAIN; });
   }
 }
 

@@ -34,6 +34,21 @@ std::string tableText(const Invocation& inv, std::uint32_t table) {
 // The address alone, as a rule's source selects it: /32 or /128.
 net::IpPrefix hostPrefix(const net::IpAddress& ip) { return net::IpPrefix{ip, ip.isV4() ? 32 : 128}; }
 
+// The rules of the pod's netns (error 102 when they cannot be listed).
+cni::Result<std::vector<nl::Rule>> podRules(const Invocation& inv, Deps& deps, const os::Netns& pod) {
+  auto rules = deps.netlink.listRules(pod);
+  if (!rules) {
+    return std::unexpected(sysError(cni::Errc::kNetlinkFailure, "cannot list the rules of netns " + inv.args.netns,
+                                    rules.error()));
+  }
+  return std::move(*rules);
+}
+
+// "net.ipv4.conf.<if>.<key>", for messages.
+std::string sysctlName(const std::string& ifName, std::string_view key) {
+  return "net.ipv4.conf." + ifName + "." + std::string(key);
+}
+
 net::IpPrefix defaultRoute(int family) {
   net::IpAddress any;
   any.family = family;
@@ -79,18 +94,21 @@ cni::Result<void> refuseTakenTable(const Invocation& inv, Deps& deps, const os::
   if (deps.sysctls == nullptr) {
     return cni::fail(cni::Errc::kInvalidConfig, "policyRouting is set, but this ibcni cannot set sysctls");
   }
-  const std::string fix = ": every interface of a pod needs a table of its own; set policyRouting.table to a free "
-                          "one, or rename the interface";
-  auto rules = deps.netlink.listRules(pod);
+  // What already uses the table: a rule that looks it up, or a route in it.
+  auto taken = [&](const std::string& user) {
+    return cni::fail(cni::Errc::kInvalidConfig,
+                     "policyRouting: " + tableText(inv, policy->table) + " is used in netns " + inv.args.netns +
+                         " already (" + user +
+                         "): every interface of a pod needs a table of its own; set policyRouting.table to a free "
+                         "one, or rename the interface");
+  };
+  auto rules = podRules(inv, deps, pod);
   if (!rules) {
-    return std::unexpected(sysError(cni::Errc::kNetlinkFailure, "cannot list the rules of netns " + inv.args.netns,
-                                    rules.error()));
+    return std::unexpected(rules.error());
   }
   for (const auto& rule : *rules) {
     if (rule.table == policy->table) {
-      return cni::fail(cni::Errc::kInvalidConfig, "policyRouting: " + tableText(inv, policy->table) +
-                                                      " is used in netns " + inv.args.netns + " already (" +
-                                                      nl::describe(rule) + ")" + fix);
+      return taken(nl::describe(rule));
     }
   }
   auto routes = deps.netlink.listRoutes(pod, 0);
@@ -100,9 +118,7 @@ cni::Result<void> refuseTakenTable(const Invocation& inv, Deps& deps, const os::
   }
   for (const auto& route : *routes) {
     if (route.table == policy->table) {
-      return cni::fail(cni::Errc::kInvalidConfig, "policyRouting: " + tableText(inv, policy->table) +
-                                                      " is used in netns " + inv.args.netns + " already (" +
-                                                      nl::describe(route) + ")" + fix);
+      return taken(nl::describe(route));
     }
   }
   return {};
@@ -115,7 +131,7 @@ cni::Result<void> setPolicySysctls(const Invocation& inv, Deps& deps, const os::
   auto& sysctls = *deps.sysctls;
   const std::string& ifName = inv.args.ifName;
   for (const auto& [key, value] : policySysctls()) {
-    const std::string name = "net.ipv4.conf." + ifName + "." + key;
+    const std::string name = sysctlName(ifName, key);
     auto old = sysctls.get(pod, "ipv4", ifName, key);
     if (!old) {
       return std::unexpected(sysError(cni::Errc::kNetlinkFailure, "cannot read " + name, old.error()));
@@ -202,10 +218,9 @@ cni::Result<void> removePolicyRules(const Invocation& inv, Deps& deps, const os:
   if (!policy) {
     return {};
   }
-  auto rules = deps.netlink.listRules(pod);
+  auto rules = podRules(inv, deps, pod);
   if (!rules) {
-    return std::unexpected(sysError(cni::Errc::kNetlinkFailure, "cannot list the rules of netns " + inv.args.netns,
-                                    rules.error()));
+    return std::unexpected(rules.error());
   }
   for (const auto& rule : *rules) {
     if (rule.table != policy->table || rule.priority != policy->priority) {
@@ -225,10 +240,9 @@ cni::Result<void> checkPolicyRouting(const Invocation& inv, Deps& deps, const os
   if (!record.policyTable) {
     return {};
   }
-  auto rules = deps.netlink.listRules(pod);
+  auto rules = podRules(inv, deps, pod);
   if (!rules) {
-    return std::unexpected(sysError(cni::Errc::kNetlinkFailure, "cannot list the rules of netns " + inv.args.netns,
-                                    rules.error()));
+    return std::unexpected(rules.error());
   }
   for (const auto& ip : ips) {
     const nl::Rule rule{hostPrefix(ip), *record.policyTable, record.policyPriority};
@@ -243,12 +257,12 @@ cni::Result<void> checkPolicyRouting(const Invocation& inv, Deps& deps, const os
   for (const auto& [key, value] : policySysctls()) {
     auto now = deps.sysctls->get(pod, "ipv4", inv.args.ifName, key);
     if (!now) {
-      return std::unexpected(sysError(cni::Errc::kCheckFailed,
-                                      "cannot read net.ipv4.conf." + inv.args.ifName + "." + key, now.error()));
+      return std::unexpected(
+          sysError(cni::Errc::kCheckFailed, "cannot read " + sysctlName(inv.args.ifName, key), now.error()));
     }
     if (*now != value) {
-      return cni::fail(cni::Errc::kCheckFailed, "net.ipv4.conf." + inv.args.ifName + "." + key + " is " + *now +
-                                                    ", policyRouting set it to " + value);
+      return cni::fail(cni::Errc::kCheckFailed,
+                       sysctlName(inv.args.ifName, key) + " is " + *now + ", policyRouting set it to " + value);
     }
   }
   return {};
