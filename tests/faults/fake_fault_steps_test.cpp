@@ -12,6 +12,7 @@
 #include <optional>
 #include <set>
 
+#include "fakes/fake_net_sysctls.h"
 #include "ipam/embedded_ipam_guids.h"
 #include "support/fault/faulty_deps.h"
 #include "unit/plugin_fixture.h"
@@ -315,6 +316,40 @@ TEST_F(VfioVfFaultSteps, EveryAddStepFailsCleanlyAndEveryDelStepConverges) {
 
 TEST_F(VfioVfFaultSteps, SigkillAfterEveryStepThenDelTwiceLeavesNothing) {
   std::cout << "sriov IB VF bound to vfio-pci with GUID and linkState (fakes): " << everyKill(vmConfig()) << "\n";
+}
+
+// ---- policyRouting: the interface's sysctls, table routes and rules ----
+
+class PolicyRoutingFaultSteps : public FakeFaultSteps {
+ protected:
+  void SetUp() override {
+    FakeFaultSteps::SetUp();
+    deps_.sysctls = &sysctls_;
+  }
+  json policyConfig() const {
+    json c = config("1.1.0");
+    c["policyRouting"] = true;
+    return c;
+  }
+  /// The node, and the pod's rules: none of the attachment's may outlive it.
+  std::string nodeState() override {
+    std::string s = FakeFaultSteps::nodeState();
+    for (const auto& rule : nl_.listRules(pod_).value_or(std::vector<nl::Rule>{})) {
+      s += "rule " + nl::describe(rule) + "\n";
+    }
+    return s;
+  }
+  FakeNetSysctls sysctls_{nl_};
+};
+
+TEST_F(PolicyRoutingFaultSteps, EveryAddStepFailsCleanlyAndEveryDelStepConverges) {
+  const std::string steps = everyStep(policyConfig());
+  std::cout << "policyRouting (fakes): " << steps << "\n";
+}
+
+TEST_F(PolicyRoutingFaultSteps, SigkillAfterEveryStepThenDelTwiceLeavesNothing) {
+  const std::string points = everyKill(policyConfig());
+  std::cout << "policyRouting (fakes): " << points << "\n";
 }
 
 }  // namespace

@@ -215,6 +215,14 @@ cni::Result<ipam::ReclaimOutcome> FaultyGuidPools::maintain(
                                          [&] { return real_->maintain(storeDir, dryRun, recorded); });
 }
 
+// ---- sysctls ----
+
+os::SysResult<void> FaultyNetSysctls::set(const os::Netns& ns, std::string_view family, const std::string& ifName,
+                                          const std::string& key, const std::string& value) {
+  return plan_.run("setSysctl" + in(ns) + " " + std::string(family) + "/" + ifName + "/" + key + "=" + value, EPERM,
+                   [&] { return real_.set(ns, family, ifName, key, value); });
+}
+
 // ---- Deps ----
 
 FaultyDeps::FaultyDeps(plugin::Deps& real, FaultPlan& plan)
@@ -238,6 +246,11 @@ FaultyDeps::FaultyDeps(plugin::Deps& real, FaultPlan& plan)
             real.verbs,
             real.deviceInfo,
             real.ipamUpkeep,
-            real.guids != nullptr ? &guids_ : nullptr} {}
+            real.guids != nullptr ? &guids_ : nullptr} {
+  if (real.sysctls != nullptr) {
+    sysctls_.emplace(*real.sysctls, plan);
+    deps_.sysctls = &*sysctls_;
+  }
+}
 
 }  // namespace ibcni::fault

@@ -8,6 +8,7 @@
 #endif
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "plugin/deps.h"
@@ -75,6 +76,22 @@ class FaultyDevices final : public ibcni::testing::ForwardingDevices {
   FaultPlan& plan_;
 };
 
+/// Counted: set (EPERM, as /proc/sys refuses a write it does not take).
+class FaultyNetSysctls final : public sysfs::NetSysctls {
+ public:
+  FaultyNetSysctls(sysfs::NetSysctls& real, FaultPlan& plan) : real_(real), plan_(plan) {}
+  os::SysResult<std::string> get(const os::Netns& ns, std::string_view family, const std::string& ifName,
+                                 const std::string& key) override {
+    return real_.get(ns, family, ifName, key);
+  }
+  os::SysResult<void> set(const os::Netns& ns, std::string_view family, const std::string& ifName,
+                          const std::string& key, const std::string& value) override;
+
+ private:
+  sysfs::NetSysctls& real_;
+  FaultPlan& plan_;
+};
+
 /// Counted: save and saveVolatile (ENOSPC by default), remove (EIO by default).
 class FaultyAttachmentStore final : public state::AttachmentStore {
  public:
@@ -136,8 +153,8 @@ class FaultyGuidPools final : public ipam::GuidPools {
   FaultPlan& plan_;
 };
 
-/// `real` with its netlink, RDMA netlink, sysfs devices, IPAM, GUID pools and attachment stores wrapped.
-/// Namespaces, clocks, the verbs probe and the timeouts are `real`'s.
+/// `real` with its netlink, RDMA netlink, sysfs devices, IPAM, GUID pools, attachment stores and
+/// sysctls wrapped. Namespaces, clocks, the verbs probe and the timeouts are `real`'s.
 class FaultyDeps {
  public:
   FaultyDeps(plugin::Deps& real, FaultPlan& plan);
@@ -152,6 +169,7 @@ class FaultyDeps {
   FaultyDevices devices_;
   FaultyIpam ipam_;
   FaultyGuidPools guids_;
+  std::optional<FaultyNetSysctls> sysctls_;
   plugin::Deps deps_;
 };
 
