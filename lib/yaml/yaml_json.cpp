@@ -3,17 +3,16 @@
 
 #include <yaml.h>
 
-#include <charconv>
-#include <cstdint>
-#include <cstdlib>
+#include <cstddef>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <regex>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "lib/yaml/plain_scalar.h"
 
 namespace ibcni::yaml {
 
@@ -22,75 +21,6 @@ namespace {
 using nlohmann::json;
 
 constexpr std::size_t kMaxNodes = 1000000;
-
-/// A plain scalar's value under YAML 1.2's core schema.
-json resolvePlain(const std::string& s) {
-  if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") {
-    return nullptr;
-  }
-  if (s == "true" || s == "True" || s == "TRUE") {
-    return true;
-  }
-  if (s == "false" || s == "False" || s == "FALSE") {
-    return false;
-  }
-  static const std::regex decimal("[-+]?[0-9]+");
-  static const std::regex octal("0o[0-7]+");
-  static const std::regex hex("0x[0-9a-fA-F]+");
-  static const std::regex floating(R"([-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?)");
-  static const std::regex special(R"([-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN))");
-  const auto integer = [&s](std::string_view digits, int base, bool negative) -> json {
-    std::uint64_t v = 0;
-    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v, base);
-    if (ec != std::errc() || end != digits.data() + digits.size()) {
-      return s;  // out of range: keep the text
-    }
-    if (negative) {
-      if (v > static_cast<std::uint64_t>(INT64_MAX) + 1) {
-        return s;
-      }
-      return v == static_cast<std::uint64_t>(INT64_MAX) + 1 ? INT64_MIN : -static_cast<std::int64_t>(v);
-    }
-    return v;
-  };
-  if (std::regex_match(s, decimal)) {
-    const bool negative = s[0] == '-';
-    const std::size_t skip = (s[0] == '-' || s[0] == '+') ? 1 : 0;
-    return integer(std::string_view(s).substr(skip), 10, negative);
-  }
-  if (std::regex_match(s, octal)) {
-    return integer(std::string_view(s).substr(2), 8, false);
-  }
-  if (std::regex_match(s, hex)) {
-    return integer(std::string_view(s).substr(2), 16, false);
-  }
-  if (std::regex_match(s, floating)) {
-    return std::strtod(s.c_str(), nullptr);
-  }
-  if (std::regex_match(s, special)) {
-    return nullptr;  // JSON has no infinity or NaN
-  }
-  return s;
-}
-
-/// Why a plain scalar is read differently by YAML 1.1 (Kubernetes' reader, go-yaml) than by the
-/// core schema of YAML 1.2 (this reader), or "" when both read it alike.
-std::string yaml11Reading(const std::string& s) {
-  static const std::regex bool11("y|Y|yes|Yes|YES|n|N|no|No|NO|on|On|ON|off|Off|OFF");
-  static const std::regex octal11("[-+]?0[0-7]+");
-  static const std::regex underscored("[-+]?[0-9][0-9_]*_[0-9_]*(\\.[0-9_]*)?");
-  static const std::regex sexagesimal("[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+(\\.[0-9_]*)?");
-  if (std::regex_match(s, bool11)) {
-    return "a boolean in YAML 1.1, a string in YAML 1.2";
-  }
-  if (std::regex_match(s, octal11)) {
-    return "an octal number in YAML 1.1, a decimal one in YAML 1.2";
-  }
-  if (std::regex_match(s, underscored) || std::regex_match(s, sexagesimal)) {
-    return "a number in YAML 1.1, a string in YAML 1.2";
-  }
-  return {};
-}
 
 /// One open collection: the value being built and, for a mapping, the key waiting for its value.
 struct Frame {
