@@ -331,6 +331,7 @@ CniCall ClusterSim::call(CniVerb verb, PodRef pod) const {
   c.out = std::move(run.out);
   c.err = std::move(run.err);
   c.ms = std::chrono::duration<double, std::milli>(run.elapsed()).count();
+  c.cpuMs = run.cpuMs;
   if (verb == CniVerb::kAdd && c.status == 0) {
     const json r = json::parse(c.out, nullptr, false);
     if (r.is_object() && r.contains("ips") && r["ips"].is_array()) {

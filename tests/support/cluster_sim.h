@@ -88,6 +88,7 @@ struct CniCall {
   std::string out;
   std::string err;
   double ms = 0;                       ///< spawn -> reaped
+  double cpuMs = 0;                    ///< the process's user + system CPU time
 
   [[nodiscard]] bool ok() const { return status == 0; }
   /// "ADD node-03/pod-7: exit 11: <stdout> <stderr>" (trimmed).

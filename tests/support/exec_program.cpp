@@ -162,6 +162,8 @@ void collectChild(pid_t pid, ChildPipes& pipes, std::chrono::milliseconds timeou
   }
   run.reaped = ProgramRun::Clock::now();
   run.maxRssKiB = usage.ru_maxrss;
+  run.cpuMs = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1e3 +
+              static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e3;
   run.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   if (timedOut) {
     run.err += "\n[killed after " + std::to_string(timeout.count()) + " ms]";

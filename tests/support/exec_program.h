@@ -43,6 +43,7 @@ struct ProgramRun {
   std::string out;
   std::string err;
   long maxRssKiB = 0;         ///< peak RSS of the child and the children it waited for (wait4's ru_maxrss)
+  double cpuMs = 0;           ///< the child's user + system CPU time (wait4's ru_utime + ru_stime)
   Clock::time_point started;  ///< just before fork
   Clock::time_point reaped;   ///< when wait4 returned
 
