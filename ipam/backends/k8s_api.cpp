@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <utility>
 
@@ -78,8 +79,12 @@ bool LeaseView::lapsed(SysClock::time_point now, std::chrono::seconds fallback) 
   return !last || *last + d < now;
 }
 
-Call::Call(http::HttpClient& client, const Server& server)
-    : client_(client), server_(server), deadline_(Clock::now() + server.timeout), token_(server.token) {
+Call::Call(http::HttpClient& client, const Server& server, WriteMark* writes)
+    : client_(client),
+      server_(server),
+      writes_(writes),
+      deadline_(Clock::now() + server.timeout),
+      token_(server.token) {
   if (server.tokenFile.empty()) {
     return;
   }
@@ -161,8 +166,42 @@ BackendResult<std::optional<LeaseView>> foundLease(const Answer& a) {
 
 }  // namespace
 
-BackendResult<std::optional<LeaseView>> Call::getLease(const std::string& name) {
-  auto a = send(http::Method::kGet, leasesPath() + "/" + name, nullptr);
+void WriteMark::note(const std::string& resourceVersion) {
+  std::uint64_t v = 0;
+  const char* last = resourceVersion.data() + resourceVersion.size();
+  const auto [end, ec] = std::from_chars(resourceVersion.data(), last, v);
+  const bool decimal = !resourceVersion.empty() && ec == std::errc() && end == last;
+  const std::lock_guard lock(mutex_);
+  opaque_ = opaque_ || !decimal;
+  newest_ = std::max(newest_, v);
+}
+
+std::string WriteMark::newest() const {
+  const std::lock_guard lock(mutex_);
+  return opaque_ || newest_ == 0 ? std::string() : std::to_string(newest_);
+}
+
+BackendResult<std::optional<LeaseView>> Call::getLease(const std::string& name) { return readLease(name, ""); }
+
+BackendResult<std::optional<LeaseView>> Call::getLeaseAfterWrites(const std::string& name) {
+  const std::string mark = writes_ != nullptr ? writes_->newest() : std::string();
+  if (!mark.empty()) {
+    if (auto cached = readLease(name, "?resourceVersion=" + mark); cached) {
+      return cached;
+    }
+  }
+  return getLease(name);
+}
+
+BackendResult<std::optional<LeaseView>> Call::written(BackendResult<std::optional<LeaseView>> v) {
+  if (writes_ != nullptr && v && *v) {
+    writes_->note((**v).resourceVersion);
+  }
+  return v;
+}
+
+BackendResult<std::optional<LeaseView>> Call::readLease(const std::string& name, const std::string& query) {
+  auto a = send(http::Method::kGet, leasesPath() + "/" + name + query, nullptr);
   if (!a) {
     return std::unexpected(std::move(a.error()));
   }
@@ -193,7 +232,7 @@ BackendResult<std::optional<LeaseView>> Call::createLease(const json& body) {
   if (a->status != 201 && a->status != 200) {
     return std::unexpected(a->unexpected("creating a Lease"));
   }
-  return foundLease(*a);
+  return written(foundLease(*a));
 }
 
 BackendResult<std::optional<LeaseView>> Call::putLease(const std::string& name, const json& body) {
@@ -207,7 +246,7 @@ BackendResult<std::optional<LeaseView>> Call::putLease(const std::string& name, 
   if (a->status != 200) {
     return std::unexpected(a->unexpected("updating Lease " + name));
   }
-  return foundLease(*a);
+  return written(foundLease(*a));
 }
 
 BackendResult<Call::Deleted> Call::deleteLease(const std::string& name, const std::string& uid,

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -67,16 +68,38 @@ struct LeaseView {
   [[nodiscard]] bool lapsed(SysClock::time_point now, std::chrono::seconds fallback) const;
 };
 
+/// The newest resourceVersion that the writes of one store's calls were answered with. A read that
+/// must come after them asks for a version not older than it (what a GET's resourceVersion means),
+/// which the API server answers from its watch cache instead of a quorum read of etcd. The versions
+/// are etcd revisions, decimal: one that is not (another server's) ends the marking, and every read
+/// goes to etcd again. Calls on several threads may share it.
+class WriteMark {
+ public:
+  void note(const std::string& resourceVersion);
+  /// "" before any write (or once a version was not decimal).
+  [[nodiscard]] std::string newest() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::uint64_t newest_ = 0;
+  bool opaque_ = false;
+};
+
 /// One public call of the backend: its requests share one deadline and one token.
 class Call {
  public:
-  Call(http::HttpClient& client, const Server& server);
+  /// `writes`: where its writes are noted (createLease, putLease), and getLeaseAfterWrites reads.
+  Call(http::HttpClient& client, const Server& server, WriteMark* writes = nullptr);
 
   /// One request; transport failures, 401/403, 429 and 5xx, and a 2xx without a JSON object are
   /// errors, any other status is the caller's to judge.
   [[nodiscard]] BackendResult<Answer> send(http::Method method, const std::string& path, const json* body);
   /// GET of Lease `name`: the Lease, or nullopt on 404.
   [[nodiscard]] BackendResult<std::optional<LeaseView>> getLease(const std::string& name);
+  /// getLease as of a version not older than the newest write noted in the WriteMark (its watch
+  /// cache answers it); when none is noted, or the cache does not answer (504 "Too large resource
+  /// version" when it lags), a quorum read as getLease.
+  [[nodiscard]] BackendResult<std::optional<LeaseView>> getLeaseAfterWrites(const std::string& name);
   /// POST of a new Lease: the Lease created, or nullopt on 409 AlreadyExists. A namespace that does
   /// not exist is kInvalidArgument naming ipam.cluster.kubernetes.namespace.
   [[nodiscard]] BackendResult<std::optional<LeaseView>> createLease(const json& body);
@@ -102,8 +125,13 @@ class Call {
   [[nodiscard]] std::string leasesPath() const;
 
  private:
+  [[nodiscard]] BackendResult<std::optional<LeaseView>> readLease(const std::string& name, const std::string& query);
+  /// A Lease a write was answered with, noted in writes_.
+  BackendResult<std::optional<LeaseView>> written(BackendResult<std::optional<LeaseView>> v);
+
   http::HttpClient& client_;
   const Server& server_;
+  WriteMark* writes_;
   std::chrono::steady_clock::time_point deadline_;
   std::string token_;
   std::optional<BackendError> tokenError_;

@@ -138,7 +138,7 @@ class K8sStoreCall final : public claims::StoreCall {
 
   BackendResult<MaybeDefinition> readDefinition(std::string_view pool) override {
     return andThen(definitionLease(pool), [&](const std::string& name) {
-      return andThen(s_.call.getLease(name), [&](const MaybeLease& v) { return definitionIn(v, pool); });
+      return andThen(s_.call.getLeaseAfterWrites(name), [&](const MaybeLease& v) { return definitionIn(v, pool); });
     });
   }
 

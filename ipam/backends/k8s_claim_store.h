@@ -6,6 +6,7 @@
 #include <string>
 
 #include "ibcni/http/http_client.h"
+#include "ipam/backends/k8s_api.h"
 #include "ipam/claims/claim_store.h"
 
 namespace ibcni::ipam {
@@ -28,6 +29,8 @@ namespace ibcni::ipam {
 ///    demand) are what is read back.
 ///  * spec: holderIdentity = the node, leaseDurationSeconds, acquireTime, renewTime (MicroTime),
 ///    leaseTransitions. Holder::identity = uid, version = resourceVersion.
+///  * readDefinition: a GET not older than the newest write of this store's calls (k8s::WriteMark):
+///    the read after a claim sees every definition written before it, from the watch cache.
 ///  * create: POST (201; 409: GET). update: PUT on the version seen, renewTime now; a node's
 ///    renewal rewrites each claim it holds so (renewsClaims()): that is what fences a taker, whose
 ///    PUT is conditional on the version it saw.
@@ -52,10 +55,13 @@ class K8sClaimStore final : public claims::ClaimStore {
     std::string tokenFile;                 ///< read for every call when set (wins over token)
     std::chrono::milliseconds timeout{5000};         ///< per public call
     std::chrono::seconds leaseDuration{300};         ///< spec.leaseDurationSeconds
+    k8s::WriteMark* writes = nullptr;  ///< set by the store: where its calls note their writes
   };
 
   /// `client` must outlive the store.
-  K8sClaimStore(http::HttpClient& client, Options options) : client_(client), options_(std::move(options)) {}
+  K8sClaimStore(http::HttpClient& client, Options options) : client_(client), options_(std::move(options)) {
+    options_.writes = &writes_;
+  }
 
   [[nodiscard]] std::unique_ptr<claims::StoreCall> call() override;
   [[nodiscard]] bool renewsClaims() const override { return true; }
@@ -63,6 +69,7 @@ class K8sClaimStore final : public claims::ClaimStore {
  private:
   http::HttpClient& client_;
   Options options_;
+  k8s::WriteMark writes_;  ///< its calls' newest write: a definition read comes after it (readDefinition)
 };
 
 }  // namespace ibcni::ipam

@@ -43,7 +43,7 @@ struct LeaseSession {
   k8s::Server server;
   k8s::Call call;
   explicit LeaseSession(http::HttpClient& client, const K8sClaimStore::Options& o)
-      : server{o.server, o.namespace_, o.tls, o.token, o.tokenFile, o.timeout}, call(client, server) {}
+      : server{o.server, o.namespace_, o.tls, o.token, o.tokenFile, o.timeout}, call(client, server, o.writes) {}
   LeaseSession(const LeaseSession&) = delete;
   LeaseSession& operator=(const LeaseSession&) = delete;
 };

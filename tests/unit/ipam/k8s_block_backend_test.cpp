@@ -600,6 +600,38 @@ TEST_F(K8sBlockBackendTest, ThePoolDefinitionIsTheFirstOneAndTheEarlierIsOrdered
   EXPECT_TRUE(must(a.list(ClaimKind::kBlock, "zz", std::nullopt), "list").empty()) << "not a claim";
 }
 
+TEST_F(K8sBlockBackendTest, ADefinitionReadAfterAClaimIsNotOlderThanTheClaimAndFallsBackToAQuorumRead) {
+  std::vector<std::string> gets;
+  HookedClient hooked(http_, [&](const http::Request& r) {
+    if (r.method == http::Method::kGet) {
+      gets.push_back(r.url);
+    }
+  });
+  K b(hooked, opts());
+  must(node().definePool({"p0", "F-1", "network ib0 on node a", "", false, true}), "define p0");
+  ASSERT_TRUE(must(b.definition("p0"), "definition before any write"));
+  ASSERT_EQ(gets.size(), 1U);
+  EXPECT_EQ(gets[0].find("resourceVersion="), std::string::npos) << "no write yet: a quorum read: " << gets[0];
+  // After its claim, the watch cache answers as of a version not older than the claim's.
+  const auto c = claim(b, ClaimKind::kBlock, "b1", "node-b");
+  gets.clear();
+  auto d = must(b.definition("p0"), "definition after the claim");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->fields, "F-1");
+  ASSERT_EQ(gets.size(), 1U);
+  EXPECT_TRUE(gets[0].ends_with("/" + K::poolLeaseName("p0") + "?resourceVersion=" + c.holder.version)) << gets[0];
+  // A cache that cannot answer (it lags: 504 "Too large resource version"): a quorum read instead.
+  fault({{"status", 504}, {"methods", {"GET"}}, {"pathContains", "resourceVersion="}, {"count", 1},
+         {"message", "Too large resource version"}});
+  gets.clear();
+  d = must(b.definition("p0"), "definition, the cache not answering");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->fields, "F-1");
+  ASSERT_EQ(gets.size(), 2U);
+  EXPECT_NE(gets[0].find("?resourceVersion="), std::string::npos) << gets[0];
+  EXPECT_EQ(gets[1].find("resourceVersion="), std::string::npos) << gets[1];
+}
+
 TEST_F(K8sBlockBackendTest, TheRegistryTakesOneWriterAtATime) {
   auto& a = node();
   auto& b = node();

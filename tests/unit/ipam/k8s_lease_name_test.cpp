@@ -3,7 +3,7 @@
 // subdomains of at most 253 characters, readable for the usual keys, and never the same name for
 // two distinct (pool, kind, key), IPv6 keys and awkward bytes included), its options' checks, and
 // what every call refuses before sending anything (malformed names, a Lease name too long,
-// forgetNode).
+// forgetNode), and the mark of the newest write a definition read comes after.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -17,6 +17,7 @@
 #include "block_backend_print.h"
 #include "block_backend_test_util.h"
 #include "ipam/backends/etcd_block_backend.h"
+#include "ipam/backends/k8s_api.h"
 #include "ipam/backends/k8s_block_backend.h"
 #include "ipam/config/ipam_config.h"
 #include "ipam/policy/allocation_space.h"
@@ -200,6 +201,23 @@ TEST(K8sBackendCalls, NoServerIsUnreachable) {
 // A GUID pool's backend objects are named by "guid_<pool>", a name no address pool can have
 // (ipam.cluster.pool never holds '_') and that the Lease name encoding keeps apart from every
 // address pool's: no Lease and no etcd key is both a GUID pool's and an address pool's.
+TEST(K8sWriteMark, KeepsTheNewestDecimalVersionAndGivesUpOnAnyOther) {
+  k8s::WriteMark m;
+  EXPECT_EQ(m.newest(), "") << "no write yet";
+  m.note("120");
+  m.note("99");  // a write answered later, on another thread, with an older version
+  EXPECT_EQ(m.newest(), "120");
+  m.note("121");
+  EXPECT_EQ(m.newest(), "121");
+  for (const char* other : {"", "12a", "-3", "7 "}) {
+    k8s::WriteMark o;
+    o.note("5");
+    o.note(other);
+    o.note("6");
+    EXPECT_EQ(o.newest(), "") << "after \"" << other << "\" every read is a quorum read";
+  }
+}
+
 TEST(GuidPoolNames, NoLeaseNameOrEtcdKeyOfAGuidPoolIsAnAddressPools) {
   const std::vector<std::string> names{"a",       "ib",        "guid", "guid-a", "guid.a", "guidz5fa", "z5f",
                                        "ib-pool", "guidz5fib", "z",    "0",      "p.q",    std::string(63, 'p')};
